@@ -1,0 +1,235 @@
+//! A computation: a graph of instructions (petgraph), with one root and numbered parameters.
+//!
+//! Nodes are instructions; an edge `a -> b` means `b` uses `a` (one edge per operand slot).
+//! The operand order lives in [`Instruction::operands`]; the edges answer "who uses this?".
+
+use super::instruction::{InstrId, Instruction};
+use super::op::Op;
+use petgraph::stable_graph::StableDiGraph;
+use petgraph::Direction;
+
+#[derive(Clone, Debug)]
+pub struct Computation {
+    pub name: String,
+    graph: StableDiGraph<Instruction, (), u32>,
+    /// Instruction order as written or built; printing uses a topological order that follows it.
+    order: Vec<InstrId>,
+    root: Option<InstrId>,
+}
+
+impl Computation {
+    pub fn new(name: impl Into<String>) -> Computation {
+        Computation {
+            name: name.into(),
+            graph: StableDiGraph::default(),
+            order: Vec::new(),
+            root: None,
+        }
+    }
+
+    /// Adds an instruction with the given operands; the last one added becomes the root
+    /// unless [`Computation::set_root`] says otherwise.
+    pub fn add(&mut self, mut instr: Instruction, operands: &[InstrId]) -> InstrId {
+        instr.operands = operands.iter().copied().collect();
+        let id = self.graph.add_node(instr);
+        for &o in operands {
+            self.graph.add_edge(o, id, ());
+        }
+        self.order.push(id);
+        id
+    }
+
+    pub fn get(&self, id: InstrId) -> &Instruction {
+        &self.graph[id]
+    }
+
+    /// Mutable access to everything but the operands (see [`Computation::set_operand`]).
+    pub fn get_mut(&mut self, id: InstrId) -> &mut Instruction {
+        &mut self.graph[id]
+    }
+
+    pub fn contains(&self, id: InstrId) -> bool {
+        self.graph.contains_node(id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.graph.node_count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.graph.node_count() == 0
+    }
+
+    pub fn root(&self) -> InstrId {
+        self.root
+            .or_else(|| self.order.last().copied())
+            .expect("computation has no instructions")
+    }
+
+    pub fn has_root(&self) -> bool {
+        self.root.is_some() || !self.order.is_empty()
+    }
+
+    pub fn set_root(&mut self, id: InstrId) {
+        self.root = Some(id);
+    }
+
+    /// Instruction ids in stored order (not necessarily topological after rewrites).
+    pub fn ids(&self) -> &[InstrId] {
+        &self.order
+    }
+
+    /// Parameters sorted by parameter number.
+    pub fn parameters(&self) -> Vec<InstrId> {
+        let mut params: Vec<(u32, InstrId)> = self
+            .order
+            .iter()
+            .filter_map(|&id| match self.graph[id].op {
+                Op::Parameter(n) => Some((n, id)),
+                _ => None,
+            })
+            .collect();
+        params.sort();
+        params.into_iter().map(|(_, id)| id).collect()
+    }
+
+    pub fn parameter(&self, number: u32) -> Option<InstrId> {
+        self.order
+            .iter()
+            .copied()
+            .find(|&id| self.graph[id].op == Op::Parameter(number))
+    }
+
+    /// Instructions using `id`, each once, in stored order.
+    pub fn users(&self, id: InstrId) -> Vec<InstrId> {
+        let mut users: Vec<InstrId> = self
+            .graph
+            .neighbors_directed(id, Direction::Outgoing)
+            .collect();
+        users.sort_by_key(|u| self.position(*u));
+        users.dedup();
+        users
+    }
+
+    pub fn user_count(&self, id: InstrId) -> usize {
+        self.users(id).len()
+    }
+
+    fn position(&self, id: InstrId) -> usize {
+        self.order.iter().position(|&x| x == id).unwrap_or(usize::MAX)
+    }
+
+    /// Replaces operand slot `index` of `user` with `new`.
+    pub fn set_operand(&mut self, user: InstrId, index: usize, new: InstrId) {
+        let old = self.graph[user].operands[index];
+        if old == new {
+            return;
+        }
+        if let Some(e) = self.graph.find_edge(old, user) {
+            self.graph.remove_edge(e);
+        }
+        self.graph.add_edge(new, user, ());
+        self.graph[user].operands[index] = new;
+    }
+
+    /// Replaces all operands of `user`.
+    pub fn set_operands(&mut self, user: InstrId, operands: &[InstrId]) {
+        let old: Vec<InstrId> = self.graph[user].operands.to_vec();
+        for o in old {
+            if let Some(e) = self.graph.find_edge(o, user) {
+                self.graph.remove_edge(e);
+            }
+        }
+        for &o in operands {
+            self.graph.add_edge(o, user, ());
+        }
+        self.graph[user].operands = operands.iter().copied().collect();
+    }
+
+    /// Makes every user of `old` (and the root, if it is `old`) use `new` instead.
+    pub fn replace_all_uses(&mut self, old: InstrId, new: InstrId) {
+        if old == new {
+            return;
+        }
+        for user in self.users(old) {
+            if user == new {
+                continue;
+            }
+            let n = self.graph[user].operands.len();
+            for i in 0..n {
+                if self.graph[user].operands[i] == old {
+                    self.set_operand(user, i, new);
+                }
+            }
+        }
+        if self.root == Some(old) || (self.root.is_none() && self.order.last() == Some(&old)) {
+            self.root = Some(new);
+        }
+    }
+
+    /// Removes an instruction that nothing uses any more. Returns it.
+    pub fn remove(&mut self, id: InstrId) -> Instruction {
+        debug_assert!(
+            self.users(id).is_empty(),
+            "removing {} which still has users",
+            self.graph[id].name
+        );
+        if self.root.is_none() && self.order.last() == Some(&id) {
+            panic!("removing the root of {}", self.name);
+        }
+        self.order.retain(|&x| x != id);
+        self.graph.remove_node(id).expect("instruction exists")
+    }
+
+    /// A topological order (operands before users) that follows the stored order where it
+    /// can; includes instructions not reachable from the root.
+    pub fn post_order(&self) -> Vec<InstrId> {
+        let mut visited = hashbrown::HashSet::with_capacity(self.order.len());
+        let mut out = Vec::with_capacity(self.order.len());
+        for &start in &self.order {
+            if visited.contains(&start) {
+                continue;
+            }
+            // Iterative DFS: (node, next operand index to visit).
+            let mut stack = vec![(start, 0usize)];
+            visited.insert(start);
+            while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+                let operands = &self.graph[node].operands;
+                if *next < operands.len() {
+                    let o = operands[*next];
+                    *next += 1;
+                    if visited.insert(o) {
+                        stack.push((o, 0));
+                    }
+                } else {
+                    out.push(node);
+                    stack.pop();
+                }
+            }
+        }
+        out
+    }
+
+    /// Reorders the stored order to [`Computation::post_order`].
+    pub fn sort_topologically(&mut self) {
+        self.order = self.post_order();
+    }
+
+    /// Iterates `(id, instruction)` in topological order.
+    pub fn instructions(&self) -> impl Iterator<Item = (InstrId, &Instruction)> + '_ {
+        self.post_order().into_iter().map(move |id| (id, &self.graph[id]))
+    }
+
+    /// The underlying graph, for analyses that want petgraph's algorithms.
+    pub fn graph(&self) -> &StableDiGraph<Instruction, (), u32> {
+        &self.graph
+    }
+
+    /// Finds an instruction by name.
+    pub fn find(&self, name: &str) -> Option<InstrId> {
+        self.order
+            .iter()
+            .copied()
+            .find(|&id| self.graph[id].name == name)
+    }
+}

@@ -1,0 +1,5 @@
+//! tessel's compiler: the HLO IR and everything that reads, checks, transforms and evaluates it.
+
+pub mod builder;
+pub mod ir;
+pub mod shape_inference;

@@ -1,0 +1,1 @@
+//! Shared helpers for the integration and golden tests.
