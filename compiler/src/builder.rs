@@ -40,9 +40,7 @@ impl<'m> Builder<'m> {
         let name = self.module.unique_name(op_base_name(&op));
         let mut instr = Instruction::new(name, op, shape);
         instr.metadata = self.metadata.clone();
-        self.module
-            .computation_mut(self.comp)
-            .add(instr, operands)
+        self.module.computation_mut(self.comp).add(instr, operands)
     }
 }
 

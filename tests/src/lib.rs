@@ -1,1 +1,30 @@
-//! Shared helpers for the integration and golden tests.
+//! Shared helpers for tessel's integration and golden tests.
+
+pub mod golden;
+
+use std::path::PathBuf;
+
+/// The JAX corpus directory (`../shared/hlo` beside the repository), if present.
+pub fn corpus_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hlo");
+    dir.is_dir().then(|| dir.canonicalize().unwrap())
+}
+
+/// Every `.hlo` file of the corpus, sorted by name. Panics when the corpus is missing, so that
+/// a test meant to cover it cannot pass vacuously.
+pub fn corpus_files() -> Vec<PathBuf> {
+    let dir = corpus_dir().expect("../shared/hlo is missing: the corpus tests need it");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "hlo"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no .hlo files in the corpus");
+    files
+}
+
+/// The directory of golden cases, `tests/golden/`.
+pub fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden")
+}

@@ -15,5 +15,8 @@ pub struct CompileArgs {
 }
 
 pub fn run(args: &CompileArgs) -> ExitCode {
-    super::fail(format!("compile is not built yet ({})", args.file.display()))
+    super::fail(format!(
+        "compile is not built yet ({})",
+        args.file.display()
+    ))
 }

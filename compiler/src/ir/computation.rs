@@ -116,7 +116,10 @@ impl Computation {
     }
 
     fn position(&self, id: InstrId) -> usize {
-        self.order.iter().position(|&x| x == id).unwrap_or(usize::MAX)
+        self.order
+            .iter()
+            .position(|&x| x == id)
+            .unwrap_or(usize::MAX)
     }
 
     /// Replaces operand slot `index` of `user` with `new`.
@@ -217,7 +220,9 @@ impl Computation {
 
     /// Iterates `(id, instruction)` in topological order.
     pub fn instructions(&self) -> impl Iterator<Item = (InstrId, &Instruction)> + '_ {
-        self.post_order().into_iter().map(move |id| (id, &self.graph[id]))
+        self.post_order()
+            .into_iter()
+            .map(move |id| (id, &self.graph[id]))
     }
 
     /// The underlying graph, for analyses that want petgraph's algorithms.

@@ -199,7 +199,11 @@ impl Array {
     /// (a programming error inside the compiler, never a user error).
     pub fn new(shape: ArrayShape, data: ArrayData) -> Array {
         assert_eq!(shape.element_type, data.element_type(), "array data type");
-        assert_eq!(shape.element_count() as usize, data.len(), "array data length");
+        assert_eq!(
+            shape.element_count() as usize,
+            data.len(),
+            "array data length"
+        );
         Array { shape, data }
     }
 
@@ -209,15 +213,24 @@ impl Array {
     }
 
     pub fn scalar_f32(x: f32) -> Array {
-        Array::new(ArrayShape::scalar(ElementType::F32), ArrayData::F32(vec![x]))
+        Array::new(
+            ArrayShape::scalar(ElementType::F32),
+            ArrayData::F32(vec![x]),
+        )
     }
 
     pub fn scalar_s32(x: i32) -> Array {
-        Array::new(ArrayShape::scalar(ElementType::S32), ArrayData::S32(vec![x]))
+        Array::new(
+            ArrayShape::scalar(ElementType::S32),
+            ArrayData::S32(vec![x]),
+        )
     }
 
     pub fn f32(dims: &[i64], values: Vec<f32>) -> Array {
-        Array::new(ArrayShape::new(ElementType::F32, dims), ArrayData::F32(values))
+        Array::new(
+            ArrayShape::new(ElementType::F32, dims),
+            ArrayData::F32(values),
+        )
     }
 
     pub fn element_type(&self) -> ElementType {

@@ -141,7 +141,12 @@ impl Module {
     pub fn computation_post_order(&self) -> Vec<ComputationId> {
         let mut visited = vec![false; self.computations.len()];
         let mut out = Vec::new();
-        fn visit(m: &Module, c: ComputationId, visited: &mut Vec<bool>, out: &mut Vec<ComputationId>) {
+        fn visit(
+            m: &Module,
+            c: ComputationId,
+            visited: &mut Vec<bool>,
+            out: &mut Vec<ComputationId>,
+        ) {
             if visited[c.0 as usize] {
                 return;
             }
