@@ -40,7 +40,7 @@ pub fn compare(expected_path: &Path, actual: &str) -> Result<(), String> {
     if expected == actual {
         return Ok(());
     }
-    let diff = TextDiff::from_lines(&expected, actual)
+    let diff = TextDiff::from_lines(expected.as_str(), actual)
         .unified_diff()
         .context_radius(3)
         .header(&expected_path.display().to_string(), "actual")
