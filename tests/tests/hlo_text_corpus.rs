@@ -82,3 +82,128 @@ fn full_text_keeps_what_jax_wrote() {
     b.sort();
     assert_eq!(a, b, "{name}");
 }
+
+/// Parses `text` (a damaged corpus file); the parser may refuse it but must not panic, and a
+/// module it accepts must print to text that parses again, in full and canonical form.
+fn check_damaged(text: &str, what: &str) {
+    let outcome = std::panic::catch_unwind(|| {
+        if let Ok(m) = parse_module(text, Some("damaged.hlo")) {
+            for opts in [full(), canonical()] {
+                let printed = print_module(&m, &opts);
+                if let Err(e) = parse_module(&printed, None) {
+                    panic!("printed text does not parse: {e}\n{printed}");
+                }
+            }
+        } else if let Err(e) = parse_module(text, Some("damaged.hlo")) {
+            // Errors render with a position inside the text.
+            assert!(e.line >= 1 && e.column >= 1, "{e}");
+            let _ = e.to_string();
+        }
+    });
+    if outcome.is_err() {
+        panic!("parser panicked on {what}");
+    }
+}
+
+/// Small corpus files, so that the exhaustive loops stay fast.
+fn small_corpus() -> &'static [(String, String)] {
+    static SMALL: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    SMALL.get_or_init(|| {
+        load_corpus()
+            .into_iter()
+            .filter(|(_, text, _)| text.len() < 20_000)
+            .map(|(name, text, _)| (name, text))
+            .collect()
+    })
+}
+
+#[test]
+fn truncated_text_never_panics() {
+    for (name, text) in small_corpus() {
+        let step = (text.len() / 400).max(1);
+        for cut in (0..text.len()).step_by(step) {
+            if text.is_char_boundary(cut) {
+                check_damaged(&text[..cut], &format!("{name} cut at {cut}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn mutated_text_never_panics() {
+    const REPLACEMENTS: &[&str] = &[
+        "",
+        "{",
+        "}",
+        "(",
+        ")",
+        "[",
+        "]",
+        ",",
+        "=",
+        "\"",
+        "-",
+        "9",
+        "0",
+        " ",
+        "\n",
+        "%",
+        "x",
+        "/*",
+        "*/",
+        "<=",
+        "?",
+        "->",
+        "_",
+        ":",
+        "ROOT ",
+        "e+",
+        "nan",
+        "-1",
+        "99999999999999999999",
+    ];
+    for (name, text) in small_corpus() {
+        let step = (text.len() / 150).max(1);
+        for (k, at) in (0..text.len()).step_by(step).enumerate() {
+            if !text.is_char_boundary(at) || !text.is_char_boundary(at + 1) {
+                continue;
+            }
+            let with = REPLACEMENTS[k % REPLACEMENTS.len()];
+            let mutated = format!("{}{}{}", &text[..at], with, &text[at + 1..]);
+            check_damaged(
+                &mutated,
+                &format!("{name} with byte {at} replaced by {with:?}"),
+            );
+        }
+    }
+}
+
+mod random_damage {
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// Random splices of corpus text: deletions, insertions of arbitrary characters.
+        #[test]
+        fn random_edits_never_panic(
+            file in 0usize..64,
+            at in 0.0f64..1.0,
+            len in 0usize..12,
+            insert in "[ -~\n]{0,8}",
+        ) {
+            let corpus = super::small_corpus();
+            let (name, text) = &corpus[file % corpus.len()];
+            let mut start = ((text.len() as f64) * at) as usize;
+            while !text.is_char_boundary(start) {
+                start -= 1;
+            }
+            let mut end = (start + len).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            let mutated = format!("{}{}{}", &text[..start], insert, &text[end..]);
+            super::check_damaged(&mutated, &format!("{name}: {start}..{end} -> {insert:?}"));
+        }
+    }
+}

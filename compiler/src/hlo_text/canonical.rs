@@ -1,11 +1,11 @@
 //! Names used when printing: as written, or canonical (stable names for golden files).
 //!
-//! Canonical names depend only on the module's structure: computations are `computation.N`
-//! in print order (the entry is `main`), instructions are `opcode.N`, numbered per opcode
-//! within their computation in print order. Renaming or reordering the source text
-//! therefore leaves canonical text unchanged as long as the graph is the same.
+//! Canonical names depend only on the module's structure and order: computations are
+//! `computation.N` in print order (the entry is `main`); instructions are `opcode.N`, numbered
+//! per opcode within their computation in print order, and parameters are `parameter.N` by
+//! number. Renaming instructions or computations in the source leaves canonical text unchanged.
 
-use crate::ir::{Computation, ComputationId, InstrId, Module};
+use crate::ir::{Computation, ComputationId, InstrId, Module, Op};
 use hashbrown::HashMap;
 
 pub(crate) struct Names {
@@ -37,10 +37,18 @@ impl Names {
             let comp = m.computation(cid);
             let mut counters: HashMap<&'static str, usize> = HashMap::new();
             for id in comp.post_order() {
-                let opcode = comp.get(id).op.opcode_name();
-                let k = counters.entry(opcode).or_insert(0);
-                instructions[i].insert(id, format!("{opcode}.{k}"));
-                *k += 1;
+                let op = &comp.get(id).op;
+                let name = match op {
+                    // Parameters are unique by number, which reads better than print order.
+                    Op::Parameter(n) => format!("parameter.{n}"),
+                    _ => {
+                        let opcode = op.opcode_name();
+                        let k = counters.entry(opcode).or_insert(0);
+                        *k += 1;
+                        format!("{opcode}.{}", *k - 1)
+                    }
+                };
+                instructions[i].insert(id, name);
             }
         }
         Names {
