@@ -487,13 +487,15 @@ pub(crate) fn metadata_to_text(m: &Metadata) -> String {
     format!("{{{}}}", parts.join(" "))
 }
 
-/// A double-quoted string with C escapes.
+/// A double-quoted string with C escapes, as XLA's `CEscape` writes it.
 pub(crate) fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for ch in s.chars() {
         match ch {
             '"' => out.push_str("\\\""),
+            // XLA escapes single quotes too (`p[\'w\']`).
+            '\'' => out.push_str("\\'"),
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),

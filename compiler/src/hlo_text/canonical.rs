@@ -2,10 +2,11 @@
 //!
 //! Canonical names depend only on the module's structure and order: computations are
 //! `computation.N` in print order (the entry is `main`); instructions are `opcode.N`, numbered
-//! per opcode within their computation in print order, and parameters are `parameter.N` by
-//! number. Renaming instructions or computations in the source leaves canonical text unchanged.
+//! per opcode across the module in print order (callees first), so that they are unique in the
+//! module as HLO requires. Renaming instructions or computations in the source leaves
+//! canonical text unchanged.
 
-use crate::ir::{Computation, ComputationId, InstrId, Module, Op};
+use crate::ir::{Computation, ComputationId, InstrId, Module};
 use hashbrown::HashMap;
 
 pub(crate) struct Names {
@@ -26,6 +27,7 @@ impl Names {
         let mut computations = vec![String::new(); m.computations.len()];
         let mut instructions = vec![HashMap::new(); m.computations.len()];
         let mut n = 0;
+        let mut counters: HashMap<&'static str, usize> = HashMap::new();
         for cid in m.computation_post_order() {
             let i = cid.0 as usize;
             computations[i] = if cid == m.entry {
@@ -35,20 +37,11 @@ impl Names {
                 format!("computation.{}", n - 1)
             };
             let comp = m.computation(cid);
-            let mut counters: HashMap<&'static str, usize> = HashMap::new();
             for id in comp.post_order() {
-                let op = &comp.get(id).op;
-                let name = match op {
-                    // Parameters are unique by number, which reads better than print order.
-                    Op::Parameter(n) => format!("parameter.{n}"),
-                    _ => {
-                        let opcode = op.opcode_name();
-                        let k = counters.entry(opcode).or_insert(0);
-                        *k += 1;
-                        format!("{opcode}.{}", *k - 1)
-                    }
-                };
-                instructions[i].insert(id, name);
+                let opcode = comp.get(id).op.opcode_name();
+                let k = counters.entry(opcode).or_insert(0);
+                instructions[i].insert(id, format!("{opcode}.{k}"));
+                *k += 1;
             }
         }
         Names {
