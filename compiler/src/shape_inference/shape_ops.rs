@@ -34,10 +34,11 @@ pub fn broadcast_shape(
                  outside result {out_text}"
             ));
         }
-        if i > 0 && dimensions[i - 1] >= d {
+        // HLO allows a transposing broadcast (unsorted dimensions), but not a repeated one.
+        if dimensions[..i].contains(&d) {
             return err(format!(
-                "broadcast: dimensions={dimensions:?} must be strictly increasing \
-                 (operand {} into {out_text})",
+                "broadcast: dimensions={dimensions:?} maps two operand dimensions to output \
+                 dimension {d} (operand {} into {out_text})",
                 text(operand)
             ));
         }
@@ -504,8 +505,10 @@ mod tests {
             e.message.contains("f32[3]") && e.message.contains("f32[2,3]"),
             "{e}"
         );
-        let e = check_broadcast(&s(F32, &[2, 3]), &[1, 0], &s(F32, &[3, 2])).unwrap_err();
-        assert!(e.message.contains("strictly increasing"), "{e}");
+        // A transposing broadcast is valid HLO; a repeated dimension is not.
+        assert!(check_broadcast(&s(F32, &[2, 3]), &[1, 0], &s(F32, &[3, 2])).is_ok());
+        let e = check_broadcast(&s(F32, &[2, 2]), &[1, 1], &s(F32, &[2, 2])).unwrap_err();
+        assert!(e.message.contains("maps two operand dimensions"), "{e}");
         let e = check_broadcast(&x, &[2], &s(F32, &[2, 3])).unwrap_err();
         assert!(e.message.contains("outside result f32[2,3]"), "{e}");
         let e = check_broadcast(&x, &[1], &s(S32, &[2, 3])).unwrap_err();
