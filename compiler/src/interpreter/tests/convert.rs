@@ -90,7 +90,7 @@ fn bitcast_convert_keeps_bits() {
     let u = apply(
         Op::BitcastConvert,
         Shape::array(ElementType::U32, &[2]),
-        &[x.clone()],
+        std::slice::from_ref(&x),
     )
     .unwrap();
     assert_eq!(u.data, ArrayData::U32(vec![0x3F80_0000, 0x8000_0000]));

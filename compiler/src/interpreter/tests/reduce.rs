@@ -122,7 +122,7 @@ fn general_reducer_matches_recognised_one() {
         Shape::array(ElementType::F32, &[4]),
         &[p, i],
     );
-    let general = run_array(&b.finish(r), &[x.clone()]);
+    let general = run_array(&b.finish(r), std::slice::from_ref(&x));
     let fast = reduce_f32(x, vec![0, 2], BinaryOp::Add, 0.0, &[4]);
     assert_eq!(general, fast);
 }

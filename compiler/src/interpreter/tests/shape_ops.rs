@@ -56,7 +56,7 @@ fn transpose_slice_reverse() {
             permutation: vec![1, 0],
         },
         Shape::array(ElementType::F32, &[3, 2]),
-        &[x.clone()],
+        std::slice::from_ref(&x),
     )
     .unwrap();
     assert_eq!(as_f32(&t), &[0., 3., 1., 4., 2., 5.]);
@@ -76,7 +76,7 @@ fn transpose_slice_reverse() {
             ],
         },
         Shape::array(ElementType::F32, &[1, 2]),
-        &[x.clone()],
+        std::slice::from_ref(&x),
     )
     .unwrap();
     assert_eq!(as_f32(&s), &[3., 5.]);
