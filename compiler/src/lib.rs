@@ -2,5 +2,7 @@
 
 pub mod builder;
 pub mod hlo_text;
+pub mod interpreter;
 pub mod ir;
 pub mod shape_inference;
+pub mod verifier;
