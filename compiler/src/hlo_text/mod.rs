@@ -68,3 +68,6 @@ pub fn parse_frontend_attributes(text: &str) -> Result<Vec<(String, String)>, Pa
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests;
