@@ -297,3 +297,18 @@ fn tokens_and_tuples() {
     assert_eq!(op_of(&m, "i"), &Op::Infeed { config: "q".into() });
     assert_eq!(op_of(&m, "o"), &Op::Outfeed { config: "r".into() });
 }
+
+#[test]
+fn windows_line_endings_and_byte_order_mark() {
+    let text = "\u{feff}HloModule m\r\n\r\nENTRY e {\r\n  x = f32[2]{0} parameter(0)\r\n  ROOT y = f32[2]{0} negate(x), metadata={op_name=\"n\"}\r\n}\r\n";
+    let m = parse(text);
+    let e = m.entry();
+    assert_eq!(e.get(e.root()).metadata.op_name.as_deref(), Some("n"));
+    assert_eq!(e.get(e.root()).text_line, Some(5));
+    let err = parse_module(
+        "HloModule m\r\nENTRY e {\r\n  ROOT y = f32[2]{0} nope()\r\n}\r\n",
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(err.source_line, "  ROOT y = f32[2]{0} nope()");
+}
