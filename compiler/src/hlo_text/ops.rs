@@ -185,7 +185,7 @@ impl<'a> OpBuilder<'a, '_> {
             };
         }
         let op = match raw.opcode {
-            "parameter" | "constant" => unreachable_text(c, raw)?,
+            "parameter" | "constant" => malformed(c, raw)?,
             "iota" => Op::Iota {
                 dimension: self.int(bag, raw, "iota_dimension")?,
             },
@@ -467,7 +467,9 @@ pub(crate) fn check_opcode(name: &str) -> Result<(), String> {
     }
 }
 
-fn unreachable_text(c: &Cursor, raw: &RawInstr) -> PResult<Op> {
+/// `parameter` and `constant` are read as text by the parser; written any other way they are
+/// malformed.
+fn malformed(c: &Cursor, raw: &RawInstr) -> PResult<Op> {
     Err(c.error_at(raw.opcode_at, format!("malformed `{}`", raw.opcode)))
 }
 
