@@ -74,3 +74,6 @@ pub fn parse_frontend_attributes(text: &str) -> Result<Vec<(String, String)>, Pa
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod round_trip_props;

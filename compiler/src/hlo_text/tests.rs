@@ -312,3 +312,15 @@ fn windows_line_endings_and_byte_order_mark() {
     .unwrap_err();
     assert_eq!(err.source_line, "  ROOT y = f32[2]{0} nope()");
 }
+
+#[test]
+fn tuple_constants() {
+    let m = parse(&entry_with(
+        "  ROOT c = (f32[], (s32[2]{0}, pred[])) constant((1.5, ({1, 2}, true)))",
+    ));
+    let Op::Constant(l) = op_of(&m, "c") else {
+        panic!()
+    };
+    assert_eq!(literal_to_text(l), "(1.5, ({1, 2}, true))");
+    assert_eq!(l.shape(), m.entry().get(m.entry().root()).shape);
+}
