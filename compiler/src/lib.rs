@@ -2,4 +2,6 @@
 
 pub mod builder;
 pub mod ir;
+pub mod legality;
 pub mod shape_inference;
+pub mod trace;
