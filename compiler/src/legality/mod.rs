@@ -73,6 +73,9 @@ pub fn check_legality(module: &Module) -> Vec<Diagnostic> {
     order(&cx, findings)
 }
 
+/// File rank, line, column, module order, code.
+type SortKey = (usize, u32, u32, usize, &'static str);
+
 /// Builds diagnostics and sorts them by source position. An instruction without a source
 /// location of its own (JAX leaves them off parameters and constants) is placed where its
 /// first user with a location is, else its caller; ties keep the module's order.
@@ -90,7 +93,7 @@ fn order(cx: &Context, findings: Vec<Finding>) -> Vec<Diagnostic> {
             file_rank.entry(loc.file).or_insert(n);
         }
     }
-    let mut keyed: Vec<((usize, u32, u32, usize, &str), Diagnostic)> = findings
+    let mut keyed: Vec<(SortKey, Diagnostic)> = findings
         .into_iter()
         .map(|f| {
             let comp = module.computation(f.comp);
@@ -152,3 +155,6 @@ fn anchor_location(cx: &Context, comp: ComputationId, id: InstrId) -> Option<Sou
 pub(crate) fn shape_text(module: &Module, comp: ComputationId, id: InstrId) -> String {
     module.computation(comp).get(id).shape.to_text(false)
 }
+
+#[cfg(test)]
+mod tests;
