@@ -313,7 +313,7 @@ impl Tensor {
             let labels_ty = cx.ty(v[0]);
             if !labels_ty.is_integer() || depth < 1 {
                 return Err(format!(
-                    "one_hot needs integer labels and a positive depth, got {} and depth {depth}",
+                    "needs integer labels and a positive depth, got {} and depth {depth}",
                     cx.describe(v[0])
                 ));
             }

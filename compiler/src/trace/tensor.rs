@@ -95,6 +95,11 @@ impl Tensor {
         match f(&mut cx, &ids) {
             Ok(id) => Tensor::new(state, id),
             Err(msg) => {
+                // Helpers prefix messages with the HLO op; drop it when it repeats `name`.
+                let msg = match msg.strip_prefix(name).and_then(|m| m.strip_prefix(": ")) {
+                    Some(rest) => rest.to_string(),
+                    None => msg,
+                };
                 st.record(name, msg, source_location(loc));
                 Tensor::failed(state)
             }
