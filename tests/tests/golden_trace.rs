@@ -54,29 +54,17 @@ fn static_cnn_verifies_with_the_corpus_signature() {
 
 #[test]
 fn dynamic_and_64_bit_traces_are_kept_for_the_legality_check() {
-    let m = models::mlp(Dim::Unknown, S64).unwrap();
+    verified(models::mnist_cnn(Dim::Unknown, S64).unwrap());
+    let m = verified(models::mlp(Dim::Unknown, S64).unwrap());
     assert_eq!(
         signature(&m),
         "(f32[128], f32[784,128], f32[10], f32[128,10], f32[?,784], s64[?]) -> (f32[], f32[?,10])"
     );
 }
 
-/// A model with two shape mistakes: both are reported, each at its line.
-fn broken_model() -> Result<Module, tessel_compiler::trace::TraceError> {
-    let mut t = Tracer::new("broken");
-    let x = t.parameter("x", &[Dim::Unknown, Dim::Fixed(784)], F32);
-    let w = t.parameter("w", &[748, 10], F32);
-    let b = t.parameter("b", &[12], F32);
-    let y = t.scope("dense", |_| x.matmul(&w) + &b);
-    let z = t.scope("head", |_| x.reshape(&[-1, 28, 28]) + &b);
-    let labels = t.parameter("labels", &[Dim::Unknown], F32);
-    let oh = labels.one_hot(10, F32);
-    t.finish(&[&y, &z, &oh])
-}
-
 #[test]
 fn trace_errors_golden() {
-    let err = broken_model().unwrap_err();
+    let err = tessel_tests::broken_model::broken_model().unwrap_err();
     let path = golden_dir().join("trace/broken_model.errors");
     compare(Path::new(&path), &err.to_string()).unwrap_or_else(|e| panic!("{e}"));
 }
