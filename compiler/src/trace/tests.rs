@@ -353,3 +353,32 @@ fn tensor_from_instruction_for_extensions() {
     let m = t.finish(&[&y]).unwrap();
     assert_eq!(m.entry().get(m.entry().root()).operands().len(), 2);
 }
+
+#[test]
+fn constants_scalars_and_fills() {
+    use crate::ir::{Array, Literal};
+    let mut t = Tracer::new("consts");
+    let c = t.constant(Array::f32(&[2], vec![1.0, 2.0]));
+    let s = t.scalar(3.0, S32);
+    let f = t.full(&[Dim::Fixed(2), Dim::Fixed(3)], 0.5, F32);
+    assert_eq!(c.dims(), vec![Dim::Fixed(2)]);
+    assert_eq!(s.element_type(), Some(S32));
+    assert_eq!(f.dims(), vec![2, 3].into_dims());
+    let bad = t.parameter("p", &[-2], F32);
+    assert!(!bad.is_ok());
+    assert_eq!(t.issues().len(), 1);
+    let mut t = Tracer::new("consts");
+    let c = t.constant(Array::f32(&[2], vec![1.0, 2.0]));
+    let m = t.finish(&[&c]).unwrap();
+    let root = m.entry().get(m.entry().root());
+    assert_eq!(
+        root.op,
+        Op::Constant(Literal::Array(Array::f32(&[2], vec![1.0, 2.0])))
+    );
+    assert!(t_finish_without_outputs_fails());
+}
+
+fn t_finish_without_outputs_fails() -> bool {
+    let t = Tracer::new("empty");
+    t.finish(&[]).is_err()
+}
