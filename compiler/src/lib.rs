@@ -4,5 +4,7 @@ pub mod builder;
 pub mod hlo_text;
 pub mod interpreter;
 pub mod ir;
+pub mod legality;
 pub mod shape_inference;
+pub mod trace;
 pub mod verifier;
