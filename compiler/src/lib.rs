@@ -2,5 +2,6 @@
 
 pub mod autodiff;
 pub mod builder;
+pub mod interpreter;
 pub mod ir;
 pub mod shape_inference;
