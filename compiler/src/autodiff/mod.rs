@@ -310,3 +310,6 @@ fn remove_dead_instructions(module: &mut Module, comp: ComputationId) {
         c.remove(id);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -67,7 +67,7 @@ pub(crate) fn vjp(em: &mut Emitter, node: &Node, g: InstrId) -> R<Contributions>
 }
 
 /// The transpose of `broadcast(x), dimensions=dims`: sums `g` over the dimensions the broadcast
-/// added or stretched from size 1, then puts the rest in the operand's dimension order.
+/// added, then puts the rest in the operand's dimension order (`dims` need not be sorted).
 pub(crate) fn unbroadcast(em: &mut Emitter, g: InstrId, x: InstrId, dims: &[i64]) -> R<InstrId> {
     let xs = em.dims(x)?;
     let gs = em.dims(g)?;
