@@ -5,3 +5,4 @@ pub mod builder;
 pub mod interpreter;
 pub mod ir;
 pub mod shape_inference;
+pub mod verifier;
