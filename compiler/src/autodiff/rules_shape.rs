@@ -67,7 +67,8 @@ pub(crate) fn vjp(em: &mut Emitter, node: &Node, g: InstrId) -> R<Contributions>
 }
 
 /// The transpose of `broadcast(x), dimensions=dims`: sums `g` over the dimensions the broadcast
-/// added, then puts the rest in the operand's dimension order (`dims` need not be sorted).
+/// added, then puts the rest in the operand's dimension order (HLO wants `dims` increasing;
+/// other orders are handled too).
 pub(crate) fn unbroadcast(em: &mut Emitter, g: InstrId, x: InstrId, dims: &[i64]) -> R<InstrId> {
     let xs = em.dims(x)?;
     let gs = em.dims(g)?;

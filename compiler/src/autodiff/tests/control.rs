@@ -9,6 +9,7 @@ use crate::ir::{
 
 /// Adds an empty computation and returns an emitter on it.
 fn computation<'c>(c: &'c mut Case, name: &str) -> (ComputationId, Emitter<'c>) {
+    let name = c.module.unique_name(name);
     let id = c.module.add_computation(Computation::new(name));
     (
         id,

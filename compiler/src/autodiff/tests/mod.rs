@@ -198,6 +198,10 @@ fn with_element(l: &Literal, i: usize, delta: f64) -> Literal {
 /// central finite differences. Returns the f64 gradients for further checks.
 pub(super) fn check_with(module: &Module, wrt: &[u32], inputs: &[Literal]) -> Vec<Array> {
     let grad = grad_module(module, wrt).unwrap_or_else(|e| panic!("grad_module: {e}"));
+    if let Err(errors) = crate::verifier::verify(&grad) {
+        let text: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        panic!("the gradient module does not verify:\n{}", text.join("\n"));
+    }
     let grad64 = to_f64(&grad);
     let fwd64 = to_f64(module);
     let args64: Vec<Literal> = inputs.iter().map(f32_to_f64_literal).collect();
