@@ -2,6 +2,7 @@
 
 pub mod autodiff;
 pub mod builder;
+pub mod hlo_text;
 pub mod interpreter;
 pub mod ir;
 pub mod shape_inference;
