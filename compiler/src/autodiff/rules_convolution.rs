@@ -47,6 +47,9 @@ pub(crate) fn vjp(
     );
     let perm_out = canonical_perm(d.output_batch, d.output_feature, &d.output_spatial);
     let (lhs, rhs) = (node.operand(0), node.operand(1));
+    // Mixed precision: the gradient convolutions run in the operands' type.
+    let (lhs_ty, rhs_ty) = (em.element_type(lhs)?, em.element_type(rhs)?);
+    let g = em.convert(g, lhs_ty)?;
     let g_c = em.transpose(g, &perm_out)?;
     if em.dims(g_c)?.contains(&0) {
         return Ok(vec![]);
@@ -57,14 +60,16 @@ pub(crate) fn vjp(
         let x_dims = em.dims(lhs)?;
         let x_c_dims: Vec<i64> = perm_lhs.iter().map(|&p| x_dims[p as usize]).collect();
         let dx_c = input_gradient(em, g_c, w_c, &x_c_dims, &conv.window, groups)?;
-        out.extend(node.to_operand(0, em.transpose(dx_c, &inverse(&perm_lhs))?));
+        let dx = em.transpose(dx_c, &inverse(&perm_lhs))?;
+        out.extend(node.to_operand(0, em.convert(dx, lhs_ty)?));
     }
     if node.wants(1) {
         let x_c = em.transpose(lhs, &perm_lhs)?;
         let w_dims = em.dims(rhs)?;
         let w_c_dims: Vec<i64> = perm_kernel.iter().map(|&p| w_dims[p as usize]).collect();
         let dw_c = kernel_gradient(em, x_c, g_c, &w_c_dims, &conv.window, groups)?;
-        out.extend(node.to_operand(1, em.transpose(dw_c, &inverse(&perm_kernel))?));
+        let dw = em.transpose(dw_c, &inverse(&perm_kernel))?;
+        out.extend(node.to_operand(1, em.convert(dw, rhs_ty)?));
     }
     Ok(out)
 }

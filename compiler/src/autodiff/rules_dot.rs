@@ -26,9 +26,13 @@ pub(crate) fn vjp(
     let g_rhs_free: Vec<i64> =
         (nb + lhs_free.len() as i64..nb + (lhs_free.len() + rhs_free.len()) as i64).collect();
     let mut out = Contributions::new();
+    // Mixed precision (e.g. bf16 operands, f32 result): each gradient dot runs in the other
+    // operand's type and its result is converted to the differentiated operand's type.
+    let (lhs_ty, rhs_ty) = (em.element_type(lhs)?, em.element_type(rhs)?);
     if node.wants(0) {
+        let g_as_rhs = em.convert(g, rhs_ty)?;
         let d = em.dot(
-            g,
+            g_as_rhs,
             rhs,
             DotDimensionNumbers {
                 lhs_batch: g_batch.clone(),
@@ -44,11 +48,13 @@ pub(crate) fn vjp(
             &dn.lhs_contracting,
             rhs_rank,
         );
+        let d = em.convert(d, lhs_ty)?;
         out.extend(node.to_operand(0, em.transpose(d, &inverse_of(&layout))?));
     }
     if node.wants(1) {
+        let g_as_lhs = em.convert(g, lhs_ty)?;
         let d = em.dot(
-            g,
+            g_as_lhs,
             lhs,
             DotDimensionNumbers {
                 lhs_batch: g_batch,
@@ -64,6 +70,7 @@ pub(crate) fn vjp(
             &dn.rhs_contracting,
             lhs_rank,
         );
+        let d = em.convert(d, rhs_ty)?;
         out.extend(node.to_operand(1, em.transpose(d, &inverse_of(&layout))?));
     }
     Ok(out)

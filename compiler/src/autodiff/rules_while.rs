@@ -237,7 +237,7 @@ fn record_states(
             dims.extend_from_slice(&elem.dims);
             let one_row = e.reshape(state[k], &dims)?;
             let mut starts = vec![row];
-            starts.extend(std::iter::repeat(zero).take(elem.rank()));
+            starts.extend(std::iter::repeat_n(zero, elem.rank()));
             next.push(e.dynamic_update_slice(buf, one_row, &starts)?);
         }
         let root = e.tuple(&next);
@@ -300,7 +300,7 @@ fn reverse_loop(
             let mut sizes = vec![1];
             sizes.extend_from_slice(&elem.dims);
             let mut starts = vec![row];
-            starts.extend(std::iter::repeat(zero).take(elem.rank()));
+            starts.extend(std::iter::repeat_n(zero, elem.rank()));
             let one_row = e.dynamic_slice(buf, &starts, &sizes)?;
             state.push(e.reshape(one_row, &elem.dims)?);
             bufs.push(buf);

@@ -226,3 +226,51 @@ fn conv_with_window_reversal() {
         18,
     );
 }
+
+#[test]
+fn mixed_precision_dot_gives_gradients_in_the_operand_types() {
+    use crate::ir::{Array, ArrayData, ArrayShape, ElementType, Literal, Op, Shape};
+    use half::bf16;
+    let mut c = Case::new();
+    let a = c.param_of(ElementType::BF16, &[2, 3]);
+    let b = c.param_of(ElementType::BF16, &[3, 2]);
+    let dn = DotDimensionNumbers {
+        lhs_contracting: vec![1],
+        rhs_contracting: vec![0],
+        ..Default::default()
+    };
+    let d = c
+        .em()
+        .raw(Op::Dot(dn), Shape::array(ElementType::F32, &[2, 2]), &[a, b]);
+    let loss = c.em().sum_all(d).unwrap();
+    c.module.entry_mut().set_root(loss);
+    let grad = crate::autodiff::grad_module(&c.module, &[0, 1]).unwrap();
+    crate::verifier::verify(&grad).unwrap_or_else(|e| panic!("{e:?}"));
+    let bf = |dims: &[i64], v: &[f32]| {
+        Literal::Array(Array::new(
+            ArrayShape::new(ElementType::BF16, dims),
+            ArrayData::BF16(v.iter().map(|&x| bf16::from_f32(x)).collect()),
+        ))
+    };
+    let av = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let bv = [0.5, -1.0, 2.0, 0.25, -3.0, 1.5];
+    let out = crate::interpreter::evaluate(&grad, &[bf(&[2, 3], &av), bf(&[3, 2], &bv)]).unwrap();
+    let parts = out.as_tuple().unwrap();
+    let ga = parts[1].as_array().unwrap();
+    let gb = parts[2].as_array().unwrap();
+    assert_eq!(ga.element_type(), ElementType::BF16);
+    assert_eq!(gb.element_type(), ElementType::BF16);
+    // d sum(A B) / dA[i][k] = sum_j B[k][j]; d / dB[k][j] = sum_i A[i][k]
+    for i in 0..2 {
+        for k in 0..3 {
+            let want = bv[2 * k] + bv[2 * k + 1];
+            assert_eq!(ga.data.get_f64(3 * i + k), want as f64);
+        }
+    }
+    for k in 0..3 {
+        for j in 0..2 {
+            let want = av[k] + av[3 + k];
+            assert_eq!(gb.data.get_f64(2 * k + j), want as f64);
+        }
+    }
+}
