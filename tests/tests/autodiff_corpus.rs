@@ -138,3 +138,47 @@ fn jax_fori_loop_gradient_matches_the_chain_rule() {
         );
     }
 }
+
+/// The seed CNN's training step: tessel differentiates the forward half of JAX's module (its
+/// loss, element 8 of the root) w.r.t. the eight weights, and one SGD step with JAX's learning
+/// rate must give the new weights JAX computed with its own gradients.
+#[test]
+fn cnn_train_step_gradients_reproduce_jax_sgd_update() {
+    use tessel_compiler::autodiff::gradients;
+    let dir = tessel_tests::corpus_dir().expect("../shared/hlo is missing");
+    let name = "mnist_cnn_train_step_b8";
+    let mut m = parse_module_file(&dir.join(format!("{name}.hlo"))).unwrap();
+    let inputs: Vec<Literal> = numbered(&dir.join(format!("{name}.inputs.safetensors")))
+        .into_iter()
+        .map(Literal::Array)
+        .collect();
+    let expected = numbered(&dir.join(format!("{name}.outputs.safetensors")));
+    let entry = m.entry;
+    let root = m.entry().root();
+    let loss = m.entry().get(root).operand(8);
+    let params: Vec<_> = (0..8).map(|i| m.entry().parameter(i).unwrap()).collect();
+    let grads = gradients(&mut m, entry, loss, &params).unwrap_or_else(|e| panic!("{e}"));
+    let mut outputs = vec![loss];
+    outputs.extend(grads);
+    let shapes = outputs
+        .iter()
+        .map(|&o| m.entry().get(o).shape.clone())
+        .collect();
+    let new_root =
+        Builder::new(&mut m, entry).add_with_shape(Op::Tuple, Shape::Tuple(shapes), &outputs);
+    m.entry_mut().set_root(new_root);
+    verify(&m).unwrap_or_else(|e| panic!("{e:?}"));
+    let out = evaluate(&m, &inputs).unwrap_or_else(|e| panic!("{e}"));
+    let leaves = out.leaves();
+    assert_close(name, 8, leaves[0], &expected[8]);
+    let lr = 0.05;
+    for i in 0..8 {
+        let p = inputs[i].as_array().unwrap();
+        let g = leaves[i + 1];
+        let updated: Vec<f32> = (0..p.len())
+            .map(|k| (p.data.get_f64(k) - lr * g.data.get_f64(k)) as f32)
+            .collect();
+        let updated = Array::new(p.shape.clone(), ArrayData::F32(updated));
+        assert_close(name, i, &updated, &expected[i]);
+    }
+}

@@ -239,9 +239,11 @@ fn mixed_precision_dot_gives_gradients_in_the_operand_types() {
         rhs_contracting: vec![0],
         ..Default::default()
     };
-    let d = c
-        .em()
-        .raw(Op::Dot(dn), Shape::array(ElementType::F32, &[2, 2]), &[a, b]);
+    let d = c.em().raw(
+        Op::Dot(dn),
+        Shape::array(ElementType::F32, &[2, 2]),
+        &[a, b],
+    );
     let loss = c.em().sum_all(d).unwrap();
     c.module.entry_mut().set_root(loss);
     let grad = crate::autodiff::grad_module(&c.module, &[0, 1]).unwrap();
