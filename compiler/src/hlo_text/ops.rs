@@ -504,7 +504,7 @@ fn check_arity(op: &Op, n: usize) -> Result<(), String> {
         Op::AllReduce { .. } | Op::ReduceScatter { .. } => at_least(1),
         Op::DynamicUpdateSlice => at_least(2),
         Op::Reduce { .. } | Op::ReduceWindow { .. } => {
-            if n >= 2 && n % 2 == 0 {
+            if n >= 2 && n.is_multiple_of(2) {
                 Ok(())
             } else {
                 Err(format!(

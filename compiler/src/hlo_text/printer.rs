@@ -29,7 +29,6 @@ pub fn print_module(m: &Module, opts: &PrintOptions) -> String {
     };
     let mut out = String::new();
     write_header(&mut out, m);
-    out.push('\n');
     if !opts.canonical {
         write_debug_info(&mut out, &m.debug_info);
     }
