@@ -10,6 +10,7 @@
 mod cotangent;
 mod emit;
 mod inline;
+mod rules_conditional;
 mod rules_control;
 mod rules_convolution;
 mod rules_dot;
@@ -206,6 +207,7 @@ pub(crate) fn vjp(em: &mut Emitter, node: &Node, ct: Cot) -> R<Contributions> {
             rules_control::vjp(em, node, ct)
         }
         Op::While { .. } => rules_while::vjp(em, node, ct),
+        Op::Conditional { .. } => rules_conditional::vjp(em, node, ct),
         Op::Reduce { .. } | Op::AllReduce { .. } => rules_reduce::vjp(em, node, ct),
         op => {
             let g = match ct {

@@ -237,3 +237,59 @@ fn tuple_root_differentiates_element_zero() {
         assert!((gx.data.get_f64(i) - 2.0 * xs.data.get_f64(i)).abs() < 1e-6);
     }
 }
+
+/// A branch computation `x -> f(x)` over f32[3].
+fn branch(
+    c: &mut Case,
+    name: &str,
+    f: impl FnOnce(&mut Emitter, InstrId) -> InstrId,
+) -> ComputationId {
+    let (id, mut e) = computation(c, name);
+    let x = e.parameter(0, Shape::array(ElementType::F32, &[3]));
+    let root = f(&mut e, x);
+    e.module.computation_mut(id).set_root(root);
+    id
+}
+
+#[test]
+fn conditional_on_a_predicate_and_on_an_index() {
+    for (selector_true, seed) in [(true, 8u64), (false, 9)] {
+        let mut c = Case::new();
+        let a = c.param(&[3]);
+        let b = c.param(&[3]);
+        let sin = branch(&mut c, "on_true", |e, x| e.unary(UnaryOp::Sine, x).unwrap());
+        let sq = branch(&mut c, "on_false", |e, x| e.mul(x, x).unwrap());
+        let mut em = c.em();
+        let p = em.scalar(ElementType::Pred, if selector_true { 1.0 } else { 0.0 });
+        let ab = em.mul(a, b).unwrap();
+        let r = em.raw(
+            Op::Conditional {
+                branches: vec![sin, sq],
+            },
+            Shape::array(ElementType::F32, &[3]),
+            &[p, ab, b],
+        );
+        check(&c.finish(r), seed, -1.0, 1.0);
+    }
+    for index in [0, 2, 7] {
+        let mut c = Case::new();
+        let x = c.param(&[3]);
+        let k = c.param_of(ElementType::S32, &[]);
+        let b0 = branch(&mut c, "b0", |e, x| e.unary(UnaryOp::Exp, x).unwrap());
+        let b1 = branch(&mut c, "b1", |e, x| e.unary(UnaryOp::Tanh, x).unwrap());
+        let b2 = branch(&mut c, "b2", |e, x| e.mul_const(x, 3.0).unwrap());
+        let mut em = c.em();
+        let y = em.unary(UnaryOp::Cosine, x).unwrap();
+        let r = em.raw(
+            Op::Conditional {
+                branches: vec![b0, b1, b2],
+            },
+            Shape::array(ElementType::F32, &[3]),
+            &[k, x, y, x],
+        );
+        let m = c.finish(r);
+        let mut inputs = random_inputs(&m, 10 + index as u64, -1.0, 1.0);
+        inputs[1] = crate::ir::Literal::Array(crate::ir::Array::scalar_s32(index));
+        check_with(&m, &[0], &inputs);
+    }
+}
