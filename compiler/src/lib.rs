@@ -1,5 +1,6 @@
 //! tessel's compiler: the HLO IR and everything that reads, checks, transforms and evaluates it.
 
+pub mod autodiff;
 pub mod builder;
 pub mod hlo_text;
 pub mod interpreter;
