@@ -3,3 +3,4 @@
 pub mod builder;
 pub mod ir;
 pub mod shape_inference;
+pub mod passes;
