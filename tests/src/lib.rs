@@ -1,6 +1,8 @@
 //! Shared helpers for tessel's integration and golden tests.
 
 pub mod golden;
+pub mod modgen;
+pub mod numerics;
 
 use std::path::PathBuf;
 

@@ -235,8 +235,19 @@ pub fn default_pipeline(_options: &CompileOptions) -> Pipeline {
     p.add_pass(Fusion::default());
     p.add_pass(Dce);
     p.add_pass(Scheduler);
-    p.set_verifier(Box::new(crate::verifier::verify_to_string));
+    p.set_verifier(Box::new(verify));
     p
+}
+
+/// The IR verifier with its errors joined into one message.
+pub fn verify(m: &Module) -> Result<(), String> {
+    crate::verifier::verify(m).map_err(|errors| {
+        errors
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
 }
 
 /// Optimizes `m` in place with the default pipeline, assigns buffers, and writes dumps when
