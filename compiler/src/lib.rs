@@ -1,10 +1,10 @@
 //! tessel's compiler: the HLO IR and everything that reads, checks, transforms and evaluates it.
 
 pub mod builder;
-
+pub mod dump;
+pub mod hlo_text;
 pub mod interpreter;
 pub mod ir;
 pub mod passes;
 pub mod shape_inference;
 pub mod verifier;
-
