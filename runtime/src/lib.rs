@@ -1,1 +1,4 @@
 //! tessel's runtime: host-side values and files, and (later) compiled executables on replicas.
+
+pub mod host_io;
+pub mod shard_map;
