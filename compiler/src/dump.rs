@@ -61,7 +61,11 @@ impl Dumper {
             .transpose()?;
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create dump directory {}: {e}", dir.display()))?;
-        let prefix = format!("module_{:04}.{}", next_module_number(dir), sanitize(&m.name));
+        let prefix = format!(
+            "module_{:04}.{}",
+            next_module_number(dir),
+            sanitize(&m.name)
+        );
         let d = Dumper {
             dir: dir.to_path_buf(),
             prefix,

@@ -28,9 +28,18 @@ fn s32s(dims: &[i64]) -> Shape {
 fn region(m: &mut Module, name: &str, op: BinaryOp, ty: ElementType) -> ComputationId {
     let mut c = Computation::new(name);
     let s = Shape::scalar(ty);
-    let a = c.add(Instruction::new(format!("{name}.a"), Op::Parameter(0), s.clone()), &[]);
-    let b = c.add(Instruction::new(format!("{name}.b"), Op::Parameter(1), s.clone()), &[]);
-    c.add(Instruction::new(format!("{name}.r"), Op::Binary(op), s), &[a, b]);
+    let a = c.add(
+        Instruction::new(format!("{name}.a"), Op::Parameter(0), s.clone()),
+        &[],
+    );
+    let b = c.add(
+        Instruction::new(format!("{name}.b"), Op::Parameter(1), s.clone()),
+        &[],
+    );
+    c.add(
+        Instruction::new(format!("{name}.r"), Op::Binary(op), s),
+        &[a, b],
+    );
     m.add_computation(c)
 }
 
@@ -417,11 +426,7 @@ impl ModuleGen {
             15 => {
                 let i = self.add_shaped(Op::Iota { dimension: 1 }, s32s(&[2, 3]), &[]);
                 let k = self.constant_s32(2);
-                let b = self.add_shaped(
-                    Op::Broadcast { dimensions: vec![] },
-                    s32s(&[2, 3]),
-                    &[k],
-                );
+                let b = self.add_shaped(Op::Broadcast { dimensions: vec![] }, s32s(&[2, 3]), &[k]);
                 self.add(Op::Binary(BinaryOp::Multiply), &[i, b]);
             }
             16 => {
@@ -491,7 +496,11 @@ impl ModuleGen {
             &[],
         );
         let t = c.add(
-            Instruction::new(self.m.unique_name("tanh"), Op::Unary(UnaryOp::Tanh), s.clone()),
+            Instruction::new(
+                self.m.unique_name("tanh"),
+                Op::Unary(UnaryOp::Tanh),
+                s.clone(),
+            ),
             &[a],
         );
         c.add(
@@ -579,9 +588,21 @@ impl ModuleGen {
             &i32s,
             &[],
         );
-        let i2 = inst(&mut body, &mut self.m, Op::Binary(BinaryOp::Add), &i32s, &[i, one]);
+        let i2 = inst(
+            &mut body,
+            &mut self.m,
+            Op::Binary(BinaryOp::Add),
+            &i32s,
+            &[i, one],
+        );
         let tw = inst(&mut body, &mut self.m, Op::Unary(UnaryOp::Tanh), &s, &[w]);
-        let xw = inst(&mut body, &mut self.m, Op::Binary(BinaryOp::Multiply), &s, &[x, tw]);
+        let xw = inst(
+            &mut body,
+            &mut self.m,
+            Op::Binary(BinaryOp::Multiply),
+            &s,
+            &[x, tw],
+        );
         let onef = inst(
             &mut body,
             &mut self.m,
@@ -596,7 +617,13 @@ impl ModuleGen {
             &s,
             &[onef],
         );
-        let x2 = inst(&mut body, &mut self.m, Op::Binary(BinaryOp::Add), &s, &[xw, ones]);
+        let x2 = inst(
+            &mut body,
+            &mut self.m,
+            Op::Binary(BinaryOp::Add),
+            &s,
+            &[xw, ones],
+        );
         let u2 = inst(&mut body, &mut self.m, Op::Unary(UnaryOp::Exp), &s, &[u]);
         inst(&mut body, &mut self.m, Op::Tuple, &state, &[i2, x2, w, u2]);
         let condition = self.m.add_computation(cond);
@@ -626,7 +653,9 @@ impl ModuleGen {
             }
         }
         let shapes: Vec<Shape> = outs.iter().map(|&o| self.shape(o)).collect();
-        let root = self.b().add_with_shape(Op::Tuple, Shape::Tuple(shapes), &outs);
+        let root = self
+            .b()
+            .add_with_shape(Op::Tuple, Shape::Tuple(shapes), &outs);
         self.m.entry_mut().set_root(root);
         self.m
     }

@@ -23,9 +23,7 @@ fn compare_arrays(path: &str, a: &Array, b: &Array, tol: Tolerance) -> Result<()
     for i in 0..a.len() {
         let ok = if float {
             let (x, y) = (a.data.get_f64(i), b.data.get_f64(i));
-            (x.is_nan() && y.is_nan())
-                || x == y
-                || (x - y).abs() <= tol.atol + tol.rtol * y.abs()
+            (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= tol.atol + tol.rtol * y.abs()
         } else {
             a.data.get_i64(i) == b.data.get_i64(i)
         };

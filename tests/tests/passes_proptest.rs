@@ -36,14 +36,25 @@ fn check(script: Vec<u32>, steps: usize) -> Result<(), TestCaseError> {
     let seed = script.first().copied().unwrap_or(0);
     let m = ModuleGen::new(script).finish(steps);
     if let Err(e) = tessel_compiler::verifier::verify(&m) {
-        return Err(TestCaseError::fail(format!("generated module is invalid: {e:?}")));
+        return Err(TestCaseError::fail(format!(
+            "generated module is invalid: {e:?}"
+        )));
     }
     let args = arguments(&m, seed);
     let expected = evaluate(&m, &args).map_err(|e| TestCaseError::fail(e.to_string()))?;
     let mut optimized = m.clone();
     let r = optimize(&mut optimized, &CompileOptions::default())
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
-    if std::env::var("DEBUG_GEN").is_ok() { eprintln!("{} -> {} instrs, kernels {} -> {}, fusions {}", r.instructions_before, r.instructions_after, r.kernels_before, r.kernels_after, r.fusions); }
+    if std::env::var("DEBUG_GEN").is_ok() {
+        eprintln!(
+            "{} -> {} instrs, kernels {} -> {}, fusions {}",
+            r.instructions_before,
+            r.instructions_after,
+            r.kernels_before,
+            r.kernels_after,
+            r.fusions
+        );
+    }
     let actual = evaluate(&optimized, &args)
         .map_err(|e| TestCaseError::fail(format!("optimized module fails: {e}")))?;
     compare_literals(&actual, &expected, CORPUS_TOLERANCE).map_err(TestCaseError::fail)

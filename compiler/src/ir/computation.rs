@@ -221,7 +221,11 @@ impl Computation {
     /// Replaces the stored order with `order` (a scheduler's choice). `order` must hold every
     /// instruction exactly once; it should be topological, as printing and evaluation follow it.
     pub fn set_order(&mut self, order: Vec<InstrId>) {
-        assert_eq!(order.len(), self.graph.node_count(), "order must list every instruction");
+        assert_eq!(
+            order.len(),
+            self.graph.node_count(),
+            "order must list every instruction"
+        );
         self.order = order;
     }
 

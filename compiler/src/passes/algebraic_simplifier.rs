@@ -5,6 +5,7 @@
 //! - no-op shape changes: converts to the same type, copies, reshapes/bitcasts to the same
 //!   shape, identity transposes and broadcasts, full slices, one-operand concatenates, pads
 //!   of zero width, selects between equal values;
+//! - `get-tuple-element(tuple(a, b, ...), i)` is the i-th operand;
 //! - chains: reshape of reshape, transpose of transpose, broadcast of broadcast, slice of
 //!   slice collapse into one;
 //! - broadcasts of scalars: a reshape, transpose or slice of a scalar broadcast is a
@@ -152,14 +153,12 @@ fn simplify(m: &mut Module, c: ComputationId, id: InstrId) -> Option<Rewrite> {
             rebroadcast_scalar(m, c, id)
         }
         Op::Transpose { permutation } => {
-            if permutation.iter().enumerate().all(|(i, &p)| i as i64 == p) && same_shape(ops[0])
-            {
+            if permutation.iter().enumerate().all(|(i, &p)| i as i64 == p) && same_shape(ops[0]) {
                 return replace(ops[0]);
             }
             if let Op::Transpose { permutation: inner } = &comp.get(ops[0]).op {
                 // out dim i = mid dim outer[i] = x dim inner[outer[i]]
-                let composed: Vec<i64> =
-                    permutation.iter().map(|&p| inner[p as usize]).collect();
+                let composed: Vec<i64> = permutation.iter().map(|&p| inner[p as usize]).collect();
                 let x = comp.get(ops[0]).operand(0);
                 let new = add_instr(
                     m,
@@ -242,6 +241,11 @@ fn simplify(m: &mut Module, c: ComputationId, id: InstrId) -> Option<Rewrite> {
         {
             replace(ops[0])
         }
+        Op::GetTupleElement { index } => {
+            let t = comp.get(ops[0]);
+            (t.op == Op::Tuple && comp.get(t.operand(*index as usize)).shape == shape)
+                .then(|| Rewrite::ReplaceWith(t.operand(*index as usize)))
+        }
         Op::Select if ops[1] == ops[2] && same_shape(ops[1]) => replace(ops[1]),
         Op::Dot(dnums) => fold_transpose_into_dot(m, c, id, dnums),
         Op::Convolution(conv) => fold_transpose_into_convolution(m, c, id, conv),
@@ -276,7 +280,11 @@ fn scalar_broadcast_through(m: &mut Module, c: ComputationId, id: InstrId) -> Op
         return None;
     }
     let et = instr.shape.element_type()?;
-    let (op, shape, metadata) = (instr.op.clone(), instr.shape.clone(), instr.metadata.clone());
+    let (op, shape, metadata) = (
+        instr.op.clone(),
+        instr.shape.clone(),
+        instr.metadata.clone(),
+    );
     let scalar = add_instr(
         m,
         c,

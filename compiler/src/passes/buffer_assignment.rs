@@ -122,7 +122,13 @@ impl<'m> Builder<'m> {
         self.leaves.get(&(c, id)).cloned().unwrap_or_default()
     }
 
-    fn define_all(&mut self, c: ComputationId, id: InstrId, pos: usize, kind: BufferKind) -> Vec<usize> {
+    fn define_all(
+        &mut self,
+        c: ComputationId,
+        id: InstrId,
+        pos: usize,
+        kind: BufferKind,
+    ) -> Vec<usize> {
         let instr = self.m.computation(c).get(id);
         let shape = instr.shape.clone();
         let name = instr.name.clone();
@@ -132,7 +138,11 @@ impl<'m> Builder<'m> {
             .iter()
             .enumerate()
             .map(|(i, a)| {
-                let n = if many { format!("{name}{{{i}}}") } else { name.clone() };
+                let n = if many {
+                    format!("{name}{{{i}}}")
+                } else {
+                    name.clone()
+                };
                 (n, a.byte_size())
             })
             .collect::<Vec<_>>()
@@ -180,7 +190,8 @@ impl<'m> Builder<'m> {
                     self.param_bindings.insert(*condition, flat.clone());
                     self.param_bindings.insert(*body, flat);
                     self.walk(*condition);
-                    let cond_root = self.leaves_of(*condition, self.m.computation(*condition).root());
+                    let cond_root =
+                        self.leaves_of(*condition, self.m.computation(*condition).root());
                     let body_start = self.timeline.len();
                     self.walk(*body);
                     let body_end = self.timeline.len().saturating_sub(1).max(body_start);
@@ -237,7 +248,10 @@ impl<'m> Builder<'m> {
 
 fn param_shapes(m: &Module, cid: ComputationId) -> Vec<Shape> {
     let c = m.computation(cid);
-    c.parameters().iter().map(|&p| c.get(p).shape.clone()).collect()
+    c.parameters()
+        .iter()
+        .map(|&p| c.get(p).shape.clone())
+        .collect()
 }
 
 /// Number of array leaves in each element of a tuple shape (or 1 for an array).
@@ -423,10 +437,7 @@ pub fn assign_buffers(m: &Module) -> BufferAssignment {
     buffers.retain(|buf| buf.size > 0);
     let peak_bytes = place(&mut buffers);
     let total_bytes = buffers.iter().map(|b| b.size).sum();
-    let lower_bound_bytes = max_live(
-        buffers.iter().map(|b| (b.live_range, align(b.size))),
-        end,
-    );
+    let lower_bound_bytes = max_live(buffers.iter().map(|b| (b.live_range, align(b.size))), end);
     let unshared_values_bytes = max_live(
         b.values
             .iter()
@@ -437,7 +448,13 @@ pub fn assign_buffers(m: &Module) -> BufferAssignment {
     let timeline = b
         .timeline
         .iter()
-        .map(|&(c, id)| format!("{}/{}", m.computation(c).name, m.computation(c).get(id).name))
+        .map(|&(c, id)| {
+            format!(
+                "{}/{}",
+                m.computation(c).name,
+                m.computation(c).get(id).name
+            )
+        })
         .collect();
     let _ = code_computations;
     BufferAssignment {
@@ -556,7 +573,11 @@ impl BufferAssignment {
         let _ = writeln!(s, "buffers_total_bytes: {}", self.total_bytes);
         let _ = writeln!(s, "buffers_peak_bytes: {}", self.peak_bytes);
         let _ = writeln!(s, "buffers_lower_bound_bytes: {}", self.lower_bound_bytes);
-        let _ = writeln!(s, "values_unshared_peak_bytes: {}", self.unshared_values_bytes);
+        let _ = writeln!(
+            s,
+            "values_unshared_peak_bytes: {}",
+            self.unshared_values_bytes
+        );
         let _ = writeln!(s, "buffers: {}", self.buffers.len());
         let _ = writeln!(s);
         for (i, b) in self.buffers.iter().enumerate() {

@@ -1,9 +1,13 @@
 //! Call inlining: `call(args), to_apply=C` is replaced by a copy of C's instructions with C's
 //! parameters bound to `args`. Callees are inlined before their callers, so a nest of calls
 //! flattens in one run. Computations left uncalled are removed by DCE.
+//!
+//! Calls marked `frontend_attributes={inlineable="false"}` stay: JAX marks the body of a
+//! `shard_map` that way, and the runtime finds the per-replica computation through it.
 
 use super::util::{name_base, pin_roots};
 use super::{Pass, PassError};
+use crate::hlo_text::parse_frontend_attributes;
 use crate::ir::{ComputationId, InstrId, Instruction, Module, Op};
 use hashbrown::HashMap;
 
@@ -23,7 +27,10 @@ impl Pass for CallInliner {
                 .computation(cid)
                 .post_order()
                 .into_iter()
-                .filter(|&id| matches!(m.computation(cid).get(id).op, Op::Call { .. }))
+                .filter(|&id| {
+                    let instr = m.computation(cid).get(id);
+                    matches!(instr.op, Op::Call { .. }) && inlineable(instr)
+                })
                 .collect();
             for call in calls {
                 inline_call(m, cid, call)?;
@@ -31,6 +38,18 @@ impl Pass for CallInliner {
             }
         }
         Ok(changed)
+    }
+}
+
+/// Whether a call may be inlined: not marked `inlineable="false"`.
+pub fn inlineable(call: &Instruction) -> bool {
+    let Some(text) = call.extra_attr("frontend_attributes") else {
+        return true;
+    };
+    match parse_frontend_attributes(text) {
+        Ok(pairs) => !pairs.iter().any(|(k, v)| k == "inlineable" && v == "false"),
+        // Attributes we cannot read: keep the call as it is.
+        Err(_) => false,
     }
 }
 

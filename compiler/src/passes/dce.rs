@@ -85,7 +85,8 @@ pub fn remove_dead_computations(m: &mut Module) -> usize {
         }
     }
     m.computations = kept;
-    let map = |c: ComputationId| new_index[c.0 as usize].expect("live computation calls only live ones");
+    let map =
+        |c: ComputationId| new_index[c.0 as usize].expect("live computation calls only live ones");
     m.entry = map(m.entry);
     for c in &mut m.computations {
         let ids: Vec<InstrId> = c.ids().to_vec();

@@ -216,7 +216,11 @@ fn can_merge(c: &Computation, a: &Group, b: &Group, order: &[InstrId]) -> bool {
         return false;
     }
     let dims = c.get(a.roots[0]).shape.dims().to_vec();
-    if b.roots.iter().chain(&a.roots).any(|&r| c.get(r).shape.dims() != dims.as_slice()) {
+    if b.roots
+        .iter()
+        .chain(&a.roots)
+        .any(|&r| c.get(r).shape.dims() != dims.as_slice())
+    {
         return false;
     }
     let (ia, ib) = (inputs(c, a, order), inputs(c, b, order));
@@ -243,7 +247,10 @@ fn materialize(m: &mut Module, cid: ComputationId, g: Group) -> Result<(), PassE
     for (k, &p) in params.iter().enumerate() {
         let shape = m.computation(cid).get(p).shape.clone();
         let name = m.unique_name(&format!("param_{k}"));
-        map.insert(p, fused.add(Instruction::new(name, Op::Parameter(k as u32), shape), &[]));
+        map.insert(
+            p,
+            fused.add(Instruction::new(name, Op::Parameter(k as u32), shape), &[]),
+        );
     }
     for &x in &inside {
         let orig = m.computation(cid).get(x).clone();
@@ -274,7 +281,11 @@ fn materialize(m: &mut Module, cid: ComputationId, g: Group) -> Result<(), PassE
         fused.set_root(t);
         shape
     };
-    let kind = if g.roots.iter().any(|&r| is_fusible_reduce(m.computation(cid), r)) {
+    let kind = if g
+        .roots
+        .iter()
+        .any(|&r| is_fusible_reduce(m.computation(cid), r))
+    {
         "kInput"
     } else {
         "kLoop"
@@ -282,7 +293,11 @@ fn materialize(m: &mut Module, cid: ComputationId, g: Group) -> Result<(), PassE
     let calls = m.add_computation(fused);
 
     // The fusion instruction replaces the group.
-    let metadata = m.computation(cid).get(*g.roots.last().unwrap()).metadata.clone();
+    let metadata = m
+        .computation(cid)
+        .get(*g.roots.last().unwrap())
+        .metadata
+        .clone();
     let fusion = add_named(
         m,
         cid,

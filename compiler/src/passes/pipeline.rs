@@ -88,7 +88,11 @@ impl Pipeline {
                 Stage::Pass(p) => p.name().to_string(),
                 Stage::FixedPoint { name, passes, .. } => format!(
                     "{name}({})",
-                    passes.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+                    passes
+                        .iter()
+                        .map(|p| p.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             })
             .collect()
@@ -117,7 +121,10 @@ impl Pipeline {
             };
             if let Some(v) = verifier {
                 v(m).map_err(|e| {
-                    PassError::new(pass.name(), format!("module is invalid after this pass: {e}"))
+                    PassError::new(
+                        pass.name(),
+                        format!("module is invalid after this pass: {e}"),
+                    )
                 })?;
             }
             if let Some(h) = hook.as_mut() {

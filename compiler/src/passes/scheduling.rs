@@ -7,8 +7,8 @@
 
 use super::util::{code_computations, pin_roots};
 use super::{Pass, PassError};
-use crate::ir::{Computation, InstrId, Op};
 use crate::ir::Module;
+use crate::ir::{Computation, InstrId, Op};
 use hashbrown::{HashMap, HashSet};
 
 #[derive(Default)]
@@ -60,7 +60,11 @@ fn allocated(c: &Computation, id: InstrId) -> i64 {
 }
 
 /// The allocating instructions whose buffers `id`'s value may live in.
-fn sources(c: &Computation, id: InstrId, memo: &mut HashMap<InstrId, Vec<InstrId>>) -> Vec<InstrId> {
+fn sources(
+    c: &Computation,
+    id: InstrId,
+    memo: &mut HashMap<InstrId, Vec<InstrId>>,
+) -> Vec<InstrId> {
     if let Some(s) = memo.get(&id) {
         return s.clone();
     }
@@ -150,7 +154,11 @@ pub fn list_schedule(c: &Computation) -> Vec<InstrId> {
             (x, ops.len())
         })
         .collect();
-    let mut ready: Vec<InstrId> = current.iter().copied().filter(|x| waiting[x] == 0).collect();
+    let mut ready: Vec<InstrId> = current
+        .iter()
+        .copied()
+        .filter(|x| waiting[x] == 0)
+        .collect();
     let mut out = Vec::with_capacity(current.len());
     while !ready.is_empty() {
         let score = |x: InstrId| -> (bool, i64) {

@@ -29,7 +29,10 @@ pub fn kernel_count(m: &Module) -> usize {
         .into_iter()
         .map(|cid| {
             let c = m.computation(cid);
-            c.ids().iter().filter(|&&id| is_kernel(&c.get(id).op)).count()
+            c.ids()
+                .iter()
+                .filter(|&&id| is_kernel(&c.get(id).op))
+                .count()
         })
         .sum()
 }

@@ -1,10 +1,10 @@
 //! Small helpers shared by the passes: adding and removing instructions, recognising
 //! constants, and finding the computations that run as code (rather than as regions).
 
+use crate::ir::Computation;
 use crate::ir::{
     ArrayData, ComputationId, InstrId, Instruction, Literal, Metadata, Module, Op, Shape,
 };
-use crate::ir::Computation;
 
 /// Makes every computation's root explicit, so that adding instructions cannot move it
 /// (a computation without an explicit root takes its last instruction as root).
