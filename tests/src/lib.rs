@@ -3,6 +3,7 @@
 pub mod golden;
 pub mod modgen;
 pub mod numerics;
+pub mod pass_golden;
 
 use std::path::PathBuf;
 

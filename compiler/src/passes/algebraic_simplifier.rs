@@ -32,7 +32,14 @@ impl Pass for AlgebraicSimplifier {
         pin_roots(m);
         let mut changed = false;
         for cid in m.computation_ids().collect::<Vec<_>>() {
-            for id in m.computation(cid).post_order() {
+            // Instructions a rewrite creates or changes are simplified again, so a chain
+            // collapses in one run; the cap guards against rewrites that undo each other.
+            let mut work = m.computation(cid).post_order();
+            let cap = 8 * work.len() + 16;
+            let mut i = 0;
+            while i < work.len() && i < cap {
+                let id = work[i];
+                i += 1;
                 if !m.computation(cid).contains(id) {
                     continue;
                 }
@@ -43,8 +50,10 @@ impl Pass for AlgebraicSimplifier {
                             let c = m.computation_mut(cid);
                             c.replace_all_uses(id, new);
                             remove_if_dead(c, id);
+                            work.push(new);
+                            work.extend(m.computation(cid).users(new));
                         }
-                        Rewrite::InPlace => {}
+                        Rewrite::InPlace => work.push(id),
                     }
                 }
             }

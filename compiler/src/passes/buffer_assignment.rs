@@ -52,7 +52,7 @@ pub struct BufferAssignment {
     pub buffers: Vec<Buffer>,
     /// Bytes needed with the assigned offsets (the end of the highest buffer).
     pub peak_bytes: i64,
-    /// Bytes needed if no two buffers shared memory.
+    /// Bytes needed if no two buffers shared memory (sizes rounded up to [`ALIGNMENT`]).
     pub total_bytes: i64,
     /// Largest total size of buffers live at one position: no offset assignment of these
     /// buffers can need less.
@@ -409,7 +409,15 @@ pub fn assign_buffers(m: &Module) -> BufferAssignment {
             }
             // ...and the old value is no longer read when it is written.
             let old_last_read = last_read_in(&b, m, lp, w, &positions);
-            if old_last_read < range[rr].0 {
+            let def = range[rr].0;
+            let overwrites_as_it_reads = old_last_read == def && {
+                let (cid, id) = b.timeline[def];
+                let instr = m.computation(cid).get(id);
+                instr.operands().iter().enumerate().all(|(k, &o)| {
+                    !b.leaves_of(cid, o).contains(&w) || writes_in_place(m, cid, id, k)
+                })
+            };
+            if old_last_read < def || overwrites_as_it_reads {
                 union(&mut sets, &mut range, rw, rr);
             }
         }
@@ -436,7 +444,7 @@ pub fn assign_buffers(m: &Module) -> BufferAssignment {
     }
     buffers.retain(|buf| buf.size > 0);
     let peak_bytes = place(&mut buffers);
-    let total_bytes = buffers.iter().map(|b| b.size).sum();
+    let total_bytes = buffers.iter().map(|b| align(b.size)).sum();
     let lower_bound_bytes = max_live(buffers.iter().map(|b| (b.live_range, align(b.size))), end);
     let unshared_values_bytes = max_live(
         b.values
@@ -568,6 +576,30 @@ fn place(buffers: &mut [Buffer]) -> i64 {
 
 impl BufferAssignment {
     /// The text of `module_NNNN.NAME.buffer-assignment.txt`.
+    /// The timeline position where the most bytes are live, and the buffers live there.
+    pub fn peak_position(&self) -> (usize, Vec<usize>) {
+        let end = self.timeline.len();
+        let mut best = (0usize, -1i64);
+        for t in 0..=end {
+            let live: i64 = self
+                .buffers
+                .iter()
+                .filter(|b| b.live_range.0 <= t && t <= b.live_range.1)
+                .map(|b| align(b.size))
+                .sum();
+            if live > best.1 {
+                best = (t, live);
+            }
+        }
+        let live = (0..self.buffers.len())
+            .filter(|&i| {
+                let r = self.buffers[i].live_range;
+                r.0 <= best.0 && best.0 <= r.1
+            })
+            .collect();
+        (best.0, live)
+    }
+
     pub fn to_text(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "buffers_total_bytes: {}", self.total_bytes);
@@ -579,6 +611,15 @@ impl BufferAssignment {
             self.unshared_values_bytes
         );
         let _ = writeln!(s, "buffers: {}", self.buffers.len());
+        let (at, live) = self.peak_position();
+        let _ = writeln!(
+            s,
+            "most bytes live at position {at}: buffers {}",
+            live.iter()
+                .map(|b| b.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         let _ = writeln!(s);
         for (i, b) in self.buffers.iter().enumerate() {
             let kind = match b.kind {

@@ -8,6 +8,7 @@
 //! Both need the body's root to be a `tuple` and the state to be read only through
 //! `get-tuple-element`, and leave loops whose body or condition is shared alone.
 
+use super::dce::remove_dead_instructions;
 use super::util::{add_instr, caller_count, pin_roots, remove_if_dead};
 use super::{Pass, PassError};
 use crate::ir::{ComputationId, InstrId, Metadata, Module, Op, Shape};
@@ -108,27 +109,15 @@ impl Loop {
             .collect()
     }
 
-    /// State elements nothing reads: not the condition, not the body except to pass the
-    /// element through to the same slot, not the users of the loop.
+    /// State elements nothing needs: an element is live when the condition reads it, a user
+    /// of the loop reads it, a side effect in the body depends on it, or the body's new
+    /// value of a live element depends on it. The rest are dead, even if the body keeps
+    /// updating them.
     fn dead_elements(&self, m: &Module) -> Vec<usize> {
-        let mut read = vec![false; self.arity];
+        let mut live = vec![false; self.arity];
         let cond = m.computation(self.cond);
         for (g, i) in Self::param_reads(m, self.cond) {
-            read[i] |= !cond.users(g).is_empty();
-        }
-        let body = m.computation(self.body);
-        let root = body.root();
-        for (g, i) in Self::param_reads(m, self.body) {
-            for u in body.users(g) {
-                let only_own_slot = u == root
-                    && body
-                        .get(root)
-                        .operands()
-                        .iter()
-                        .enumerate()
-                        .all(|(slot, &o)| o != g || slot == i);
-                read[i] |= !only_own_slot;
-            }
+            live[i] |= !cond.users(g).is_empty();
         }
         let outer = m.computation(self.comp);
         if outer.root() == self.instr {
@@ -136,11 +125,49 @@ impl Loop {
         }
         for u in outer.users(self.instr) {
             match outer.get(u).op {
-                Op::GetTupleElement { index } => read[index as usize] = true,
+                Op::GetTupleElement { index } => live[index as usize] = true,
                 _ => return vec![],
             }
         }
-        (0..self.arity).filter(|&i| !read[i]).collect()
+        let body = m.computation(self.body);
+        let root = body.root();
+        let reads: HashMap<InstrId, usize> = Self::param_reads(m, self.body).into_iter().collect();
+        // The state elements a body value depends on.
+        let depends = |start: InstrId| -> Vec<usize> {
+            let mut seen: HashSet<InstrId> = HashSet::new();
+            let mut stack = vec![start];
+            let mut out = Vec::new();
+            while let Some(x) = stack.pop() {
+                if !seen.insert(x) {
+                    continue;
+                }
+                if let Some(&i) = reads.get(&x) {
+                    out.push(i);
+                }
+                stack.extend(body.get(x).operands().iter().copied());
+            }
+            out
+        };
+        let mut work: Vec<usize> = (0..self.arity).filter(|&i| live[i]).collect();
+        for id in body.post_order() {
+            if body.get(id).op.has_side_effect() {
+                for i in depends(id) {
+                    if !live[i] {
+                        live[i] = true;
+                        work.push(i);
+                    }
+                }
+            }
+        }
+        while let Some(j) = work.pop() {
+            for i in depends(body.get(root).operand(j)) {
+                if !live[i] {
+                    live[i] = true;
+                    work.push(i);
+                }
+            }
+        }
+        (0..self.arity).filter(|&i| !live[i]).collect()
     }
 }
 
@@ -221,6 +248,8 @@ fn rebuild_while(
             remove_if_dead(c, old_root);
         }
         let c = m.computation_mut(sub);
+        // Whatever only fed dropped elements is dead now.
+        remove_dead_instructions(c);
         for (g, i) in reads {
             if !c.contains(g) {
                 continue;
