@@ -1,1 +1,5 @@
-//! tessel's runtime: host-side values and files, and (later) compiled executables on replicas.
+//! tessel's runtime: host-side values and files, and compiled executables.
+
+pub mod arena;
+pub mod executable;
+pub mod jit;
