@@ -4,7 +4,7 @@
 //! infers the result shape, so a mistake surfaces as a [`ShapeError`] at the op that made it.
 
 use crate::ir::{ComputationId, InstrId, Instruction, Metadata, Module, Op, Shape};
-use crate::shape_inference::{infer_shape, ShapeError};
+use crate::shape_inference::{check_given_shape, infer_shape, ShapeError};
 
 /// Adds instructions to one computation of a module.
 pub struct Builder<'m> {
@@ -32,6 +32,21 @@ impl<'m> Builder<'m> {
         let comp = self.module.computation(self.comp);
         let shapes: Vec<&Shape> = operands.iter().map(|&o| &comp.get(o).shape).collect();
         let shape = infer_shape(self.module, &op, &shapes)?;
+        Ok(self.add_with_shape(op, shape, operands))
+    }
+
+    /// Adds `op` with a given result shape after checking it against the operands with
+    /// [`check_given_shape`]: for ops whose shape HLO states rather than implies (broadcast,
+    /// reshape, convert, constant, iota, ...).
+    pub fn add_given(
+        &mut self,
+        op: Op,
+        shape: Shape,
+        operands: &[InstrId],
+    ) -> Result<InstrId, ShapeError> {
+        let comp = self.module.computation(self.comp);
+        let shapes: Vec<&Shape> = operands.iter().map(|&o| &comp.get(o).shape).collect();
+        check_given_shape(self.module, &op, &shapes, &shape)?;
         Ok(self.add_with_shape(op, shape, operands))
     }
 

@@ -1,0 +1,411 @@
+//! Collectives between replicas running in one process, one thread per replica.
+//!
+//! Every execution of a collective instruction is a rendezvous keyed by (computation,
+//! instruction, how many times this replica has executed it, replica group): each member
+//! deposits its operands and waits until the whole group has. Each member then computes its
+//! own result from the deposits; reductions combine them in increasing replica-id order, so
+//! every replica gets bitwise the same sum. A replica that fails poisons the hub, and every
+//! replica waiting (or arriving later) at a rendezvous stops with an error instead of
+//! deadlocking.
+
+use super::reduce::{array_from_scalars, call_reducer, element_literal, simple_binary};
+use super::shape_ops::concatenate;
+use super::{elementwise, err, EvalError, EvalResult, Evaluator};
+use crate::ir::{Array, ArrayData, ArrayShape, ComputationId, ElementType, InstrId, Literal, Op};
+use hashbrown::HashMap;
+use std::cell::{Cell, RefCell};
+use std::sync::{Arc, Condvar, Mutex};
+
+const POISON_PREFIX: &str = "stopped because replica ";
+
+/// The rendezvous shared by the replicas of one run.
+pub(crate) struct Hub {
+    replicas: usize,
+    state: Mutex<HubState>,
+    arrived: Condvar,
+}
+
+type SlotKey = (u32, u32, u64, usize);
+
+#[derive(Default)]
+struct HubState {
+    slots: HashMap<SlotKey, Slot>,
+    poisoned: Option<String>,
+}
+
+struct Slot {
+    parts: Vec<Option<Arc<Vec<Literal>>>>,
+    readers_left: usize,
+}
+
+impl Hub {
+    pub(crate) fn new(replicas: usize) -> Hub {
+        Hub {
+            replicas,
+            state: Mutex::new(HubState::default()),
+            arrived: Condvar::new(),
+        }
+    }
+
+    fn poison(&self, message: String) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if s.poisoned.is_none() {
+            s.poisoned = Some(message);
+        }
+        self.arrived.notify_all();
+    }
+
+    /// Deposits `data` for member `position` of `group` and returns every member's deposit,
+    /// in group order, once all have arrived.
+    fn exchange(
+        &self,
+        key: SlotKey,
+        group_len: usize,
+        position: usize,
+        data: Vec<Literal>,
+    ) -> EvalResult<Vec<Arc<Vec<Literal>>>> {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = &s.poisoned {
+            return Err(EvalError::new(p.clone()));
+        }
+        let slot = s.slots.entry(key).or_insert_with(|| Slot {
+            parts: vec![None; group_len],
+            readers_left: group_len,
+        });
+        slot.parts[position] = Some(Arc::new(data));
+        self.arrived.notify_all();
+        loop {
+            if let Some(p) = &s.poisoned {
+                return Err(EvalError::new(p.clone()));
+            }
+            let slot = s
+                .slots
+                .get_mut(&key)
+                .expect("slot lives until every member read it");
+            if slot.parts.iter().all(|p| p.is_some()) {
+                let parts = slot.parts.iter().map(|p| p.clone().unwrap()).collect();
+                slot.readers_left -= 1;
+                if slot.readers_left == 0 {
+                    s.slots.remove(&key);
+                }
+                return Ok(parts);
+            }
+            s = self.arrived.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// Whether an error only says that another replica failed first.
+pub(crate) fn is_poison_consequence(e: &EvalError) -> bool {
+    e.message.starts_with(POISON_PREFIX)
+}
+
+/// Poisons the hub when a replica's thread ends without disarming it (an error or a panic).
+pub(crate) struct PoisonOnDrop<'h> {
+    hub: &'h Hub,
+    replica: usize,
+    armed: Cell<bool>,
+}
+
+impl<'h> PoisonOnDrop<'h> {
+    pub(crate) fn new(hub: &'h Hub, replica: usize) -> Self {
+        PoisonOnDrop {
+            hub,
+            replica,
+            armed: Cell::new(true),
+        }
+    }
+
+    pub(crate) fn disarm(self) {
+        self.armed.set(false);
+    }
+
+    pub(crate) fn poison_with(self, e: &EvalError) {
+        if !is_poison_consequence(e) {
+            self.hub
+                .poison(format!("{POISON_PREFIX}{} failed: {e}", self.replica));
+        }
+        self.armed.set(false);
+    }
+}
+
+impl Drop for PoisonOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed.get() {
+            self.hub
+                .poison(format!("{POISON_PREFIX}{} panicked", self.replica));
+        }
+    }
+}
+
+/// Which replica this evaluator runs as, and the hub it meets the others at.
+pub(crate) struct ReplicaContext {
+    pub(crate) id: usize,
+    pub(crate) count: usize,
+    hub: Option<Arc<Hub>>,
+    executions: RefCell<HashMap<(u32, u32), u64>>,
+}
+
+impl ReplicaContext {
+    pub(crate) fn single() -> ReplicaContext {
+        ReplicaContext {
+            id: 0,
+            count: 1,
+            hub: None,
+            executions: RefCell::default(),
+        }
+    }
+
+    pub(crate) fn new(id: usize, count: usize, hub: Arc<Hub>) -> ReplicaContext {
+        debug_assert_eq!(hub.replicas, count);
+        ReplicaContext {
+            id,
+            count,
+            hub: Some(hub),
+            executions: RefCell::default(),
+        }
+    }
+
+    /// The members of this replica's group, in the order the group lists them.
+    fn group(&self, groups: &[Vec<i64>]) -> EvalResult<Vec<usize>> {
+        if groups.is_empty() {
+            return Ok((0..self.count).collect());
+        }
+        for g in groups {
+            if let Some(bad) = g.iter().find(|&&r| r < 0 || r as usize >= self.count) {
+                return err(format!(
+                    "replica group {g:?} names replica {bad}, but only {} replicas run",
+                    self.count
+                ));
+            }
+        }
+        groups
+            .iter()
+            .find(|g| g.contains(&(self.id as i64)))
+            .map(|g| g.iter().map(|&r| r as usize).collect())
+            .ok_or_else(|| {
+                EvalError::new(format!(
+                    "replica {} is in no replica group of {groups:?}",
+                    self.id
+                ))
+            })
+    }
+
+    /// Exchanges `data` with the members of `group`; returns their deposits in group order.
+    fn exchange(
+        &self,
+        comp: ComputationId,
+        id: InstrId,
+        group: &[usize],
+        data: Vec<Literal>,
+    ) -> EvalResult<Vec<Arc<Vec<Literal>>>> {
+        let position = group
+            .iter()
+            .position(|&r| r == self.id)
+            .expect("group contains this replica");
+        let count = {
+            let mut ex = self.executions.borrow_mut();
+            let c = ex.entry((comp.0, id.index() as u32)).or_insert(0);
+            *c += 1;
+            *c
+        };
+        match &self.hub {
+            None if group.len() == 1 => Ok(vec![Arc::new(data)]),
+            None => err(format!(
+                "a collective over replicas {group:?} needs a replicated run"
+            )),
+            Some(hub) => hub.exchange(
+                (comp.0, id.index() as u32, count, group[0]),
+                group.len(),
+                position,
+                data,
+            ),
+        }
+    }
+}
+
+pub(crate) fn eval_collective(
+    ev: &Evaluator,
+    comp: ComputationId,
+    id: InstrId,
+    op: &Op,
+    operands: &[&Literal],
+) -> EvalResult<Literal> {
+    let ctx = &ev.replica;
+    let arrays = super::arrays(operands)?;
+    let owned: Vec<Literal> = operands.iter().map(|l| (*l).clone()).collect();
+    let tuple_or_single = |mut v: Vec<Literal>| {
+        if v.len() == 1 {
+            v.pop().unwrap()
+        } else {
+            Literal::Tuple(v)
+        }
+    };
+    match op {
+        Op::ReplicaId => Ok(u32_scalar(ctx.id as u32)),
+        // One partition per replica: every program is partition 0.
+        Op::PartitionId => Ok(u32_scalar(0)),
+        Op::AllReduce {
+            collective,
+            to_apply,
+        } => {
+            let group = ctx.group(&collective.replica_groups)?;
+            let parts = ctx.exchange(comp, id, &group, owned)?;
+            let ordered = in_replica_order(&group, &parts);
+            let out = (0..arrays.len())
+                .map(|k| combine(ev, *to_apply, &ordered, k).map(Literal::Array))
+                .collect::<EvalResult<Vec<_>>>()?;
+            Ok(tuple_or_single(out))
+        }
+        Op::AllGather {
+            collective,
+            dimension,
+        } => {
+            let group = ctx.group(&collective.replica_groups)?;
+            let parts = ctx.exchange(comp, id, &group, owned)?;
+            let out = (0..arrays.len())
+                .map(|k| {
+                    let pieces: Vec<&Array> = parts
+                        .iter()
+                        .map(|p| leaf(p, k))
+                        .collect::<EvalResult<_>>()?;
+                    concatenate(&pieces, *dimension).map(Literal::Array)
+                })
+                .collect::<EvalResult<Vec<_>>>()?;
+            Ok(tuple_or_single(out))
+        }
+        Op::ReduceScatter {
+            collective,
+            dimension,
+            to_apply,
+        } => {
+            let group = ctx.group(&collective.replica_groups)?;
+            let position = group.iter().position(|&r| r == ctx.id).unwrap();
+            let parts = ctx.exchange(comp, id, &group, owned)?;
+            let ordered = in_replica_order(&group, &parts);
+            let out = (0..arrays.len())
+                .map(|k| {
+                    let total = combine(ev, *to_apply, &ordered, k)?;
+                    let d = *dimension as usize;
+                    if d >= total.shape.rank() || total.shape.dims[d] % group.len() as i64 != 0 {
+                        return err(format!(
+                            "reduce-scatter: dimension {dimension} of {} does not split {} ways",
+                            total.shape,
+                            group.len()
+                        ));
+                    }
+                    let chunk = total.shape.dims[d] / group.len() as i64;
+                    let dims: Vec<crate::ir::SliceDim> = total
+                        .shape
+                        .dims
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &n)| crate::ir::SliceDim {
+                            start: if i == d { chunk * position as i64 } else { 0 },
+                            limit: if i == d {
+                                chunk * (position as i64 + 1)
+                            } else {
+                                n
+                            },
+                            stride: 1,
+                        })
+                        .collect();
+                    super::shape_ops::slice(&total, &dims).map(Literal::Array)
+                })
+                .collect::<EvalResult<Vec<_>>>()?;
+            Ok(tuple_or_single(out))
+        }
+        Op::CollectivePermute {
+            source_target_pairs,
+            ..
+        } => {
+            let all: Vec<usize> = (0..ctx.count).collect();
+            for &(s, t) in source_target_pairs {
+                if s < 0 || t < 0 || s as usize >= ctx.count || t as usize >= ctx.count {
+                    return err(format!(
+                        "collective-permute pair ({s}, {t}) names a replica that does not run"
+                    ));
+                }
+            }
+            let parts = ctx.exchange(comp, id, &all, owned)?;
+            let source = source_target_pairs
+                .iter()
+                .find(|&&(_, t)| t as usize == ctx.id)
+                .map(|&(s, _)| s as usize);
+            let x = arrays
+                .first()
+                .ok_or_else(|| EvalError::new("collective-permute needs an operand"))?;
+            Ok(match source {
+                Some(s) => Literal::Array(leaf(&parts[s], 0)?.clone()),
+                // A replica nobody sends to receives zeros.
+                None => Literal::Array(Array::zeros(x.shape.clone())),
+            })
+        }
+        other => err(format!("{} is not a collective", other.opcode_name())),
+    }
+}
+
+fn u32_scalar(v: u32) -> Literal {
+    Literal::Array(Array::new(
+        ArrayShape::scalar(ElementType::U32),
+        ArrayData::U32(vec![v]),
+    ))
+}
+
+fn leaf(part: &[Literal], k: usize) -> EvalResult<&Array> {
+    part.get(k)
+        .and_then(|l| l.as_array())
+        .ok_or_else(|| EvalError::new(format!("collective operand {k} is not an array")))
+}
+
+/// The deposits sorted by replica id (the deterministic reduction order).
+fn in_replica_order<'a>(group: &[usize], parts: &'a [Arc<Vec<Literal>>]) -> Vec<&'a [Literal]> {
+    let mut order: Vec<(usize, &[Literal])> = group
+        .iter()
+        .copied()
+        .zip(parts.iter().map(|p| p.as_slice()))
+        .collect();
+    order.sort_by_key(|(r, _)| *r);
+    order.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Reduces operand `k` of every deposit elementwise with `to_apply`, in the given order.
+fn combine(
+    ev: &Evaluator,
+    to_apply: ComputationId,
+    parts: &[&[Literal]],
+    k: usize,
+) -> EvalResult<Array> {
+    let first = leaf(parts[0], k)?;
+    for p in &parts[1..] {
+        let x = leaf(p, k)?;
+        if x.shape != first.shape {
+            return err(format!(
+                "replicas contribute {} and {} to one collective",
+                first.shape, x.shape
+            ));
+        }
+    }
+    if let Some((op, swapped)) = simple_binary(ev, to_apply) {
+        let mut acc = first.clone();
+        for p in &parts[1..] {
+            let x = leaf(p, k)?;
+            acc = if swapped {
+                elementwise::binary(op, x, &acc)?
+            } else {
+                elementwise::binary(op, &acc, x)?
+            };
+        }
+        return Ok(acc);
+    }
+    let mut out = Vec::with_capacity(first.len());
+    for i in 0..first.len() {
+        let mut acc = element_literal(first, i);
+        for p in &parts[1..] {
+            let x = element_literal(leaf(p, k)?, i);
+            acc = call_reducer(ev, to_apply, &[acc], &[x])?.pop().unwrap();
+        }
+        out.push(acc);
+    }
+    array_from_scalars(first.element_type(), &first.shape.dims, &out)
+}

@@ -1,0 +1,1 @@
+//! Unit tests of the interpreter, one module per op family.

@@ -1,0 +1,335 @@
+//! Collectives: all-reduce, all-gather, reduce-scatter, collective-permute.
+
+use super::util::{
+    check_reducer, dim, err, expect_array, expect_operands, list, make_array, text, Result,
+};
+use crate::ir::{ArrayShape, CollectiveAttrs, ComputationId, Module, Shape, UNKNOWN_DIM};
+
+fn groups_text(groups: &[Vec<i64>]) -> String {
+    let inner: Vec<String> = groups
+        .iter()
+        .map(|g| {
+            let ids: Vec<String> = g.iter().map(|i| i.to_string()).collect();
+            format!("{{{}}}", ids.join(","))
+        })
+        .collect();
+    format!("replica_groups={{{}}}", inner.join(","))
+}
+
+/// How many devices the ids in replica groups may name, when the module says.
+fn device_count(module: &Module, attrs: &CollectiveAttrs) -> Option<i64> {
+    let replicas = module.replica_count?;
+    if attrs.use_global_device_ids {
+        Some(replicas * module.num_partitions.unwrap_or(1))
+    } else {
+        Some(replicas)
+    }
+}
+
+/// Replica groups: non-empty, ids in range, no id twice. With `uniform`, all groups must be
+/// the same size (the result shape depends on it).
+fn check_groups(name: &str, module: &Module, attrs: &CollectiveAttrs, uniform: bool) -> Result<()> {
+    let groups = &attrs.replica_groups;
+    let count = device_count(module, attrs);
+    let mut seen = std::collections::HashSet::new();
+    for g in groups {
+        if g.is_empty() {
+            return err(format!(
+                "{name}: {} has an empty group",
+                groups_text(groups)
+            ));
+        }
+        if uniform && g.len() != groups[0].len() {
+            return err(format!(
+                "{name}: {} must have groups of one size",
+                groups_text(groups)
+            ));
+        }
+        for &id in g {
+            if id < 0 || count.is_some_and(|c| id >= c) {
+                return err(format!(
+                    "{name}: {} names device {id}, but the module has {} devices",
+                    groups_text(groups),
+                    count.map_or("an unknown number of".to_string(), |c| c.to_string())
+                ));
+            }
+            if !seen.insert(id) {
+                return err(format!(
+                    "{name}: {} names device {id} twice",
+                    groups_text(groups)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The number of participants in each group.
+fn group_size(name: &str, module: &Module, attrs: &CollectiveAttrs) -> Result<i64> {
+    if let Some(first) = attrs.replica_groups.first() {
+        return Ok(first.len() as i64);
+    }
+    device_count(module, attrs).ok_or_else(|| {
+        super::ShapeError::new(format!(
+            "{name}: replica_groups={{}} means all replicas, but the module does not give \
+             replica_count, so the result shape is unknown; give replica_groups or \
+             replica_count"
+        ))
+    })
+}
+
+fn arrays<'a>(name: &str, operands: &[&'a Shape]) -> Result<Vec<&'a ArrayShape>> {
+    if operands.is_empty() {
+        return err(format!("{name}: expects at least one operand"));
+    }
+    operands
+        .iter()
+        .enumerate()
+        .map(|(i, s)| expect_array(name, &format!("operand {i}"), s))
+        .collect()
+}
+
+fn results(shapes: Vec<ArrayShape>) -> Shape {
+    if shapes.len() == 1 {
+        Shape::Array(shapes.into_iter().next().unwrap())
+    } else {
+        Shape::Tuple(shapes.into_iter().map(Shape::Array).collect())
+    }
+}
+
+/// Checks the reduction computation of all-reduce / reduce-scatter: `(T, T) -> T` for each
+/// operand's element type T (one computation is applied to every operand).
+fn check_scalar_reducer(
+    module: &Module,
+    name: &str,
+    to_apply: ComputationId,
+    operands: &[&Shape],
+    arrays: &[&ArrayShape],
+) -> Result<()> {
+    for (i, a) in arrays.iter().enumerate() {
+        let t = [a.element_type];
+        check_reducer(
+            module,
+            name,
+            "to_apply",
+            to_apply,
+            &t,
+            &t,
+            &format!("operand {i} {}", text(operands[i])),
+        )?;
+    }
+    Ok(())
+}
+
+pub(crate) fn all_reduce(
+    module: &Module,
+    attrs: &CollectiveAttrs,
+    to_apply: ComputationId,
+    operands: &[&Shape],
+) -> Result<Shape> {
+    let name = "all-reduce";
+    let arrays = arrays(name, operands)?;
+    check_groups(name, module, attrs, false)?;
+    check_scalar_reducer(module, name, to_apply, operands, &arrays)?;
+    Ok(results(
+        arrays.iter().map(|a| super::util::canonical(a)).collect(),
+    ))
+}
+
+/// Multiplies (all-gather) or divides (reduce-scatter) `dimension` of each operand.
+fn resize_dimension(
+    name: &str,
+    dimension: i64,
+    size: i64,
+    gather: bool,
+    operands: &[&Shape],
+    arrays: &[&ArrayShape],
+) -> Result<Vec<ArrayShape>> {
+    arrays
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            if dimension < 0 || dimension as usize >= a.rank() {
+                return err(format!(
+                    "{name}: dimensions={{{dimension}}} is out of range for operand {}",
+                    text(operands[i])
+                ));
+            }
+            let mut dims: Vec<(i64, bool)> = (0..a.rank()).map(|d| dim(a, d)).collect();
+            let slot = &mut dims[dimension as usize];
+            if slot.0 != UNKNOWN_DIM {
+                if gather {
+                    slot.0 *= size;
+                } else if slot.0 % size != 0 {
+                    return err(format!(
+                        "{name}: dimension {dimension} of operand {} has size {}, which does \
+                         not divide by the group size {size}",
+                        text(operands[i]),
+                        slot.0
+                    ));
+                } else {
+                    slot.0 /= size;
+                }
+            }
+            Ok(make_array(a.element_type, &dims))
+        })
+        .collect()
+}
+
+pub(crate) fn all_gather(
+    module: &Module,
+    attrs: &CollectiveAttrs,
+    dimension: i64,
+    operands: &[&Shape],
+) -> Result<Shape> {
+    let name = "all-gather";
+    let arrays = arrays(name, operands)?;
+    check_groups(name, module, attrs, true)?;
+    let size = group_size(name, module, attrs)?;
+    Ok(results(resize_dimension(
+        name, dimension, size, true, operands, &arrays,
+    )?))
+}
+
+pub(crate) fn reduce_scatter(
+    module: &Module,
+    attrs: &CollectiveAttrs,
+    dimension: i64,
+    to_apply: ComputationId,
+    operands: &[&Shape],
+) -> Result<Shape> {
+    let name = "reduce-scatter";
+    let arrays = arrays(name, operands)?;
+    check_groups(name, module, attrs, true)?;
+    check_scalar_reducer(module, name, to_apply, operands, &arrays)?;
+    let size = group_size(name, module, attrs)?;
+    Ok(results(resize_dimension(
+        name, dimension, size, false, operands, &arrays,
+    )?))
+}
+
+pub(crate) fn collective_permute(
+    module: &Module,
+    pairs: &[(i64, i64)],
+    operands: &[&Shape],
+) -> Result<Shape> {
+    let name = "collective-permute";
+    expect_operands(name, operands, 1)?;
+    let a = expect_array(name, "the operand", operands[0])?;
+    let count = module.replica_count;
+    let mut sources = std::collections::HashSet::new();
+    let mut targets = std::collections::HashSet::new();
+    for &(s, t) in pairs {
+        for id in [s, t] {
+            if id < 0 || count.is_some_and(|c| id >= c) {
+                return err(format!(
+                    "{name}: source_target_pairs names replica {id}, outside the module's {} \
+                     replicas",
+                    count.map_or("unknown number of".to_string(), |c| c.to_string())
+                ));
+            }
+        }
+        if !sources.insert(s) || !targets.insert(t) {
+            return err(format!(
+                "{name}: source_target_pairs {pairs:?} use a source or target twice; each \
+                 replica sends at most once and receives at most once (operand {})",
+                list(operands)
+            ));
+        }
+    }
+    Ok(Shape::Array(super::util::canonical(a)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::Builder;
+    use crate::ir::ElementType::{self, *};
+    use crate::ir::{BinaryOp, Computation, Op};
+
+    fn s(t: ElementType, dims: &[i64]) -> Shape {
+        Shape::array(t, dims)
+    }
+
+    fn add_region(m: &mut Module, t: ElementType) -> ComputationId {
+        let id = m.add_computation(Computation::new("sum"));
+        let mut b = Builder::new(m, id);
+        let x = b.add_with_shape(Op::Parameter(0), Shape::scalar(t), &[]);
+        let y = b.add_with_shape(Op::Parameter(1), Shape::scalar(t), &[]);
+        b.add(Op::Binary(BinaryOp::Add), &[x, y]).unwrap();
+        id
+    }
+
+    fn groups(g: &[&[i64]]) -> CollectiveAttrs {
+        CollectiveAttrs {
+            replica_groups: g.iter().map(|g| g.to_vec()).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn all_reduce_keeps_shapes() {
+        let mut m = Module::new("t");
+        let sum = add_region(&mut m, F32);
+        let x = s(F32, &[3, 2]);
+        let y = s(F32, &[]);
+        let attrs = groups(&[&[0, 1, 2, 3]]);
+        assert_eq!(all_reduce(&m, &attrs, sum, &[&x]).unwrap(), x);
+        assert_eq!(
+            all_reduce(&m, &attrs, sum, &[&x, &y]).unwrap(),
+            Shape::Tuple(vec![x.clone(), y.clone()])
+        );
+        let e = all_reduce(&m, &attrs, sum, &[&s(S32, &[2])]).unwrap_err();
+        assert!(e.message.contains("(s32[], s32[]) -> s32[]"), "{e}");
+        let e = all_reduce(&m, &groups(&[&[0, 1], &[1, 2]]), sum, &[&x]).unwrap_err();
+        assert!(e.message.contains("names device 1 twice"), "{e}");
+        m.replica_count = Some(2);
+        let e = all_reduce(&m, &attrs, sum, &[&x]).unwrap_err();
+        assert!(e.message.contains("names device 2"), "{e}");
+    }
+
+    #[test]
+    fn all_gather_multiplies_by_group_size() {
+        let mut m = Module::new("t");
+        let x = s(F32, &[2, 3]);
+        let r = all_gather(&m, &groups(&[&[0, 1], &[2, 3]]), 0, &[&x]).unwrap();
+        assert_eq!(r, s(F32, &[4, 3]));
+        let e = all_gather(&m, &groups(&[]), 0, &[&x]).unwrap_err();
+        assert!(e.message.contains("replica_count"), "{e}");
+        m.replica_count = Some(4);
+        assert_eq!(
+            all_gather(&m, &groups(&[]), 1, &[&x]).unwrap(),
+            s(F32, &[2, 12])
+        );
+        assert!(all_gather(&m, &groups(&[&[0, 1, 2], &[3]]), 0, &[&x]).is_err());
+        assert!(all_gather(&m, &groups(&[]), 2, &[&x]).is_err());
+    }
+
+    #[test]
+    fn reduce_scatter_divides() {
+        let mut m = Module::new("t");
+        let sum = add_region(&mut m, F32);
+        let x = s(F32, &[8, 3]);
+        let attrs = groups(&[&[0, 1, 2, 3]]);
+        assert_eq!(
+            reduce_scatter(&m, &attrs, 0, sum, &[&x]).unwrap(),
+            s(F32, &[2, 3])
+        );
+        let e = reduce_scatter(&m, &attrs, 1, sum, &[&x]).unwrap_err();
+        assert!(
+            e.message
+                .contains("size 3, which does not divide by the group size 4"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn collective_permute_pairs() {
+        let mut m = Module::new("t");
+        m.replica_count = Some(2);
+        let x = s(F32, &[2]);
+        assert_eq!(collective_permute(&m, &[(0, 1), (1, 0)], &[&x]).unwrap(), x);
+        assert!(collective_permute(&m, &[(0, 1), (0, 0)], &[&x]).is_err());
+        assert!(collective_permute(&m, &[(0, 2)], &[&x]).is_err());
+    }
+}
