@@ -104,7 +104,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
 
     fn addr_value(&mut self, a: Addr) -> Value {
         match a {
-            Addr::Arena(off) => self.fb.ins().iadd_imm(self.arena, off as i64),
+            Addr::Arena(off) => self.fb.ins().iadd_imm_s(self.arena, off as i64),
             Addr::Absolute(p) => self.fb.ins().iconst(types::I64, p as i64),
         }
     }
@@ -146,7 +146,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
             let term = if s == 1 {
                 v
             } else {
-                self.fb.ins().imul_imm(v, s)
+                self.fb.ins().imul_imm_s(v, s)
             };
             base = Some(match base {
                 None => term,
@@ -175,10 +175,10 @@ impl<'a, 'f> Elemental<'a, 'f> {
         for k in 0..rank {
             let mut v = b;
             if strides[k] != 1 {
-                v = self.fb.ins().udiv_imm(v, strides[k]);
+                v = self.fb.ins().udiv_imm_s(v, strides[k]);
             }
             if k > 0 {
-                v = self.fb.ins().urem_imm(v, shape.dims[k].max(1));
+                v = self.fb.ins().urem_imm_s(v, shape.dims[k].max(1));
             }
             out.push((v, 0));
         }
@@ -222,7 +222,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
                 if c == 0 || l == 0 {
                     (b, 0)
                 } else {
-                    (fb.ins().iadd_imm(b, c * l), 0)
+                    (fb.ins().iadd_imm_s(b, c * l), 0)
                 }
             };
             let sidx = match idx {
@@ -298,8 +298,8 @@ impl<'a, 'f> Elemental<'a, 'f> {
                 let mut sub = SmallVec::new();
                 for (k, &(b, c)) in m.iter().enumerate() {
                     let d = dims[k];
-                    let b = if d.stride != 1 { self.fb.ins().imul_imm(b, d.stride) } else { b };
-                    let b = if d.start != 0 { self.fb.ins().iadd_imm(b, d.start) } else { b };
+                    let b = if d.stride != 1 { self.fb.ins().imul_imm_s(b, d.stride) } else { b };
+                    let b = if d.start != 0 { self.fb.ins().iadd_imm_s(b, d.start) } else { b };
                     sub.push((b, c * d.stride));
                 }
                 self.emit(ops[0], &Index::Multi(sub), lanes).map(Some)
@@ -329,15 +329,15 @@ impl<'a, 'f> Elemental<'a, 'f> {
                 for (k, &(b, _)) in m.iter().enumerate() {
                     let d = dims[k];
                     let n = operand_shape.dims[k];
-                    let p = self.fb.ins().iadd_imm(b, -d.low);
+                    let p = self.fb.ins().iadd_imm_s(b, -d.low);
                     let step = d.interior + 1;
-                    let q = if step == 1 { p } else { self.fb.ins().sdiv_imm(p, step) };
-                    let mut ok = self.fb.ins().icmp_imm(cranelift_codegen::ir::condcodes::IntCC::SignedGreaterThanOrEqual, p, 0);
-                    let lt = self.fb.ins().icmp_imm(cranelift_codegen::ir::condcodes::IntCC::SignedLessThan, q, n);
+                    let q = if step == 1 { p } else { self.fb.ins().sdiv_imm_s(p, step) };
+                    let mut ok = self.fb.ins().icmp_imm_s(cranelift_codegen::ir::condcodes::IntCC::SignedGreaterThanOrEqual, p, 0);
+                    let lt = self.fb.ins().icmp_imm_s(cranelift_codegen::ir::condcodes::IntCC::SignedLessThan, q, n);
                     ok = self.fb.ins().band(ok, lt);
                     if step != 1 {
-                        let r = self.fb.ins().srem_imm(p, step);
-                        let on_grid = self.fb.ins().icmp_imm(cranelift_codegen::ir::condcodes::IntCC::Equal, r, 0);
+                        let r = self.fb.ins().srem_imm_s(p, step);
+                        let on_grid = self.fb.ins().icmp_imm_s(cranelift_codegen::ir::condcodes::IntCC::Equal, r, 0);
                         ok = self.fb.ins().band(ok, on_grid);
                     }
                     let zero = self.iconst(0);
@@ -374,7 +374,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
                     offset += n;
                 }
                 for (o, off, n) in pieces.into_iter().rev() {
-                    let local = self.fb.ins().iadd_imm(pos, -off);
+                    let local = self.fb.ins().iadd_imm_s(pos, -off);
                     let zero = self.iconst(0);
                     let hi = self.iconst(n - 1);
                     let clamped = self.fb.ins().smax(local, zero);
@@ -385,7 +385,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
                     result = Some(match result {
                         None => v,
                         Some(later) => {
-                            let is_later = self.fb.ins().icmp_imm(
+                            let is_later = self.fb.ins().icmp_imm_s(
                                 cranelift_codegen::ir::condcodes::IntCC::SignedGreaterThanOrEqual,
                                 pos,
                                 off + n,
@@ -430,8 +430,8 @@ impl<'a, 'f> Elemental<'a, 'f> {
                     let s = self.fb.ins().smax(start, zero);
                     let s = self.fb.ins().smin(s, hi);
                     let local = self.fb.ins().isub(b, s);
-                    let ge = self.fb.ins().icmp_imm(cranelift_codegen::ir::condcodes::IntCC::SignedGreaterThanOrEqual, local, 0);
-                    let lt = self.fb.ins().icmp_imm(cranelift_codegen::ir::condcodes::IntCC::SignedLessThan, local, upd_shape.dims[k]);
+                    let ge = self.fb.ins().icmp_imm_s(cranelift_codegen::ir::condcodes::IntCC::SignedGreaterThanOrEqual, local, 0);
+                    let lt = self.fb.ins().icmp_imm_s(cranelift_codegen::ir::condcodes::IntCC::SignedLessThan, local, upd_shape.dims[k]);
                     let ok = self.fb.ins().band(ge, lt);
                     let safe = self.fb.ins().select(ok, local, zero);
                     sub.push((safe, 0));
@@ -498,7 +498,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
     pub fn load(&mut self, addr: Addr, ty: ElementType, (b, c): Comp, lanes: u32) -> Result<Value, JitError> {
         let base = self.base(addr);
         let size = ty.byte_size() as i64;
-        let off = if size == 1 { b } else { self.fb.ins().imul_imm(b, size) };
+        let off = if size == 1 { b } else { self.fb.ins().imul_imm_s(b, size) };
         let p = self.fb.ins().iadd(base, off);
         let sty = scalar_type(ty)?;
         if lanes == 1 || c == 0 {
@@ -520,7 +520,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
     pub fn store(&mut self, addr: Addr, ty: ElementType, b: Value, v: Value, lanes: u32) -> Result<(), JitError> {
         let base = self.base(addr);
         let size = ty.byte_size() as i64;
-        let off = if size == 1 { b } else { self.fb.ins().imul_imm(b, size) };
+        let off = if size == 1 { b } else { self.fb.ins().imul_imm_s(b, size) };
         let p = self.fb.ins().iadd(base, off);
         if lanes == 1 {
             self.fb.ins().store(mem(), v, p, 0);

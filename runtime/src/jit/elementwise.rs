@@ -127,7 +127,7 @@ pub fn pack_lanes(fb: &mut FunctionBuilder, ty: ElementType, vals: &[Value]) -> 
 pub fn extract_lane(fb: &mut FunctionBuilder, ty: ElementType, v: Value, l: u8) -> Value {
     let x = fb.ins().extractlane(v, l);
     if ty == ElementType::Pred {
-        let b = fb.ins().band_imm(x, 1);
+        let b = fb.ins().band_imm_s(x, 1);
         fb.ins().ireduce(types::I8, b)
     } else {
         x
@@ -358,22 +358,21 @@ fn unary(
         }
     }
     let is_f32 = out == ElementType::F32;
-    let mut vm = || Vm::new(fb, lanes, has_fma);
     Ok(match u {
         Abs if out.is_float() => fb.ins().fabs(x),
         Abs if out.is_signed_int() => fb.ins().iabs(x),
         Abs => x,
         Negate if out.is_float() => fb.ins().fneg(x),
         Negate => fb.ins().ineg(x),
-        Exp if is_f32 => vm().exp(x),
-        Expm1 if is_f32 => vm().expm1(x),
-        Log if is_f32 => vm().log(x),
-        Log1p if is_f32 => vm().log1p(x),
-        Tanh if is_f32 => vm().tanh(x),
-        Logistic if is_f32 => vm().logistic(x),
-        Sine if is_f32 => vm().sin_cos(x, false),
-        Cosine if is_f32 => vm().sin_cos(x, true),
-        Rsqrt if is_f32 => vm().rsqrt(x),
+        Exp if is_f32 => Vm::new(fb, lanes, has_fma).exp(x),
+        Expm1 if is_f32 => Vm::new(fb, lanes, has_fma).expm1(x),
+        Log if is_f32 => Vm::new(fb, lanes, has_fma).log(x),
+        Log1p if is_f32 => Vm::new(fb, lanes, has_fma).log1p(x),
+        Tanh if is_f32 => Vm::new(fb, lanes, has_fma).tanh(x),
+        Logistic if is_f32 => Vm::new(fb, lanes, has_fma).logistic(x),
+        Sine if is_f32 => Vm::new(fb, lanes, has_fma).sin_cos(x, false),
+        Cosine if is_f32 => Vm::new(fb, lanes, has_fma).sin_cos(x, true),
+        Rsqrt if is_f32 => Vm::new(fb, lanes, has_fma).rsqrt(x),
         Rsqrt if out == ElementType::F64 => {
             let s = fb.ins().sqrt(x);
             let one = fb.ins().f64const(1.0);
@@ -391,7 +390,7 @@ fn unary(
             let ad = fb.ins().fabs(d);
             let half = float_const(fb, out, 0.5, lanes);
             let one = float_const(fb, out, 1.0, lanes);
-            let step = fb.ins().fcopysign(one, x);
+            let step = if out == ElementType::F32 { Vm::new(fb, lanes, false).copysign(one, x) } else { fb.ins().fcopysign(one, x) };
             let up = fb.ins().fadd(t, step);
             let c = fb.ins().fcmp(FloatCC::GreaterThanOrEqual, ad, half);
             select_values(fb, c, up, t, lanes)
@@ -399,7 +398,7 @@ fn unary(
         Sign if out.is_float() => {
             let zero = float_const(fb, out, 0.0, lanes);
             let one = float_const(fb, out, 1.0, lanes);
-            let s = fb.ins().fcopysign(one, x);
+            let s = if out == ElementType::F32 { Vm::new(fb, lanes, false).copysign(one, x) } else { fb.ins().fcopysign(one, x) };
             let keep = fb.ins().fcmp(FloatCC::UnorderedOrEqual, x, zero);
             select_values(fb, keep, x, s, lanes)
         }
@@ -412,12 +411,12 @@ fn unary(
         }
         Sign => {
             let t = fb.func.dfg.value_type(x);
-            let nz = fb.ins().icmp_imm(IntCC::NotEqual, x, 0);
+            let nz = fb.ins().icmp_imm_s(IntCC::NotEqual, x, 0);
             let one = fb.ins().iconst(t, 1);
             let zero = fb.ins().iconst(t, 0);
             fb.ins().select(nz, one, zero)
         }
-        Not if out == ElementType::Pred && lanes == 1 => fb.ins().bxor_imm(x, 1),
+        Not if out == ElementType::Pred && lanes == 1 => fb.ins().bxor_imm_s(x, 1),
         Not if out.is_integer() || out == ElementType::Pred => fb.ins().bnot(x),
         IsFinite if in_ty.is_float() => {
             let a = fb.ins().fabs(x);
@@ -498,7 +497,7 @@ fn binary(
         ShiftLeft | ShiftRightLogical | ShiftRightArithmetic if !float && lanes == 1 => {
             let t = fb.func.dfg.value_type(x);
             let w = t.bits() as i64;
-            let big = fb.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, y, w);
+            let big = fb.ins().icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, y, w);
             match b {
                 ShiftRightArithmetic => {
                     let wm1 = fb.ins().iconst(t, w - 1);
@@ -521,9 +520,9 @@ fn binary(
 fn int_div(fb: &mut FunctionBuilder, x: Value, y: Value, signed: bool, rem: bool) -> Value {
     let t = fb.func.dfg.value_type(x);
     let one = fb.ins().iconst(t, 1);
-    let is_zero = fb.ins().icmp_imm(IntCC::Equal, y, 0);
+    let is_zero = fb.ins().icmp_imm_s(IntCC::Equal, y, 0);
     if signed {
-        let is_m1 = fb.ins().icmp_imm(IntCC::Equal, y, -1);
+        let is_m1 = fb.ins().icmp_imm_s(IntCC::Equal, y, -1);
         let bad = fb.ins().bor(is_zero, is_m1);
         let safe = fb.ins().select(bad, one, y);
         if rem {
@@ -583,8 +582,8 @@ fn compare(
         let w = if it == types::I64 { 63 } else { 31 };
         let key = |fb: &mut FunctionBuilder, v: Value| {
             let bits = fb.ins().bitcast(it, fl, v);
-            let s = fb.ins().sshr_imm(bits, w);
-            let s = fb.ins().ushr_imm(s, 1);
+            let s = fb.ins().sshr_imm_s(bits, w);
+            let s = fb.ins().ushr_imm_s(s, 1);
             fb.ins().bxor(bits, s)
         };
         (key(fb, a), key(fb, b), true)
@@ -619,7 +618,7 @@ pub fn convert_scalar(fb: &mut FunctionBuilder, x: Value, from: ElementType, to:
             let z = if from == E::F64 { fb.ins().f64const(0.0) } else { fb.ins().f32const(0.0) };
             fb.ins().fcmp(FloatCC::NotEqual, x, z)
         } else {
-            fb.ins().icmp_imm(IntCC::NotEqual, x, 0)
+            fb.ins().icmp_imm_s(IntCC::NotEqual, x, 0)
         });
     }
     if from.is_float() && to.is_float() {

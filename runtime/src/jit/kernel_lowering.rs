@@ -109,14 +109,14 @@ pub fn emit_elementwise(
     let mut row = |e: &mut Elemental, outer: &[Value]| -> Result<(), JitError> {
         let mut row_base: Option<Value> = None;
         for (k, &v) in outer.iter().enumerate() {
-            let t = e.fb.ins().imul_imm(v, strides[k]);
+            let t = e.fb.ins().imul_imm_s(v, strides[k]);
             row_base = Some(match row_base {
                 None => t,
                 Some(b) => e.fb.ins().iadd(b, t),
             });
         }
         let row_base = row_base.unwrap_or_else(|| e.iconst(0));
-        let mut point = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
+        let point = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
             let mut comps: SmallVec<[Comp; 4]> = outer.iter().map(|&v| (v, 0)).collect();
             comps.push((j, if lanes == 4 { 1 } else { 0 }));
             let lin = e.fb.ins().iadd(row_base, j);

@@ -32,13 +32,13 @@ pub fn counted_loop(
     e.fb.ins().jump(header, &[s.into()]);
     e.fb.switch_to_block(header);
     let iv = e.fb.block_params(header)[0];
-    let more = e.fb.ins().icmp_imm(IntCC::SignedLessThan, iv, end);
+    let more = e.fb.ins().icmp_imm_s(IntCC::SignedLessThan, iv, end);
     e.fb.ins().brif(more, body_block, &[], exit, &[]);
     e.fb.seal_block(body_block);
     e.fb.switch_to_block(body_block);
     e.new_scope();
     body(e, iv)?;
-    let next = e.fb.ins().iadd_imm(iv, step);
+    let next = e.fb.ins().iadd_imm_s(iv, step);
     e.fb.ins().jump(header, &[next.into()]);
     e.fb.seal_block(header);
     e.fb.seal_block(exit);

@@ -101,7 +101,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         let status = fb.block_params(err)[0];
         fb.ins().return_(&[status]);
     }
-    fb.finalize();
+    fb.finalize(cx.isa.frontend_config());
     cx.define(entry_id, func, "program")?;
     cx.jit
         .finalize_definitions()
@@ -218,7 +218,7 @@ impl<'m> ProgramCx<'m> {
             e.hoist_addresses(outputs);
             body(&mut e).map_err(|err| err.at(name))?;
             kfb.ins().return_(&[]);
-            kfb.finalize();
+            kfb.finalize(self.isa.frontend_config());
         }
         self.define(id, func, &fname)?;
         let fref = self.jit.declare_func_in_func(id, fb.func);
@@ -447,7 +447,7 @@ impl<'m> ProgramCx<'m> {
 
     fn addr_value(&self, fb: &mut FunctionBuilder, arena: Value, a: Addr) -> Value {
         match a {
-            Addr::Arena(off) => fb.ins().iadd_imm(arena, off as i64),
+            Addr::Arena(off) => fb.ins().iadd_imm_s(arena, off as i64),
             Addr::Absolute(p) => fb.ins().iconst(types::I64, p as i64),
         }
     }
@@ -528,8 +528,8 @@ impl<'m> ProgramCx<'m> {
             let one = fb.ins().iconst(types::I64, 1);
             fb.ins().isub(one, idx)
         } else {
-            let bad_lo = fb.ins().icmp_imm(IntCC::SignedLessThan, idx, 0);
-            let bad_hi = fb.ins().icmp_imm(IntCC::SignedGreaterThanOrEqual, idx, n);
+            let bad_lo = fb.ins().icmp_imm_s(IntCC::SignedLessThan, idx, 0);
+            let bad_hi = fb.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, idx, n);
             let bad = fb.ins().bor(bad_lo, bad_hi);
             let last = fb.ins().iconst(types::I64, n - 1);
             fb.ins().select(bad, last, idx)
@@ -541,7 +541,7 @@ impl<'m> ProgramCx<'m> {
                 fb.ins().jump(b, &[]);
             } else {
                 let next = fb.create_block();
-                let is_k = fb.ins().icmp_imm(IntCC::Equal, idx, k as i64);
+                let is_k = fb.ins().icmp_imm_s(IntCC::Equal, idx, k as i64);
                 fb.ins().brif(is_k, b, &[], next, &[]);
                 fb.seal_block(next);
                 fb.switch_to_block(next);

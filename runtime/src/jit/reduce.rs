@@ -75,7 +75,7 @@ pub fn emit_reduce(e: &mut Elemental, red: InstrId, outputs: &[Addr], allow_vect
             if ostride[d] == 0 {
                 continue;
             }
-            let t = e.fb.ins().imul_imm(v, ostride[d]);
+            let t = e.fb.ins().imul_imm_s(v, ostride[d]);
             acc = Some(match acc {
                 None => t,
                 Some(a) => e.fb.ins().iadd(a, t),
@@ -102,7 +102,7 @@ pub fn emit_reduce(e: &mut Elemental, red: InstrId, outputs: &[Addr], allow_vect
         let vec_end = if vec_ok && inner >= 4 { inner / 4 * 4 } else { 0 };
         let mut row = |e: &mut Elemental, outer: &[Value]| -> Result<(), JitError> {
             let base = out_linear(e, outer);
-            let mut point = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
+            let point = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
                 let mut comps: SmallVec<[Comp; 4]> = outer.iter().map(|&v| (v, 0)).collect();
                 comps.push((j, if lanes == 4 { 1 } else { 0 }));
                 let idx = Index::Multi(comps);

@@ -124,14 +124,14 @@ impl<'a, 'f> Vm<'a, 'f> {
     fn pow2i(&mut self, k: Value) -> Value {
         let bias = self.i(127);
         let e = self.fb.ins().iadd(k, bias);
-        let sh = self.fb.ins().ishl_imm(e, 23);
+        let sh = self.fb.ins().ishl_imm_s(e, 23);
         self.from_bits(sh)
     }
 
     /// `x * 2^n` for `n` in [-252, 254], in two steps so that neither factor leaves the normal
     /// range (the result may still overflow to inf or underflow to a subnormal or zero).
     fn scale(&mut self, x: Value, n: Value) -> Value {
-        let n1 = self.fb.ins().sshr_imm(n, 1);
+        let n1 = self.fb.ins().sshr_imm_s(n, 1);
         let n2 = self.fb.ins().isub(n, n1);
         let s1 = self.pow2i(n1);
         let s2 = self.pow2i(n2);
@@ -198,7 +198,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         let em = self.fb.ins().fadd(r, tail);
         // Small n: 2^n * em + (2^n - 1), exact in the subtraction. Large n: (1 + em) * 2^n - 1.
         let one = self.f(1.0);
-        let n1 = self.fb.ins().sshr_imm(n, 1);
+        let n1 = self.fb.ins().sshr_imm_s(n, 1);
         let n2 = self.fb.ins().isub(n, n1);
         let s1 = self.pow2i(n1);
         let s2 = self.pow2i(n2);
@@ -229,7 +229,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         let adj_none = self.i(0);
         let adj = self.sel(is_sub, adj_sub, adj_none);
         let bits = self.bits(xn);
-        let exp_bits = self.fb.ins().ushr_imm(bits, 23);
+        let exp_bits = self.fb.ins().ushr_imm_s(bits, 23);
         let mask = self.i(0xff);
         let exp_bits = self.fb.ins().band(exp_bits, mask);
         let bias = self.i(126);
@@ -332,7 +332,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         let d = self.fb.ins().fadd(e, one);
         let q = self.fb.ins().fdiv(two, d);
         let big = self.fb.ins().fsub(one, q);
-        let big = self.fb.ins().fcopysign(big, x);
+        let big = self.copysign(big, x);
         let thresh = self.f(0.625);
         let is_small = self.fcmp(FloatCC::LessThan, ax, thresh);
         self.sel(is_small, small, big)
@@ -383,7 +383,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         // Quadrants 2 and 3 flip the sign: bit 1 of q moved to the sign bit.
         let two_i = self.i(2);
         let neg = self.fb.ins().band(q, two_i);
-        let neg = self.fb.ins().ishl_imm(neg, 30);
+        let neg = self.fb.ins().ishl_imm_s(neg, 30);
         let vb = self.bits(v);
         let vb = self.fb.ins().bxor(vb, neg);
         let res = self.from_bits(vb);
@@ -394,6 +394,21 @@ impl<'a, 'f> Vm<'a, 'f> {
             let is_zero = self.fcmp(FloatCC::Equal, x, zero);
             self.sel(is_zero, x, res)
         }
+    }
+
+    /// The magnitude of `mag` with the sign of `sign` (x64 has no 4-lane `fcopysign`).
+    pub fn copysign(&mut self, mag: Value, sign: Value) -> Value {
+        if self.lanes == 1 {
+            return self.fb.ins().fcopysign(mag, sign);
+        }
+        let m = self.bits(mag);
+        let s = self.bits(sign);
+        let abs_mask = self.i(0x7fff_ffff);
+        let sign_mask = self.i(i32::MIN);
+        let m = self.fb.ins().band(m, abs_mask);
+        let s = self.fb.ins().band(s, sign_mask);
+        let r = self.fb.ins().bor(m, s);
+        self.from_bits(r)
     }
 
     pub fn rsqrt(&mut self, x: Value) -> Value {

@@ -39,10 +39,10 @@ fn window_positions(w: &Window) -> Vec<Vec<i64>> {
 /// Input coordinate along one dimension for output coordinate `o` and window offset `k`:
 /// (index clamped into range, validity as an `i8`, or `None` when always valid).
 fn input_coord(e: &mut Elemental, o: Value, k: i64, d: &WindowDim, size: i64, out_size: i64) -> (Value, Option<Value>) {
-    let mut p = if d.stride != 1 { e.fb.ins().imul_imm(o, d.stride) } else { o };
+    let mut p = if d.stride != 1 { e.fb.ins().imul_imm_s(o, d.stride) } else { o };
     let off = k * d.window_dilation - d.pad_low;
     if off != 0 {
-        p = e.fb.ins().iadd_imm(p, off);
+        p = e.fb.ins().iadd_imm_s(p, off);
     }
     // Statically in range for every output coordinate?
     let lo = off;
@@ -51,13 +51,13 @@ fn input_coord(e: &mut Elemental, o: Value, k: i64, d: &WindowDim, size: i64, ou
         return (p, None);
     }
     let bd = d.base_dilation;
-    let q = if bd == 1 { p } else { e.fb.ins().sdiv_imm(p, bd) };
-    let ge = e.fb.ins().icmp_imm(IntCC::SignedGreaterThanOrEqual, p, 0);
-    let lt = e.fb.ins().icmp_imm(IntCC::SignedLessThan, q, size);
+    let q = if bd == 1 { p } else { e.fb.ins().sdiv_imm_s(p, bd) };
+    let ge = e.fb.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, p, 0);
+    let lt = e.fb.ins().icmp_imm_s(IntCC::SignedLessThan, q, size);
     let mut ok = e.fb.ins().band(ge, lt);
     if bd != 1 {
-        let r = e.fb.ins().srem_imm(p, bd);
-        let on = e.fb.ins().icmp_imm(IntCC::Equal, r, 0);
+        let r = e.fb.ins().srem_imm_s(p, bd);
+        let on = e.fb.ins().icmp_imm_s(IntCC::Equal, r, 0);
         ok = e.fb.ins().band(ok, on);
     }
     let zero = e.iconst(0);
@@ -103,7 +103,7 @@ pub fn emit_reduce_window(e: &mut Elemental, rw: InstrId, output: Addr, allow_ve
     let init_v = e.emit(init, &empty, 1)?;
     let strides = out_shape.strides();
     let mut row = |e: &mut Elemental, outer: &[Value]| -> Result<(), JitError> {
-        let mut point = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
+        let point = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
             let mut o: Vec<Value> = outer.to_vec();
             o.push(j);
             let mut acc = splat_if(e.fb, ty, init_v, lanes);
@@ -128,7 +128,7 @@ pub fn emit_reduce_window(e: &mut Elemental, rw: InstrId, output: Addr, allow_ve
             }
             let mut lin = j;
             for (k, &v) in outer.iter().enumerate() {
-                let t = e.fb.ins().imul_imm(v, strides[k]);
+                let t = e.fb.ins().imul_imm_s(v, strides[k]);
                 lin = e.fb.ins().iadd(lin, t);
             }
             e.store(output, ty, lin, acc, lanes)
@@ -179,7 +179,7 @@ pub fn emit_select_and_scatter(e: &mut Elemental, ss: InstrId, output: Addr) -> 
             }
             let mut lin: Option<Value> = None;
             for (d, &(c, _)) in comps.iter().enumerate() {
-                let t = e.fb.ins().imul_imm(c, in_strides[d]);
+                let t = e.fb.ins().imul_imm_s(c, in_strides[d]);
                 lin = Some(match lin {
                     None => t,
                     Some(l) => e.fb.ins().iadd(l, t),
@@ -192,8 +192,8 @@ pub fn emit_select_and_scatter(e: &mut Elemental, ss: InstrId, output: Addr) -> 
                 (Some(h), Some(c), Some(p)) => {
                     // Take x when valid and (nothing selected yet or select(cur, x) is false).
                     let keep = e.emit_region(select, &[c, x], 1)?[0];
-                    let not_keep = e.fb.ins().icmp_imm(IntCC::Equal, keep, 0);
-                    let not_have = e.fb.ins().icmp_imm(IntCC::Equal, h, 0);
+                    let not_keep = e.fb.ins().icmp_imm_s(IntCC::Equal, keep, 0);
+                    let not_have = e.fb.ins().icmp_imm_s(IntCC::Equal, h, 0);
                     let want = e.fb.ins().bor(not_keep, not_have);
                     let take = e.fb.ins().band(ok, want);
                     cur = Some(e.fb.ins().select(take, x, c));
