@@ -69,13 +69,20 @@ fn group_size(name: &str, module: &Module, attrs: &CollectiveAttrs) -> Result<i6
     if let Some(first) = attrs.replica_groups.first() {
         return Ok(first.len() as i64);
     }
-    device_count(module, attrs).ok_or_else(|| {
+    let size = device_count(module, attrs).ok_or_else(|| {
         super::ShapeError::new(format!(
             "{name}: replica_groups={{}} means all replicas, but the module does not give \
              replica_count, so the result shape is unknown; give replica_groups or \
              replica_count"
         ))
-    })
+    })?;
+    if size < 1 {
+        return err(format!(
+            "{name}: replica_groups={{}} means all replicas, but the module's replica_count is \
+             {size}"
+        ));
+    }
+    Ok(size)
 }
 
 fn arrays<'a>(name: &str, operands: &[&'a Shape]) -> Result<Vec<&'a ArrayShape>> {
@@ -296,6 +303,8 @@ mod tests {
         assert_eq!(r, s(F32, &[4, 3]));
         let e = all_gather(&m, &groups(&[]), 0, &[&x]).unwrap_err();
         assert!(e.message.contains("replica_count"), "{e}");
+        m.replica_count = Some(0);
+        assert!(all_gather(&m, &groups(&[]), 0, &[&x]).is_err());
         m.replica_count = Some(4);
         assert_eq!(
             all_gather(&m, &groups(&[]), 1, &[&x]).unwrap(),
