@@ -11,6 +11,7 @@ pub mod buffer;
 pub mod convolution;
 pub mod elemental;
 pub mod elementwise;
+pub mod fusion;
 pub mod gemm;
 pub mod host;
 pub mod isa;

@@ -259,7 +259,13 @@ impl<'m> ProgramCx<'m> {
         let module = self.module;
         let comp = module.computation(cid);
         let mut locs: HashMap<InstrId, Loc> = HashMap::new();
+        // Every materialized array so far: what a kernel reads instead of recomputing.
+        let mut materialized: HashMap<InstrId, Leaf> = HashMap::new();
+        let fused = super::fusion::plan(comp);
         for id in comp.post_order() {
+            if fused.contains(&id) {
+                continue;
+            }
             let instr = comp.get(id);
             let operand = |k: usize| -> Result<&Loc, JitError> {
                 locs.get(&instr.operands()[k]).ok_or_else(|| JitError::Invalid(format!("{}: operand {k} not computed", instr.name)))
@@ -344,18 +350,16 @@ impl<'m> ProgramCx<'m> {
                     return Err(JitError::Unsupported(format!("{} ({})", instr.op.opcode_name(), instr.name)))
                 }
                 _ => {
-                    // Any other op is a kernel of one instruction whose operands are leaves.
-                    let mut leaves = HashMap::new();
-                    for (k, &o) in instr.operands().iter().enumerate() {
-                        if let Loc::Array(b) = operand(k)? {
-                            leaves.insert(o, Leaf { addr: b.addr, shape: b.shape.clone() });
-                        }
-                    }
+                    // Any other op is a kernel rooted at this instruction; it reads the
+                    // materialized values and recomputes the fused instructions in between.
                     let out = self.alloc_loc(&instr.shape)?;
-                    self.emit_kernel_for(fb, arena, &instr.name, cid, id, leaves, &out)?;
+                    self.emit_kernel_for(fb, arena, &instr.name, cid, id, materialized.clone(), &out)?;
                     out
                 }
             };
+            if let Loc::Array(b) = &loc {
+                materialized.insert(id, Leaf { addr: b.addr, shape: b.shape.clone() });
+            }
             locs.insert(id, loc);
         }
         locs.remove(&comp.root()).ok_or_else(|| JitError::Invalid(format!("{} has no root", comp.name)))
