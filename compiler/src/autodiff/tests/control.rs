@@ -324,12 +324,8 @@ fn all_reduce_sum_transposes_to_an_all_reduce_sum_like_psum() {
     // The sum over both replicas' losses: d/dx_r = 2 replicas * 2 x_r.
     for (r, out) in outs.iter().enumerate() {
         let g = out.as_tuple().unwrap()[1].as_array().unwrap();
-        for i in 0..3 {
-            assert_eq!(
-                g.data.get_f64(i),
-                4.0 * xs[r][i] as f64,
-                "replica {r} element {i}"
-            );
+        for (i, &x) in xs[r].iter().enumerate() {
+            assert_eq!(g.data.get_f64(i), 4.0 * x as f64, "replica {r} element {i}");
         }
     }
 }
