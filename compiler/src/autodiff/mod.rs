@@ -21,6 +21,7 @@ mod rules_while;
 mod rules_window;
 mod scalar_computations;
 mod sweep;
+mod trace_grad;
 
 use crate::builder::Builder;
 use crate::ir::{ComputationId, InstrId, Instruction, Metadata, Module, Op, Shape};
@@ -29,6 +30,8 @@ use emit::{Emitter, R};
 use hashbrown::HashSet;
 use scalar_computations::ScalarComputations;
 use std::fmt;
+
+pub use trace_grad::grad;
 
 /// Why a gradient could not be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -132,6 +135,18 @@ pub fn gradients(
             )));
         }
     }
+    for &p in params {
+        let instr = c.get(p);
+        if instr.shape.leaves().iter().any(|a| !a.is_static()) {
+            return Err(AutodiffError {
+                message: format!(
+                    "cannot differentiate w.r.t. `{}` of shape {}: it has dynamic dimensions",
+                    instr.name, instr.shape
+                ),
+                instruction: Some(instr.name.clone()),
+            });
+        }
+    }
     let loss_instr = c.get(loss);
     let ty = match &loss_instr.shape {
         Shape::Array(a) if a.rank() == 0 && a.element_type.is_float() => a.element_type,
@@ -202,6 +217,13 @@ impl Node {
 
 /// Dispatches to the gradient rule of the node's op.
 pub(crate) fn vjp(em: &mut Emitter, node: &Node, ct: Cot) -> R<Contributions> {
+    if node.instr.shape.leaves().iter().any(|a| !a.is_static()) {
+        return Err(unsupported(
+            em,
+            node,
+            "values with dynamic dimensions have no gradient (give every dimension a size)",
+        ));
+    }
     match &node.instr.op {
         Op::Tuple | Op::GetTupleElement { .. } | Op::Call { .. } => {
             rules_control::vjp(em, node, ct)

@@ -127,3 +127,17 @@ fn gradients_leaves_the_forward_instructions_alone() {
         assert_eq!(m2.entry().get(id), m.entry().get(id));
     }
 }
+
+#[test]
+fn repeated_and_unused_parameters_get_their_gradients() {
+    let mut c = Case::new();
+    let x = c.param(&[2]);
+    let _unused = c.param(&[3]);
+    let y = c.em().unary(UnaryOp::Sine, x).unwrap();
+    let m = c.finish(y);
+    let inputs = super::random_inputs(&m, 11, -1.0, 1.0);
+    let g = super::check_with(&m, &[0, 1, 0], &inputs);
+    assert_eq!(g[0], g[2]);
+    assert_eq!(g[1].shape.dims.to_vec(), vec![3]);
+    assert!((0..3).all(|i| g[1].data.get_f64(i) == 0.0));
+}

@@ -12,6 +12,7 @@ mod dot_conv;
 mod elementwise;
 mod errors;
 mod shape;
+mod traced;
 mod window;
 
 use super::emit::Emitter;
@@ -145,7 +146,7 @@ fn f32_to_f64_shape(shape: &mut Shape) {
     }
 }
 
-fn f32_to_f64_literal(l: &Literal) -> Literal {
+pub(super) fn f32_to_f64_literal(l: &Literal) -> Literal {
     match l {
         Literal::Array(a) if a.element_type() == ElementType::F32 => {
             let n = a.len();
@@ -175,7 +176,7 @@ pub(super) fn to_f64(module: &Module) -> Module {
     m
 }
 
-fn scalar_of(l: &Literal) -> f64 {
+pub(super) fn scalar_of(l: &Literal) -> f64 {
     let a = match l {
         Literal::Tuple(parts) => parts[0].as_array().unwrap(),
         Literal::Array(a) => a,
@@ -185,7 +186,7 @@ fn scalar_of(l: &Literal) -> f64 {
     a.data.get_f64(0)
 }
 
-fn with_element(l: &Literal, i: usize, delta: f64) -> Literal {
+pub(super) fn with_element(l: &Literal, i: usize, delta: f64) -> Literal {
     let a = l.as_array().unwrap();
     let n = a.len();
     let data = ArrayData::from_f64_fn(a.element_type(), n, |j| {
