@@ -382,3 +382,22 @@ fn t_finish_without_outputs_fails() -> bool {
     let t = Tracer::new("empty");
     t.finish(&[]).is_err()
 }
+
+#[test]
+fn shapes_that_inference_rejects_become_trace_errors() {
+    use crate::ir::{ArrayShape, UnaryOp};
+    let mut t = Tracer::new("inconsistent");
+    let x = t.parameter("x", &[2, 3], F32);
+    let wrong = ArrayShape::new(F32, &[3, 2]);
+    let y = Tensor::op(
+        "tanh",
+        false,
+        std::panic::Location::caller(),
+        &[&x],
+        |cx, v| Ok(cx.emit_array(Op::Unary(UnaryOp::Tanh), wrong, &[v[0]])),
+    );
+    assert!(!y.is_ok());
+    let err = t.finish(&[&x]).unwrap_err();
+    assert!(err.issues[0].message.starts_with("internal error"), "{err}");
+    assert!(err.issues[0].message.contains("f32[3,2]"), "{err}");
+}
