@@ -1,6 +1,9 @@
 //! Shared helpers for tessel's integration and golden tests.
 
 pub mod golden;
+pub mod modgen;
+pub mod numerics;
+pub mod pass_golden;
 
 use std::path::PathBuf;
 
