@@ -2,6 +2,7 @@
 //! model's Rust lines.
 
 use std::path::Path;
+use tessel_compiler::hlo_text::{parse_module, print_module, PrintOptions};
 use tessel_compiler::ir::ElementType::{F32, S32, S64};
 use tessel_compiler::ir::Module;
 use tessel_compiler::trace::{Dim, Tracer};
@@ -214,4 +215,71 @@ fn conv2d_and_max_pool_match_a_naive_reference() {
         }
     }
     close(&leaf_values(&out, 1), &pooled);
+}
+
+// ---- canonical text of traced models ----
+
+/// The canonical text of a traced module; it must parse back to the same text.
+fn canonical(m: &Module) -> String {
+    let text = print_module(m, &PrintOptions { canonical: true });
+    let again = parse_module(&text, Some("canonical"))
+        .unwrap_or_else(|e| panic!("canonical text of `{}` does not parse: {e}\n{text}", m.name));
+    assert_eq!(
+        print_module(&again, &PrintOptions { canonical: true }),
+        text
+    );
+    text
+}
+
+#[test]
+fn traced_models_in_canonical_text() {
+    let cases = [
+        (
+            "mlp_b32",
+            verified(models::mlp(Dim::Fixed(32), S32).unwrap()),
+        ),
+        (
+            "mnist_cnn_b8",
+            verified(models::mnist_cnn(Dim::Fixed(8), S32).unwrap()),
+        ),
+        (
+            "mnist_cnn_predict_b16",
+            verified(models::mnist_cnn_predict(16).unwrap()),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, m) in &cases {
+        let path = golden_dir().join(format!("trace/{name}.canonical"));
+        if let Err(e) = compare(&path, &canonical(m)) {
+            failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The inputs of a corpus file in parameter order, and its flattened outputs.
+fn corpus_case(name: &str) -> (Vec<Literal>, Vec<Array>) {
+    let dir = tessel_tests::corpus_dir().expect("the corpus ../shared/hlo is missing");
+    let read = |suffix: &str| {
+        let mut v = tessel_runtime::host_io::read_safetensors(dir.join(format!("{name}.{suffix}")))
+            .unwrap();
+        v.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
+        v.into_iter().map(|(_, a)| a).collect::<Vec<Array>>()
+    };
+    let inputs = read("inputs.safetensors")
+        .into_iter()
+        .map(Literal::Array)
+        .collect();
+    (inputs, read("outputs.safetensors"))
+}
+
+#[test]
+fn traced_cnn_predicts_what_jax_predicts() {
+    // The traced CNN on the corpus's inputs gives JAX's classes for the same weights.
+    let m = models::mnist_cnn_predict(16).unwrap();
+    let (inputs, outputs) = corpus_case("mnist_cnn_predict_b16");
+    let out = evaluate(&m, &inputs).unwrap();
+    let ours = out.leaves()[0];
+    assert_eq!(ours.shape, outputs[0].shape);
+    assert_eq!(ours.data, outputs[0].data);
 }

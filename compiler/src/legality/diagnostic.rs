@@ -38,8 +38,12 @@ pub struct Diagnostic {
     /// The computation holding the instruction.
     pub computation: String,
     /// The user's source line: Rust for traces, Python for JAX modules (through the debug
-    /// tables); `None` when the module does not say.
+    /// tables). An instruction without one of its own (JAX leaves it off parameters and
+    /// constants) gets that of its nearest user, or caller, named in `location_via`.
+    /// `None` when the module says nothing.
     pub location: Option<SourceLocation>,
+    /// The instruction whose source line `location` is, when it is not this one's.
+    pub location_via: Option<String>,
     /// The line of the HLO text the instruction was read from.
     pub hlo_line: Option<u32>,
     /// What to do about it; empty for a diagnostic that only follows from another.
@@ -94,7 +98,14 @@ pub fn render(diags: &[Diagnostic], module: &Module) -> String {
 fn render_one(out: &mut String, d: &Diagnostic, module: &Module) {
     let _ = writeln!(out, "error[{}]: {}", d.code, d.message);
     if let Some(pos) = d.position(module) {
-        let _ = writeln!(out, "  --> {pos}");
+        match &d.location_via {
+            Some(via) => {
+                let _ = writeln!(out, "  --> {pos} (line of `{via}`)");
+            }
+            None => {
+                let _ = writeln!(out, "  --> {pos}");
+            }
+        }
     }
     let gutter = d.hlo_line.map(|l| l.to_string()).unwrap_or_default();
     let width = gutter.len().max(2);
@@ -102,7 +113,18 @@ fn render_one(out: &mut String, d: &Diagnostic, module: &Module) {
     let _ = writeln!(out, "{blank} |");
     let _ = writeln!(out, "{gutter:>width$} | {}", d.instruction);
     let _ = writeln!(out, "{blank} |");
-    let _ = writeln!(out, "{blank} = note: in computation `{}`", d.computation);
+    match (d.hlo_line, &module.source_file) {
+        (Some(line), Some(file)) if d.location.is_some() => {
+            let _ = writeln!(
+                out,
+                "{blank} = note: in computation `{}`, {file}:{line}",
+                d.computation
+            );
+        }
+        _ => {
+            let _ = writeln!(out, "{blank} = note: in computation `{}`", d.computation);
+        }
+    }
     if let Some(origin) = &d.origin {
         let _ = writeln!(
             out,

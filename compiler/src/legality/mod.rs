@@ -77,8 +77,8 @@ pub fn check_legality(module: &Module) -> Vec<Diagnostic> {
 type SortKey = (usize, u32, u32, usize, &'static str);
 
 /// Builds diagnostics and sorts them by source position. An instruction without a source
-/// location of its own (JAX leaves them off parameters and constants) is placed where its
-/// first user with a location is, else its caller; ties keep the module's order.
+/// location of its own (JAX leaves them off parameters and constants) takes that of its
+/// nearest user with one, else of its caller (and says so); ties keep the module's order.
 fn order(cx: &Context, findings: Vec<Finding>) -> Vec<Diagnostic> {
     let module = cx.module;
     let mut ordinal: HashMap<(ComputationId, InstrId), usize> = HashMap::new();
@@ -98,10 +98,14 @@ fn order(cx: &Context, findings: Vec<Finding>) -> Vec<Diagnostic> {
         .map(|f| {
             let comp = module.computation(f.comp);
             let instr = comp.get(f.id);
-            let location = module.source_location(instr);
-            let anchor = location
-                .clone()
-                .or_else(|| anchor_location(cx, f.comp, f.id));
+            let (location, location_via) = match module.source_location(instr) {
+                Some(own) => (Some(own), None),
+                None => match anchor_location(cx, f.comp, f.id) {
+                    Some((loc, via)) => (Some(loc), Some(via)),
+                    None => (None, None),
+                },
+            };
+            let anchor = location.clone();
             let ord = ordinal.get(&(f.comp, f.id)).copied().unwrap_or(usize::MAX);
             let key = match &anchor {
                 Some(l) => (file_rank[&l.file], l.line, l.column, ord, f.code),
@@ -113,6 +117,7 @@ fn order(cx: &Context, findings: Vec<Finding>) -> Vec<Diagnostic> {
                 instruction: instruction_text(comp, f.id),
                 computation: comp.name.clone(),
                 location,
+                location_via,
                 hlo_line: instr.text_line,
                 hint: f.hint,
                 note: f.note,
@@ -125,9 +130,13 @@ fn order(cx: &Context, findings: Vec<Finding>) -> Vec<Diagnostic> {
     keyed.into_iter().map(|(_, d)| d).collect()
 }
 
-/// A location to sort an unlocated instruction by: that of the nearest user (breadth
-/// first) with one, else that of an instruction calling its computation.
-fn anchor_location(cx: &Context, comp: ComputationId, id: InstrId) -> Option<SourceLocation> {
+/// A location for an unlocated instruction: that of the nearest user (breadth first) with
+/// one, else that of an instruction calling its computation; with that instruction's name.
+fn anchor_location(
+    cx: &Context,
+    comp: ComputationId,
+    id: InstrId,
+) -> Option<(SourceLocation, String)> {
     let module = cx.module;
     let mut seen = hashbrown::HashSet::new();
     let mut frontier = vec![(comp, id)];
@@ -139,7 +148,7 @@ fn anchor_location(cx: &Context, comp: ComputationId, id: InstrId) -> Option<Sou
             }
             let computation = module.computation(c);
             if let Some(loc) = module.source_location(computation.get(i)) {
-                return Some(loc);
+                return Some((loc, computation.get(i).name.clone()));
             }
             next.extend(computation.users(i).into_iter().map(|u| (c, u)));
             if computation.users(i).is_empty() {

@@ -332,7 +332,7 @@ error[E0201]: f64 value is not supported by the device
     |
 101 | parameter.1 = f64[2] parameter(0)
     |
-    = note: in computation `main.t`
+    = note: in computation `main.t`, m.hlo:101
     = hint: cast to f32 (with JAX, keep jax_enable_x64 off)
 
 error[E0201]: f64 value is not supported by the device
@@ -340,7 +340,7 @@ error[E0201]: f64 value is not supported by the device
     |
 102 | negate.2 = f64[2] negate(parameter.1)
     |
-    = note: in computation `main.t`
+    = note: in computation `main.t`, m.hlo:102
     = note: follows from `parameter.1`, reported on its own; fixing it fixes this
 
 error: module `t` cannot run on the device: 2 problems (2 64-bit-type)

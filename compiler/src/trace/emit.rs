@@ -7,6 +7,7 @@
 
 use super::dims::{array_shape, broadcast_dims, describe, dims_of, Dim};
 use super::tracer::{array_shape_of, RegionKind, TraceState};
+use crate::builder::Builder;
 use crate::ir::Array;
 use crate::ir::{
     ArrayData, ArrayShape, BinaryOp, ComparisonDirection, Computation, ComputationId, ElementType,
@@ -20,6 +21,9 @@ pub(crate) struct Emitter<'s> {
     location: SourceLocation,
     /// `scope/composite`: prefix of every `op_name` this op makes.
     prefix: String,
+    /// Set when shape inference disagrees with a shape the tracer computed (a tracer bug,
+    /// reported as a trace error rather than left in the module).
+    pub(crate) inconsistency: Option<String>,
 }
 
 impl<'s> Emitter<'s> {
@@ -36,6 +40,7 @@ impl<'s> Emitter<'s> {
             prefix: parts.join("/"),
             st,
             location,
+            inconsistency: None,
         }
     }
 
@@ -78,14 +83,27 @@ impl<'s> Emitter<'s> {
         }
     }
 
-    /// Adds an instruction to the entry computation.
+    /// Adds an instruction to the entry computation. The tracer computes shapes itself (it
+    /// needs them for broadcasting and for messages in its own terms); shape inference
+    /// double-checks each one through [`Builder::add_given`].
     pub(crate) fn emit(&mut self, op: Op, shape: Shape, operands: &[InstrId]) -> InstrId {
-        let opcode = op.opcode_name();
-        let name = self.st.module.unique_name(opcode);
-        let mut instr = Instruction::new(name, op, shape);
-        instr.metadata = self.metadata(opcode);
+        let metadata = self.metadata(op.opcode_name());
         let entry = self.st.module.entry;
-        self.st.module.computation_mut(entry).add(instr, operands)
+        let mut b = Builder::new(&mut self.st.module, entry);
+        b.metadata = metadata;
+        match b.add_given(op.clone(), shape.clone(), operands) {
+            Ok(id) => id,
+            Err(e) => {
+                if self.inconsistency.is_none() {
+                    self.inconsistency = Some(format!(
+                        "internal error: the tracer made `{}` with shape {} that shape inference rejects: {e}",
+                        op.opcode_name(),
+                        shape.to_text(false)
+                    ));
+                }
+                b.add_with_shape(op, shape, operands)
+            }
+        }
     }
 
     pub(crate) fn emit_array(

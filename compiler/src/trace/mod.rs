@@ -22,13 +22,14 @@
 //! returns a [`TraceError`] listing every mistake with its source line. A model function
 //! therefore never needs `?` or `unwrap` between ops, and one run shows all its errors.
 //!
-//! Gradients: the autodiff module adds `grad(loss, &params)` on top of
-//! [`Tracer::with_module`] and [`Tracer::tensor`] (differentiate the entry so far, wrap the
-//! gradient instructions as tensors).
+//! Gradients: [`Tracer::grad`] (`grad.rs`) differentiates the trace so far with
+//! [`crate::autodiff::gradients`]. Other extensions that build instructions themselves use
+//! [`Tracer::with_module`] and [`Tracer::tensor`].
 
 mod dims;
 mod emit;
 mod error;
+mod grad;
 mod math;
 mod nn;
 mod reduce;

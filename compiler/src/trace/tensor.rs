@@ -92,7 +92,11 @@ impl Tensor {
             return Tensor::failed(state);
         }
         let mut cx = Emitter::new(&mut st, source_location(loc), composite.then_some(name));
-        match f(&mut cx, &ids) {
+        let result = f(&mut cx, &ids).and_then(|id| match cx.inconsistency.take() {
+            Some(msg) => Err(msg),
+            None => Ok(id),
+        });
+        match result {
             Ok(id) => Tensor::new(state, id),
             Err(msg) => {
                 // Helpers prefix messages with the HLO op; drop it when it repeats `name`.

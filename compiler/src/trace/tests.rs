@@ -382,3 +382,59 @@ fn t_finish_without_outputs_fails() -> bool {
     let t = Tracer::new("empty");
     t.finish(&[]).is_err()
 }
+
+#[test]
+fn shapes_that_inference_rejects_become_trace_errors() {
+    use crate::ir::{ArrayShape, UnaryOp};
+    let mut t = Tracer::new("inconsistent");
+    let x = t.parameter("x", &[2, 3], F32);
+    let wrong = ArrayShape::new(F32, &[3, 2]);
+    let y = Tensor::op(
+        "tanh",
+        false,
+        std::panic::Location::caller(),
+        &[&x],
+        |cx, v| Ok(cx.emit_array(Op::Unary(UnaryOp::Tanh), wrong, &[v[0]])),
+    );
+    assert!(!y.is_ok());
+    let err = t.finish(&[&x]).unwrap_err();
+    assert!(err.issues[0].message.starts_with("internal error"), "{err}");
+    assert!(err.issues[0].message.contains("f32[3,2]"), "{err}");
+}
+
+#[test]
+fn grad_differentiates_the_trace_so_far() {
+    use crate::interpreter::evaluate;
+    use crate::ir::{Array, Literal};
+    let mut t = Tracer::new("grad");
+    let x = t.parameter("x", &[3], F32);
+    let w = t.parameter("w", &[3], F32);
+    let loss = (&x * &x * &w).reduce_sum(&[], false);
+    let g = t.grad(&loss, &[&x, &w]);
+    assert_eq!(g.len(), 2);
+    assert_eq!(g[0].dims(), x.dims());
+    let bad = t.grad(&x, &[&w]);
+    assert!(!bad[0].is_ok());
+    assert_eq!(t.issues().len(), 1);
+    assert!(t.issues()[0].message.contains("scalar"), "{:?}", t.issues());
+    let mut t = Tracer::new("grad");
+    let x = t.parameter("x", &[3], F32);
+    let w = t.parameter("w", &[3], F32);
+    let loss = (&x * &x * &w).reduce_sum(&[], false);
+    let g = t.grad(&loss, &[&x, &w]);
+    let m = t.finish(&[&loss, &g[0], &g[1]]).unwrap();
+    let args = [
+        Literal::Array(Array::f32(&[3], vec![1.0, 2.0, 3.0])),
+        Literal::Array(Array::f32(&[3], vec![0.5, -1.0, 2.0])),
+    ];
+    let out = evaluate(&m, &args).unwrap();
+    let leaves = out.leaves();
+    let values = |i: usize| -> Vec<f64> {
+        (0..leaves[i].len())
+            .map(|k| leaves[i].data.get_f64(k))
+            .collect()
+    };
+    assert_eq!(values(0), vec![0.5 - 4.0 + 18.0]);
+    assert_eq!(values(1), vec![1.0, -4.0, 12.0]); // 2 x w
+    assert_eq!(values(2), vec![1.0, 4.0, 9.0]); // x^2
+}

@@ -249,7 +249,11 @@ impl Tracer {
     ) -> Tensor {
         let mut st = self.state.borrow_mut();
         let mut cx = Emitter::new(&mut st, source_location(loc), None);
-        match f(&mut cx) {
+        let result = f(&mut cx).and_then(|id| match cx.inconsistency.take() {
+            Some(msg) => Err(msg),
+            None => Ok(id),
+        });
+        match result {
             Ok(id) => {
                 drop(st);
                 Tensor::new(&self.state, id)
