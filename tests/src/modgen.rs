@@ -121,8 +121,7 @@ impl ModuleGen {
             }
             _ => {
                 let scalar = if et == ElementType::S32 {
-                    let k = self.constant_s32(1);
-                    k
+                    self.constant_s32(1)
                 } else {
                     base
                 };
@@ -231,7 +230,7 @@ impl ModuleGen {
             4 => {
                 let x = self.value(&f23);
                 let r = self.add_shaped(Op::Reshape, f32s(&[3, 2]), &[x]);
-                if self.pick() % 2 == 0 {
+                if self.pick().is_multiple_of(2) {
                     self.add_shaped(Op::Reshape, f23.clone(), &[r]);
                 }
             }
@@ -243,7 +242,7 @@ impl ModuleGen {
                     },
                     &[x],
                 );
-                if self.pick() % 2 == 0 {
+                if self.pick().is_multiple_of(2) {
                     self.add(
                         Op::Transpose {
                             permutation: vec![1, 0],
@@ -272,7 +271,7 @@ impl ModuleGen {
                     },
                     &[x],
                 );
-                if self.pick() % 2 == 0 {
+                if self.pick().is_multiple_of(2) {
                     self.add(
                         Op::Slice {
                             dims: vec![
@@ -376,7 +375,7 @@ impl ModuleGen {
                     rhs_contracting: vec![0],
                     ..Default::default()
                 };
-                if self.pick() % 2 == 0 {
+                if self.pick().is_multiple_of(2) {
                     // dot(transpose(a), b) for the simplifier to fold.
                     let t = self.add(
                         Op::Transpose {
@@ -395,7 +394,7 @@ impl ModuleGen {
                 }
             }
             12 => {
-                if self.pick() % 2 == 0 {
+                if self.pick().is_multiple_of(2) {
                     let x = self.value(&f23);
                     self.add_shaped(Op::Convert, s32s(&[2, 3]), &[x]);
                 } else {
@@ -452,7 +451,7 @@ impl ModuleGen {
                 let i = self.constant_s32(0);
                 let jv = (self.pick() % 3) as i32;
                 let j = self.constant_s32(jv);
-                if self.pick() % 2 == 0 {
+                if self.pick().is_multiple_of(2) {
                     self.add(Op::DynamicSlice { sizes: vec![2, 2] }, &[x, i, j]);
                 } else {
                     let u = self.value(&f32s(&[2, 2]));
