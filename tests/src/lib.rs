@@ -31,3 +31,5 @@ pub fn corpus_files() -> Vec<PathBuf> {
 pub fn golden_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden")
 }
+pub mod broken_model;
+pub mod models;

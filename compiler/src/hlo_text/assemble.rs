@@ -163,7 +163,7 @@ fn build_computation<'a>(
             return Err(c.error_at(
                 raw.instrs[any].opcode_at,
                 format!(
-                    "computation `{}` has {} parameters but no parameter({n})",
+                    "computation `{}` has {} parameter(s) but no parameter({n})",
                     raw.name,
                     parameters.len()
                 ),

@@ -12,7 +12,9 @@ pub(crate) fn parse_window(c: &mut Cursor) -> PResult<Window> {
     c.expect("{")?;
     let mut dims: Option<Vec<WindowDim>> = None;
     type Setter = fn(&mut WindowDim, &[i64]);
-    let mut pending: Vec<(usize, Vec<Vec<i64>>, Setter, usize)> = Vec::new();
+    /// A field read before all were seen: (name, position, items, setter, numbers per item).
+    type Pending<'k> = (&'k str, usize, Vec<Vec<i64>>, Setter, usize);
+    let mut pending: Vec<Pending> = Vec::new();
     loop {
         if c.eat("}") {
             break;
@@ -55,21 +57,21 @@ pub(crate) fn parse_window(c: &mut Cursor) -> PResult<Window> {
         if key == "size" {
             dims = Some(items.iter().map(|v| WindowDim::new(v[0])).collect());
         } else {
-            pending.push((value_at, items, setter, arity));
+            pending.push((key, value_at, items, setter, arity));
         }
     }
     let Some(mut dims) = dims else {
-        if let Some((at, ..)) = pending.first() {
+        if let Some((_, at, ..)) = pending.first() {
             return Err(c.error_at(*at, "window has no `size` field"));
         }
         return Ok(Window::default());
     };
-    for (at, items, setter, arity) in pending {
+    for (key, at, items, setter, arity) in pending {
         if items.len() != dims.len() {
             return Err(c.error_at(
                 at,
                 format!(
-                    "window field has {} dimensions but `size` has {}",
+                    "window `{key}` has {} dimension(s) but `size` has {}",
                     items.len(),
                     dims.len()
                 ),
@@ -485,13 +487,15 @@ pub(crate) fn metadata_to_text(m: &Metadata) -> String {
     format!("{{{}}}", parts.join(" "))
 }
 
-/// A double-quoted string with C escapes.
+/// A double-quoted string with C escapes, as XLA's `CEscape` writes it.
 pub(crate) fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for ch in s.chars() {
         match ch {
             '"' => out.push_str("\\\""),
+            // XLA escapes single quotes too (`p[\'w\']`).
+            '\'' => out.push_str("\\'"),
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),

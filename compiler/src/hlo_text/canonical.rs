@@ -1,9 +1,10 @@
 //! Names used when printing: as written, or canonical (stable names for golden files).
 //!
-//! Canonical names depend only on the module's structure: computations are `computation.N`
-//! in print order (the entry is `main`), instructions are `opcode.N`, numbered per opcode
-//! within their computation in print order. Renaming or reordering the source text
-//! therefore leaves canonical text unchanged as long as the graph is the same.
+//! Canonical names depend only on the module's structure and order: computations are
+//! `computation.N` in print order (the entry is `main`); instructions are `opcode.N`, numbered
+//! per opcode across the module in print order (callees first), so that they are unique in the
+//! module as HLO requires. Renaming instructions or computations in the source leaves
+//! canonical text unchanged.
 
 use crate::ir::{Computation, ComputationId, InstrId, Module};
 use hashbrown::HashMap;
@@ -26,6 +27,7 @@ impl Names {
         let mut computations = vec![String::new(); m.computations.len()];
         let mut instructions = vec![HashMap::new(); m.computations.len()];
         let mut n = 0;
+        let mut counters: HashMap<&'static str, usize> = HashMap::new();
         for cid in m.computation_post_order() {
             let i = cid.0 as usize;
             computations[i] = if cid == m.entry {
@@ -35,7 +37,6 @@ impl Names {
                 format!("computation.{}", n - 1)
             };
             let comp = m.computation(cid);
-            let mut counters: HashMap<&'static str, usize> = HashMap::new();
             for id in comp.post_order() {
                 let opcode = comp.get(id).op.opcode_name();
                 let k = counters.entry(opcode).or_insert(0);

@@ -295,8 +295,8 @@ impl<'a> Cursor<'a> {
         String::from_utf8(out).map_err(|_| self.error_at(start, "string is not valid UTF-8"))
     }
 
-    /// The raw text of an attribute value: everything up to a `,` or newline outside brackets,
-    /// braces, parentheses and strings, or an unmatched closing bracket. Returns `(start, end)`
+    /// The raw text of an attribute value: everything up to a `,` outside brackets, braces,
+    /// parentheses and strings, a newline, or an unmatched closing bracket. Returns `(start, end)`
     /// with surrounding spaces trimmed.
     pub fn balanced_value(&mut self) -> PResult<(usize, usize)> {
         self.skip_inline_ws();
@@ -328,7 +328,10 @@ impl<'a> Cursor<'a> {
                         None => break,
                     }
                 }
-                b',' | b'\n' if stack.is_empty() => break,
+                b',' if stack.is_empty() => break,
+                // Attribute values are written on one line; a newline inside brackets means
+                // one was never closed.
+                b'\n' => break,
                 _ => {}
             }
             self.bump();
@@ -338,6 +341,33 @@ impl<'a> Cursor<'a> {
         }
         let end = start + self.text[start..self.pos].trim_end().len();
         Ok((start, end))
+    }
+
+    /// At an opening `(`, `[` or `{`: skips to just after its matching closer (nested groups
+    /// and strings included) and returns the span inside.
+    pub fn group(&mut self) -> PResult<(usize, usize)> {
+        let start = self.pos;
+        let mut depth = 0usize;
+        while let Some(c) = self.peek() {
+            match c {
+                b'"' => {
+                    self.string()?;
+                    continue;
+                }
+                b'{' | b'[' | b'(' => depth += 1,
+                b'}' | b']' | b')' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        self.pos += 1;
+                        return Ok((start + 1, self.pos - 1));
+                    }
+                }
+                _ => {}
+            }
+            self.bump();
+        }
+        let open = self.text.as_bytes().get(start).map_or('(', |&b| b as char);
+        Err(self.error_at(start, format!("unterminated `{open}`")))
     }
 
     /// `{1,2,3}` (possibly empty) as integers.

@@ -4,6 +4,7 @@
 
 use super::attributes::parse_frontend_attributes;
 use super::lexer::{Cursor, PResult};
+use super::ops::check_opcode;
 use super::shape_text::parse_shape;
 use crate::ir::{DebugInfo, ElementType, FileLocation, Shape, StackFrame};
 
@@ -254,11 +255,7 @@ fn parse_computation<'a>(c: &mut Cursor<'a>) -> PResult<RawComputation<'a>> {
     if c.peek() == Some(b'(') {
         // XLA's long form `name (p: f32[]) -> f32[] {`: the signature repeats the
         // parameters' shapes, so it is checked for syntax and dropped.
-        let (s, e) = c.balanced_value()?;
-        if c.text.as_bytes().get(e.wrapping_sub(1)) != Some(&b')') {
-            return Err(c.error_at(s, "malformed computation signature"));
-        }
-        c.pos = e;
+        c.group()?;
         c.expect("->")?;
         parse_shape(c)?;
     }
@@ -300,6 +297,7 @@ fn parse_instruction<'a>(c: &mut Cursor<'a>) -> PResult<RawInstr<'a>> {
     if opcode.is_empty() {
         return Err(c.error(format!("expected an opcode, found {}", c.describe_next())));
     }
+    check_opcode(opcode).map_err(|m| c.error_at(opcode_at, m))?;
     c.skip_ws();
     if c.peek() != Some(b'(') {
         return Err(c.error(format!(
@@ -308,13 +306,8 @@ fn parse_instruction<'a>(c: &mut Cursor<'a>) -> PResult<RawInstr<'a>> {
         )));
     }
     let operands = if opcode == "constant" || opcode == "parameter" {
-        let (s, e) = c.balanced_value()?;
-        // The value is `( ... )`; keep what is inside.
-        if e < s + 2 || c.text.as_bytes()[e - 1] != b')' {
-            return Err(c.error_at(s, format!("malformed `{opcode}(...)`")));
-        }
-        c.pos = e;
-        RawOperands::Text(s + 1, e - 1)
+        let (s, e) = c.group()?;
+        RawOperands::Text(s, e)
     } else {
         c.pos += 1;
         RawOperands::Names(parse_operand_names(c)?)

@@ -95,7 +95,7 @@ pub(crate) fn reduce(
     to_apply: ComputationId,
     shape: &Shape,
 ) -> EvalResult<Literal> {
-    if operands.is_empty() || operands.len() % 2 != 0 {
+    if operands.is_empty() || !operands.len().is_multiple_of(2) {
         return err("reduce needs N inputs and N init values");
     }
     let n = operands.len() / 2;

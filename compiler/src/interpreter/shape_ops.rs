@@ -254,7 +254,7 @@ pub(crate) fn for_each_offset(
     strides: &[isize],
     mut f: impl FnMut(isize),
 ) {
-    if dims.iter().any(|&d| d == 0) {
+    if dims.contains(&0) {
         return;
     }
     let rank = dims.len();

@@ -111,7 +111,7 @@ pub(crate) fn reduce_window(
     to_apply: ComputationId,
     shape: &Shape,
 ) -> EvalResult<Literal> {
-    if operands.is_empty() || operands.len() % 2 != 0 {
+    if operands.is_empty() || !operands.len().is_multiple_of(2) {
         return err("reduce-window needs N inputs and N init values");
     }
     let n = operands.len() / 2;

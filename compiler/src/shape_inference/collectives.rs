@@ -30,6 +30,19 @@ fn device_count(module: &Module, attrs: &CollectiveAttrs) -> Option<i64> {
 /// the same size (the result shape depends on it).
 fn check_groups(name: &str, module: &Module, attrs: &CollectiveAttrs, uniform: bool) -> Result<()> {
     let groups = &attrs.replica_groups;
+    // XLA's group modes: global device ids (flattened ids) need a channel and explicit groups.
+    if attrs.use_global_device_ids && attrs.channel_id.is_none() {
+        return err(format!(
+            "{name}: use_global_device_ids=true needs a channel_id (device ids are global only \
+             across a channel)"
+        ));
+    }
+    if attrs.use_global_device_ids && groups.is_empty() {
+        return err(format!(
+            "{name}: use_global_device_ids=true needs explicit replica_groups, got {}",
+            groups_text(groups)
+        ));
+    }
     let count = device_count(module, attrs);
     let mut seen = std::collections::HashSet::new();
     for g in groups {
@@ -69,13 +82,20 @@ fn group_size(name: &str, module: &Module, attrs: &CollectiveAttrs) -> Result<i6
     if let Some(first) = attrs.replica_groups.first() {
         return Ok(first.len() as i64);
     }
-    device_count(module, attrs).ok_or_else(|| {
+    let size = device_count(module, attrs).ok_or_else(|| {
         super::ShapeError::new(format!(
             "{name}: replica_groups={{}} means all replicas, but the module does not give \
              replica_count, so the result shape is unknown; give replica_groups or \
              replica_count"
         ))
-    })
+    })?;
+    if size < 1 {
+        return err(format!(
+            "{name}: replica_groups={{}} means all replicas, but the module's replica_count is \
+             {size}"
+        ));
+    }
+    Ok(size)
 }
 
 fn arrays<'a>(name: &str, operands: &[&'a Shape]) -> Result<Vec<&'a ArrayShape>> {
@@ -283,6 +303,23 @@ mod tests {
         assert!(e.message.contains("(s32[], s32[]) -> s32[]"), "{e}");
         let e = all_reduce(&m, &groups(&[&[0, 1], &[1, 2]]), sum, &[&x]).unwrap_err();
         assert!(e.message.contains("names device 1 twice"), "{e}");
+        let global = CollectiveAttrs {
+            use_global_device_ids: true,
+            ..attrs.clone()
+        };
+        let e = all_reduce(&m, &global, sum, &[&x]).unwrap_err();
+        assert!(e.message.contains("needs a channel_id"), "{e}");
+        let channel = CollectiveAttrs {
+            channel_id: Some(1),
+            ..global.clone()
+        };
+        assert_eq!(all_reduce(&m, &channel, sum, &[&x]).unwrap(), x);
+        let no_groups = CollectiveAttrs {
+            replica_groups: vec![],
+            ..channel
+        };
+        let e = all_reduce(&m, &no_groups, sum, &[&x]).unwrap_err();
+        assert!(e.message.contains("needs explicit replica_groups"), "{e}");
         m.replica_count = Some(2);
         let e = all_reduce(&m, &attrs, sum, &[&x]).unwrap_err();
         assert!(e.message.contains("names device 2"), "{e}");
@@ -296,6 +333,8 @@ mod tests {
         assert_eq!(r, s(F32, &[4, 3]));
         let e = all_gather(&m, &groups(&[]), 0, &[&x]).unwrap_err();
         assert!(e.message.contains("replica_count"), "{e}");
+        m.replica_count = Some(0);
+        assert!(all_gather(&m, &groups(&[]), 0, &[&x]).is_err());
         m.replica_count = Some(4);
         assert_eq!(
             all_gather(&m, &groups(&[]), 1, &[&x]).unwrap(),

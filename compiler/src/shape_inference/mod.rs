@@ -20,7 +20,7 @@ mod util;
 mod window;
 
 pub use given::check_given_shape;
-pub use shape_ops::{broadcast_shape, check_broadcast, check_reshape};
+pub use shape_ops::{broadcast_shape, check_broadcast, check_reshape, reshape_shape};
 
 use crate::ir::{Module, Op, Shape};
 use std::fmt;

@@ -34,10 +34,11 @@ pub fn broadcast_shape(
                  outside result {out_text}"
             ));
         }
-        if i > 0 && dimensions[i - 1] >= d {
+        // HLO allows a transposing broadcast (unsorted dimensions), but not a repeated one.
+        if dimensions[..i].contains(&d) {
             return err(format!(
-                "broadcast: dimensions={dimensions:?} must be strictly increasing \
-                 (operand {} into {out_text})",
+                "broadcast: dimensions={dimensions:?} maps two operand dimensions to output \
+                 dimension {d} (operand {} into {out_text})",
                 text(operand)
             ));
         }
@@ -90,6 +91,72 @@ pub fn check_broadcast(
         }
     }
     Ok(())
+}
+
+/// The result of reshaping `operand` to dimensions `out_dims`, carrying dynamic flags: the
+/// dimensions are split into groups of equal product (input `[6,4]` to output `[2,3,4]` gives
+/// groups `[6]->[2,3]` and `[4]->[4]`), and a group with a dynamic input dimension makes the
+/// first (most major) output dimension of its group dynamic, as XLA does. An unknown size
+/// (`?`) must meet an unknown size in the output, one for one.
+pub fn reshape_shape(operand: &Shape, out_dims: &[i64]) -> std::result::Result<Shape, ShapeError> {
+    let a = expect_array("reshape", "the operand", operand)?;
+    let out_text = array_text(&ArrayShape::new(a.element_type, out_dims));
+    let unknown_in = a.dims.iter().filter(|&&d| d == UNKNOWN_DIM).count();
+    let unknown_out = out_dims.iter().filter(|&&d| d == UNKNOWN_DIM).count();
+    let known_count =
+        |dims: &[i64]| -> i64 { dims.iter().filter(|&&d| d != UNKNOWN_DIM).product() };
+    if unknown_in != unknown_out || known_count(&a.dims) != known_count(out_dims) {
+        return err(format!(
+            "reshape: operand {} cannot be reshaped to {out_text}: the element counts differ \
+             (an unknown dimension must stay one unknown dimension)",
+            text(operand)
+        ));
+    }
+    let mut dims: Vec<(i64, bool)> = out_dims.iter().map(|&d| (d, d == UNKNOWN_DIM)).collect();
+    if known_count(out_dims) == 0 {
+        return Ok(Shape::Array(make_array(a.element_type, &dims)));
+    }
+    let (n_in, n_out) = (a.rank(), out_dims.len());
+    let (mut i, mut j) = (0, 0);
+    while i < n_in && j < n_out {
+        if a.dims[i] == UNKNOWN_DIM || out_dims[j] == UNKNOWN_DIM {
+            if a.dims[i] != out_dims[j] {
+                return err(format!(
+                    "reshape: the unknown dimension {i} of operand {} does not line up with an \
+                     unknown dimension of {out_text}; only known dimensions can be regrouped",
+                    text(operand)
+                ));
+            }
+            dims[j] = (UNKNOWN_DIM, true);
+            i += 1;
+            j += 1;
+            continue;
+        }
+        // One group: grow the smaller side until the products meet.
+        let (gi, gj) = (i, j);
+        let (mut p_in, mut p_out) = (a.dims[i], out_dims[j]);
+        i += 1;
+        j += 1;
+        while p_in != p_out {
+            if p_in < p_out && i < n_in && a.dims[i] != UNKNOWN_DIM {
+                p_in *= a.dims[i];
+                i += 1;
+            } else if p_out < p_in && j < n_out && out_dims[j] != UNKNOWN_DIM {
+                p_out *= out_dims[j];
+                j += 1;
+            } else {
+                return err(format!(
+                    "reshape: dimensions of operand {} cannot be regrouped into {out_text} \
+                     around an unknown dimension",
+                    text(operand)
+                ));
+            }
+        }
+        if (gi..i).any(|d| a.is_dynamic_dim(d)) {
+            dims[gj].1 = true;
+        }
+    }
+    Ok(Shape::Array(make_array(a.element_type, &dims)))
 }
 
 /// Checks a reshape of `operand` to the given `result`: same element type and element count
@@ -438,8 +505,10 @@ mod tests {
             e.message.contains("f32[3]") && e.message.contains("f32[2,3]"),
             "{e}"
         );
-        let e = check_broadcast(&s(F32, &[2, 3]), &[1, 0], &s(F32, &[3, 2])).unwrap_err();
-        assert!(e.message.contains("strictly increasing"), "{e}");
+        // A transposing broadcast is valid HLO; a repeated dimension is not.
+        assert!(check_broadcast(&s(F32, &[2, 3]), &[1, 0], &s(F32, &[3, 2])).is_ok());
+        let e = check_broadcast(&s(F32, &[2, 2]), &[1, 1], &s(F32, &[2, 2])).unwrap_err();
+        assert!(e.message.contains("maps two operand dimensions"), "{e}");
         let e = check_broadcast(&x, &[2], &s(F32, &[2, 3])).unwrap_err();
         assert!(e.message.contains("outside result f32[2,3]"), "{e}");
         let e = check_broadcast(&x, &[1], &s(S32, &[2, 3])).unwrap_err();
@@ -474,6 +543,42 @@ mod tests {
         .is_ok());
         assert!(check_bitcast(&[&s(F32, &[4])], &s(U8, &[16])).is_ok());
         assert!(check_bitcast(&[&s(F32, &[4])], &s(U8, &[4])).is_err());
+    }
+
+    #[test]
+    fn reshape_carries_dynamic_dims() {
+        let d = dynamic(F32, &[8, 784], &[true, false]);
+        let r = reshape_shape(&d, &[8, 28, 28, 1]).unwrap();
+        assert_eq!(
+            r,
+            dynamic(F32, &[8, 28, 28, 1], &[true, false, false, false])
+        );
+        let u = dynamic(F32, &[UNKNOWN_DIM, 784], &[true, false]);
+        let r = reshape_shape(&u, &[UNKNOWN_DIM, 28, 28]).unwrap();
+        assert_eq!(
+            r,
+            dynamic(F32, &[UNKNOWN_DIM, 28, 28], &[true, false, false])
+        );
+        // A dynamic minor dimension merged into a group marks the group's major output dim.
+        let m = dynamic(F32, &[2, 3, 4], &[false, true, false]);
+        let r = reshape_shape(&m, &[6, 4]).unwrap();
+        assert_eq!(r, dynamic(F32, &[6, 4], &[true, false]));
+        assert_eq!(reshape_shape(&s(F32, &[2, 3]), &[6]).unwrap(), s(F32, &[6]));
+        assert_eq!(
+            reshape_shape(&s(F32, &[1, 6, 1]), &[3, 2]).unwrap(),
+            s(F32, &[3, 2])
+        );
+        assert_eq!(
+            reshape_shape(&s(F32, &[0, 3]), &[3, 0]).unwrap(),
+            s(F32, &[3, 0])
+        );
+        let e = reshape_shape(&s(F32, &[2, 3]), &[5]).unwrap_err();
+        assert!(
+            e.message.contains("f32[2,3] cannot be reshaped to f32[5]"),
+            "{e}"
+        );
+        assert!(reshape_shape(&u, &[784, UNKNOWN_DIM]).is_err());
+        assert!(reshape_shape(&u, &[7, 112]).is_err());
     }
 
     #[test]

@@ -1,1 +1,0 @@
-//! Unit tests of the interpreter, one module per op family.
