@@ -121,8 +121,7 @@ impl ModuleGen {
             }
             _ => {
                 let scalar = if et == ElementType::S32 {
-                    let k = self.constant_s32(1);
-                    k
+                    self.constant_s32(1)
                 } else {
                     base
                 };
@@ -173,7 +172,7 @@ impl ModuleGen {
     /// Adds one op chosen by the script.
     pub fn step(&mut self) {
         let f23 = f32s(&[2, 3]);
-        let choice = self.pick() % 24;
+        let choice = self.pick() % 29;
         match choice {
             0 => {
                 let ops = [
@@ -231,7 +230,7 @@ impl ModuleGen {
             4 => {
                 let x = self.value(&f23);
                 let r = self.add_shaped(Op::Reshape, f32s(&[3, 2]), &[x]);
-                if self.pick() % 2 == 0 {
+                if self.pick().is_multiple_of(2) {
                     self.add_shaped(Op::Reshape, f23.clone(), &[r]);
                 }
             }
@@ -243,7 +242,7 @@ impl ModuleGen {
                     },
                     &[x],
                 );
-                if self.pick() % 2 == 0 {
+                if self.pick().is_multiple_of(2) {
                     self.add(
                         Op::Transpose {
                             permutation: vec![1, 0],
@@ -272,7 +271,7 @@ impl ModuleGen {
                     },
                     &[x],
                 );
-                if self.pick() % 2 == 0 {
+                if self.pick().is_multiple_of(2) {
                     self.add(
                         Op::Slice {
                             dims: vec![
@@ -376,7 +375,7 @@ impl ModuleGen {
                     rhs_contracting: vec![0],
                     ..Default::default()
                 };
-                if self.pick() % 2 == 0 {
+                if self.pick().is_multiple_of(2) {
                     // dot(transpose(a), b) for the simplifier to fold.
                     let t = self.add(
                         Op::Transpose {
@@ -395,7 +394,7 @@ impl ModuleGen {
                 }
             }
             12 => {
-                if self.pick() % 2 == 0 {
+                if self.pick().is_multiple_of(2) {
                     let x = self.value(&f23);
                     self.add_shaped(Op::Convert, s32s(&[2, 3]), &[x]);
                 } else {
@@ -452,7 +451,7 @@ impl ModuleGen {
                 let i = self.constant_s32(0);
                 let jv = (self.pick() % 3) as i32;
                 let j = self.constant_s32(jv);
-                if self.pick() % 2 == 0 {
+                if self.pick().is_multiple_of(2) {
                     self.add(Op::DynamicSlice { sizes: vec![2, 2] }, &[x, i, j]);
                 } else {
                     let u = self.value(&f32s(&[2, 2]));
@@ -474,6 +473,28 @@ impl ModuleGen {
                 let b = self.add(Op::Unary(UnaryOp::Tanh), &[x]);
                 self.add(Op::Binary(BinaryOp::Add), &[a, b]);
             }
+            23 => self.convolution(),
+            24 => {
+                let x = self.value(&f23);
+                let init = self.constant_f32(-1.0e30);
+                let mut w = Window::default();
+                w.dims.push(WindowDim::new(1));
+                w.dims.push(WindowDim::new(2));
+                self.add(
+                    Op::ReduceWindow {
+                        window: w,
+                        to_apply: self.max,
+                    },
+                    &[x, init],
+                );
+            }
+            25 => self.select_and_scatter(),
+            26 => {
+                let x = self.value(&f23);
+                let b = self.add_shaped(Op::BitcastConvert, s32s(&[2, 3]), &[x]);
+                self.add(Op::Binary(BinaryOp::Xor), &[b, b]);
+            }
+            27 => self.conditional(),
             _ => {
                 // Copy and convert to the same type.
                 let x = self.value(&f23);
@@ -481,6 +502,164 @@ impl ModuleGen {
                 self.add_shaped(Op::Convert, f23.clone(), &[c]);
             }
         }
+    }
+
+    fn region_ge(&mut self) -> ComputationId {
+        let mut c = Computation::new(self.m.unique_name("ge"));
+        let s = f32s(&[]);
+        let a = c.add(
+            Instruction::new(self.m.unique_name("a"), Op::Parameter(0), s.clone()),
+            &[],
+        );
+        let b = c.add(
+            Instruction::new(self.m.unique_name("b"), Op::Parameter(1), s),
+            &[],
+        );
+        c.add(
+            Instruction::new(
+                self.m.unique_name("ge"),
+                Op::Compare {
+                    direction: ComparisonDirection::Ge,
+                    comparison_type: None,
+                },
+                Shape::scalar(ElementType::Pred),
+            ),
+            &[a, b],
+        );
+        self.m.add_computation(c)
+    }
+
+    /// A 2x2 convolution of a `[1,2,3,1]` image, its kernel sometimes through a transpose.
+    fn convolution(&mut self) {
+        let x = self.value(&f32s(&[2, 3]));
+        let img = self.add_shaped(Op::Reshape, f32s(&[1, 2, 3, 1]), &[x]);
+        let k = self.value(&f32s(&[2, 2]));
+        let k4 = self.add_shaped(Op::Reshape, f32s(&[2, 2, 1, 1]), &[k]);
+        let kernel = if self.pick().is_multiple_of(2) {
+            self.add(
+                Op::Transpose {
+                    permutation: vec![1, 0, 2, 3],
+                },
+                &[k4],
+            )
+        } else {
+            k4
+        };
+        let mut window = Window::default();
+        for _ in 0..2 {
+            let mut d = WindowDim::new(2);
+            d.pad_high = 1;
+            window.dims.push(d);
+        }
+        let conv = Convolution {
+            window,
+            dims: ConvDimensionNumbers {
+                input_batch: 0,
+                input_feature: 3,
+                input_spatial: vec![1, 2],
+                kernel_input_feature: 2,
+                kernel_output_feature: 3,
+                kernel_spatial: vec![0, 1],
+                output_batch: 0,
+                output_feature: 3,
+                output_spatial: vec![1, 2],
+            },
+            feature_group_count: 1,
+            batch_group_count: 1,
+        };
+        let c = self.add(Op::Convolution(conv), &[img, kernel]);
+        self.add_shaped(Op::Reshape, f32s(&[2, 3]), &[c]);
+    }
+
+    /// The gradient of a 1x2 max-pool: select-and-scatter of a `[2,2]` source into `[2,3]`.
+    fn select_and_scatter(&mut self) {
+        let x = self.value(&f32s(&[2, 3]));
+        let src = self.value(&f32s(&[2, 2]));
+        let zero = self.constant_f32(0.0);
+        let mut window = Window::default();
+        window.dims.push(WindowDim::new(1));
+        window.dims.push(WindowDim::new(2));
+        let select = self.region_ge();
+        self.add(
+            Op::SelectAndScatter {
+                window,
+                select,
+                scatter: self.sum,
+            },
+            &[x, src, zero],
+        );
+    }
+
+    /// `conditional` on `x[0,0] < y[0,0]` between `exp` and `negate` of a value.
+    fn conditional(&mut self) {
+        let s = f32s(&[2, 3]);
+        let mut branches = Vec::new();
+        for u in [UnaryOp::Exp, UnaryOp::Negate] {
+            let mut c = Computation::new(self.m.unique_name("branch"));
+            let p = c.add(
+                Instruction::new(self.m.unique_name("p"), Op::Parameter(0), s.clone()),
+                &[],
+            );
+            let e = c.add(
+                Instruction::new(self.m.unique_name(u.name()), Op::Unary(u), s.clone()),
+                &[p],
+            );
+            let one = c.add(
+                Instruction::new(
+                    self.m.unique_name("one"),
+                    Op::Constant(Literal::Array(Array::scalar_f32(1.0))),
+                    f32s(&[]),
+                ),
+                &[],
+            );
+            let ones = c.add(
+                Instruction::new(
+                    self.m.unique_name("ones"),
+                    Op::Broadcast { dimensions: vec![] },
+                    s.clone(),
+                ),
+                &[one],
+            );
+            c.add(
+                Instruction::new(
+                    self.m.unique_name("times_one"),
+                    Op::Binary(BinaryOp::Multiply),
+                    s.clone(),
+                ),
+                &[e, ones],
+            );
+            branches.push(self.m.add_computation(c));
+        }
+        let x = self.value(&s);
+        let y = self.value(&s);
+        let corner = SliceDim {
+            start: 0,
+            limit: 1,
+            stride: 1,
+        };
+        let xs = self.add(
+            Op::Slice {
+                dims: vec![corner, corner],
+            },
+            &[x],
+        );
+        let ys = self.add(
+            Op::Slice {
+                dims: vec![corner, corner],
+            },
+            &[y],
+        );
+        let xr = self.add_shaped(Op::Reshape, f32s(&[]), &[xs]);
+        let yr = self.add_shaped(Op::Reshape, f32s(&[]), &[ys]);
+        let p = self.add(
+            Op::Compare {
+                direction: ComparisonDirection::Lt,
+                comparison_type: None,
+            },
+            &[xr, yr],
+        );
+        let arg = self.value(&s);
+        self.add(Op::Conditional { branches }, &[p, arg, arg]);
     }
 
     /// `call` of a computation computing `tanh(a) * b`.

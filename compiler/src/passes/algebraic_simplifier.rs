@@ -10,6 +10,7 @@
 //!   slice collapse into one;
 //! - broadcasts of scalars: a reshape, transpose or slice of a scalar broadcast is a
 //!   broadcast of that scalar; a unary op or convert of one runs on the scalar;
+//! - a reduce over dimensions of size 1 is its reducer applied to the reshaped operand;
 //! - dot and convolution read a transposed operand directly, with the transpose folded into
 //!   their dimension numbers.
 
@@ -256,10 +257,63 @@ fn simplify(m: &mut Module, c: ComputationId, id: InstrId) -> Option<Rewrite> {
                 .then(|| Rewrite::ReplaceWith(t.operand(*index as usize)))
         }
         Op::Select if ops[1] == ops[2] && same_shape(ops[1]) => replace(ops[1]),
+        Op::Reduce {
+            dimensions,
+            to_apply,
+        } => reduce_of_unit_dims(m, c, id, dimensions, *to_apply),
         Op::Dot(dnums) => fold_transpose_into_dot(m, c, id, dnums),
         Op::Convolution(conv) => fold_transpose_into_convolution(m, c, id, conv),
         _ => None,
     }
+}
+
+/// A reduce over dimensions of size 1 applies its reducer once per element:
+/// `reduce(x, init)` is `f(broadcast(init), reshape(x))` when the reducer is one binary op `f`
+/// of its parameters (and the `x+0`-style identities then remove the `f`).
+fn reduce_of_unit_dims(
+    m: &mut Module,
+    c: ComputationId,
+    id: InstrId,
+    dimensions: &[i64],
+    to_apply: ComputationId,
+) -> Option<Rewrite> {
+    let comp = m.computation(c);
+    let instr = comp.get(id);
+    if instr.operands().len() != 2 || !instr.shape.is_array() {
+        return None;
+    }
+    let (x, init) = (instr.operand(0), instr.operand(1));
+    let in_dims = comp.get(x).shape.dims().to_vec();
+    if !dimensions
+        .iter()
+        .all(|&d| in_dims.get(d as usize) == Some(&1))
+    {
+        return None;
+    }
+    let region = m.computation(to_apply);
+    let root = region.get(region.root());
+    let Op::Binary(b) = root.op else {
+        return None;
+    };
+    let (p0, p1) = (region.parameter(0)?, region.parameter(1)?);
+    let init_first = match root.operands() {
+        [a, b] if *a == p0 && *b == p1 => true,
+        [a, b] if *a == p1 && *b == p0 => false,
+        _ => return None,
+    };
+    let (shape, metadata) = (instr.shape.clone(), instr.metadata.clone());
+    let r = add_instr(m, c, Op::Reshape, shape.clone(), &[x], metadata.clone());
+    let bi = add_instr(
+        m,
+        c,
+        Op::Broadcast { dimensions: vec![] },
+        shape.clone(),
+        &[init],
+        metadata.clone(),
+    );
+    let operands = if init_first { [bi, r] } else { [r, bi] };
+    let new = add_instr(m, c, Op::Binary(b), shape, &operands, metadata);
+    Some(Rewrite::ReplaceWith(new))
 }
 
 /// `reshape/transpose/slice/bitcast(broadcast(s))` with scalar `s` is `broadcast(s)`.

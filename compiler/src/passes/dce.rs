@@ -85,9 +85,9 @@ pub fn remove_dead_computations(m: &mut Module) -> usize {
         }
     }
     m.computations = kept;
+    m.entry = new_index[m.entry.0 as usize].expect("the entry is live");
     let map =
         |c: ComputationId| new_index[c.0 as usize].expect("live computation calls only live ones");
-    m.entry = map(m.entry);
     for c in &mut m.computations {
         let ids: Vec<InstrId> = c.ids().to_vec();
         for id in ids {
