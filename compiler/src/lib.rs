@@ -5,4 +5,5 @@ pub mod hlo_text;
 pub mod interpreter;
 pub mod ir;
 pub mod shape_inference;
+pub mod training_loop;
 pub mod verifier;

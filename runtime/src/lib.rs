@@ -2,3 +2,6 @@
 
 pub mod host_io;
 pub mod shard_map;
+pub mod feed;
+pub mod threads;
+pub mod training_loop;
