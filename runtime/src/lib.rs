@@ -1,6 +1,9 @@
-//! tessel's runtime: host-side values and files, and (later) compiled executables on replicas.
+//! tessel's runtime: host-side values and files, and compiled executables on replicas.
 
+pub mod arena;
+pub mod executable;
 pub mod host_io;
+pub mod jit;
 pub mod shard_map;
 pub mod feed;
 pub mod threads;

@@ -1,0 +1,87 @@
+//! One buffer arena: every intermediate value of a compiled program lives at a fixed offset
+//! in a single allocation made once when the program is compiled.
+
+/// Alignment of every buffer (a cache line; enough for any vector load).
+pub const BUFFER_ALIGN: usize = 64;
+
+/// Hands out offsets during compilation.
+#[derive(Debug, Default)]
+pub struct ArenaLayout {
+    size: usize,
+    buffers: usize,
+}
+
+impl ArenaLayout {
+    pub fn new() -> ArenaLayout {
+        ArenaLayout::default()
+    }
+
+    /// Reserves `bytes` and returns their offset.
+    pub fn alloc(&mut self, bytes: usize) -> usize {
+        let offset = self.size.next_multiple_of(BUFFER_ALIGN);
+        // Zero-sized buffers still get a distinct, valid address.
+        self.size = offset + bytes.max(1);
+        self.buffers += 1;
+        offset
+    }
+
+    pub fn size(&self) -> usize {
+        self.size.next_multiple_of(BUFFER_ALIGN)
+    }
+
+    pub fn buffer_count(&self) -> usize {
+        self.buffers
+    }
+}
+
+/// The memory itself: zero-initialised, 64-byte aligned, never moved.
+pub struct Arena {
+    storage: Vec<AlignedBlock>,
+    len: usize,
+}
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct AlignedBlock([u8; BUFFER_ALIGN]);
+
+impl Arena {
+    pub fn new(len: usize) -> Arena {
+        let blocks = len.div_ceil(BUFFER_ALIGN).max(1);
+        Arena {
+            storage: vec![AlignedBlock([0; BUFFER_ALIGN]); blocks],
+            len,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn base(&mut self) -> *mut u8 {
+        self.storage.as_mut_ptr() as *mut u8
+    }
+
+    pub fn bytes(&self, offset: usize, len: usize) -> &[u8] {
+        let all = unsafe {
+            std::slice::from_raw_parts(
+                self.storage.as_ptr() as *const u8,
+                self.storage.len() * BUFFER_ALIGN,
+            )
+        };
+        &all[offset..offset + len]
+    }
+
+    pub fn bytes_mut(&mut self, offset: usize, len: usize) -> &mut [u8] {
+        let all = unsafe {
+            std::slice::from_raw_parts_mut(
+                self.storage.as_mut_ptr() as *mut u8,
+                self.storage.len() * BUFFER_ALIGN,
+            )
+        };
+        &mut all[offset..offset + len]
+    }
+}

@@ -1,0 +1,74 @@
+//! Which instructions of an unfused computation the JIT recomputes inside their users'
+//! kernels instead of writing to memory (a simple producer-into-consumer fusion, so that
+//! modules run fast before, or without, the optimizer's fusion pass).
+//!
+//! An elementwise or shape instruction is fused when every user is itself computed by a
+//! kernel and either it is cheap to recompute (broadcast, iota, transpose, slice, reverse: a
+//! load with another index), or it has a single user that reads each of its elements at most
+//! once (elementwise ops, reduce, pad, slice, ...). Everything else is materialized: roots,
+//! values used by dot, convolution, calls, loops, tuples, reshapes.
+
+use std::collections::HashSet;
+use tessel_compiler::ir::{Computation, InstrId, Op};
+
+/// Ops computed by a generated kernel (rooted at them, or fused into one).
+pub fn is_kernel_op(op: &Op) -> bool {
+    match op {
+        Op::Copy => false,
+        Op::Broadcast { .. }
+        | Op::Transpose { .. }
+        | Op::Slice { .. }
+        | Op::Pad { .. }
+        | Op::Concatenate { .. }
+        | Op::Reverse { .. }
+        | Op::Iota { .. }
+        | Op::DynamicSlice { .. }
+        | Op::DynamicUpdateSlice
+        | Op::Reduce { .. }
+        | Op::ReduceWindow { .. }
+        | Op::SelectAndScatter { .. } => true,
+        op => op.is_elementwise(),
+    }
+}
+
+/// Ops that can live inside another kernel's expression.
+fn is_fusible(op: &Op) -> bool {
+    is_kernel_op(op) && !matches!(op, Op::Reduce { .. } | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. })
+}
+
+fn is_cheap(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Broadcast { .. } | Op::Iota { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Reverse { .. }
+    )
+}
+
+/// Whether `op` reads each element of its operands at most once per evaluation.
+fn reads_each_once(op: &Op) -> bool {
+    is_kernel_op(op) && !matches!(op, Op::Broadcast { .. } | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. })
+}
+
+/// The instructions of `comp` that are not materialized.
+pub fn plan(comp: &Computation) -> HashSet<InstrId> {
+    let root = comp.root();
+    let mut fused = HashSet::new();
+    for id in comp.post_order().into_iter().rev() {
+        let instr = comp.get(id);
+        if id == root || !is_fusible(&instr.op) || !instr.shape.is_array() {
+            continue;
+        }
+        let users = comp.users(id);
+        if users.is_empty() {
+            continue;
+        }
+        let cheap = is_cheap(&instr.op);
+        let ok = users.iter().all(|&u| {
+            let op = &comp.get(u).op;
+            is_kernel_op(op) && (cheap || (users.len() == 1 && reads_each_once(op)))
+        });
+        if ok {
+            fused.insert(id);
+        }
+    }
+    fused
+}

@@ -1,0 +1,70 @@
+//! The host instruction set: detected once, used for every kernel.
+//!
+//! `cranelift_native::builder()` reads CPUID and enables SSE4.1 (vector floor/ceil/nearest),
+//! AVX and FMA (`fma.f32x4` as one instruction instead of four libcalls). `JITModule` needs
+//! `is_pic=false`.
+
+use super::JitError;
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::settings::{self, Configurable};
+
+/// CPU features that change which code the kernels get.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostFeatures {
+    pub sse41: bool,
+    pub avx: bool,
+    pub avx2: bool,
+    pub fma: bool,
+    pub avx512f: bool,
+}
+
+impl HostFeatures {
+    pub fn detect() -> HostFeatures {
+        #[cfg(target_arch = "x86_64")]
+        {
+            HostFeatures {
+                sse41: std::is_x86_feature_detected!("sse4.1"),
+                avx: std::is_x86_feature_detected!("avx"),
+                avx2: std::is_x86_feature_detected!("avx2"),
+                fma: std::is_x86_feature_detected!("fma"),
+                avx512f: std::is_x86_feature_detected!("avx512f"),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            HostFeatures {
+                sse41: false,
+                avx: false,
+                avx2: false,
+                fma: false,
+                avx512f: false,
+            }
+        }
+    }
+}
+
+/// Builds the ISA for this machine. `opt_level` is Cranelift's `none`, `speed` or
+/// `speed_and_size`.
+pub fn host_isa(opt_level: &str) -> Result<(OwnedTargetIsa, HostFeatures), JitError> {
+    let features = HostFeatures::detect();
+    if cfg!(target_arch = "x86_64") && !features.sse41 {
+        return Err(JitError::Unsupported(
+            "the JIT needs SSE4.1 (vector floor/ceil/round)".into(),
+        ));
+    }
+    let mut flags = settings::builder();
+    let set = |f: &mut settings::Builder, k: &str, v: &str| {
+        f.set(k, v)
+            .map_err(|e| JitError::Codegen(format!("setting {k}={v}: {e}")))
+    };
+    set(&mut flags, "opt_level", opt_level)?;
+    set(&mut flags, "is_pic", "false")?;
+    set(&mut flags, "use_colocated_libcalls", "false")?;
+    set(&mut flags, "enable_verifier", if cfg!(debug_assertions) { "true" } else { "false" })?;
+    let isa_builder = cranelift_native::builder()
+        .map_err(|e| JitError::Unsupported(format!("host machine is not supported: {e}")))?;
+    let isa = isa_builder
+        .finish(settings::Flags::new(flags))
+        .map_err(|e| JitError::Codegen(format!("building the host ISA: {e}")))?;
+    Ok((isa, features))
+}

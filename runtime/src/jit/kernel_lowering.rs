@@ -1,0 +1,147 @@
+//! Elementwise kernels: a loop nest over the output shape that stores the root expression's
+//! value at every index.
+//!
+//! The nest is in row-major order so that the output (and every leaf read through elementwise
+//! ops and reshapes) is walked contiguously. The innermost loop runs four lanes at a time
+//! (`f32x4` / `i32x4`) with a scalar tail. When nothing in the kernel needs a multi-dimensional
+//! index (only elementwise ops, reshapes, scalar broadcasts), the whole output is one flat loop.
+
+use super::buffer::Addr;
+use super::elemental::{Comp, Elemental, Index};
+use super::loops::counted_loop;
+use super::types::vectorizable_type;
+use super::JitError;
+use cranelift_codegen::ir::{InstBuilder, Value};
+use smallvec::SmallVec;
+use std::collections::HashSet;
+use tessel_compiler::ir::{ArrayShape, InstrId, Op};
+
+/// One output of a kernel: the instruction whose value is stored, and where.
+#[derive(Clone, Debug)]
+pub struct KernelOutput {
+    pub root: InstrId,
+    pub addr: Addr,
+}
+
+/// Instructions the roots depend on inside the kernel (stopping at leaves).
+pub fn kernel_instructions(e: &Elemental, roots: &[InstrId]) -> Vec<InstrId> {
+    let mut seen = HashSet::new();
+    let mut stack: Vec<InstrId> = roots.to_vec();
+    let mut out = Vec::new();
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        out.push(id);
+        if e.leaves.contains_key(&id) {
+            continue;
+        }
+        stack.extend(e.comp.get(id).operands().iter().copied());
+    }
+    out
+}
+
+/// Whether every instruction can run in 4-lane code.
+pub fn can_vectorize(e: &Elemental, instrs: &[InstrId]) -> bool {
+    instrs.iter().all(|&id| {
+        e.comp
+            .get(id)
+            .shape
+            .element_type()
+            .is_some_and(vectorizable_type)
+    })
+}
+
+/// Whether the kernel can be walked with one linear index.
+fn is_flat(e: &Elemental, instrs: &[InstrId]) -> bool {
+    instrs.iter().all(|&id| {
+        if e.leaves.contains_key(&id) {
+            return true;
+        }
+        let instr = e.comp.get(id);
+        match &instr.op {
+            Op::Reshape | Op::Bitcast | Op::Copy | Op::Constant(_) => true,
+            Op::Broadcast { .. } => e.comp.get(instr.operands()[0]).shape.rank() == 0,
+            op => op.is_elementwise(),
+        }
+    })
+}
+
+/// Emits the loop nest computing every output of an elementwise kernel. All outputs have the
+/// dimensions of `shape`.
+pub fn emit_elementwise(
+    e: &mut Elemental,
+    outputs: &[KernelOutput],
+    shape: &ArrayShape,
+    allow_vector: bool,
+) -> Result<(), JitError> {
+    let roots: Vec<InstrId> = outputs.iter().map(|o| o.root).collect();
+    let instrs = kernel_instructions(e, &roots);
+    let count = shape.element_count();
+    let lanes_ok = allow_vector && count >= 4 && can_vectorize(e, &instrs);
+    let store_point = |e: &mut Elemental, idx: &Index, lin: Value, lanes: u32| -> Result<(), JitError> {
+        for o in outputs {
+            let v = e.emit(o.root, idx, lanes)?;
+            let ty = e.shape(o.root)?.element_type;
+            e.store(o.addr, ty, lin, v, lanes)?;
+        }
+        Ok(())
+    };
+    if shape.rank() == 0 || count <= 1 {
+        let zero = e.iconst(0);
+        let idx = if shape.rank() == 0 {
+            Index::Multi(SmallVec::new())
+        } else {
+            Index::Linear((zero, 0))
+        };
+        return store_point(e, &idx, zero, 1);
+    }
+    if is_flat(e, &instrs) {
+        let vec_end = if lanes_ok { count / 4 * 4 } else { 0 };
+        counted_loop(e, 0, vec_end, 4, &mut |e, j| store_point(e, &Index::Linear((j, 1)), j, 4))?;
+        counted_loop(e, vec_end, count, 1, &mut |e, j| store_point(e, &Index::Linear((j, 0)), j, 1))?;
+        return Ok(());
+    }
+    let rank = shape.rank();
+    let inner = shape.dims[rank - 1];
+    let vec_end = if lanes_ok && inner >= 4 { inner / 4 * 4 } else { 0 };
+    let strides = shape.strides();
+    let mut row = |e: &mut Elemental, outer: &[Value]| -> Result<(), JitError> {
+        let mut row_base: Option<Value> = None;
+        for (k, &v) in outer.iter().enumerate() {
+            let t = e.fb.ins().imul_imm_s(v, strides[k]);
+            row_base = Some(match row_base {
+                None => t,
+                Some(b) => e.fb.ins().iadd(b, t),
+            });
+        }
+        let row_base = row_base.unwrap_or_else(|| e.iconst(0));
+        let point = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
+            let mut comps: SmallVec<[Comp; 4]> = outer.iter().map(|&v| (v, 0)).collect();
+            comps.push((j, if lanes == 4 { 1 } else { 0 }));
+            let lin = e.fb.ins().iadd(row_base, j);
+            store_point(e, &Index::Multi(comps), lin, lanes)
+        };
+        counted_loop(e, 0, vec_end, 4, &mut |e, j| point(e, j, 4))?;
+        counted_loop(e, vec_end, inner, 1, &mut |e, j| point(e, j, 1))
+    };
+    nest(e, &shape.dims[..rank - 1], &mut Vec::new(), &mut row)
+}
+
+/// Loops over `dims` (outermost first), calling `body` with the induction variables.
+pub fn nest(
+    e: &mut Elemental,
+    dims: &[i64],
+    ivs: &mut Vec<Value>,
+    body: &mut dyn FnMut(&mut Elemental, &[Value]) -> Result<(), JitError>,
+) -> Result<(), JitError> {
+    if dims.is_empty() {
+        return body(e, ivs);
+    }
+    counted_loop(e, 0, dims[0], 1, &mut |e, iv| {
+        ivs.push(iv);
+        let r = nest(e, &dims[1..], ivs, body);
+        ivs.pop();
+        r
+    })
+}

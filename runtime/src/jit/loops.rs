@@ -1,0 +1,48 @@
+//! Counted loops in CLIF with static bounds.
+
+use super::elemental::Elemental;
+use super::JitError;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, InstBuilder, Value};
+
+/// Emits `for iv in (start..end).step_by(step) { body(iv) }`; nothing when the range is empty.
+pub fn counted_loop(
+    e: &mut Elemental,
+    start: i64,
+    end: i64,
+    step: i64,
+    body: &mut dyn FnMut(&mut Elemental, Value) -> Result<(), JitError>,
+) -> Result<(), JitError> {
+    if start >= end {
+        return Ok(());
+    }
+    if end - start <= step {
+        // One trip: no loop at all.
+        let iv = e.fb.ins().iconst(types::I64, start);
+        e.new_scope();
+        body(e, iv)?;
+        e.new_scope();
+        return Ok(());
+    }
+    let header = e.fb.create_block();
+    let body_block = e.fb.create_block();
+    let exit = e.fb.create_block();
+    e.fb.append_block_param(header, types::I64);
+    let s = e.fb.ins().iconst(types::I64, start);
+    e.fb.ins().jump(header, &[s.into()]);
+    e.fb.switch_to_block(header);
+    let iv = e.fb.block_params(header)[0];
+    let more = e.fb.ins().icmp_imm_s(IntCC::SignedLessThan, iv, end);
+    e.fb.ins().brif(more, body_block, &[], exit, &[]);
+    e.fb.seal_block(body_block);
+    e.fb.switch_to_block(body_block);
+    e.new_scope();
+    body(e, iv)?;
+    let next = e.fb.ins().iadd_imm_s(iv, step);
+    e.fb.ins().jump(header, &[next.into()]);
+    e.fb.seal_block(header);
+    e.fb.seal_block(exit);
+    e.fb.switch_to_block(exit);
+    e.new_scope();
+    Ok(())
+}

@@ -1,0 +1,570 @@
+//! The whole program as one native function.
+//!
+//! The entry computation is walked in dependency order. Each step becomes a call from the
+//! program function `tessel_program(arena) -> status`: a kernel function (elementwise loop
+//! nest, reduce, reduce-window, select-and-scatter), or a Rust routine (dot, convolution)
+//! whose non-zero status returns at once. Tuples, get-tuple-element, reshape, bitcast and copy
+//! only rename buffers. `call` is inlined, `while` is a native loop whose state buffers are
+//! updated in place, `conditional` a native branch. Every buffer is placed in one arena.
+
+use super::buffer::{Addr, Buffer, ConstPool, Loc};
+use super::convolution::{conv_routine, ConvPlan};
+use super::elemental::{Elemental, Leaf};
+use super::elementwise::Libcalls;
+use super::gemm::{dot_routine, DotPlan};
+use super::isa::{host_isa, HostFeatures};
+use super::kernel_lowering::{emit_elementwise, KernelOutput};
+use super::{reduce, window, JitError, JitOptions};
+use crate::arena::ArenaLayout;
+use crate::executable::{Executable, ExecutableParts, ProgramStats};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, AbiParam, Function, InstBuilder, MemFlagsData, Signature, UserFuncName, Value};
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::Context;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Linkage, Module as _};
+use std::any::Any;
+use std::collections::HashMap;
+use std::time::Instant;
+use tessel_compiler::ir::{ArrayShape, ComputationId, InstrId, Literal, Module, Op, Shape};
+
+/// State while lowering one module.
+struct ProgramCx<'m> {
+    module: &'m Module,
+    options: &'m JitOptions,
+    isa: OwnedTargetIsa,
+    features: HostFeatures,
+    jit: JITModule,
+    layout: ArenaLayout,
+    consts: ConstPool,
+    plans: Vec<Box<dyn Any + Send + Sync>>,
+    libcalls: Libcalls,
+    kernels: usize,
+    routine_sig: Option<cranelift_codegen::ir::SigRef>,
+    error_block: Option<cranelift_codegen::ir::Block>,
+    dump_index: usize,
+}
+
+/// Compiles `module` (see [`super::compile`]).
+pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executable, JitError> {
+    let start = Instant::now();
+    let (isa, features) = host_isa(&options.opt_level)?;
+    let jit = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
+    let call_conv = isa.default_call_conv();
+    if let Some(dir) = &options.dump_to {
+        std::fs::create_dir_all(dir).map_err(|e| JitError::Io(format!("{}: {e}", dir.display())))?;
+    }
+    let mut cx = ProgramCx {
+        module,
+        options,
+        isa,
+        features,
+        jit,
+        layout: ArenaLayout::new(),
+        consts: ConstPool::default(),
+        plans: Vec::new(),
+        libcalls: Libcalls { call_conv },
+        kernels: 0,
+        routine_sig: None,
+        error_block: None,
+        dump_index: 0,
+    };
+
+    let mut sig = Signature::new(call_conv);
+    sig.params.push(AbiParam::new(types::I64));
+    sig.returns.push(AbiParam::new(types::I32));
+    let entry_id = cx
+        .jit
+        .declare_function("tessel_program", Linkage::Export, &sig)
+        .map_err(|e| JitError::Codegen(e.to_string()))?;
+    let mut func = Function::with_name_signature(UserFuncName::user(0, entry_id.as_u32()), sig);
+    let mut fbc = FunctionBuilderContext::new();
+    let mut fb = FunctionBuilder::new(&mut func, &mut fbc);
+    let block0 = fb.create_block();
+    fb.append_block_params_for_function_params(block0);
+    fb.switch_to_block(block0);
+    fb.seal_block(block0);
+    let arena = fb.block_params(block0)[0];
+
+    let entry = module.entry();
+    let mut params = Vec::new();
+    for p in entry.parameters() {
+        params.push(cx.alloc_loc(&entry.get(p).shape)?);
+    }
+    let result = cx.emit_computation(&mut fb, arena, module.entry, &params)?;
+    let zero = fb.ins().iconst(types::I32, 0);
+    fb.ins().return_(&[zero]);
+    if let Some(err) = cx.error_block {
+        fb.switch_to_block(err);
+        fb.seal_block(err);
+        let status = fb.block_params(err)[0];
+        fb.ins().return_(&[status]);
+    }
+    fb.finalize(cx.isa.frontend_config());
+    cx.define(entry_id, func, "program")?;
+    cx.jit
+        .finalize_definitions()
+        .map_err(|e| JitError::Codegen(e.to_string()))?;
+    let entry_ptr = cx.jit.get_finalized_function(entry_id);
+    let stats = ProgramStats {
+        kernels: cx.kernels,
+        arena_bytes: cx.layout.size(),
+        buffers: cx.layout.buffer_count(),
+        constant_bytes: cx.consts.total_bytes(),
+        compile_ms: start.elapsed().as_secs_f64() * 1e3,
+    };
+    Ok(Executable::new(ExecutableParts {
+        jit: cx.jit,
+        entry: entry_ptr,
+        arena_size: cx.layout.size(),
+        params,
+        result,
+        consts: cx.consts,
+        plans: cx.plans,
+        stats,
+    }))
+}
+
+impl<'m> ProgramCx<'m> {
+    fn alloc(&mut self, bytes: usize) -> Addr {
+        Addr::Arena(self.layout.alloc(bytes))
+    }
+
+    fn alloc_loc(&mut self, shape: &Shape) -> Result<Loc, JitError> {
+        Ok(match shape {
+            Shape::Array(a) => {
+                super::types::scalar_type(a.element_type)?;
+                if !a.is_static() {
+                    return Err(JitError::Unsupported(format!("dynamic shape {shape}")));
+                }
+                Loc::Array(Buffer { addr: self.alloc(a.byte_size() as usize), shape: a.clone() })
+            }
+            Shape::Tuple(t) => Loc::Tuple(t.iter().map(|s| self.alloc_loc(s)).collect::<Result<_, _>>()?),
+            Shape::Token => Loc::Token,
+        })
+    }
+
+    fn const_loc(&mut self, lit: &Literal) -> Result<Loc, JitError> {
+        Ok(match lit {
+            Literal::Array(a) => {
+                super::types::scalar_type(a.element_type())?;
+                let addr = self.consts.add(&a.data.to_le_bytes());
+                Loc::Array(Buffer { addr: Addr::Absolute(addr), shape: a.shape.clone() })
+            }
+            Literal::Tuple(t) => Loc::Tuple(t.iter().map(|l| self.const_loc(l)).collect::<Result<_, _>>()?),
+            Literal::Token => Loc::Token,
+        })
+    }
+
+    /// Compiles a function and adds it to the module, dumping its CLIF when asked.
+    fn define(&mut self, id: cranelift_module::FuncId, func: Function, what: &str) -> Result<(), JitError> {
+        let mut ctx = Context::for_function(func);
+        if let Some(dir) = &self.options.dump_to {
+            let n = self.dump_index;
+            self.dump_index += 1;
+            let before = dir.join(format!("{n:04}.{what}.before_opt.clif"));
+            std::fs::write(&before, ctx.func.display().to_string()).map_err(|e| JitError::Io(format!("{}: {e}", before.display())))?;
+            let mut opt = Context::for_function(ctx.func.clone());
+            opt.optimize(&*self.isa, &mut Default::default())
+                .map_err(|e| JitError::Codegen(format!("{what}: {e:?}")))?;
+            let after = dir.join(format!("{n:04}.{what}.after_opt.clif"));
+            std::fs::write(&after, opt.func.display().to_string()).map_err(|e| JitError::Io(format!("{}: {e}", after.display())))?;
+        }
+        self.jit
+            .define_function(id, &mut ctx)
+            .map_err(|e| JitError::Codegen(format!("{what}: {e:?}")))
+    }
+
+    /// Builds a kernel function `kernel(arena)` with `body` and calls it from the program.
+    fn kernel(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        comp: ComputationId,
+        leaves: HashMap<InstrId, Leaf>,
+        outputs: &[Addr],
+        body: &mut dyn FnMut(&mut Elemental) -> Result<(), JitError>,
+    ) -> Result<(), JitError> {
+        let mut sig = Signature::new(self.libcalls.call_conv);
+        sig.params.push(AbiParam::new(types::I64));
+        let fname = format!("k{}_{}", self.kernels, sanitize(name));
+        self.kernels += 1;
+        let id = self
+            .jit
+            .declare_function(&fname, Linkage::Local, &sig)
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
+        let mut func = Function::with_name_signature(UserFuncName::user(0, id.as_u32()), sig);
+        {
+            let mut kfbc = FunctionBuilderContext::new();
+            let mut kfb = FunctionBuilder::new(&mut func, &mut kfbc);
+            let b0 = kfb.create_block();
+            kfb.append_block_params_for_function_params(b0);
+            kfb.switch_to_block(b0);
+            kfb.seal_block(b0);
+            let karena = kfb.block_params(b0)[0];
+            let module = self.module;
+            let mut e = Elemental::new(
+                &mut kfb,
+                module,
+                module.computation(comp),
+                &leaves,
+                &mut self.consts,
+                karena,
+                self.features.fma,
+                &self.libcalls,
+            );
+            e.hoist_addresses(outputs);
+            body(&mut e).map_err(|err| err.at(name))?;
+            kfb.ins().return_(&[]);
+            kfb.finalize(self.isa.frontend_config());
+        }
+        self.define(id, func, &fname)?;
+        let fref = self.jit.declare_func_in_func(id, fb.func);
+        fb.ins().call(fref, &[arena]);
+        Ok(())
+    }
+
+    /// Calls a Rust routine `f(plan, arena) -> status`; a non-zero status leaves the program.
+    fn routine(&mut self, fb: &mut FunctionBuilder, arena: Value, f: usize, plan: usize) {
+        let sigref = match self.routine_sig {
+            Some(s) => s,
+            None => {
+                let mut sig = Signature::new(self.libcalls.call_conv);
+                sig.params.push(AbiParam::new(types::I64));
+                sig.params.push(AbiParam::new(types::I64));
+                sig.returns.push(AbiParam::new(types::I32));
+                let s = fb.import_signature(sig);
+                self.routine_sig = Some(s);
+                s
+            }
+        };
+        let callee = fb.ins().iconst(types::I64, f as i64);
+        let p = fb.ins().iconst(types::I64, plan as i64);
+        let call = fb.ins().call_indirect(sigref, callee, &[p, arena]);
+        let status = fb.inst_results(call)[0];
+        let err = *self.error_block.get_or_insert_with(|| {
+            let b = fb.create_block();
+            fb.append_block_param(b, types::I32);
+            b
+        });
+        let cont = fb.create_block();
+        fb.ins().brif(status, err, &[status.into()], cont, &[]);
+        fb.seal_block(cont);
+        fb.switch_to_block(cont);
+    }
+
+    fn emit_computation(&mut self, fb: &mut FunctionBuilder, arena: Value, cid: ComputationId, args: &[Loc]) -> Result<Loc, JitError> {
+        let module = self.module;
+        let comp = module.computation(cid);
+        let mut locs: HashMap<InstrId, Loc> = HashMap::new();
+        // Every materialized array so far: what a kernel reads instead of recomputing.
+        let mut materialized: HashMap<InstrId, Leaf> = HashMap::new();
+        let fused = super::fusion::plan(comp);
+        for id in comp.post_order() {
+            if fused.contains(&id) {
+                continue;
+            }
+            let instr = comp.get(id);
+            let operand = |k: usize| -> Result<&Loc, JitError> {
+                locs.get(&instr.operands()[k]).ok_or_else(|| JitError::Invalid(format!("{}: operand {k} not computed", instr.name)))
+            };
+            let array = |k: usize| -> Result<Buffer, JitError> {
+                operand(k)?.as_array().cloned().ok_or_else(|| JitError::Invalid(format!("{}: operand {k} is not an array", instr.name)))
+            };
+            let loc = match &instr.op {
+                Op::Parameter(n) => args
+                    .get(*n as usize)
+                    .cloned()
+                    .ok_or_else(|| JitError::Invalid(format!("{}: no argument for parameter {n}", comp.name)))?,
+                Op::Constant(lit) => self.const_loc(lit)?,
+                Op::Tuple => Loc::Tuple((0..instr.operands().len()).map(|k| operand(k).cloned()).collect::<Result<_, _>>()?),
+                Op::GetTupleElement { index } => match operand(0)? {
+                    Loc::Tuple(t) => t.get(*index as usize).cloned().ok_or_else(|| JitError::Invalid(format!("{}: tuple index out of range", instr.name)))?,
+                    _ => return Err(JitError::Invalid(format!("{}: get-tuple-element of a non-tuple", instr.name))),
+                },
+                Op::Reshape | Op::Bitcast | Op::Copy if instr.shape.is_array() => {
+                    let b = array(0)?;
+                    let shape = instr.shape.as_array().cloned().expect("array");
+                    if shape.byte_size() != b.shape.byte_size() {
+                        return Err(JitError::Invalid(format!("{}: reshape changes the size", instr.name)));
+                    }
+                    Loc::Array(Buffer { addr: b.addr, shape })
+                }
+                Op::Copy => operand(0)?.clone(),
+                Op::AfterAll => Loc::Token,
+                Op::AllReduce { .. } | Op::AllGather { .. } | Op::ReduceScatter { .. } | Op::CollectivePermute { .. }
+                    if module.replica_count.unwrap_or(1) <= 1 && module.num_partitions.unwrap_or(1) <= 1 =>
+                {
+                    // One replica: every collective is the identity.
+                    operand(0)?.clone()
+                }
+                Op::ReplicaId | Op::PartitionId => self.const_loc(&Literal::Array(tessel_compiler::ir::Array::new(
+                    ArrayShape::scalar(tessel_compiler::ir::ElementType::U32),
+                    tessel_compiler::ir::ArrayData::U32(vec![0]),
+                )))?,
+                Op::Call { to_apply } => {
+                    let a: Vec<Loc> = (0..instr.operands().len()).map(|k| operand(k).cloned()).collect::<Result<_, _>>()?;
+                    self.emit_computation(fb, arena, *to_apply, &a)?
+                }
+                Op::While { condition, body } => {
+                    let init = operand(0)?.clone();
+                    self.emit_while(fb, arena, &instr.shape, init, *condition, *body)?
+                }
+                Op::Conditional { branches } => {
+                    let a: Vec<Loc> = (0..instr.operands().len()).map(|k| operand(k).cloned()).collect::<Result<_, _>>()?;
+                    self.emit_conditional(fb, arena, &instr.shape, &a, branches)?
+                }
+                Op::Dot(dnums) => {
+                    let (l, r) = (array(0)?, array(1)?);
+                    let out = self.alloc_loc(&instr.shape)?;
+                    let oaddr = out.as_array().expect("array").addr;
+                    let (backend, threads) = (self.options.gemm, self.options.gemm_threads);
+                    let mut scratch = |n: usize| self.alloc(n);
+                    let plan = DotPlan::new(&instr.name, dnums, (l.addr, &l.shape), (r.addr, &r.shape), oaddr, backend, threads, &mut scratch)?;
+                    let plan = Box::new(plan);
+                    let p = &*plan as *const DotPlan as usize;
+                    self.plans.push(plan);
+                    self.routine(fb, arena, dot_routine as *const () as usize, p);
+                    out
+                }
+                Op::Convolution(conv) => {
+                    let (l, r) = (array(0)?, array(1)?);
+                    let out = self.alloc_loc(&instr.shape)?;
+                    let ob = out.as_array().expect("array").clone();
+                    let (backend, threads) = (self.options.gemm, self.options.gemm_threads);
+                    let mut scratch = |n: usize| self.alloc(n);
+                    let plan = ConvPlan::new(&instr.name, conv, (l.addr, &l.shape), (r.addr, &r.shape), (ob.addr, &ob.shape), backend, threads, &mut scratch)?;
+                    let plan = Box::new(plan);
+                    let p = &*plan as *const ConvPlan as usize;
+                    self.plans.push(plan);
+                    self.routine(fb, arena, conv_routine as *const () as usize, p);
+                    out
+                }
+                Op::Fusion { calls, .. } => {
+                    let a: Vec<Loc> = (0..instr.operands().len()).map(|k| operand(k).cloned()).collect::<Result<_, _>>()?;
+                    self.emit_fusion(fb, arena, &instr.name, &instr.shape, *calls, &a)?
+                }
+                Op::Infeed { .. } | Op::Outfeed { .. } | Op::CustomCall { .. } | Op::AllReduce { .. } | Op::AllGather { .. } | Op::ReduceScatter { .. } | Op::CollectivePermute { .. } => {
+                    return Err(JitError::Unsupported(format!("{} ({})", instr.op.opcode_name(), instr.name)))
+                }
+                _ => {
+                    // Any other op is a kernel rooted at this instruction; it reads the
+                    // materialized values and recomputes the fused instructions in between.
+                    let out = self.alloc_loc(&instr.shape)?;
+                    self.emit_kernel_for(fb, arena, &instr.name, cid, id, materialized.clone(), &out)?;
+                    out
+                }
+            };
+            if let Loc::Array(b) = &loc {
+                materialized.insert(id, Leaf { addr: b.addr, shape: b.shape.clone() });
+            }
+            locs.insert(id, loc);
+        }
+        locs.remove(&comp.root()).ok_or_else(|| JitError::Invalid(format!("{} has no root", comp.name)))
+    }
+
+    /// One kernel computing instruction `root` of `comp` into `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn emit_kernel_for(&mut self, fb: &mut FunctionBuilder, arena: Value, name: &str, comp: ComputationId, root: InstrId, leaves: HashMap<InstrId, Leaf>, out: &Loc) -> Result<(), JitError> {
+        let instr = self.module.computation(comp).get(root);
+        let vec = self.options.vectorize;
+        let addrs: Vec<Addr> = out.leaves().iter().map(|b| b.addr).collect();
+        match &instr.op {
+            Op::Reduce { .. } => {
+                let outs = addrs.clone();
+                self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| reduce::emit_reduce(e, root, &outs, vec))
+            }
+            Op::ReduceWindow { .. } => {
+                let o = addrs[0];
+                self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| window::emit_reduce_window(e, root, o, vec))
+            }
+            Op::SelectAndScatter { .. } => {
+                let o = addrs[0];
+                self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| window::emit_select_and_scatter(e, root, o))
+            }
+            _ => {
+                let shape = instr
+                    .shape
+                    .as_array()
+                    .cloned()
+                    .ok_or_else(|| JitError::Unsupported(format!("{} producing {}", instr.op.opcode_name(), instr.shape)))?;
+                let outputs = [KernelOutput { root, addr: addrs[0] }];
+                self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| emit_elementwise(e, &outputs, &shape, vec))
+            }
+        }
+    }
+
+    /// A fusion: its computation's parameters read the operands' buffers.
+    fn emit_fusion(&mut self, fb: &mut FunctionBuilder, arena: Value, name: &str, shape: &Shape, calls: ComputationId, args: &[Loc]) -> Result<Loc, JitError> {
+        let module = self.module;
+        let comp = module.computation(calls);
+        let mut leaves = HashMap::new();
+        for p in comp.parameters() {
+            let Op::Parameter(n) = comp.get(p).op else { continue };
+            match args.get(n as usize) {
+                Some(Loc::Array(b)) => {
+                    leaves.insert(p, Leaf { addr: b.addr, shape: b.shape.clone() });
+                }
+                _ => return Err(JitError::Unsupported(format!("{name}: fusion parameter {n} is not an array"))),
+            }
+        }
+        let out = self.alloc_loc(shape)?;
+        let root = comp.root();
+        let root_instr = comp.get(root);
+        if let (Op::Tuple, Loc::Tuple(outs)) = (&root_instr.op, &out) {
+            // Multi-output fusion: elementwise outputs of one shape share a loop nest.
+            let elems: Vec<InstrId> = root_instr.operands().to_vec();
+            let mut shared: Vec<KernelOutput> = Vec::new();
+            let first_shape = comp.get(elems[0]).shape.as_array().cloned();
+            for (k, &el) in elems.iter().enumerate() {
+                let el_instr = comp.get(el);
+                let sub = &outs[k];
+                let plain = !matches!(el_instr.op, Op::Reduce { .. } | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. } | Op::Tuple)
+                    && !leaves.contains_key(&el)
+                    && el_instr.shape.as_array().map(|a| a.dims.clone()) == first_shape.as_ref().map(|a| a.dims.clone());
+                if plain {
+                    shared.push(KernelOutput { root: el, addr: sub.as_array().expect("array").addr });
+                } else {
+                    self.emit_kernel_for(fb, arena, name, calls, el, leaves.clone(), sub)?;
+                }
+            }
+            if !shared.is_empty() {
+                let shape = first_shape.expect("array");
+                let addrs: Vec<Addr> = shared.iter().map(|o| o.addr).collect();
+                let vec = self.options.vectorize;
+                self.kernel(fb, arena, name, calls, leaves, &addrs, &mut |e| emit_elementwise(e, &shared, &shape, vec))?;
+            }
+            return Ok(out);
+        }
+        if leaves.contains_key(&root) {
+            // The fusion returns one of its parameters unchanged.
+            let src = leaves[&root].addr;
+            let dst = out.as_array().expect("array").clone();
+            self.copy_buffer(fb, arena, dst.addr, src, dst.byte_size());
+            return Ok(out);
+        }
+        self.emit_kernel_for(fb, arena, name, calls, root, leaves, &out)?;
+        Ok(out)
+    }
+
+    fn addr_value(&self, fb: &mut FunctionBuilder, arena: Value, a: Addr) -> Value {
+        match a {
+            Addr::Arena(off) => fb.ins().iadd_imm_s(arena, off as i64),
+            Addr::Absolute(p) => fb.ins().iconst(types::I64, p as i64),
+        }
+    }
+
+    fn copy_buffer(&mut self, fb: &mut FunctionBuilder, arena: Value, dst: Addr, src: Addr, bytes: usize) {
+        if dst == src || bytes == 0 {
+            return;
+        }
+        let d = self.addr_value(fb, arena, dst);
+        let s = self.addr_value(fb, arena, src);
+        let n = fb.ins().iconst(types::I64, bytes as i64);
+        let config = self.isa.frontend_config();
+        fb.call_memcpy(config, d, s, n);
+    }
+
+    /// Copies every array of `src` into the same position of `dst`, through temporaries when
+    /// a source buffer is also a different destination (a permutation of the loop state).
+    fn copy_loc(&mut self, fb: &mut FunctionBuilder, arena: Value, dst: &Loc, src: &Loc) -> Result<(), JitError> {
+        let d: Vec<Buffer> = dst.leaves().into_iter().cloned().collect();
+        let s: Vec<Buffer> = src.leaves().into_iter().cloned().collect();
+        if d.len() != s.len() {
+            return Err(JitError::Invalid("loop state and body result differ in shape".into()));
+        }
+        let dst_addrs: Vec<Addr> = d.iter().map(|b| b.addr).collect();
+        let mut srcs: Vec<Addr> = Vec::with_capacity(s.len());
+        for (i, b) in s.iter().enumerate() {
+            if b.addr != d[i].addr && dst_addrs.contains(&b.addr) {
+                let tmp = self.alloc(b.byte_size());
+                self.copy_buffer(fb, arena, tmp, b.addr, b.byte_size());
+                srcs.push(tmp);
+            } else {
+                srcs.push(b.addr);
+            }
+        }
+        for (i, b) in d.iter().enumerate() {
+            self.copy_buffer(fb, arena, b.addr, srcs[i], b.byte_size());
+        }
+        Ok(())
+    }
+
+    fn load_scalar_i64(&self, fb: &mut FunctionBuilder, arena: Value, b: &Buffer) -> Result<Value, JitError> {
+        let a = self.addr_value(fb, arena, b.addr);
+        let ty = super::types::scalar_type(b.shape.element_type)?;
+        let v = fb.ins().load(ty, MemFlagsData::new().with_notrap(), a, 0);
+        Ok(super::elementwise::int_to_i64(fb, v, b.shape.element_type))
+    }
+
+    fn emit_while(&mut self, fb: &mut FunctionBuilder, arena: Value, shape: &Shape, init: Loc, cond: ComputationId, body: ComputationId) -> Result<Loc, JitError> {
+        let state = self.alloc_loc(shape)?;
+        self.copy_loc(fb, arena, &state, &init)?;
+        let header = fb.create_block();
+        let body_block = fb.create_block();
+        let exit = fb.create_block();
+        fb.ins().jump(header, &[]);
+        fb.switch_to_block(header);
+        let c = self.emit_computation(fb, arena, cond, std::slice::from_ref(&state))?;
+        let cb = c.as_array().cloned().ok_or_else(|| JitError::Invalid("while condition is not a pred".into()))?;
+        let p = self.load_scalar_i64(fb, arena, &cb)?;
+        fb.ins().brif(p, body_block, &[], exit, &[]);
+        fb.switch_to_block(body_block);
+        fb.seal_block(body_block);
+        let r = self.emit_computation(fb, arena, body, std::slice::from_ref(&state))?;
+        self.copy_loc(fb, arena, &state, &r)?;
+        fb.ins().jump(header, &[]);
+        fb.seal_block(header);
+        fb.switch_to_block(exit);
+        fb.seal_block(exit);
+        Ok(state)
+    }
+
+    fn emit_conditional(&mut self, fb: &mut FunctionBuilder, arena: Value, shape: &Shape, args: &[Loc], branches: &[ComputationId]) -> Result<Loc, JitError> {
+        let result = self.alloc_loc(shape)?;
+        let sel = args[0].as_array().cloned().ok_or_else(|| JitError::Invalid("conditional selector is not an array".into()))?;
+        let idx = self.load_scalar_i64(fb, arena, &sel)?;
+        let n = branches.len() as i64;
+        // pred: true runs branch 0; an index out of range runs the last branch.
+        let idx = if sel.shape.element_type == tessel_compiler::ir::ElementType::Pred {
+            let one = fb.ins().iconst(types::I64, 1);
+            fb.ins().isub(one, idx)
+        } else {
+            let bad_lo = fb.ins().icmp_imm_s(IntCC::SignedLessThan, idx, 0);
+            let bad_hi = fb.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, idx, n);
+            let bad = fb.ins().bor(bad_lo, bad_hi);
+            let last = fb.ins().iconst(types::I64, n - 1);
+            fb.ins().select(bad, last, idx)
+        };
+        let merge = fb.create_block();
+        let blocks: Vec<_> = branches.iter().map(|_| fb.create_block()).collect();
+        for (k, &b) in blocks.iter().enumerate() {
+            if k + 1 == blocks.len() {
+                fb.ins().jump(b, &[]);
+            } else {
+                let next = fb.create_block();
+                let is_k = fb.ins().icmp_imm_s(IntCC::Equal, idx, k as i64);
+                fb.ins().brif(is_k, b, &[], next, &[]);
+                fb.seal_block(next);
+                fb.switch_to_block(next);
+            }
+        }
+        for (k, &b) in blocks.iter().enumerate() {
+            fb.seal_block(b);
+            fb.switch_to_block(b);
+            let arg = args.get(k + 1).cloned().ok_or_else(|| JitError::Invalid("conditional branch without operand".into()))?;
+            let r = self.emit_computation(fb, arena, branches[k], &[arg])?;
+            self.copy_loc(fb, arena, &result, &r)?;
+            fb.ins().jump(merge, &[]);
+        }
+        fb.seal_block(merge);
+        fb.switch_to_block(merge);
+        Ok(result)
+    }
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+}

@@ -1,0 +1,219 @@
+//! `reduce-window` and `select-and-scatter` as loop nests with the window unrolled.
+//!
+//! Every window position's input coordinate is `out * stride + w * window_dilation - pad_low`,
+//! divided by the base dilation; positions outside the input (padding, dilation holes) are
+//! skipped with a branch-free select. Reduce-window runs four lanes along the innermost
+//! dimension when the window does not move along it (the channel dimension of NHWC pooling).
+
+use super::buffer::Addr;
+use super::elemental::{Comp, Elemental, Index};
+use super::elementwise::{scalar_cond_for, select_values, splat_if};
+use super::kernel_lowering::{can_vectorize, kernel_instructions, nest};
+use super::loops::counted_loop;
+use super::JitError;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{InstBuilder, Value};
+use smallvec::SmallVec;
+use tessel_compiler::ir::{ArrayShape, InstrId, Op, Window, WindowDim};
+
+/// Most window positions unrolled into one output point.
+const MAX_WINDOW: i64 = 4096;
+
+/// All window offsets, row-major.
+fn window_positions(w: &Window) -> Vec<Vec<i64>> {
+    let mut out = vec![vec![]];
+    for d in &w.dims {
+        let mut next = Vec::new();
+        for p in &out {
+            for k in 0..d.size {
+                let mut q = p.clone();
+                q.push(k);
+                next.push(q);
+            }
+        }
+        out = next;
+    }
+    out
+}
+
+/// Input coordinate along one dimension for output coordinate `o` and window offset `k`:
+/// (index clamped into range, validity as an `i8`, or `None` when always valid).
+fn input_coord(e: &mut Elemental, o: Value, k: i64, d: &WindowDim, size: i64, out_size: i64) -> (Value, Option<Value>) {
+    let mut p = if d.stride != 1 { e.fb.ins().imul_imm_s(o, d.stride) } else { o };
+    let off = k * d.window_dilation - d.pad_low;
+    if off != 0 {
+        p = e.fb.ins().iadd_imm_s(p, off);
+    }
+    // Statically in range for every output coordinate?
+    let lo = off;
+    let hi = (out_size - 1) * d.stride + off;
+    if d.base_dilation == 1 && lo >= 0 && hi < size {
+        return (p, None);
+    }
+    let bd = d.base_dilation;
+    let q = if bd == 1 { p } else { e.fb.ins().sdiv_imm_s(p, bd) };
+    let ge = e.fb.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, p, 0);
+    let lt = e.fb.ins().icmp_imm_s(IntCC::SignedLessThan, q, size);
+    let mut ok = e.fb.ins().band(ge, lt);
+    if bd != 1 {
+        let r = e.fb.ins().srem_imm_s(p, bd);
+        let on = e.fb.ins().icmp_imm_s(IntCC::Equal, r, 0);
+        ok = e.fb.ins().band(ok, on);
+    }
+    let zero = e.iconst(0);
+    let safe = e.fb.ins().select(ok, q, zero);
+    (safe, Some(ok))
+}
+
+fn and_opt(e: &mut Elemental, a: Option<Value>, b: Option<Value>) -> Option<Value> {
+    match (a, b) {
+        (None, x) | (x, None) => x,
+        (Some(a), Some(b)) => Some(e.fb.ins().band(a, b)),
+    }
+}
+
+/// Emits `reduce-window` instruction `rw` storing into `output`.
+pub fn emit_reduce_window(e: &mut Elemental, rw: InstrId, output: Addr, allow_vector: bool) -> Result<(), JitError> {
+    let instr = e.comp.get(rw);
+    let Op::ReduceWindow { window, to_apply } = &instr.op else {
+        return Err(JitError::Invalid(format!("{} is not a reduce-window", instr.name)));
+    };
+    if instr.operands().len() != 2 {
+        return Err(JitError::Unsupported(format!("variadic reduce-window ({})", instr.name)));
+    }
+    let (operand, init) = (instr.operands()[0], instr.operands()[1]);
+    let in_shape: ArrayShape = e.shape(operand)?.clone();
+    let out_shape: ArrayShape = e.shape(rw)?.clone();
+    let ty = out_shape.element_type;
+    let positions = window_positions(window);
+    if positions.len() as i64 > MAX_WINDOW {
+        return Err(JitError::Unsupported(format!("reduce-window with more than {MAX_WINDOW} window elements ({})", instr.name)));
+    }
+    let rank = out_shape.rank();
+    if rank == 0 {
+        return Err(JitError::Unsupported(format!("rank-0 reduce-window ({})", instr.name)));
+    }
+    let region = *to_apply;
+    let instrs = kernel_instructions(e, &[operand, init]);
+    let last = &window.dims[rank - 1];
+    let inner_plain = last.size == 1 && last.stride == 1 && last.pad_low == 0 && last.pad_high == 0 && last.base_dilation == 1;
+    let inner = out_shape.dims[rank - 1];
+    let vec_end = if allow_vector && inner_plain && inner >= 4 && can_vectorize(e, &instrs) { inner / 4 * 4 } else { 0 };
+    let empty = Index::Multi(SmallVec::new());
+    let init_v = e.emit(init, &empty, 1)?;
+    let strides = out_shape.strides();
+    let mut row = |e: &mut Elemental, outer: &[Value]| -> Result<(), JitError> {
+        let point = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
+            let mut o: Vec<Value> = outer.to_vec();
+            o.push(j);
+            let mut acc = splat_if(e.fb, ty, init_v, lanes);
+            for pos in &positions {
+                let mut comps: SmallVec<[Comp; 4]> = SmallVec::new();
+                let mut ok = None;
+                for d in 0..rank {
+                    let (c, v) = input_coord(e, o[d], pos[d], &window.dims[d], in_shape.dims[d], out_shape.dims[d]);
+                    ok = and_opt(e, ok, v);
+                    let coef = if d == rank - 1 && lanes == 4 { 1 } else { 0 };
+                    comps.push((c, coef));
+                }
+                let x = e.emit(operand, &Index::Multi(comps), lanes)?;
+                let r = e.emit_region(region, &[acc, x], lanes)?[0];
+                acc = match ok {
+                    None => r,
+                    Some(c) => {
+                        let c = scalar_cond_for(e.fb, c, ty, lanes);
+                        select_values(e.fb, c, r, acc, lanes)
+                    }
+                };
+            }
+            let mut lin = j;
+            for (k, &v) in outer.iter().enumerate() {
+                let t = e.fb.ins().imul_imm_s(v, strides[k]);
+                lin = e.fb.ins().iadd(lin, t);
+            }
+            e.store(output, ty, lin, acc, lanes)
+        };
+        counted_loop(e, 0, vec_end, 4, &mut |e, j| point(e, j, 4))?;
+        counted_loop(e, vec_end, inner, 1, &mut |e, j| point(e, j, 1))
+    };
+    nest(e, &out_shape.dims[..rank - 1], &mut Vec::new(), &mut row)
+}
+
+/// Emits `select-and-scatter` instruction `ss` storing into `output`.
+pub fn emit_select_and_scatter(e: &mut Elemental, ss: InstrId, output: Addr) -> Result<(), JitError> {
+    let instr = e.comp.get(ss);
+    let Op::SelectAndScatter { window, select, scatter } = &instr.op else {
+        return Err(JitError::Invalid(format!("{} is not a select-and-scatter", instr.name)));
+    };
+    let (operand, source, init) = (instr.operands()[0], instr.operands()[1], instr.operands()[2]);
+    let in_shape: ArrayShape = e.shape(operand)?.clone();
+    let src_shape: ArrayShape = e.shape(source)?.clone();
+    let ty = in_shape.element_type;
+    let positions = window_positions(window);
+    if positions.len() as i64 > MAX_WINDOW {
+        return Err(JitError::Unsupported(format!("select-and-scatter with more than {MAX_WINDOW} window elements ({})", instr.name)));
+    }
+    let rank = in_shape.rank();
+    let (select, scatter) = (*select, *scatter);
+    let empty = Index::Multi(SmallVec::new());
+    let init_v = e.emit(init, &empty, 1)?;
+    let count = in_shape.element_count();
+    counted_loop(e, 0, count, 1, &mut |e, j| e.store(output, ty, j, init_v, 1))?;
+    if rank == 0 || src_shape.element_count() == 0 {
+        return Ok(());
+    }
+    let in_strides = in_shape.strides();
+    let mut body = |e: &mut Elemental, o: &[Value]| -> Result<(), JitError> {
+        let src_idx = Index::Multi(o.iter().map(|&v| (v, 0)).collect());
+        let s = e.emit(source, &src_idx, 1)?;
+        let mut have: Option<Value> = None; // i8: something selected
+        let mut cur: Option<Value> = None;
+        let mut cur_pos: Option<Value> = None;
+        for pos in &positions {
+            let mut comps: SmallVec<[Comp; 4]> = SmallVec::new();
+            let mut ok = None;
+            for d in 0..rank {
+                let (c, v) = input_coord(e, o[d], pos[d], &window.dims[d], in_shape.dims[d], src_shape.dims[d]);
+                ok = and_opt(e, ok, v);
+                comps.push((c, 0));
+            }
+            let mut lin: Option<Value> = None;
+            for (d, &(c, _)) in comps.iter().enumerate() {
+                let t = e.fb.ins().imul_imm_s(c, in_strides[d]);
+                lin = Some(match lin {
+                    None => t,
+                    Some(l) => e.fb.ins().iadd(l, t),
+                });
+            }
+            let lin = lin.expect("rank > 0");
+            let x = e.emit(operand, &Index::Multi(comps), 1)?;
+            let ok = ok.unwrap_or_else(|| e.fb.ins().iconst(cranelift_codegen::ir::types::I8, 1));
+            match (have, cur, cur_pos) {
+                (Some(h), Some(c), Some(p)) => {
+                    // Take x when valid and (nothing selected yet or select(cur, x) is false).
+                    let keep = e.emit_region(select, &[c, x], 1)?[0];
+                    let not_keep = e.fb.ins().icmp_imm_s(IntCC::Equal, keep, 0);
+                    let not_have = e.fb.ins().icmp_imm_s(IntCC::Equal, h, 0);
+                    let want = e.fb.ins().bor(not_keep, not_have);
+                    let take = e.fb.ins().band(ok, want);
+                    cur = Some(e.fb.ins().select(take, x, c));
+                    cur_pos = Some(e.fb.ins().select(take, lin, p));
+                    have = Some(e.fb.ins().bor(h, ok));
+                }
+                _ => {
+                    have = Some(ok);
+                    cur = Some(x);
+                    cur_pos = Some(lin);
+                }
+            }
+        }
+        let (h, p) = (have.expect("window"), cur_pos.expect("window"));
+        let zero = e.iconst(0);
+        let p = e.fb.ins().select(h, p, zero);
+        let old = e.load(output, ty, (p, 0), 1)?;
+        let new = e.emit_region(scatter, &[old, s], 1)?[0];
+        let v = e.fb.ins().select(h, new, old);
+        e.store(output, ty, p, v, 1)
+    };
+    nest(e, &src_shape.dims, &mut Vec::new(), &mut body)
+}

@@ -1,0 +1,72 @@
+//! Every single-replica corpus module compiled by the JIT and run on JAX's inputs must give
+//! JAX's outputs (floats within 1e-5 + 1e-4 |b|, 1e-3 relative after the CNN's convolutions;
+//! integers exactly). The host CPU runs 64-bit types, so `x64_mean` (which device legality
+//! rejects before any backend sees it) is computed and checked too. The data-parallel modules
+//! need replicas and are run by the replica runtime, not here.
+
+use std::path::Path;
+use tessel_compiler::hlo_text::parse_module_file;
+use tessel_compiler::ir::{Array, Literal};
+use tessel_runtime::host_io::read_safetensors;
+use tessel_runtime::jit::{compile, JitOptions};
+
+fn keyed(path: &Path) -> Vec<(String, Array)> {
+    read_safetensors(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn by_index(mut v: Vec<(String, Array)>) -> Vec<Array> {
+    v.retain(|(k, _)| k.parse::<usize>().is_ok());
+    v.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
+    v.into_iter().map(|(_, a)| a).collect()
+}
+
+fn compare(name: &str, got: &[&Array], want: &[Array], rel: f64) {
+    assert_eq!(got.len(), want.len(), "{name}: output count");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.shape.dims, w.shape.dims, "{name}: output {i} shape");
+        assert_eq!(g.element_type(), w.element_type(), "{name}: output {i} type");
+        let mut worst = 0.0f64;
+        for j in 0..w.len() {
+            let (a, b) = (g.data.get_f64(j), w.data.get_f64(j));
+            if w.element_type().is_float() {
+                let tol = 1e-5 + rel * b.abs();
+                let err = (a - b).abs();
+                assert!(err <= tol || (a.is_nan() && b.is_nan()), "{name}: output {i}[{j}] = {a}, JAX {b}");
+                worst = worst.max(err / (1e-5 + b.abs()));
+            } else {
+                assert_eq!(g.data.get_i64(j), w.data.get_i64(j), "{name}: output {i}[{j}]");
+            }
+        }
+        eprintln!("{name}: output {i} ok (worst relative error {worst:.2e})");
+    }
+}
+
+#[test]
+fn corpus_modules_match_jax() {
+    let mut ran = 0;
+    for file in tessel_tests::corpus_files() {
+        let stem = file.file_stem().unwrap().to_string_lossy().to_string();
+        if stem.starts_with("dp_") {
+            continue;
+        }
+        let module = parse_module_file(&file).unwrap_or_else(|e| panic!("{stem}: {e}"));
+        let dir = file.parent().unwrap();
+        let inputs: Vec<Literal> = by_index(keyed(&dir.join(format!("{stem}.inputs.safetensors"))))
+            .into_iter()
+            .map(Literal::Array)
+            .collect();
+        let outputs_path = dir.join(format!("{stem}.outputs.safetensors"));
+        let want = if outputs_path.exists() {
+            by_index(keyed(&outputs_path))
+        } else {
+            // grad_*: the module computes the value, key "0" of the gradient file.
+            by_index(keyed(&dir.join(format!("{stem}.grad_outputs.safetensors"))))[..1].to_vec()
+        };
+        let exe = compile(&module, &JitOptions::default()).unwrap_or_else(|e| panic!("{stem}: {e}"));
+        let got = exe.run(&inputs).unwrap_or_else(|e| panic!("{stem}: {e}"));
+        let rel = if stem.contains("cnn") { 1e-3 } else { 1e-4 };
+        compare(&stem, &got.leaves(), &want, rel);
+        ran += 1;
+    }
+    assert!(ran >= 10, "only {ran} corpus modules ran");
+}
