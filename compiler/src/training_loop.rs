@@ -24,8 +24,8 @@
 
 use crate::builder::Builder;
 use crate::ir::{
-    Array, BinaryOp, ComparisonDirection, Computation, ElementType, InstrId,
-    Literal, Module, Op, Shape,
+    Array, BinaryOp, ComparisonDirection, Computation, ElementType, InstrId, Literal, Module, Op,
+    Shape,
 };
 use crate::shape_inference::ShapeError;
 use thiserror::Error;
@@ -239,11 +239,13 @@ pub fn wrap_in_training_loop(
             let data = b.add(Op::GetTupleElement { index: 0 }, &[infeed])?;
             token = b.add(Op::GetTupleElement { index: 1 }, &[infeed])?;
             for (k, &n) in sig.fed.iter().enumerate() {
-                args[n as usize] =
-                    Some(b.add(Op::GetTupleElement { index: k as i64 }, &[data])?);
+                args[n as usize] = Some(b.add(Op::GetTupleElement { index: k as i64 }, &[data])?);
             }
         }
-        let args: Vec<InstrId> = args.into_iter().map(|a| a.expect("every parameter bound")).collect();
+        let args: Vec<InstrId> = args
+            .into_iter()
+            .map(|a| a.expect("every parameter bound"))
+            .collect();
         let out = b.add(Op::Call { to_apply: step_id }, &args)?;
         let output = |b: &mut Builder, k: usize| -> Result<InstrId, ShapeError> {
             if root_is_tuple {

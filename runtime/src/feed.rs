@@ -110,7 +110,10 @@ impl HostQueues {
     pub fn finish(&self) {
         self.lock().finished = true;
         self.changed.notify_all();
-        self.outfeed.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.outfeed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
     }
 
     /// The first failure that aborted the run, if any.

@@ -57,8 +57,7 @@ pub struct TrainingLoop {
 impl TrainingLoop {
     pub fn new(step: &Module, iterations: u64, infeed: &[u32]) -> Result<TrainingLoop, String> {
         let signature = loop_signature(step, iterations, infeed).map_err(|e| e.to_string())?;
-        let module =
-            wrap_in_training_loop(step, iterations, infeed).map_err(|e| e.to_string())?;
+        let module = wrap_in_training_loop(step, iterations, infeed).map_err(|e| e.to_string())?;
         let e = step.entry();
         let parameter_names = e
             .parameters()
@@ -74,7 +73,11 @@ impl TrainingLoop {
 
     /// Runs the loop on `args.len()` replicas; `args[r]` are replica r's step arguments in
     /// parameter order, the fed ones stacked K deep on a leading axis.
-    pub fn run(&self, args: Vec<Vec<Array>>, options: &LoopOptions) -> Result<LoopOutputs, EvalError> {
+    pub fn run(
+        &self,
+        args: Vec<Vec<Array>>,
+        options: &LoopOptions,
+    ) -> Result<LoopOutputs, EvalError> {
         let k = self.signature.iterations as i64;
         let mut carried = Vec::with_capacity(args.len());
         let mut sources = Vec::with_capacity(args.len());
@@ -155,7 +158,8 @@ impl TrainingLoop {
             per_iteration: Vec::with_capacity(n),
         };
         for (r, (state, values)) in finals.into_iter().zip(outfed).enumerate() {
-            out.carried.push(state.leaves().into_iter().cloned().collect());
+            out.carried
+                .push(state.leaves().into_iter().cloned().collect());
             out.per_iteration.push(self.stack_outputs(r, values)?);
         }
         if options.nan_check {

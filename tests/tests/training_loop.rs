@@ -99,19 +99,35 @@ fn the_loop_is_one_while_with_its_trip_count_and_the_feeds_inside() {
         "{}",
         whiles[0]
     );
-    let body_id = match &m.entry().instructions().find(|(_, i)| matches!(i.op, Op::While { .. })).unwrap().1.op {
+    let body_id = match &m
+        .entry()
+        .instructions()
+        .find(|(_, i)| matches!(i.op, Op::While { .. }))
+        .unwrap()
+        .1
+        .op
+    {
         Op::While { body, .. } => *body,
         _ => unreachable!(),
     };
     let body = m.computation(body_id);
-    let opcodes: Vec<&str> = body.instructions().map(|(_, i)| i.op.opcode_name()).collect();
+    let opcodes: Vec<&str> = body
+        .instructions()
+        .map(|(_, i)| i.op.opcode_name())
+        .collect();
     for want in ["infeed", "outfeed", "call"] {
-        assert!(opcodes.contains(&want), "{want} missing from the body: {opcodes:?}");
+        assert!(
+            opcodes.contains(&want),
+            "{want} missing from the body: {opcodes:?}"
+        );
     }
     // The entry takes only the carried parameter and returns its final value.
     let (params, result) = m.entry_signature();
     assert_eq!(params, vec![Shape::array(ElementType::F32, &[4])]);
-    assert_eq!(result, Shape::Tuple(vec![Shape::array(ElementType::F32, &[4])]));
+    assert_eq!(
+        result,
+        Shape::Tuple(vec![Shape::array(ElementType::F32, &[4])])
+    );
     // The dump parses back to the same text.
     let again = parse_module(&text, None).unwrap();
     assert_eq!(print_module(&again, &PrintOptions::default()), text);
@@ -134,10 +150,17 @@ fn bad_loop_requests_are_explained() {
     ));
     // Feeding w leaves x carried, but output 0 (w's new value) is then x's: shapes agree, so
     // this is legal; feeding nothing makes x carried and output 1 (f32[]) its new value: not.
-    let e = wrap_in_training_loop(&step, 3, &[]).unwrap_err().to_string();
-    assert!(e.contains("carried parameter 1 (x)") && e.contains("f32[]"), "{e}");
+    let e = wrap_in_training_loop(&step, 3, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("carried parameter 1 (x)") && e.contains("f32[]"),
+        "{e}"
+    );
     let looped = wrap_in_training_loop(&step, 3, &[1]).unwrap();
-    let e = wrap_in_training_loop(&looped, 3, &[]).unwrap_err().to_string();
+    let e = wrap_in_training_loop(&looped, 3, &[])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("infeed") || e.contains("outfeed"), "{e}");
 }
 
@@ -222,22 +245,28 @@ fn an_infeed_closed_early_is_an_error_on_that_replica_not_a_hang() {
     let short: FeedSource = Box::new((0..2).map(|_| Ok(x_value(1.5))));
     let (state, srcs) = sources(5, 3, short);
     let start = Instant::now();
-    let e = lp.run_with_sources(state, srcs, &LoopOptions::default()).unwrap_err();
+    let e = lp
+        .run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap_err();
     assert_prompt(start);
     assert_eq!(e.replica, Some(3), "{e}");
     let m = e.to_string();
-    assert!(m.contains("infeed closed after 2 values") && m.contains("ran out after 2"), "{m}");
+    assert!(
+        m.contains("infeed closed after 2 values") && m.contains("ran out after 2"),
+        "{m}"
+    );
 }
 
 #[test]
 fn a_failing_data_source_and_wrongly_shaped_data_fail_their_replica() {
     let lp = TrainingLoop::new(&sgd_step(None), 5, &[1]).unwrap();
-    let failing: FeedSource = Box::new(
-        [Ok(x_value(1.5)), Err("cannot read shard 7".to_string())].into_iter(),
-    );
+    let failing: FeedSource =
+        Box::new([Ok(x_value(1.5)), Err("cannot read shard 7".to_string())].into_iter());
     let (state, srcs) = sources(5, 1, failing);
     let start = Instant::now();
-    let e = lp.run_with_sources(state, srcs, &LoopOptions::default()).unwrap_err();
+    let e = lp
+        .run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap_err();
     assert_prompt(start);
     assert_eq!(e.replica, Some(1), "{e}");
     assert!(e.to_string().contains("cannot read shard 7"), "{e}");
@@ -246,9 +275,15 @@ fn a_failing_data_source_and_wrongly_shaped_data_fail_their_replica() {
         f32s(&[3], vec![1.0; 3]),
     )]))));
     let (state, srcs) = sources(5, 0, wrong);
-    let e = lp.run_with_sources(state, srcs, &LoopOptions::default()).unwrap_err();
+    let e = lp
+        .run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap_err();
     assert_eq!(e.replica, Some(0), "{e}");
-    assert!(e.to_string().contains("fed (f32[3]) to an infeed of (f32[4])"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("fed (f32[3]) to an infeed of (f32[4])"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -314,10 +349,12 @@ fn a_panic_on_one_replica_stops_the_others() {
 fn corpus_loop_inputs() -> Option<(Module, Vec<Array>, Vec<(String, Array)>)> {
     let dir = tessel_tests::corpus_dir()?;
     let step = parse_module_file(&dir.join("mnist_cnn_train_step_b8.hlo")).unwrap();
-    let mut inputs = read_safetensors(dir.join("mnist_cnn_train_step_b8.loop5.inputs.safetensors")).unwrap();
+    let mut inputs =
+        read_safetensors(dir.join("mnist_cnn_train_step_b8.loop5.inputs.safetensors")).unwrap();
     inputs.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
     let args = inputs.into_iter().map(|(_, a)| a).collect();
-    let want = read_safetensors(dir.join("mnist_cnn_train_step_b8.loop5.outputs.safetensors")).unwrap();
+    let want =
+        read_safetensors(dir.join("mnist_cnn_train_step_b8.loop5.outputs.safetensors")).unwrap();
     Some((step, args, want))
 }
 
@@ -326,7 +363,13 @@ fn the_mnist_cnn_loop_gives_jax_numbers() {
     let (step, args, want) = corpus_loop_inputs().expect("the corpus is missing");
     let lp = TrainingLoop::new(&step, 5, &[8, 9, 10]).unwrap();
     let got = lp
-        .run(vec![args], &LoopOptions { nan_check: true, ..LoopOptions::default() })
+        .run(
+            vec![args],
+            &LoopOptions {
+                nan_check: true,
+                ..LoopOptions::default()
+            },
+        )
         .unwrap()
         .replica_outputs(0);
     assert_eq!(got.len(), want.len());

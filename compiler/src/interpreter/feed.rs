@@ -47,7 +47,9 @@ pub(crate) fn infeed(
             ))
         }
     };
-    let value = feed.infeed(replica, data_shape).map_err(super::EvalError::new)?;
+    let value = feed
+        .infeed(replica, data_shape)
+        .map_err(super::EvalError::new)?;
     if !super::shapes_match(&value.shape(), data_shape) {
         return err(format!(
             "the host fed {} to an infeed of {}",

@@ -168,8 +168,7 @@ fn run_replicas(
                         // Poisons the hub if this thread ends without a result (error or panic).
                         let guard = collectives::PoisonOnDrop::new(&hub, r);
                         let feed_guard = feed::AbortOnDrop::new(feed, r);
-                        let mut ev =
-                            Evaluator::new(module, ReplicaContext::new(r, n, hub.clone()));
+                        let mut ev = Evaluator::new(module, ReplicaContext::new(r, n, hub.clone()));
                         ev.feed = feed;
                         let refs: Vec<&Literal> = replica_args.iter().collect();
                         let out = ev
