@@ -33,31 +33,19 @@ pub fn is_kernel_op(op: &Op) -> bool {
 
 /// Ops that can live inside another kernel's expression.
 fn is_fusible(op: &Op) -> bool {
-    is_kernel_op(op)
-        && !matches!(
-            op,
-            Op::Reduce { .. } | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. }
-        )
+    is_kernel_op(op) && !matches!(op, Op::Reduce { .. } | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. })
 }
 
 fn is_cheap(op: &Op) -> bool {
     matches!(
         op,
-        Op::Broadcast { .. }
-            | Op::Iota { .. }
-            | Op::Transpose { .. }
-            | Op::Slice { .. }
-            | Op::Reverse { .. }
+        Op::Broadcast { .. } | Op::Iota { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Reverse { .. }
     )
 }
 
 /// Whether `op` reads each element of its operands at most once per evaluation.
 fn reads_each_once(op: &Op) -> bool {
-    is_kernel_op(op)
-        && !matches!(
-            op,
-            Op::Broadcast { .. } | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. }
-        )
+    is_kernel_op(op) && !matches!(op, Op::Broadcast { .. } | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. })
 }
 
 /// The instructions of `comp` that are not materialized.
