@@ -386,3 +386,28 @@ fn the_mnist_cnn_loop_gives_jax_numbers() {
         }
     }
 }
+
+/// A step whose root is not a tuple and has no per-iteration outputs: w <- w + x.
+#[test]
+fn a_single_output_step_loops_and_infeed_needs_a_feed() {
+    let step = parse_module(
+        "HloModule acc\n\nENTRY acc {\n  w = f32[2] parameter(0)\n  x = f32[2] parameter(1)\n  ROOT s = f32[2] add(w, x)\n}\n",
+        None,
+    )
+    .unwrap();
+    let lp = TrainingLoop::new(&step, 3, &[1]).unwrap();
+    assert_eq!(lp.signature.per_iteration_outputs, 0);
+    let args = vec![vec![
+        f32s(&[2], vec![1.0, 2.0]),
+        f32s(&[3, 2], vec![1.0, 10.0, 2.0, 20.0, 3.0, 30.0]),
+    ]];
+    let out = lp.run(args, &LoopOptions::default()).unwrap();
+    assert_eq!(out.carried[0], vec![f32s(&[2], vec![7.0, 62.0])]);
+    assert!(out.per_iteration[0].is_empty());
+    let e = tessel_compiler::interpreter::evaluate(
+        &lp.module,
+        &[Literal::Array(f32s(&[2], vec![0.0, 0.0]))],
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("infeed needs a host feed"), "{e}");
+}
