@@ -10,4 +10,5 @@ pub mod legality;
 pub mod passes;
 pub mod shape_inference;
 pub mod trace;
+pub mod training_loop;
 pub mod verifier;

@@ -2,6 +2,9 @@
 
 pub mod arena;
 pub mod executable;
+pub mod feed;
 pub mod host_io;
 pub mod jit;
 pub mod shard_map;
+pub mod threads;
+pub mod training_loop;

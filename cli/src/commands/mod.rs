@@ -5,6 +5,7 @@ pub mod compile;
 pub mod fmt;
 pub mod grad;
 pub mod run;
+pub mod run_loop;
 
 use std::process::ExitCode;
 

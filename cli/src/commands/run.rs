@@ -30,6 +30,9 @@ pub struct RunArgs {
     pub infeed: Vec<u32>,
     #[arg(long)]
     pub repeat: Option<usize>,
+    /// With --loop: fail if carried float state holds a NaN after the loop.
+    #[arg(long)]
+    pub nan_check: bool,
 }
 
 /// What executes the module. The JIT plugs in here when the runtime offers it.
@@ -60,8 +63,8 @@ pub fn run(args: &RunArgs) -> ExitCode {
 
 fn execute(args: &RunArgs) -> Result<(), String> {
     let backend = Backend::parse(&args.backend)?;
-    if args.loop_iterations.is_some() || !args.infeed.is_empty() {
-        return Err("--loop and --infeed are not supported yet".into());
+    if args.loop_iterations.is_none() && (!args.infeed.is_empty() || args.nan_check) {
+        return Err("--infeed and --nan-check go with --loop K".into());
     }
     if backend == Backend::Jit {
         return Err("the jit backend is not available in this build (use --backend interp)".into());
@@ -86,6 +89,20 @@ fn execute(args: &RunArgs) -> Result<(), String> {
     // The interpreter has no compile step: parsing and verifying is what precedes a run.
     let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
     let inputs = read_safetensors(&args.inputs).map_err(|e| e.to_string())?;
+    if let Some(iterations) = args.loop_iterations {
+        if backend != Backend::Interp {
+            return Err("--loop runs on the interpreter for now (--backend interp)".into());
+        }
+        let req = super::run_loop::LoopRequest {
+            iterations,
+            infeed: &args.infeed,
+            replicas: args.replicas,
+            repeat: args.repeat,
+            nan_check: args.nan_check,
+        };
+        let outputs = super::run_loop::run_loop(&module, inputs, &req, load_start)?;
+        return write_safetensors(&args.outputs, &outputs).map_err(|e| e.to_string());
+    }
     let job = Job::new(&module, inputs, args.replicas)?;
     let outputs = job.run()?;
     if let Some(repeat) = args.repeat {

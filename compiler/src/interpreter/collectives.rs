@@ -16,7 +16,7 @@ use hashbrown::HashMap;
 use std::cell::{Cell, RefCell};
 use std::sync::{Arc, Condvar, Mutex};
 
-const POISON_PREFIX: &str = "stopped because replica ";
+pub(crate) const POISON_PREFIX: &str = "stopped because replica ";
 
 /// The rendezvous shared by the replicas of one run.
 pub(crate) struct Hub {

@@ -15,6 +15,7 @@ mod convolution;
 mod dot;
 mod element;
 mod elementwise;
+mod feed;
 mod plan;
 mod reduce;
 mod shape_ops;
@@ -25,6 +26,7 @@ mod tests;
 
 use crate::ir::{Array, ComputationId, InstrId, Literal, Module, Op, Shape};
 use collectives::{Hub, ReplicaContext};
+pub use feed::{stopped_message, HostFeed};
 use plan::Plan;
 use std::borrow::Cow;
 use std::fmt;
@@ -87,6 +89,27 @@ pub fn evaluate(module: &Module, args: &[Literal]) -> Result<Literal, EvalError>
     evaluate_computation(module, module.entry, args)
 }
 
+/// Evaluates the entry on one replica (replica 0) whose `infeed`/`outfeed` talk to `feed`.
+pub fn evaluate_with_feed(
+    module: &Module,
+    args: &[Literal],
+    feed: &dyn HostFeed,
+) -> Result<Literal, EvalError> {
+    let mut ev = Evaluator::new(module, ReplicaContext::single());
+    ev.feed = Some(feed);
+    let refs: Vec<&Literal> = args.iter().collect();
+    // A failure releases the host threads feeding this replica.
+    let guard = feed::AbortOnDrop::new(Some(feed), 0);
+    let out = ev
+        .check_args(module.entry, args)
+        .and_then(|_| ev.eval_computation(module.entry, &refs));
+    match &out {
+        Ok(_) => guard.disarm(),
+        Err(e) => guard.abort_with(e),
+    }
+    out
+}
+
 /// Evaluates one computation of `module` (e.g. for constant folding) on one replica.
 pub fn evaluate_computation(
     module: &Module,
@@ -109,6 +132,25 @@ pub fn evaluate_replicated(
     module: &Module,
     args: Vec<Vec<Literal>>,
 ) -> Result<Vec<Literal>, EvalError> {
+    run_replicas(module, args, None)
+}
+
+/// [`evaluate_replicated`] with a host feed for `infeed`/`outfeed`. A replica that fails
+/// (an error or a panic) aborts the feed as well as the collectives, so no replica is left
+/// waiting on either.
+pub fn evaluate_replicated_with_feed(
+    module: &Module,
+    args: Vec<Vec<Literal>>,
+    feed: &dyn HostFeed,
+) -> Result<Vec<Literal>, EvalError> {
+    run_replicas(module, args, Some(feed))
+}
+
+fn run_replicas(
+    module: &Module,
+    args: Vec<Vec<Literal>>,
+    feed: Option<&dyn HostFeed>,
+) -> Result<Vec<Literal>, EvalError> {
     let n = args.len();
     if n == 0 {
         return err("evaluate_replicated needs at least one replica");
@@ -125,7 +167,9 @@ pub fn evaluate_replicated(
                     .spawn_scoped(scope, move || {
                         // Poisons the hub if this thread ends without a result (error or panic).
                         let guard = collectives::PoisonOnDrop::new(&hub, r);
-                        let ev = Evaluator::new(module, ReplicaContext::new(r, n, hub.clone()));
+                        let feed_guard = feed::AbortOnDrop::new(feed, r);
+                        let mut ev = Evaluator::new(module, ReplicaContext::new(r, n, hub.clone()));
+                        ev.feed = feed;
                         let refs: Vec<&Literal> = replica_args.iter().collect();
                         let out = ev
                             .check_args(module.entry, &replica_args)
@@ -136,8 +180,10 @@ pub fn evaluate_replicated(
                             });
                         if out.is_ok() {
                             guard.disarm();
+                            feed_guard.disarm();
                         } else if let Err(e) = &out {
                             guard.poison_with(e);
+                            feed_guard.abort_with(e);
                         }
                         out
                     })
@@ -174,6 +220,8 @@ pub(crate) struct Evaluator<'m> {
     pub(crate) module: &'m Module,
     plans: Vec<Plan>,
     pub(crate) replica: ReplicaContext,
+    /// Where `infeed` reads and `outfeed` writes; `None` makes them errors.
+    feed: Option<&'m dyn HostFeed>,
 }
 
 impl<'m> Evaluator<'m> {
@@ -186,6 +234,7 @@ impl<'m> Evaluator<'m> {
             module,
             plans,
             replica,
+            feed: None,
         }
     }
 
@@ -385,12 +434,8 @@ impl<'m> Evaluator<'m> {
             Conditional { branches } => control_flow::conditional(self, branches, operands)?,
             CustomCall { target, .. } => control_flow::custom_call(target, operands, shape)?,
             AfterAll => Literal::Token,
-            Infeed { .. } | Outfeed { .. } => {
-                return err(format!(
-                    "{} needs a host feed, which the interpreter does not have",
-                    op.opcode_name()
-                ))
-            }
+            Infeed { .. } => feed::infeed(self.feed, self.replica.id, shape)?,
+            Outfeed { .. } => feed::outfeed(self.feed, self.replica.id, operand(operands, 0)?)?,
             AllReduce { .. }
             | AllGather { .. }
             | ReduceScatter { .. }

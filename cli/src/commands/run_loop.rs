@@ -1,0 +1,145 @@
+//! `tessel run STEP.hlo --loop K --infeed I,J,..`: the step wrapped in one compiled `while` of
+//! K iterations (see `docs/training_loops.md`).
+//!
+//! Inputs: carried parameter I is `"I"` with the parameter's shape; fed parameter I is `"I"`
+//! stacked K deep on a new leading axis. With `--replicas N`, `"R/I"` overrides `"I"` for
+//! replica R. Outputs: the final carried values, then the per-iteration outputs stacked K
+//! deep, keyed `"0"`, `"1"`, ... (`"R/I"` with several replicas).
+
+use std::time::Instant;
+use tessel_compiler::ir::{Array, Module, Shape};
+use tessel_runtime::shard_map::is_shard_map_module;
+use tessel_runtime::training_loop::{LoopOptions, TrainingLoop};
+
+/// What `tessel run` needs to know for a loop.
+pub struct LoopRequest<'a> {
+    pub iterations: usize,
+    pub infeed: &'a [u32],
+    pub replicas: usize,
+    pub repeat: Option<usize>,
+    pub nan_check: bool,
+}
+
+/// Runs the loop (and `--repeat` timings); returns the outputs to write.
+pub fn run_loop(
+    step: &Module,
+    inputs: Vec<(String, Array)>,
+    req: &LoopRequest,
+    load_start: Instant,
+) -> Result<Vec<(String, Array)>, String> {
+    if is_shard_map_module(step) {
+        return Err(
+            "--loop on a shard_map module is not supported yet; use a per-replica step".into(),
+        );
+    }
+    let lp = TrainingLoop::new(step, req.iterations as u64, req.infeed)?;
+    let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
+    let args = loop_inputs(step, &lp, inputs, req.replicas)?;
+    let options = LoopOptions {
+        nan_check: req.nan_check,
+        ..LoopOptions::default()
+    };
+    let out = lp.run(args.clone(), &options).map_err(|e| e.to_string())?;
+    if let Some(repeat) = req.repeat {
+        let mut times = Vec::with_capacity(repeat);
+        for _ in 0..repeat {
+            let start = Instant::now();
+            lp.run(args.clone(), &options).map_err(|e| e.to_string())?;
+            times.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        println!("compile_ms: {compile_ms:.3}");
+        println!("run_ms_median: {median:.3}");
+        println!("iteration_ms: {:.3}", median / req.iterations as f64);
+    }
+    let key = |r: usize, i: usize| {
+        if req.replicas == 1 {
+            i.to_string()
+        } else {
+            format!("{r}/{i}")
+        }
+    };
+    Ok((0..req.replicas)
+        .flat_map(|r| {
+            out.replica_outputs(r)
+                .into_iter()
+                .enumerate()
+                .map(move |(i, a)| (key(r, i), a))
+        })
+        .collect())
+}
+
+/// Each replica's step arguments in parameter order (fed ones stacked K deep), from inputs
+/// keyed `"I"` or `"R/I"`.
+fn loop_inputs(
+    step: &Module,
+    lp: &TrainingLoop,
+    inputs: Vec<(String, Array)>,
+    replicas: usize,
+) -> Result<Vec<Vec<Array>>, String> {
+    let e = step.entry();
+    let params: Vec<Shape> = e
+        .parameters()
+        .into_iter()
+        .map(|p| e.get(p).shape.clone())
+        .collect();
+    for (key, _) in &inputs {
+        let index = key.rsplit('/').next().unwrap_or(key);
+        let replica_ok = match key.split_once('/') {
+            Some((r, _)) => r.parse::<usize>().is_ok_and(|r| r < replicas),
+            None => true,
+        };
+        if !replica_ok || !index.parse::<usize>().is_ok_and(|i| i < params.len()) {
+            return Err(format!(
+                "extra input \"{key}\": the step has {} parameters and {replicas} replicas run",
+                params.len()
+            ));
+        }
+    }
+    let k = lp.signature.iterations as i64;
+    (0..replicas)
+        .map(|r| {
+            (0..params.len())
+                .map(|i| {
+                    let own = format!("{r}/{i}");
+                    let shared = i.to_string();
+                    let a = inputs
+                        .iter()
+                        .find(|(key, _)| *key == own)
+                        .or_else(|| inputs.iter().find(|(key, _)| *key == shared))
+                        .map(|(_, a)| a.clone())
+                        .ok_or_else(|| {
+                            format!(
+                                "missing input \"{i}\" for parameter {i} ({})",
+                                lp.parameter_names[i]
+                            )
+                        })?;
+                    let fed = lp.signature.fed.contains(&(i as u32));
+                    let want = params[i]
+                        .as_array()
+                        .ok_or("tuple parameters cannot be fed")?;
+                    let mut dims: Vec<i64> = want.dims.to_vec();
+                    if fed {
+                        dims.insert(0, k);
+                    }
+                    if a.shape.element_type != want.element_type || a.shape.dims[..] != dims[..] {
+                        return Err(format!(
+                            "input \"{i}\" is {}{:?} but parameter {i} ({}) needs {}{dims:?}{}",
+                            a.shape.element_type,
+                            a.shape.dims,
+                            lp.parameter_names[i],
+                            want.element_type,
+                            if fed {
+                                format!(" (fed: stacked {k} deep)")
+                            } else {
+                                String::new()
+                            }
+                        ));
+                    }
+                    Ok(a)
+                })
+                .collect()
+        })
+        .collect()
+}

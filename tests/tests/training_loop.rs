@@ -1,0 +1,413 @@
+//! Compiled training loops: the wrapped module's shape, JAX's numbers for the CNN loop, bitwise
+//! determinism, and faults on one replica stopping every replica promptly.
+
+use std::time::{Duration, Instant};
+use tessel_compiler::hlo_text::{parse_module, parse_module_file, print_module, PrintOptions};
+use tessel_compiler::interpreter::{evaluate_replicated_with_feed, HostFeed};
+use tessel_compiler::ir::{Array, ArrayData, ElementType, Literal, Module, Op, Shape};
+use tessel_compiler::training_loop::{wrap_in_training_loop, LoopError};
+use tessel_runtime::feed::{stacked_source, FeedSource};
+use tessel_runtime::host_io::read_safetensors;
+use tessel_runtime::training_loop::{LoopOptions, TrainingLoop};
+
+/// An SGD step on 4 replicas: w -= 0.125 * all-reduce(w * x + log x); loss = sum of that.
+/// A negative x gives NaN (log). On replica `bad`, the gradient goes through a custom call
+/// the interpreter has no kernel for (a failure on one replica only).
+fn sgd_step(bad: Option<u32>) -> Module {
+    let branch = match bad {
+        Some(r) => format!(
+            r#"
+  rid = u32[] replica-id()
+  bad = u32[] constant({r})
+  is_bad = pred[] compare(rid, bad), direction=EQ
+  g2 = f32[4] conditional(is_bad, gl, gl), true_computation=missing_kernel, false_computation=identity"#
+        ),
+        None => "\n  g2 = f32[4] copy(gl)".to_string(),
+    };
+    let text = format!(
+        r#"HloModule sgd_step, replica_count=4
+
+add_f32 {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}}
+
+identity {{
+  p = f32[4] parameter(0)
+  ROOT c = f32[4] copy(p)
+}}
+
+missing_kernel {{
+  p2 = f32[4] parameter(0)
+  ROOT c2 = f32[4] custom-call(p2), custom_call_target="tessel.test.missing_kernel"
+}}
+
+ENTRY step {{
+  w = f32[4] parameter(0)
+  x = f32[4] parameter(1)
+  g = f32[4] multiply(w, x)
+  lx = f32[4] log(x)
+  gl = f32[4] add(g, lx){branch}
+  gs = f32[4] all-reduce(g2), replica_groups={{}}, to_apply=add_f32
+  lr = f32[] constant(0.125)
+  lrb = f32[4] broadcast(lr), dimensions={{}}
+  d = f32[4] multiply(gs, lrb)
+  w2 = f32[4] subtract(w, d)
+  zero = f32[] constant(0)
+  loss = f32[] reduce(gs, zero), dimensions={{0}}, to_apply=add_f32
+  ROOT t = (f32[4], f32[]) tuple(w2, loss)
+}}
+"#
+    );
+    parse_module(&text, None).unwrap()
+}
+
+fn f32s(dims: &[i64], v: Vec<f32>) -> Array {
+    Array::f32(dims, v)
+}
+
+/// Replica r's arguments: w, and x stacked `k` deep (all positive).
+fn sgd_args(replicas: usize, k: usize) -> Vec<Vec<Array>> {
+    (0..replicas)
+        .map(|r| {
+            let w = f32s(&[4], vec![0.5, -0.25, 1.0, 0.125]);
+            let x = (0..k * 4)
+                .map(|i| 1.0 + ((i * 7 + r * 3) % 11) as f32 / 8.0)
+                .collect();
+            vec![w, f32s(&[k as i64, 4], x)]
+        })
+        .collect()
+}
+
+fn f32_data(a: &Array) -> &[f32] {
+    match &a.data {
+        ArrayData::F32(v) => v,
+        _ => panic!("not f32"),
+    }
+}
+
+#[test]
+fn the_loop_is_one_while_with_its_trip_count_and_the_feeds_inside() {
+    let m = wrap_in_training_loop(&sgd_step(None), 5, &[1]).unwrap();
+    tessel_compiler::verifier::verify(&m).unwrap();
+    let text = print_module(&m, &PrintOptions::default());
+    let whiles: Vec<&str> = text.lines().filter(|l| l.contains(" while(")).collect();
+    assert_eq!(whiles.len(), 1, "{text}");
+    assert!(
+        whiles[0].contains(r#"backend_config={"known_trip_count":{"n":"5"}}"#),
+        "{}",
+        whiles[0]
+    );
+    let body_id = match &m
+        .entry()
+        .instructions()
+        .find(|(_, i)| matches!(i.op, Op::While { .. }))
+        .unwrap()
+        .1
+        .op
+    {
+        Op::While { body, .. } => *body,
+        _ => unreachable!(),
+    };
+    let body = m.computation(body_id);
+    let opcodes: Vec<&str> = body
+        .instructions()
+        .map(|(_, i)| i.op.opcode_name())
+        .collect();
+    for want in ["infeed", "outfeed", "call"] {
+        assert!(
+            opcodes.contains(&want),
+            "{want} missing from the body: {opcodes:?}"
+        );
+    }
+    // The entry takes only the carried parameter and returns its final value.
+    let (params, result) = m.entry_signature();
+    assert_eq!(params, vec![Shape::array(ElementType::F32, &[4])]);
+    assert_eq!(
+        result,
+        Shape::Tuple(vec![Shape::array(ElementType::F32, &[4])])
+    );
+    // The dump parses back to the same text.
+    let again = parse_module(&text, None).unwrap();
+    assert_eq!(print_module(&again, &PrintOptions::default()), text);
+}
+
+#[test]
+fn bad_loop_requests_are_explained() {
+    let step = sgd_step(None);
+    assert_eq!(
+        wrap_in_training_loop(&step, 0, &[1]).unwrap_err(),
+        LoopError::NoIterations
+    );
+    assert!(matches!(
+        wrap_in_training_loop(&step, 3, &[7]).unwrap_err(),
+        LoopError::NoSuchParameter { index: 7, count: 2 }
+    ));
+    assert!(matches!(
+        wrap_in_training_loop(&step, 3, &[1, 1]).unwrap_err(),
+        LoopError::Repeated { index: 1 }
+    ));
+    // Feeding w leaves x carried, but output 0 (w's new value) is then x's: shapes agree, so
+    // this is legal; feeding nothing makes x carried and output 1 (f32[]) its new value: not.
+    let e = wrap_in_training_loop(&step, 3, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("carried parameter 1 (x)") && e.contains("f32[]"),
+        "{e}"
+    );
+    let looped = wrap_in_training_loop(&step, 3, &[1]).unwrap();
+    let e = wrap_in_training_loop(&looped, 3, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("infeed") || e.contains("outfeed"), "{e}");
+}
+
+/// The loop equals K separate runs of the step, threading w through by hand.
+#[test]
+fn the_loop_equals_k_steps_on_four_replicas_and_is_deterministic() {
+    let k = 6;
+    let step = sgd_step(None);
+    let lp = TrainingLoop::new(&step, k as u64, &[1]).unwrap();
+    let args = sgd_args(4, k);
+    let a = lp.run(args.clone(), &LoopOptions::default()).unwrap();
+    let b = lp.run(args.clone(), &LoopOptions::default()).unwrap();
+    assert_eq!(a, b, "two runs differ");
+    for r in 0..4 {
+        for (x, y) in a.replica_outputs(r).iter().zip(b.replica_outputs(r)) {
+            assert_eq!(x.data.to_le_bytes(), y.data.to_le_bytes());
+        }
+    }
+    // By hand: K runs of the step.
+    let mut w: Vec<Array> = args.iter().map(|a| a[0].clone()).collect();
+    let mut losses: Vec<Vec<f32>> = vec![Vec::new(); 4];
+    for i in 0..k {
+        let per_replica: Vec<Vec<Literal>> = (0..4)
+            .map(|r| {
+                let x = f32_data(&args[r][1])[i * 4..i * 4 + 4].to_vec();
+                vec![Literal::Array(w[r].clone()), Literal::Array(f32s(&[4], x))]
+            })
+            .collect();
+        let out = tessel_compiler::interpreter::evaluate_replicated(&step, per_replica).unwrap();
+        for (r, o) in out.into_iter().enumerate() {
+            let leaves: Vec<Array> = o.leaves().into_iter().cloned().collect();
+            w[r] = leaves[0].clone();
+            losses[r].push(f32_data(&leaves[1])[0]);
+        }
+    }
+    for r in 0..4 {
+        assert_eq!(a.carried[r], vec![w[r].clone()], "replica {r}");
+        assert_eq!(a.per_iteration[r][0].shape.dims.as_slice(), &[k as i64]);
+        assert_eq!(f32_data(&a.per_iteration[r][0]), losses[r].as_slice());
+    }
+}
+
+fn assert_prompt(start: Instant) {
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(1), "stopping took {took:?}");
+}
+
+#[test]
+fn a_kernel_failure_on_one_replica_stops_all_replicas_naming_it() {
+    let lp = TrainingLoop::new(&sgd_step(Some(2)), 4, &[1]).unwrap();
+    let start = Instant::now();
+    let e = lp.run(sgd_args(4, 4), &LoopOptions::default()).unwrap_err();
+    assert_prompt(start);
+    assert_eq!(e.replica, Some(2), "{e}");
+    assert!(e.to_string().contains("tessel.test.missing_kernel"), "{e}");
+}
+
+/// Sources for replicas 0..4 with `x` stacked k deep; `replace` swaps in replica r's own.
+fn sources(k: usize, r_bad: usize, bad: FeedSource) -> (Vec<Vec<Literal>>, Vec<FeedSource>) {
+    let mut bad = Some(bad);
+    sgd_args(4, k)
+        .into_iter()
+        .enumerate()
+        .map(|(r, a)| {
+            let src = if r == r_bad {
+                bad.take().unwrap()
+            } else {
+                stacked_source(vec![a[1].clone()]).unwrap()
+            };
+            (vec![Literal::Array(a[0].clone())], src)
+        })
+        .unzip()
+}
+
+fn x_value(v: f32) -> Literal {
+    Literal::Tuple(vec![Literal::Array(f32s(&[4], vec![v; 4]))])
+}
+
+#[test]
+fn an_infeed_closed_early_is_an_error_on_that_replica_not_a_hang() {
+    let lp = TrainingLoop::new(&sgd_step(None), 5, &[1]).unwrap();
+    let short: FeedSource = Box::new((0..2).map(|_| Ok(x_value(1.5))));
+    let (state, srcs) = sources(5, 3, short);
+    let start = Instant::now();
+    let e = lp
+        .run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap_err();
+    assert_prompt(start);
+    assert_eq!(e.replica, Some(3), "{e}");
+    let m = e.to_string();
+    assert!(
+        m.contains("infeed closed after 2 values") && m.contains("ran out after 2"),
+        "{m}"
+    );
+}
+
+#[test]
+fn a_failing_data_source_and_wrongly_shaped_data_fail_their_replica() {
+    let lp = TrainingLoop::new(&sgd_step(None), 5, &[1]).unwrap();
+    let failing: FeedSource =
+        Box::new([Ok(x_value(1.5)), Err("cannot read shard 7".to_string())].into_iter());
+    let (state, srcs) = sources(5, 1, failing);
+    let start = Instant::now();
+    let e = lp
+        .run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap_err();
+    assert_prompt(start);
+    assert_eq!(e.replica, Some(1), "{e}");
+    assert!(e.to_string().contains("cannot read shard 7"), "{e}");
+
+    let wrong: FeedSource = Box::new(std::iter::once(Ok(Literal::Tuple(vec![Literal::Array(
+        f32s(&[3], vec![1.0; 3]),
+    )]))));
+    let (state, srcs) = sources(5, 0, wrong);
+    let e = lp
+        .run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap_err();
+    assert_eq!(e.replica, Some(0), "{e}");
+    assert!(
+        e.to_string()
+            .contains("fed (f32[3]) to an infeed of (f32[4])"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_nan_check_names_the_parameter() {
+    let lp = TrainingLoop::new(&sgd_step(None), 3, &[1]).unwrap();
+    let mut args = sgd_args(4, 3);
+    // Replica 3's data at iteration 1 is negative: log gives NaN, all-reduce spreads it to
+    // element 1 of every replica's w.
+    if let ArrayData::F32(v) = &mut args[3][1].data {
+        v[5] = -1.0;
+    }
+    let quiet = lp.run(args.clone(), &LoopOptions::default()).unwrap();
+    assert!(f32_data(&quiet.carried[0][0])[1].is_nan());
+    let checked = LoopOptions {
+        nan_check: true,
+        ..LoopOptions::default()
+    };
+    let e = lp.run(args.clone(), &checked).unwrap_err().to_string();
+    assert!(e.contains("NaN check: carried parameter 0 (w)"), "{e}");
+    assert!(lp.run(sgd_args(4, 3), &checked).is_ok());
+}
+
+/// A feed whose infeed panics for one replica (a bug in host code) stops every replica.
+struct PanickingFeed {
+    inner: tessel_runtime::feed::HostQueues,
+}
+
+impl HostFeed for PanickingFeed {
+    fn infeed(&self, replica: usize, shape: &Shape) -> Result<Literal, String> {
+        if replica == 1 {
+            panic!("host feed bug");
+        }
+        self.inner.infeed(replica, shape)
+    }
+    fn outfeed(&self, replica: usize, value: Literal) -> Result<(), String> {
+        self.inner.outfeed(replica, value)
+    }
+    fn abort(&self, replica: usize, message: &str) {
+        self.inner.abort(replica, message)
+    }
+}
+
+#[test]
+fn a_panic_on_one_replica_stops_the_others() {
+    let m = wrap_in_training_loop(&sgd_step(None), 3, &[1]).unwrap();
+    let (inner, _rx) = tessel_runtime::feed::HostQueues::new(4, 2);
+    for r in 0..4 {
+        for _ in 0..2 {
+            inner.push(r, x_value(2.0)).unwrap();
+        }
+    }
+    let feed = PanickingFeed { inner };
+    let args = (0..4)
+        .map(|_| vec![Literal::Array(f32s(&[4], vec![1.0; 4]))])
+        .collect();
+    let start = Instant::now();
+    let e = evaluate_replicated_with_feed(&m, args, &feed).unwrap_err();
+    assert_prompt(start);
+    assert_eq!(e.replica, Some(1), "{e}");
+    assert!(e.message.contains("panicked"), "{e}");
+}
+
+fn corpus_loop_inputs() -> Option<(Module, Vec<Array>, Vec<(String, Array)>)> {
+    let dir = tessel_tests::corpus_dir()?;
+    let step = parse_module_file(&dir.join("mnist_cnn_train_step_b8.hlo")).unwrap();
+    let mut inputs =
+        read_safetensors(dir.join("mnist_cnn_train_step_b8.loop5.inputs.safetensors")).unwrap();
+    inputs.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
+    let args = inputs.into_iter().map(|(_, a)| a).collect();
+    let want =
+        read_safetensors(dir.join("mnist_cnn_train_step_b8.loop5.outputs.safetensors")).unwrap();
+    Some((step, args, want))
+}
+
+#[test]
+fn the_mnist_cnn_loop_gives_jax_numbers() {
+    let (step, args, want) = corpus_loop_inputs().expect("the corpus is missing");
+    let lp = TrainingLoop::new(&step, 5, &[8, 9, 10]).unwrap();
+    let got = lp
+        .run(
+            vec![args],
+            &LoopOptions {
+                nan_check: true,
+                ..LoopOptions::default()
+            },
+        )
+        .unwrap()
+        .replica_outputs(0);
+    assert_eq!(got.len(), want.len());
+    for (key, w) in &want {
+        let g = &got[key.parse::<usize>().unwrap()];
+        assert_eq!(g.shape, w.shape, "output {key}");
+        let (g, w) = (f32_data(g), f32_data(w));
+        for (i, (a, b)) in g.iter().zip(w).enumerate() {
+            // The corpus tolerance, with 1e-3 relative for the convolutions' long sums.
+            assert!(
+                (a - b).abs() <= 1e-5 + 1e-3 * b.abs(),
+                "output {key}[{i}]: {a} vs JAX {b}"
+            );
+        }
+    }
+}
+
+/// A step whose root is not a tuple and has no per-iteration outputs: w <- w + x.
+#[test]
+fn a_single_output_step_loops_and_infeed_needs_a_feed() {
+    let step = parse_module(
+        "HloModule acc\n\nENTRY acc {\n  w = f32[2] parameter(0)\n  x = f32[2] parameter(1)\n  ROOT s = f32[2] add(w, x)\n}\n",
+        None,
+    )
+    .unwrap();
+    let lp = TrainingLoop::new(&step, 3, &[1]).unwrap();
+    assert_eq!(lp.signature.per_iteration_outputs, 0);
+    let args = vec![vec![
+        f32s(&[2], vec![1.0, 2.0]),
+        f32s(&[3, 2], vec![1.0, 10.0, 2.0, 20.0, 3.0, 30.0]),
+    ]];
+    let out = lp.run(args, &LoopOptions::default()).unwrap();
+    assert_eq!(out.carried[0], vec![f32s(&[2], vec![7.0, 62.0])]);
+    assert!(out.per_iteration[0].is_empty());
+    let e = tessel_compiler::interpreter::evaluate(
+        &lp.module,
+        &[Literal::Array(f32s(&[2], vec![0.0, 0.0]))],
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("infeed needs a host feed"), "{e}");
+}
