@@ -339,11 +339,16 @@ impl<'a, 'f> Vm<'a, 'f> {
     }
 
     pub fn logistic(&mut self, x: Value) -> Value {
+        // With e = exp(-|x|) <= 1 nothing overflows: 1 / (1 + e) for x >= 0, e / (1 + e) below.
         let one = self.f(1.0);
-        let nx = self.fb.ins().fneg(x);
+        let ax = self.fb.ins().fabs(x);
+        let nx = self.fb.ins().fneg(ax);
         let e = self.exp(nx);
         let d = self.fb.ins().fadd(one, e);
-        self.fb.ins().fdiv(one, d)
+        let zero = self.f(0.0);
+        let pos = self.fcmp(FloatCC::GreaterThanOrEqual, x, zero);
+        let num = self.sel(pos, one, e);
+        self.fb.ins().fdiv(num, d)
     }
 
     /// sin (`cos == false`) or cos of `x`: reduction by pi/2 in three parts, then the quadrant
