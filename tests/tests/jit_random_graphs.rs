@@ -38,7 +38,8 @@ impl G {
         self.n += 1;
         let name = format!("{}.{}", op.opcode_name(), self.n);
         let id = self.m.entry_mut().add(Instruction::new(name, op, Shape::array(ty, dims)), operands);
-        if ty == ElementType::F32 {
+        // Rank-0 results (a reduce of a vector) are not reused as operands.
+        if ty == ElementType::F32 && !dims.is_empty() {
             self.vals.push((id, dims.to_vec()));
         }
         id
