@@ -1,8 +1,13 @@
 //! tessel's compiler: the HLO IR and everything that reads, checks, transforms and evaluates it.
 
+pub mod autodiff;
 pub mod builder;
+pub mod dump;
 pub mod hlo_text;
 pub mod interpreter;
 pub mod ir;
+pub mod legality;
+pub mod passes;
 pub mod shape_inference;
+pub mod trace;
 pub mod verifier;

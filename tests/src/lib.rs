@@ -1,6 +1,9 @@
 //! Shared helpers for tessel's integration and golden tests.
 
 pub mod golden;
+pub mod modgen;
+pub mod numerics;
+pub mod pass_golden;
 
 use std::path::PathBuf;
 
@@ -28,3 +31,5 @@ pub fn corpus_files() -> Vec<PathBuf> {
 pub fn golden_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden")
 }
+pub mod broken_model;
+pub mod models;

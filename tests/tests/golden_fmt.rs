@@ -4,7 +4,8 @@
 //! Run with `TESSEL_BLESS=1` to rewrite the expected files, then review the diff.
 
 use std::path::Path;
-use tessel_compiler::hlo_text::{parse_module, print_module, PrintOptions};
+use tessel_compiler::hlo_text::{parse_module, parse_module_file, print_module, PrintOptions};
+use tessel_compiler::verifier::verify;
 use tessel_tests::golden::{compare, run_suite};
 use tessel_tests::{corpus_files, golden_dir};
 
@@ -32,12 +33,14 @@ fn canonical_text(path: &Path) -> String {
 
 #[test]
 fn hand_written_cases() {
-    run_suite(
-        &golden_dir().join("fmt"),
-        "hlo",
-        "canonical",
-        canonical_text,
-    );
+    run_suite(&golden_dir().join("fmt"), "hlo", "canonical", |path| {
+        // The cases are valid HLO, not just valid syntax.
+        let module = parse_module_file(path).unwrap_or_else(|e| panic!("{e}"));
+        if let Err(errors) = verify(&module) {
+            panic!("{}: {}", path.display(), errors[0]);
+        }
+        canonical_text(path)
+    });
 }
 
 #[test]

@@ -5,6 +5,7 @@ use tessel_compiler::hlo_text::{
     module_difference, parse_module, parse_module_file, print_module, PrintOptions,
 };
 use tessel_compiler::ir::Module;
+use tessel_compiler::verifier::verify;
 
 fn full() -> PrintOptions {
     PrintOptions { canonical: false }
@@ -64,6 +65,23 @@ fn canonical_text_round_trips() {
         assert!(!text.contains("StackFrames"), "{name}: no debug tables");
         let again = parse_module(&text, Some(&name)).unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert_eq!(print_module(&again, &canonical()), text, "{name}");
+    }
+}
+
+/// Modules read back from printed text pass the verifier (names unique in the module,
+/// shapes consistent), in full and canonical form.
+#[test]
+fn printed_text_verifies() {
+    for (name, _, m) in load_corpus() {
+        if let Err(errors) = verify(&m) {
+            panic!("{name} as JAX wrote it does not verify: {}", errors[0]);
+        }
+        for opts in [full(), canonical()] {
+            let again = parse_module(&print_module(&m, &opts), Some(&name)).unwrap();
+            if let Err(errors) = verify(&again) {
+                panic!("{name} printed with {opts:?}: {}", errors[0]);
+            }
+        }
     }
 }
 

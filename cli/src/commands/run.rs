@@ -1,7 +1,17 @@
 //! `tessel run FILE --inputs IN --outputs OUT [--backend interp|jit] [--replicas N] [--loop K --infeed I,J] [--repeat R]`
+//!
+//! Inputs are keyed `"0"`, `"1"`, ... by entry parameter number; outputs by the flattened
+//! leaves of the entry's root. With `--replicas N`, a shard_map module takes and gives the
+//! global arrays; a module that is already per-replica takes `"I"` for every replica, `"R/I"`
+//! overriding it for replica R, and writes `"R/I"`.
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
+use tessel_compiler::interpreter::{evaluate, evaluate_replicated};
+use tessel_compiler::ir::{Array, ArrayShape, Literal, Module, Shape};
+use tessel_runtime::host_io::{read_safetensors, write_safetensors};
+use tessel_runtime::shard_map::{is_shard_map_module, run_sharded, Mesh};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -22,6 +32,496 @@ pub struct RunArgs {
     pub repeat: Option<usize>,
 }
 
+/// What executes the module. The JIT plugs in here when the runtime offers it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Interp,
+    Jit,
+}
+
+impl Backend {
+    pub fn parse(name: &str) -> Result<Backend, String> {
+        match name {
+            "interp" => Ok(Backend::Interp),
+            "jit" => Ok(Backend::Jit),
+            other => Err(format!(
+                "unknown backend \"{other}\" (expected interp or jit)"
+            )),
+        }
+    }
+}
+
 pub fn run(args: &RunArgs) -> ExitCode {
-    super::fail(format!("run is not built yet ({})", args.file.display()))
+    match execute(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => super::fail(message),
+    }
+}
+
+fn execute(args: &RunArgs) -> Result<(), String> {
+    let backend = Backend::parse(&args.backend)?;
+    if args.loop_iterations.is_some() || !args.infeed.is_empty() {
+        return Err("--loop and --infeed are not supported yet".into());
+    }
+    if backend == Backend::Jit {
+        return Err("the jit backend is not available in this build (use --backend interp)".into());
+    }
+    if args.replicas == 0 {
+        return Err("--replicas must be at least 1".into());
+    }
+    if args.repeat == Some(0) {
+        return Err("--repeat must be at least 1".into());
+    }
+    let load_start = Instant::now();
+    let module =
+        tessel_compiler::hlo_text::parse_module_file(&args.file).map_err(|e| e.to_string())?;
+    if let Err(errors) = tessel_compiler::verifier::verify(&module) {
+        let list: Vec<String> = errors.iter().map(|e| format!("  {e}")).collect();
+        return Err(format!(
+            "{} is not a legal module:\n{}",
+            args.file.display(),
+            list.join("\n")
+        ));
+    }
+    // The interpreter has no compile step: parsing and verifying is what precedes a run.
+    let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
+    let inputs = read_safetensors(&args.inputs).map_err(|e| e.to_string())?;
+    let job = Job::new(&module, inputs, args.replicas)?;
+    let outputs = job.run()?;
+    if let Some(repeat) = args.repeat {
+        let mut times = Vec::with_capacity(repeat);
+        for _ in 0..repeat {
+            let start = Instant::now();
+            job.run()?;
+            times.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        println!("compile_ms: {compile_ms:.3}");
+        println!("run_ms_median: {:.3}", median(&times));
+    }
+    write_safetensors(&args.outputs, &outputs).map_err(|e| e.to_string())
+}
+
+fn median(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+/// A module with its arguments, ready to run (again).
+pub enum Job<'m> {
+    /// One replica.
+    Single {
+        module: &'m Module,
+        args: Vec<Literal>,
+    },
+    /// A shard_map module on N replicas with global arguments.
+    Sharded {
+        module: &'m Module,
+        args: Vec<Array>,
+        replicas: usize,
+    },
+    /// A per-replica module on N replicas: `args[r]` are replica r's arguments.
+    Replicated {
+        module: &'m Module,
+        args: Vec<Vec<Literal>>,
+    },
+}
+
+impl<'m> Job<'m> {
+    pub fn new(
+        module: &'m Module,
+        inputs: Vec<(String, Array)>,
+        replicas: usize,
+    ) -> Result<Job<'m>, String> {
+        let params = entry_parameters(module)?;
+        if is_shard_map_module(module) {
+            let mesh = Mesh::of_module(module).map_err(|e| e.to_string())?;
+            if mesh.device_count() != replicas {
+                return Err(format!(
+                    "this shard_map module runs on {} replicas (its mesh {}); pass --replicas {}",
+                    mesh.device_count(),
+                    mesh.axes
+                        .iter()
+                        .map(|(n, s)| format!("\"{n}\"={s}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    mesh.device_count()
+                ));
+            }
+            let args = match_inputs(&params, inputs)?;
+            return Ok(Job::Sharded {
+                module,
+                args,
+                replicas,
+            });
+        }
+        if replicas == 1 {
+            let args = match_inputs(&params, inputs)?
+                .into_iter()
+                .map(Literal::Array)
+                .collect();
+            return Ok(Job::Single { module, args });
+        }
+        let args = match_replica_inputs(&params, inputs, replicas)?;
+        Ok(Job::Replicated { module, args })
+    }
+
+    /// Runs once; returns the outputs keyed as `tessel run` writes them.
+    pub fn run(&self) -> Result<Vec<(String, Array)>, String> {
+        let leaves = |l: &Literal| -> Vec<Array> { l.leaves().into_iter().cloned().collect() };
+        match self {
+            Job::Single { module, args } => {
+                let out = evaluate(module, args).map_err(|e| e.to_string())?;
+                Ok(keyed(None, leaves(&out)))
+            }
+            Job::Sharded {
+                module,
+                args,
+                replicas,
+            } => {
+                let out = run_sharded(module, args, *replicas).map_err(|e| e.to_string())?;
+                Ok(keyed(None, out))
+            }
+            Job::Replicated { module, args } => {
+                let outs = evaluate_replicated(module, args.clone()).map_err(|e| e.to_string())?;
+                Ok(outs
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(r, o)| keyed(Some(r), leaves(o)))
+                    .collect())
+            }
+        }
+    }
+}
+
+fn keyed(replica: Option<usize>, arrays: Vec<Array>) -> Vec<(String, Array)> {
+    arrays
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| match replica {
+            Some(r) => (format!("{r}/{i}"), a),
+            None => (i.to_string(), a),
+        })
+        .collect()
+}
+
+/// A shape as text without layout: `f32[2,3]`.
+fn text(shape: &ArrayShape) -> String {
+    Shape::Array(shape.clone()).to_text(false)
+}
+
+/// One entry parameter: its name and array shape.
+pub struct Parameter {
+    pub name: String,
+    pub shape: ArrayShape,
+}
+
+fn entry_parameters(module: &Module) -> Result<Vec<Parameter>, String> {
+    let e = module.entry();
+    e.parameters()
+        .into_iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let p = e.get(id);
+            match &p.shape {
+                Shape::Array(a) => Ok(Parameter {
+                    name: p.name.clone(),
+                    shape: a.clone(),
+                }),
+                other => Err(format!(
+                    "parameter {i} ({}) has shape {}, which cannot be read from a safetensors file",
+                    p.name,
+                    other.to_text(false)
+                )),
+            }
+        })
+        .collect()
+}
+
+fn check_input(key: &str, a: &Array, i: usize, p: &Parameter) -> Result<(), String> {
+    if a.shape.element_type != p.shape.element_type || a.shape.dims != p.shape.dims {
+        return Err(format!(
+            "input \"{key}\" is {} but parameter {i} ({}) is {}",
+            text(&a.shape),
+            p.name,
+            text(&p.shape)
+        ));
+    }
+    Ok(())
+}
+
+fn describe_params(params: &[Parameter]) -> String {
+    params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("\"{i}\": {} {}", p.name, text(&p.shape)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Inputs keyed "0".."N-1", one per parameter, each of the parameter's shape.
+pub fn match_inputs(
+    params: &[Parameter],
+    inputs: Vec<(String, Array)>,
+) -> Result<Vec<Array>, String> {
+    let mut slots: Vec<Option<Array>> = vec![None; params.len()];
+    for (key, a) in inputs {
+        let i = key
+            .parse::<usize>()
+            .ok()
+            .filter(|&i| i < params.len())
+            .ok_or_else(|| {
+                format!(
+                    "extra input \"{key}\": the module has {} parameters ({})",
+                    params.len(),
+                    describe_params(params)
+                )
+            })?;
+        check_input(&key, &a, i, &params[i])?;
+        slots[i] = Some(a);
+    }
+    slots
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            s.ok_or_else(|| {
+                format!(
+                    "missing input \"{i}\" for parameter {i} ({} {})",
+                    params[i].name,
+                    text(&params[i].shape)
+                )
+            })
+        })
+        .collect()
+}
+
+/// Per-replica inputs: `"I"` for every replica, `"R/I"` overriding it for replica R.
+pub fn match_replica_inputs(
+    params: &[Parameter],
+    inputs: Vec<(String, Array)>,
+    replicas: usize,
+) -> Result<Vec<Vec<Literal>>, String> {
+    let mut shared: Vec<Option<Array>> = vec![None; params.len()];
+    let mut own: Vec<Vec<Option<Array>>> = vec![vec![None; params.len()]; replicas];
+    for (key, a) in inputs {
+        let (replica, index) = match key.split_once('/') {
+            Some((r, i)) => (Some(r), i),
+            None => (None, key.as_str()),
+        };
+        let i = index
+            .parse::<usize>()
+            .ok()
+            .filter(|&i| i < params.len())
+            .ok_or_else(|| {
+                format!(
+                    "extra input \"{key}\": the module has {} parameters ({})",
+                    params.len(),
+                    describe_params(params)
+                )
+            })?;
+        check_input(&key, &a, i, &params[i])?;
+        match replica {
+            None => shared[i] = Some(a),
+            Some(r) => {
+                let r = r.parse::<usize>().ok().filter(|&r| r < replicas).ok_or_else(|| {
+                    format!("input \"{key}\" names a replica that does not run ({replicas} replicas)")
+                })?;
+                own[r][i] = Some(a);
+            }
+        }
+    }
+    own.into_iter()
+        .enumerate()
+        .map(|(r, slots)| {
+            slots
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    s.or_else(|| shared[i].clone()).map(Literal::Array).ok_or_else(|| {
+                        format!(
+                            "missing input \"{i}\" (or \"{r}/{i}\") for parameter {i} ({} {}) of replica {r}",
+                            params[i].name,
+                            text(&params[i].shape)
+                        )
+                    })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessel_compiler::ir::ElementType;
+
+    fn params() -> Vec<Parameter> {
+        vec![
+            Parameter {
+                name: "w.1".into(),
+                shape: ArrayShape::new(ElementType::F32, &[2]),
+            },
+            Parameter {
+                name: "x.1".into(),
+                shape: ArrayShape::new(ElementType::S32, &[]),
+            },
+        ]
+    }
+
+    fn f(v: &[f32]) -> Array {
+        Array::f32(&[v.len() as i64], v.to_vec())
+    }
+
+    #[test]
+    fn inputs_are_matched_by_parameter_number() {
+        let got = match_inputs(
+            &params(),
+            vec![
+                ("1".into(), Array::scalar_s32(3)),
+                ("0".into(), f(&[1., 2.])),
+            ],
+        )
+        .unwrap();
+        assert_eq!(got, vec![f(&[1., 2.]), Array::scalar_s32(3)]);
+    }
+
+    #[test]
+    fn missing_extra_and_mismatched_inputs_are_explained() {
+        let e = match_inputs(&params(), vec![("0".into(), f(&[1., 2.]))]).unwrap_err();
+        assert!(
+            e.contains("missing input \"1\"") && e.contains("x.1"),
+            "{e}"
+        );
+        let e = match_inputs(
+            &params(),
+            vec![
+                ("0".into(), f(&[1., 2.])),
+                ("1".into(), Array::scalar_s32(3)),
+                ("2".into(), f(&[1.])),
+            ],
+        )
+        .unwrap_err();
+        assert!(e.contains("extra input \"2\""), "{e}");
+        let e = match_inputs(&params(), vec![("0".into(), f(&[1., 2., 3.]))]).unwrap_err();
+        assert!(
+            e.contains("f32[3]") && e.contains("w.1") && e.contains("f32[2]"),
+            "{e}"
+        );
+        let e = match_inputs(&params(), vec![("1".into(), Array::scalar_f32(3.))]).unwrap_err();
+        assert!(e.contains("f32[]") && e.contains("s32[]"), "{e}");
+    }
+
+    #[test]
+    fn replica_inputs_override_shared_ones() {
+        let got = match_replica_inputs(
+            &params(),
+            vec![
+                ("0".into(), f(&[1., 2.])),
+                ("1".into(), Array::scalar_s32(0)),
+                ("1/1".into(), Array::scalar_s32(7)),
+            ],
+            2,
+        )
+        .unwrap();
+        assert_eq!(got[0][1], Literal::Array(Array::scalar_s32(0)));
+        assert_eq!(got[1][1], Literal::Array(Array::scalar_s32(7)));
+        assert_eq!(got[1][0], Literal::Array(f(&[1., 2.])));
+        let e = match_replica_inputs(&params(), vec![("5/0".into(), f(&[1., 2.]))], 2).unwrap_err();
+        assert!(e.contains("does not run"), "{e}");
+    }
+
+    #[test]
+    fn backends_are_named() {
+        assert_eq!(Backend::parse("interp"), Ok(Backend::Interp));
+        assert_eq!(Backend::parse("jit"), Ok(Backend::Jit));
+        assert!(Backend::parse("gpu").unwrap_err().contains("gpu"));
+    }
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("tessel-run-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn args(file: PathBuf, inputs: PathBuf, outputs: PathBuf, replicas: usize) -> RunArgs {
+        RunArgs {
+            file,
+            inputs,
+            outputs,
+            backend: "interp".into(),
+            replicas,
+            loop_iterations: None,
+            infeed: vec![],
+            repeat: None,
+        }
+    }
+
+    #[test]
+    fn per_replica_module_reads_shared_and_overridden_inputs() {
+        let dir = temp_dir("replicas");
+        let hlo = dir.join("m.hlo");
+        std::fs::write(
+            &hlo,
+            "HloModule per_replica\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n\
+             ENTRY main {\n  x = f32[2] parameter(0)\n  ROOT r = f32[2] all-reduce(x), replica_groups={}, to_apply=add\n}\n",
+        )
+        .unwrap();
+        let inputs = dir.join("in.safetensors");
+        write_safetensors(
+            &inputs,
+            &[("0".into(), f(&[1., 2.])), ("1/0".into(), f(&[10., 20.]))],
+        )
+        .unwrap();
+        let outputs = dir.join("out.safetensors");
+        execute(&args(hlo, inputs, outputs.clone(), 2)).unwrap();
+        let mut out = read_safetensors(&outputs).unwrap();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            out,
+            vec![
+                ("0/0".into(), f(&[11., 22.])),
+                ("1/0".into(), f(&[11., 22.]))
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_files_are_explained() {
+        let dir = temp_dir("bad");
+        let hlo = dir.join("m.hlo");
+        std::fs::write(
+            &hlo,
+            "HloModule m\n\nENTRY main {\n  ROOT x = f32[2] parameter(0)\n}\n",
+        )
+        .unwrap();
+        let not_tensors = dir.join("in.safetensors");
+        std::fs::write(&not_tensors, b"not a tensor file").unwrap();
+        let out = dir.join("out.safetensors");
+        let e = execute(&args(hlo.clone(), not_tensors, out.clone(), 1)).unwrap_err();
+        assert!(e.contains("not a safetensors file"), "{e}");
+        let garbage = dir.join("bad.hlo");
+        std::fs::write(&garbage, "HloModule m\nENTRY {").unwrap();
+        let inputs = dir.join("ok.safetensors");
+        write_safetensors(&inputs, &[("0".into(), f(&[1., 2.]))]).unwrap();
+        assert!(execute(&args(garbage, inputs.clone(), out.clone(), 1)).is_err());
+        let mut jit = args(hlo.clone(), inputs.clone(), out.clone(), 1);
+        jit.backend = "jit".into();
+        assert!(execute(&jit)
+            .unwrap_err()
+            .contains("jit backend is not available"));
+        let mut looped = args(hlo.clone(), inputs.clone(), out.clone(), 1);
+        looped.loop_iterations = Some(3);
+        assert!(execute(&looped).unwrap_err().contains("not supported yet"));
+        execute(&args(hlo, inputs, out.clone(), 1)).unwrap();
+        assert_eq!(
+            read_safetensors(&out).unwrap(),
+            vec![("0".into(), f(&[1., 2.]))]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -34,6 +34,9 @@ use lexer::Cursor;
 /// Parses HLO module text. `file_name` is used in error messages.
 pub fn parse_module(text: &str, file_name: Option<&str>) -> Result<Module, ParseError> {
     let mut cursor = Cursor::new(text, file_name);
+    if text.starts_with('\u{feff}') {
+        cursor.pos = '\u{feff}'.len_utf8(); // a byte-order mark some editors write
+    }
     let raw = parser::parse_raw(&mut cursor)?;
     assemble::assemble(&cursor, raw)
 }
@@ -68,3 +71,9 @@ pub fn parse_frontend_attributes(text: &str) -> Result<Vec<(String, String)>, Pa
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod round_trip_props;

@@ -185,7 +185,7 @@ impl<'a> OpBuilder<'a, '_> {
             };
         }
         let op = match raw.opcode {
-            "parameter" | "constant" => unreachable_text(c, raw)?,
+            "parameter" | "constant" => malformed(c, raw)?,
             "iota" => Op::Iota {
                 dimension: self.int(bag, raw, "iota_dimension")?,
             },
@@ -409,7 +409,67 @@ impl<'a> OpBuilder<'a, '_> {
     }
 }
 
-fn unreachable_text(c: &Cursor, raw: &RawInstr) -> PResult<Op> {
+/// Fails with "unknown opcode" (or "not supported") for a name that is no op of the IR.
+pub(crate) fn check_opcode(name: &str) -> Result<(), String> {
+    const NAMED: &[&str] = &[
+        "parameter",
+        "constant",
+        "iota",
+        "broadcast",
+        "reshape",
+        "bitcast",
+        "transpose",
+        "slice",
+        "dynamic-slice",
+        "dynamic-update-slice",
+        "concatenate",
+        "pad",
+        "reverse",
+        "convert",
+        "bitcast-convert",
+        "copy",
+        "compare",
+        "select",
+        "clamp",
+        "reduce",
+        "reduce-window",
+        "select-and-scatter",
+        "dot",
+        "convolution",
+        "tuple",
+        "get-tuple-element",
+        "call",
+        "while",
+        "conditional",
+        "all-reduce",
+        "all-gather",
+        "reduce-scatter",
+        "collective-permute",
+        "replica-id",
+        "partition-id",
+        "infeed",
+        "outfeed",
+        "after-all",
+        "custom-call",
+        "fusion",
+    ];
+    if NAMED.contains(&name)
+        || UnaryOp::from_name(name).is_some()
+        || BinaryOp::from_name(name).is_some()
+    {
+        Ok(())
+    } else if XLA_OPCODES_NOT_SUPPORTED.contains(&name) {
+        Err(format!(
+            "the XLA opcode `{name}` is not supported by tessel"
+        ))
+    } else {
+        Err(format!("unknown opcode `{name}`"))
+    }
+}
+
+/// `parameter` and `constant` are read as text by the parser; written any other way they are
+/// malformed.
+fn malformed(c: &Cursor, raw: &RawInstr) -> PResult<Op> {
     Err(c.error_at(raw.opcode_at, format!("malformed `{}`", raw.opcode)))
 }
 

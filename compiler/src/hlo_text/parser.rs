@@ -4,6 +4,7 @@
 
 use super::attributes::parse_frontend_attributes;
 use super::lexer::{Cursor, PResult};
+use super::ops::check_opcode;
 use super::shape_text::parse_shape;
 use crate::ir::{DebugInfo, ElementType, FileLocation, Shape, StackFrame};
 
@@ -296,6 +297,7 @@ fn parse_instruction<'a>(c: &mut Cursor<'a>) -> PResult<RawInstr<'a>> {
     if opcode.is_empty() {
         return Err(c.error(format!("expected an opcode, found {}", c.describe_next())));
     }
+    check_opcode(opcode).map_err(|m| c.error_at(opcode_at, m))?;
     c.skip_ws();
     if c.peek() != Some(b'(') {
         return Err(c.error(format!(

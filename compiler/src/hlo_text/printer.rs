@@ -48,7 +48,8 @@ pub fn print_instruction(m: &Module, comp: ComputationId, id: InstrId) -> String
 fn write_header(out: &mut String, m: &Module) {
     let _ = write!(out, "HloModule {}", m.name);
     let entry = m.entry();
-    if entry.has_root() {
+    // A module being built (or broken by a pass) may lack a root; print what there is.
+    if entry.has_root() && entry.contains(entry.root()) {
         let (params, result) = m.entry_signature();
         let params: Vec<String> = params.iter().map(shape_to_text).collect();
         let _ = write!(
@@ -179,6 +180,9 @@ fn instruction_line(
     let mut attrs = op_attributes(comp, id, names);
     let mut backend_config = None;
     for (k, v) in &instr.extra_attrs {
+        if matches!(instr.op, Op::Outfeed { .. }) && k == "outfeed_shape" {
+            continue; // printed with the op's attributes
+        }
         if k == "backend_config" {
             backend_config = Some(v.clone());
         } else {
@@ -382,6 +386,10 @@ fn op_attributes(comp: &Computation, id: InstrId, names: &Names) -> Vec<String> 
             }
         }
         Op::Outfeed { config } => {
+            // XLA writes the kept `outfeed_shape` before the config.
+            if let Some(shape) = instr.extra_attr("outfeed_shape") {
+                a.push(format!("outfeed_shape={shape}"));
+            }
             if !config.is_empty() {
                 a.push(format!("outfeed_config={}", quote(config)));
             }

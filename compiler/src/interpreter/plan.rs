@@ -32,7 +32,7 @@ impl Plan {
     pub(crate) fn new(module: &Module, comp: ComputationId) -> Plan {
         let c = module.computation(comp);
         let order = if c.has_root() {
-            c.post_order()
+            reachable_from_root(c)
         } else {
             Vec::new()
         };
@@ -53,6 +53,22 @@ impl Plan {
             scalar_fn: recognise_scalar_fn(module, comp),
         }
     }
+}
+
+/// The instructions the root depends on, in topological order: dead code is not evaluated
+/// (so it cannot fail or cost time), as in XLA where it would be removed.
+fn reachable_from_root(c: &crate::ir::Computation) -> Vec<crate::ir::InstrId> {
+    let mut live = hashbrown::HashSet::new();
+    let mut stack = vec![c.root()];
+    while let Some(id) = stack.pop() {
+        if live.insert(id) {
+            stack.extend(c.get(id).operands().iter().copied());
+        }
+    }
+    c.post_order()
+        .into_iter()
+        .filter(|id| live.contains(id))
+        .collect()
 }
 
 fn recognise_scalar_fn(module: &Module, comp: ComputationId) -> Option<ScalarFn> {

@@ -218,6 +218,17 @@ impl Computation {
         self.order = self.post_order();
     }
 
+    /// Replaces the stored order with `order` (a scheduler's choice). `order` must hold every
+    /// instruction exactly once; it should be topological, as printing and evaluation follow it.
+    pub fn set_order(&mut self, order: Vec<InstrId>) {
+        assert_eq!(
+            order.len(),
+            self.graph.node_count(),
+            "order must list every instruction"
+        );
+        self.order = order;
+    }
+
     /// Iterates `(id, instruction)` in topological order.
     pub fn instructions(&self) -> impl Iterator<Item = (InstrId, &Instruction)> + '_ {
         self.post_order()

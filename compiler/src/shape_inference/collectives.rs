@@ -30,6 +30,19 @@ fn device_count(module: &Module, attrs: &CollectiveAttrs) -> Option<i64> {
 /// the same size (the result shape depends on it).
 fn check_groups(name: &str, module: &Module, attrs: &CollectiveAttrs, uniform: bool) -> Result<()> {
     let groups = &attrs.replica_groups;
+    // XLA's group modes: global device ids (flattened ids) need a channel and explicit groups.
+    if attrs.use_global_device_ids && attrs.channel_id.is_none() {
+        return err(format!(
+            "{name}: use_global_device_ids=true needs a channel_id (device ids are global only \
+             across a channel)"
+        ));
+    }
+    if attrs.use_global_device_ids && groups.is_empty() {
+        return err(format!(
+            "{name}: use_global_device_ids=true needs explicit replica_groups, got {}",
+            groups_text(groups)
+        ));
+    }
     let count = device_count(module, attrs);
     let mut seen = std::collections::HashSet::new();
     for g in groups {
@@ -290,6 +303,23 @@ mod tests {
         assert!(e.message.contains("(s32[], s32[]) -> s32[]"), "{e}");
         let e = all_reduce(&m, &groups(&[&[0, 1], &[1, 2]]), sum, &[&x]).unwrap_err();
         assert!(e.message.contains("names device 1 twice"), "{e}");
+        let global = CollectiveAttrs {
+            use_global_device_ids: true,
+            ..attrs.clone()
+        };
+        let e = all_reduce(&m, &global, sum, &[&x]).unwrap_err();
+        assert!(e.message.contains("needs a channel_id"), "{e}");
+        let channel = CollectiveAttrs {
+            channel_id: Some(1),
+            ..global.clone()
+        };
+        assert_eq!(all_reduce(&m, &channel, sum, &[&x]).unwrap(), x);
+        let no_groups = CollectiveAttrs {
+            replica_groups: vec![],
+            ..channel
+        };
+        let e = all_reduce(&m, &no_groups, sum, &[&x]).unwrap_err();
+        assert!(e.message.contains("needs explicit replica_groups"), "{e}");
         m.replica_count = Some(2);
         let e = all_reduce(&m, &attrs, sum, &[&x]).unwrap_err();
         assert!(e.message.contains("names device 2"), "{e}");

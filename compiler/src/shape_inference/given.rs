@@ -72,8 +72,13 @@ pub fn check_given_shape(
 }
 
 fn mismatch(op: &Op, operands: &[&Shape], inferred: &Shape, result: &Shape) -> Result<()> {
+    let (noun, verb) = if operands.len() == 1 {
+        ("operand", "gives")
+    } else {
+        ("operands", "give")
+    };
     err(format!(
-        "{}: the result shape is {}, but operands {} give {}",
+        "{}: the result shape is {}, but {noun} {} {verb} {}",
         op.opcode_name(),
         text(result),
         list(operands),
@@ -146,6 +151,14 @@ mod tests {
         let c = Op::Constant(Literal::Array(Array::f32(&[2], vec![1.0, 2.0])));
         assert!(check_given_shape(&m, &c, &[], &s(F32, &[2])).is_ok());
         assert!(check_given_shape(&m, &c, &[], &s(F32, &[3])).is_err());
+        let neg = Op::Unary(crate::ir::UnaryOp::Negate);
+        let e = check_given_shape(&m, &neg, &[&x], &s(F32, &[3])).unwrap_err();
+        assert!(
+            e.message.contains(
+                "negate: the result shape is f32[3], but operand f32[2,3] gives f32[2,3]"
+            ),
+            "{e}"
+        );
         assert!(check_given_shape(&m, &Op::Parameter(0), &[], &x).is_ok());
         assert!(check_given_shape(&m, &Op::Parameter(0), &[&x], &x).is_err());
         assert!(check_given_shape(&m, &Op::Reshape, &[&x], &s(F32, &[6])).is_ok());

@@ -209,3 +209,43 @@ fn arguments_are_checked_against_parameters() {
     let e = evaluate(&m, &[]).unwrap_err();
     assert!(e.message.contains("takes 1 arguments, 0 given"), "{e}");
 }
+
+#[test]
+fn dead_code_is_not_evaluated() {
+    let mut b = ModuleBuilder::new();
+    let x = b.param(0, Shape::scalar(ElementType::F32));
+    // An instruction nothing uses, which would fail if it ran.
+    b.op(
+        Op::CustomCall {
+            target: "never_run".into(),
+            has_side_effect: false,
+            backend_config: None,
+            called: vec![],
+        },
+        Shape::scalar(ElementType::F32),
+        &[x],
+    );
+    let neg = b.op(
+        Op::Unary(crate::ir::UnaryOp::Negate),
+        Shape::scalar(ElementType::F32),
+        &[x],
+    );
+    let m = b.finish(neg);
+    assert_eq!(as_f32(&run_array(&m, &[Array::scalar_f32(2.0)])), &[-2.0]);
+}
+
+#[test]
+fn evaluate_computation_runs_a_called_computation() {
+    let mut b = ModuleBuilder::new();
+    let mul = b.binary_computation(BinaryOp::Multiply, ElementType::F32);
+    let x = b.param(0, Shape::scalar(ElementType::F32));
+    let m = b.finish(x);
+    let args = [
+        Literal::Array(Array::scalar_f32(3.0)),
+        Literal::Array(Array::scalar_f32(4.0)),
+    ];
+    let r = super::super::evaluate_computation(&m, mul, &args).unwrap();
+    assert_eq!(r, Literal::Array(Array::scalar_f32(12.0)));
+    let e = super::super::evaluate_computation(&m, ComputationId(9), &args).unwrap_err();
+    assert!(e.message.contains("does not exist"), "{e}");
+}

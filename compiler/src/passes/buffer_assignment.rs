@@ -1,0 +1,647 @@
+//! Buffer assignment: which memory each value lives in.
+//!
+//! The module is laid out on one timeline: the entry's scheduled instructions, with a loop's
+//! condition and body (and a call's callee) spliced in where the loop runs. Every array value
+//! an instruction defines is a *value*; views (`tuple`, `get-tuple-element`, `bitcast`,
+//! `reshape`, and parameters of called computations) name existing values instead of
+//! defining new ones. A value is live from the instruction that defines it to its last use.
+//!
+//! Values then share *buffers*:
+//! - in place: an elementwise op (or a fusion that reads that operand elementwise, or a
+//!   dynamic-update-slice's target) writes its result over an operand of the same size
+//!   whose last use it is;
+//! - loop state stays in place: each while state element gets one buffer for the whole loop,
+//!   taken over from the initial value when that value dies at the loop, and the body writes
+//!   its new value of the element into the same buffer when the old value is dead by then.
+//!
+//! Finally buffers whose live ranges overlap get disjoint offsets (largest first, lowest
+//! offset that fits); `peak_bytes` is the end of the highest buffer.
+
+use super::scheduling::is_alias;
+use super::util::code_computations;
+use crate::ir::{ComputationId, InstrId, Module, Op, Shape};
+use hashbrown::HashMap;
+use std::fmt::Write;
+
+/// Offsets and sizes are kept at this alignment.
+pub const ALIGNMENT: i64 = 16;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufferKind {
+    /// An argument of the entry: owned by the caller, live throughout.
+    Parameter,
+    /// A constant: live throughout.
+    Constant,
+    /// A value computed by the module.
+    Temporary,
+}
+
+#[derive(Clone, Debug)]
+pub struct Buffer {
+    pub size: i64,
+    pub offset: i64,
+    /// First and last timeline positions at which the buffer holds a needed value.
+    pub live_range: (usize, usize),
+    /// The values stored in this buffer, in definition order (`name` or `name{leaf}`).
+    pub values: Vec<String>,
+    pub kind: BufferKind,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct BufferAssignment {
+    pub buffers: Vec<Buffer>,
+    /// Bytes needed with the assigned offsets (the end of the highest buffer).
+    pub peak_bytes: i64,
+    /// Bytes needed if no two buffers shared memory (sizes rounded up to [`ALIGNMENT`]).
+    pub total_bytes: i64,
+    /// Largest total size of buffers live at one position: no offset assignment of these
+    /// buffers can need less.
+    pub lower_bound_bytes: i64,
+    /// Bytes needed if every value had a buffer of its own (no in-place sharing).
+    pub unshared_values_bytes: i64,
+    /// The timeline: `computation/instruction` at each position.
+    pub timeline: Vec<String>,
+}
+
+fn align(n: i64) -> i64 {
+    (n + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT
+}
+
+/// One array value.
+struct Value {
+    name: String,
+    size: i64,
+    def: usize,
+    kind: BufferKind,
+    last_use: usize,
+}
+
+/// Where a loop runs on the timeline.
+struct LoopSpan {
+    comp: ComputationId,
+    instr: InstrId,
+    start: usize,
+    body: ComputationId,
+    body_range: (usize, usize),
+    state: Vec<usize>,
+}
+
+struct Builder<'m> {
+    m: &'m Module,
+    values: Vec<Value>,
+    /// Array values of every instruction on the timeline, one per leaf.
+    leaves: HashMap<(ComputationId, InstrId), Vec<usize>>,
+    /// Instruction at each position.
+    timeline: Vec<(ComputationId, InstrId)>,
+    /// Positions at which each value is read.
+    loops: Vec<LoopSpan>,
+    /// Values bound to the parameters of the computation being walked.
+    param_bindings: HashMap<ComputationId, Vec<usize>>,
+}
+
+impl<'m> Builder<'m> {
+    fn new_value(&mut self, name: String, size: i64, def: usize, kind: BufferKind) -> usize {
+        self.values.push(Value {
+            name,
+            size,
+            def,
+            kind,
+            last_use: def,
+        });
+        self.values.len() - 1
+    }
+
+    fn use_values(&mut self, vs: &[usize], pos: usize) {
+        for &v in vs {
+            let lu = &mut self.values[v].last_use;
+            *lu = (*lu).max(pos);
+        }
+    }
+
+    fn leaves_of(&self, c: ComputationId, id: InstrId) -> Vec<usize> {
+        self.leaves.get(&(c, id)).cloned().unwrap_or_default()
+    }
+
+    fn define_all(
+        &mut self,
+        c: ComputationId,
+        id: InstrId,
+        pos: usize,
+        kind: BufferKind,
+    ) -> Vec<usize> {
+        let instr = self.m.computation(c).get(id);
+        let shape = instr.shape.clone();
+        let name = instr.name.clone();
+        let leaves = shape.leaves();
+        let many = leaves.len() > 1 || shape.is_tuple();
+        leaves
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let n = if many {
+                    format!("{name}{{{i}}}")
+                } else {
+                    name.clone()
+                };
+                (n, a.byte_size())
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|(n, size)| self.new_value(n, size, pos, kind))
+            .collect()
+    }
+
+    fn walk(&mut self, cid: ComputationId) {
+        let c = self.m.computation(cid);
+        for id in c.post_order() {
+            if self.leaves.contains_key(&(cid, id)) {
+                continue;
+            }
+            let instr = c.get(id);
+            let operand_leaves: Vec<Vec<usize>> = instr
+                .operands()
+                .iter()
+                .map(|&o| self.leaves_of(cid, o))
+                .collect();
+            let out = match &instr.op {
+                Op::Parameter(n) => match self.param_bindings.get(&cid) {
+                    Some(bound) => {
+                        let counts = leaf_counts(&Shape::Tuple(param_shapes(self.m, cid)));
+                        let start: usize = counts[..*n as usize].iter().sum();
+                        bound[start..start + counts[*n as usize]].to_vec()
+                    }
+                    None => self.define_all(cid, id, 0, BufferKind::Parameter),
+                },
+                Op::Constant(_) => self.define_all(cid, id, 0, BufferKind::Constant),
+                Op::Tuple => operand_leaves.concat(),
+                Op::GetTupleElement { index } => {
+                    let src = c.get(instr.operand(0)).shape.clone();
+                    let counts = leaf_counts(&src);
+                    let start: usize = counts[..*index as usize].iter().sum();
+                    operand_leaves[0][start..start + counts[*index as usize]].to_vec()
+                }
+                Op::Bitcast | Op::Reshape => operand_leaves[0].clone(),
+                Op::While { condition, body } => {
+                    let start = self.timeline.len();
+                    self.timeline.push((cid, id));
+                    self.use_values(&operand_leaves[0], start);
+                    let state = self.define_all(cid, id, start, BufferKind::Temporary);
+                    let flat = state.clone();
+                    self.param_bindings.insert(*condition, flat.clone());
+                    self.param_bindings.insert(*body, flat);
+                    self.walk(*condition);
+                    let cond_root =
+                        self.leaves_of(*condition, self.m.computation(*condition).root());
+                    let body_start = self.timeline.len();
+                    self.walk(*body);
+                    let body_end = self.timeline.len().saturating_sub(1).max(body_start);
+                    let body_root = self.leaves_of(*body, self.m.computation(*body).root());
+                    let end = self.timeline.len();
+                    self.timeline.push((cid, id));
+                    self.use_values(&cond_root, end);
+                    self.use_values(&body_root, end);
+                    self.use_values(&state, end);
+                    self.loops.push(LoopSpan {
+                        comp: cid,
+                        instr: id,
+                        start,
+                        body: *body,
+                        body_range: (body_start, body_end),
+                        state: state.clone(),
+                    });
+                    self.leaves.insert((cid, id), state.clone());
+                    continue;
+                }
+                Op::Call { to_apply } => {
+                    self.param_bindings
+                        .insert(*to_apply, operand_leaves.concat());
+                    self.walk(*to_apply);
+                    self.leaves_of(*to_apply, self.m.computation(*to_apply).root())
+                }
+                Op::Conditional { branches } => {
+                    for (k, &b) in branches.iter().enumerate() {
+                        self.param_bindings.insert(b, operand_leaves[k + 1].clone());
+                        self.walk(b);
+                    }
+                    let pos = self.timeline.len();
+                    self.timeline.push((cid, id));
+                    for &b in branches {
+                        let r = self.leaves_of(b, self.m.computation(b).root());
+                        self.use_values(&r, pos);
+                    }
+                    self.use_values(&operand_leaves[0], pos);
+                    let out = self.define_all(cid, id, pos, BufferKind::Temporary);
+                    self.leaves.insert((cid, id), out);
+                    continue;
+                }
+                _ => {
+                    let pos = self.timeline.len();
+                    self.timeline.push((cid, id));
+                    self.use_values(&operand_leaves.concat(), pos);
+                    self.define_all(cid, id, pos, BufferKind::Temporary)
+                }
+            };
+            self.leaves.insert((cid, id), out);
+        }
+    }
+}
+
+fn param_shapes(m: &Module, cid: ComputationId) -> Vec<Shape> {
+    let c = m.computation(cid);
+    c.parameters()
+        .iter()
+        .map(|&p| c.get(p).shape.clone())
+        .collect()
+}
+
+/// Number of array leaves in each element of a tuple shape (or 1 for an array).
+fn leaf_counts(s: &Shape) -> Vec<usize> {
+    match s {
+        Shape::Tuple(t) => t.iter().map(|e| e.leaves().len()).collect(),
+        _ => vec![s.leaves().len()],
+    }
+}
+
+/// Union-find over values.
+struct Sets {
+    parent: Vec<usize>,
+}
+
+impl Sets {
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.parent[x] != x {
+            self.parent[x] = self.parent[self.parent[x]];
+            x = self.parent[x];
+        }
+        x
+    }
+}
+
+/// Whether `id` may write its result over operand `k`: it reads element i of that operand
+/// only to compute element i of its result.
+fn writes_in_place(m: &Module, cid: ComputationId, id: InstrId, k: usize) -> bool {
+    let c = m.computation(cid);
+    let instr = c.get(id);
+    match &instr.op {
+        op if op.is_elementwise() => true,
+        Op::DynamicUpdateSlice => k == 0,
+        Op::Fusion { calls, .. } => {
+            let f = m.computation(*calls);
+            let Some(p) = f.parameter(k as u32) else {
+                return false;
+            };
+            // Every path from the parameter to the root must be elementwise.
+            let mut stack = vec![p];
+            while let Some(x) = stack.pop() {
+                if x == f.root() {
+                    continue;
+                }
+                for u in f.users(x) {
+                    if !f.get(u).op.is_elementwise() {
+                        return false;
+                    }
+                    stack.push(u);
+                }
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Assigns buffers to every value of the module, following its current schedule.
+pub fn assign_buffers(m: &Module) -> BufferAssignment {
+    let mut b = Builder {
+        m,
+        values: Vec::new(),
+        leaves: HashMap::new(),
+        timeline: Vec::new(),
+        loops: Vec::new(),
+        param_bindings: HashMap::new(),
+    };
+    b.walk(m.entry);
+    let end = b.timeline.len();
+    let entry_root = b.leaves_of(m.entry, m.entry().root());
+    b.use_values(&entry_root, end);
+    for v in &mut b.values {
+        if v.kind != BufferKind::Temporary {
+            v.def = 0;
+            v.last_use = end;
+        }
+    }
+    let mut sets = Sets {
+        parent: (0..b.values.len()).collect(),
+    };
+    // Range of each set (start, end), kept at its root.
+    let mut range: Vec<(usize, usize)> = b.values.iter().map(|v| (v.def, v.last_use)).collect();
+    let union = |sets: &mut Sets, range: &mut Vec<(usize, usize)>, keep: usize, other: usize| {
+        let (a, o) = (sets.find(keep), sets.find(other));
+        if a != o {
+            sets.parent[o] = a;
+            range[a] = (range[a].0.min(range[o].0), range[a].1.max(range[o].1));
+        }
+    };
+
+    // Loop state takes over the initial value's buffer when that value dies at the loop.
+    for lp in &b.loops {
+        let c = m.computation(lp.comp);
+        let init = c.get(lp.instr).operand(0);
+        let init_leaves = b.leaves_of(lp.comp, init);
+        let mut taken = Vec::new();
+        for (j, &w) in lp.state.iter().enumerate() {
+            let v = init_leaves[j];
+            let r = sets.find(v);
+            if b.values[v].kind == BufferKind::Temporary
+                && range[r].1 == lp.start
+                && b.values[v].size == b.values[w].size
+                && !taken.contains(&r)
+            {
+                taken.push(r);
+                union(&mut sets, &mut range, r, w);
+            }
+        }
+    }
+
+    // In-place writes, in timeline order.
+    let positions: HashMap<(ComputationId, InstrId), usize> = b
+        .timeline
+        .iter()
+        .enumerate()
+        .map(|(p, &k)| (k, p))
+        .collect();
+    for (p, &(cid, id)) in b.timeline.iter().enumerate() {
+        let c = m.computation(cid);
+        let instr = c.get(id);
+        if is_alias(&instr.op) || !instr.shape.is_array() || positions[&(cid, id)] != p {
+            continue;
+        }
+        let out = b.leaves_of(cid, id);
+        let [out] = out[..] else { continue };
+        for (k, &o) in instr.operands().iter().enumerate() {
+            let ol = b.leaves_of(cid, o);
+            let [v] = ol[..] else { continue };
+            let r = sets.find(v);
+            if b.values[v].kind == BufferKind::Temporary
+                && range[r].1 == p
+                && b.values[v].size == b.values[out].size
+                && writes_in_place(m, cid, id, k)
+            {
+                union(&mut sets, &mut range, r, out);
+                break;
+            }
+        }
+    }
+
+    // The body writes each new state element over the old one when the old one is dead.
+    for lp in &b.loops {
+        let body = m.computation(lp.body);
+        let root_leaves = b.leaves_of(lp.body, body.root());
+        for (j, &w) in lp.state.iter().enumerate() {
+            let r_val = root_leaves[j];
+            let (rw, rr) = (sets.find(w), sets.find(r_val));
+            if rw == rr || b.values[r_val].kind != BufferKind::Temporary {
+                continue;
+            }
+            let (body_start, body_end) = lp.body_range;
+            // The new value's whole buffer lives inside the body...
+            if range[rr].0 < body_start || b.values[r_val].def > body_end {
+                continue;
+            }
+            // ...and the old value is no longer read when it is written.
+            let old_last_read = last_read_in(&b, m, lp, w, &positions);
+            let def = range[rr].0;
+            let overwrites_as_it_reads = old_last_read == def && {
+                let (cid, id) = b.timeline[def];
+                let instr = m.computation(cid).get(id);
+                instr.operands().iter().enumerate().all(|(k, &o)| {
+                    !b.leaves_of(cid, o).contains(&w) || writes_in_place(m, cid, id, k)
+                })
+            };
+            if old_last_read < def || overwrites_as_it_reads {
+                union(&mut sets, &mut range, rw, rr);
+            }
+        }
+    }
+
+    // Collect buffers.
+    let mut index: HashMap<usize, usize> = HashMap::new();
+    let mut buffers: Vec<Buffer> = Vec::new();
+    for v in 0..b.values.len() {
+        let r = sets.find(v);
+        let bi = *index.entry(r).or_insert_with(|| {
+            buffers.push(Buffer {
+                size: 0,
+                offset: 0,
+                live_range: range[r],
+                values: Vec::new(),
+                kind: b.values[v].kind,
+            });
+            buffers.len() - 1
+        });
+        let buf = &mut buffers[bi];
+        buf.size = buf.size.max(b.values[v].size);
+        buf.values.push(b.values[v].name.clone());
+    }
+    buffers.retain(|buf| buf.size > 0);
+    let peak_bytes = place(&mut buffers);
+    let total_bytes = buffers.iter().map(|b| align(b.size)).sum();
+    let lower_bound_bytes = max_live(buffers.iter().map(|b| (b.live_range, align(b.size))), end);
+    let unshared_values_bytes = max_live(
+        b.values
+            .iter()
+            .filter(|v| v.size > 0)
+            .map(|v| ((v.def, v.last_use), align(v.size))),
+        end,
+    );
+    let timeline = b
+        .timeline
+        .iter()
+        .map(|&(c, id)| {
+            format!(
+                "{}/{}",
+                m.computation(c).name,
+                m.computation(c).get(id).name
+            )
+        })
+        .collect();
+    let _ = code_computations;
+    BufferAssignment {
+        buffers,
+        peak_bytes,
+        total_bytes,
+        lower_bound_bytes,
+        unshared_values_bytes,
+        timeline,
+    }
+}
+
+/// The last position inside the loop body at which state value `w` is read (through the
+/// body's parameter); `usize::MAX` if it is read by the root's own slot only... or earlier.
+fn last_read_in(
+    b: &Builder,
+    m: &Module,
+    lp: &LoopSpan,
+    w: usize,
+    positions: &HashMap<(ComputationId, InstrId), usize>,
+) -> usize {
+    let body = m.computation(lp.body);
+    let mut last = 0usize;
+    let mut any = false;
+    for id in body.post_order() {
+        let instr = body.get(id);
+        if is_alias(&instr.op) {
+            continue;
+        }
+        let Some(&p) = positions.get(&(lp.body, id)) else {
+            continue;
+        };
+        if instr
+            .operands()
+            .iter()
+            .any(|&o| b.leaves_of(lp.body, o).contains(&w))
+        {
+            last = last.max(p);
+            any = true;
+        }
+    }
+    if any {
+        last
+    } else {
+        lp.body_range.0.saturating_sub(1)
+    }
+}
+
+/// Largest sum of sizes live at one position.
+fn max_live(items: impl Iterator<Item = ((usize, usize), i64)>, end: usize) -> i64 {
+    let mut delta = vec![0i64; end + 3];
+    for ((s, e), size) in items {
+        delta[s] += size;
+        delta[e + 1] -= size;
+    }
+    let (mut live, mut peak) = (0i64, 0i64);
+    for d in delta {
+        live += d;
+        peak = peak.max(live);
+    }
+    peak
+}
+
+/// Gives every buffer an offset so that buffers live at the same time do not overlap; tries
+/// two orders (largest first, earliest first) and keeps the smaller result. Returns the peak.
+fn place(buffers: &mut [Buffer]) -> i64 {
+    let overlaps = |a: (usize, usize), b: (usize, usize)| a.0 <= b.1 && b.0 <= a.1;
+    let try_order = |order: &[usize], buffers: &[Buffer]| -> (Vec<i64>, i64) {
+        let mut offsets = vec![-1i64; buffers.len()];
+        let mut placed: Vec<usize> = Vec::new();
+        let mut peak = 0;
+        for &i in order {
+            let size = align(buffers[i].size);
+            let mut busy: Vec<(i64, i64)> = placed
+                .iter()
+                .filter(|&&j| overlaps(buffers[i].live_range, buffers[j].live_range))
+                .map(|&j| (offsets[j], offsets[j] + align(buffers[j].size)))
+                .collect();
+            busy.sort();
+            // Best fit: the smallest gap that holds the buffer, else the top.
+            let mut best: Option<(i64, i64)> = None;
+            let mut cursor = 0;
+            for &(s, e) in &busy {
+                if s > cursor && s - cursor >= size {
+                    let gap = s - cursor;
+                    if best.is_none_or(|(g, _)| gap < g) {
+                        best = Some((gap, cursor));
+                    }
+                }
+                cursor = cursor.max(e);
+            }
+            let offset = best.map(|(_, o)| o).unwrap_or(cursor);
+            offsets[i] = offset;
+            peak = peak.max(offset + size);
+            placed.push(i);
+        }
+        (offsets, peak)
+    };
+    let mut by_size: Vec<usize> = (0..buffers.len()).collect();
+    by_size.sort_by_key(|&i| (-buffers[i].size, buffers[i].live_range.0));
+    let mut by_start: Vec<usize> = (0..buffers.len()).collect();
+    by_start.sort_by_key(|&i| (buffers[i].live_range.0, -buffers[i].size));
+    let a = try_order(&by_size, buffers);
+    let b = try_order(&by_start, buffers);
+    let (offsets, peak) = if b.1 < a.1 { b } else { a };
+    for (buf, o) in buffers.iter_mut().zip(offsets) {
+        buf.offset = o;
+    }
+    peak
+}
+
+impl BufferAssignment {
+    /// The text of `module_NNNN.NAME.buffer-assignment.txt`.
+    /// The timeline position where the most bytes are live, and the buffers live there.
+    pub fn peak_position(&self) -> (usize, Vec<usize>) {
+        let end = self.timeline.len();
+        let mut best = (0usize, -1i64);
+        for t in 0..=end {
+            let live: i64 = self
+                .buffers
+                .iter()
+                .filter(|b| b.live_range.0 <= t && t <= b.live_range.1)
+                .map(|b| align(b.size))
+                .sum();
+            if live > best.1 {
+                best = (t, live);
+            }
+        }
+        let live = (0..self.buffers.len())
+            .filter(|&i| {
+                let r = self.buffers[i].live_range;
+                r.0 <= best.0 && best.0 <= r.1
+            })
+            .collect();
+        (best.0, live)
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "buffers_total_bytes: {}", self.total_bytes);
+        let _ = writeln!(s, "buffers_peak_bytes: {}", self.peak_bytes);
+        let _ = writeln!(s, "buffers_lower_bound_bytes: {}", self.lower_bound_bytes);
+        let _ = writeln!(
+            s,
+            "values_unshared_peak_bytes: {}",
+            self.unshared_values_bytes
+        );
+        let _ = writeln!(s, "buffers: {}", self.buffers.len());
+        let (at, live) = self.peak_position();
+        let _ = writeln!(
+            s,
+            "most bytes live at position {at}: buffers {}",
+            live.iter()
+                .map(|b| b.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let _ = writeln!(s);
+        for (i, b) in self.buffers.iter().enumerate() {
+            let kind = match b.kind {
+                BufferKind::Parameter => "parameter",
+                BufferKind::Constant => "constant",
+                BufferKind::Temporary => "temporary",
+            };
+            let _ = writeln!(
+                s,
+                "buffer {i}: size={} offset={} live=[{},{}] kind={kind} values: {}",
+                b.size,
+                b.offset,
+                b.live_range.0,
+                b.live_range.1,
+                b.values.join(", ")
+            );
+        }
+        let _ = writeln!(s);
+        let _ = writeln!(s, "timeline:");
+        for (p, t) in self.timeline.iter().enumerate() {
+            let _ = writeln!(s, "{p:5} {t}");
+        }
+        s
+    }
+}

@@ -1,0 +1,347 @@
+//! Loop fusion: elementwise ops, together with the broadcasts, reshapes, transposes, slices,
+//! pads, concatenates, reverses and iotas that feed them, and the reduction that may consume
+//! them, become one `fusion` instruction calling a new computation (XLA's
+//! `fusion(...), kind=kLoop, calls=fused_computation.N`; `kInput` when a reduce is the root).
+//! Then sibling fusions that read the same operand over the same iteration space and do not
+//! depend on each other merge into one multi-output fusion whose root is a tuple.
+//!
+//! Dot and convolution are never fused (they run as library calls), nor are reductions
+//! anywhere but at the root of a fusion. A producer joins its consumer's fusion when all its
+//! users are in that fusion; scalar constants, iotas and broadcasts of parameters or
+//! constants are cheap enough to be copied into every fusion that reads them.
+
+use super::util::{add_named, code_computations, name_base, pin_roots, remove_if_dead};
+use super::{Pass, PassError};
+use crate::ir::{Computation, ComputationId, InstrId, Instruction, Metadata, Module, Op, Shape};
+use hashbrown::{HashMap, HashSet};
+
+pub struct Fusion {
+    /// Merge sibling fusions into multi-output fusions.
+    pub multi_output: bool,
+}
+
+impl Default for Fusion {
+    fn default() -> Fusion {
+        Fusion { multi_output: true }
+    }
+}
+
+impl Pass for Fusion {
+    fn name(&self) -> &'static str {
+        "fusion"
+    }
+
+    fn run(&mut self, m: &mut Module) -> Result<bool, PassError> {
+        pin_roots(m);
+        let mut changed = false;
+        for cid in code_computations(m) {
+            let mut groups = form_groups(m.computation(cid));
+            if self.multi_output {
+                merge_siblings(m.computation(cid), &mut groups);
+            }
+            for g in groups {
+                materialize(m, cid, g)?;
+                changed = true;
+            }
+        }
+        Ok(changed)
+    }
+}
+
+/// One future fusion: its instructions and its outputs.
+struct Group {
+    /// Instructions moved into the fusion.
+    members: HashSet<InstrId>,
+    /// Cheap instructions copied into the fusion (they stay outside for other users).
+    copies: HashSet<InstrId>,
+    /// Values the fusion produces, in output order (more than one: a multi-output fusion).
+    roots: Vec<InstrId>,
+}
+
+fn is_scalar_constant(instr: &Instruction) -> bool {
+    matches!(instr.op, Op::Constant(_)) && instr.shape.as_array().is_some_and(|a| a.rank() == 0)
+}
+
+/// Ops a fused loop nest can compute per output element.
+fn is_loop_fusible(op: &Op) -> bool {
+    op.is_elementwise()
+        || matches!(
+            op,
+            Op::Broadcast { .. }
+                | Op::Reshape
+                | Op::Bitcast
+                | Op::Transpose { .. }
+                | Op::Slice { .. }
+                | Op::Pad { .. }
+                | Op::Concatenate { .. }
+                | Op::Reverse { .. }
+                | Op::Iota { .. }
+        )
+}
+
+/// A single-output reduce, which may end a fusion.
+fn is_fusible_reduce(c: &Computation, id: InstrId) -> bool {
+    let instr = c.get(id);
+    matches!(instr.op, Op::Reduce { .. }) && instr.shape.is_array() && instr.operands().len() == 2
+}
+
+/// Whether a producer is cheap enough to copy into a fusion rather than keep it outside:
+/// iota, or a broadcast of a parameter or constant (whose copies cannot create a cycle).
+fn is_cheap_copy(c: &Computation, id: InstrId) -> bool {
+    let instr = c.get(id);
+    match instr.op {
+        Op::Iota { .. } => true,
+        Op::Broadcast { .. } => matches!(
+            c.get(instr.operand(0)).op,
+            Op::Parameter(_) | Op::Constant(_)
+        ),
+        _ => false,
+    }
+}
+
+fn form_groups(c: &Computation) -> Vec<Group> {
+    let order = c.post_order();
+    let root = c.root();
+    let mut grouped: HashSet<InstrId> = HashSet::new();
+    let mut groups = Vec::new();
+    for &start in order.iter().rev() {
+        let instr = c.get(start);
+        if grouped.contains(&start)
+            || !instr.shape.is_array()
+            || !(is_loop_fusible(&instr.op) || is_fusible_reduce(c, start))
+            || matches!(instr.op, Op::Iota { .. })
+        {
+            continue;
+        }
+        let mut g = Group {
+            members: HashSet::from_iter([start]),
+            copies: HashSet::new(),
+            roots: vec![start],
+        };
+        let mut work = vec![start];
+        while let Some(x) = work.pop() {
+            for &p in c.get(x).operands() {
+                if g.members.contains(&p) || g.copies.contains(&p) || grouped.contains(&p) {
+                    continue;
+                }
+                let pi = c.get(p);
+                if is_scalar_constant(pi) {
+                    g.copies.insert(p);
+                    continue;
+                }
+                if !is_loop_fusible(&pi.op) || !pi.shape.is_array() {
+                    continue;
+                }
+                if p != root && c.users(p).iter().all(|u| g.members.contains(u)) {
+                    g.members.insert(p);
+                    work.push(p);
+                } else if is_cheap_copy(c, p) {
+                    g.copies.insert(p);
+                }
+            }
+        }
+        // Worth a kernel only if it joins at least two ops that would each run as one.
+        let is_view = |x: &InstrId| matches!(c.get(*x).op, Op::Reshape | Op::Bitcast);
+        let work_members = g.members.iter().filter(|x| !is_view(x)).count();
+        let work_copies = g
+            .copies
+            .iter()
+            .filter(|&&x| !is_scalar_constant(c.get(x)))
+            .count();
+        if work_members == 0 || work_members + work_copies < 2 {
+            continue;
+        }
+        grouped.extend(g.members.iter().copied());
+        groups.push(g);
+    }
+    groups
+}
+
+/// Values the group reads from outside, in first-use order.
+fn inputs(c: &Computation, g: &Group, order: &[InstrId]) -> Vec<InstrId> {
+    let mut out = Vec::new();
+    for &x in order {
+        if !g.members.contains(&x) && !g.copies.contains(&x) {
+            continue;
+        }
+        for &o in c.get(x).operands() {
+            if !g.members.contains(&o) && !g.copies.contains(&o) && !out.contains(&o) {
+                out.push(o);
+            }
+        }
+    }
+    out
+}
+
+/// Whether any of `from` depends (through operands) on an instruction in `targets`.
+fn depends_on(c: &Computation, from: &[InstrId], targets: &HashSet<InstrId>) -> bool {
+    let mut seen: HashSet<InstrId> = HashSet::new();
+    let mut stack: Vec<InstrId> = from.to_vec();
+    while let Some(x) = stack.pop() {
+        if targets.contains(&x) {
+            return true;
+        }
+        if seen.insert(x) {
+            stack.extend(c.get(x).operands().iter().copied());
+        }
+    }
+    false
+}
+
+/// Merges loop fusions with the same output dimensions that read a common array operand
+/// and are independent of each other.
+fn merge_siblings(c: &Computation, groups: &mut Vec<Group>) {
+    let order = c.post_order();
+    let mut i = 0;
+    while i < groups.len() {
+        let mut j = i + 1;
+        while j < groups.len() {
+            if can_merge(c, &groups[i], &groups[j], &order) {
+                let g = groups.remove(j);
+                let a = &mut groups[i];
+                a.members.extend(g.members);
+                a.copies.extend(g.copies);
+                a.roots.extend(g.roots);
+            } else {
+                j += 1;
+            }
+        }
+        i += 1;
+    }
+}
+
+fn can_merge(c: &Computation, a: &Group, b: &Group, order: &[InstrId]) -> bool {
+    let loop_kind = |g: &Group| g.roots.iter().all(|&r| !is_fusible_reduce(c, r));
+    if !loop_kind(a) || !loop_kind(b) {
+        return false;
+    }
+    let dims = c.get(a.roots[0]).shape.dims().to_vec();
+    if b.roots
+        .iter()
+        .chain(&a.roots)
+        .any(|&r| c.get(r).shape.dims() != dims.as_slice())
+    {
+        return false;
+    }
+    let (ia, ib) = (inputs(c, a, order), inputs(c, b, order));
+    let shares_array = ia
+        .iter()
+        .any(|x| ib.contains(x) && c.get(*x).shape.rank() > 0);
+    shares_array && !depends_on(c, &ia, &b.members) && !depends_on(c, &ib, &a.members)
+}
+
+fn materialize(m: &mut Module, cid: ComputationId, g: Group) -> Result<(), PassError> {
+    let err = |msg: String| PassError::new("fusion", msg);
+    let order = m.computation(cid).post_order();
+    let params = inputs(m.computation(cid), &g, &order);
+    let inside: Vec<InstrId> = order
+        .iter()
+        .copied()
+        .filter(|x| g.members.contains(x) || g.copies.contains(x))
+        .collect();
+
+    // The fused computation.
+    let fused_name = m.unique_name("fused_computation");
+    let mut fused = Computation::new(fused_name);
+    let mut map: HashMap<InstrId, InstrId> = HashMap::new();
+    for (k, &p) in params.iter().enumerate() {
+        let shape = m.computation(cid).get(p).shape.clone();
+        let name = m.unique_name(&format!("param_{k}"));
+        map.insert(
+            p,
+            fused.add(Instruction::new(name, Op::Parameter(k as u32), shape), &[]),
+        );
+    }
+    for &x in &inside {
+        let orig = m.computation(cid).get(x).clone();
+        let name = if g.copies.contains(&x) {
+            m.unique_name(name_base(&orig.name))
+        } else {
+            orig.name.clone()
+        };
+        let operands: Vec<InstrId> = orig.operands().iter().map(|o| map[o]).collect();
+        let mut copy = Instruction::new(name, orig.op, orig.shape);
+        copy.metadata = orig.metadata;
+        copy.extra_attrs = orig.extra_attrs;
+        map.insert(x, fused.add(copy, &operands));
+    }
+    let root_shapes: Vec<Shape> = g
+        .roots
+        .iter()
+        .map(|&r| m.computation(cid).get(r).shape.clone())
+        .collect();
+    let fusion_shape = if g.roots.len() == 1 {
+        fused.set_root(map[&g.roots[0]]);
+        root_shapes[0].clone()
+    } else {
+        let shape = Shape::Tuple(root_shapes.clone());
+        let outs: Vec<InstrId> = g.roots.iter().map(|r| map[r]).collect();
+        let name = m.unique_name("tuple");
+        let t = fused.add(Instruction::new(name, Op::Tuple, shape.clone()), &outs);
+        fused.set_root(t);
+        shape
+    };
+    let kind = if g
+        .roots
+        .iter()
+        .any(|&r| is_fusible_reduce(m.computation(cid), r))
+    {
+        "kInput"
+    } else {
+        "kLoop"
+    };
+    let calls = m.add_computation(fused);
+
+    // The fusion instruction replaces the group.
+    let metadata = m
+        .computation(cid)
+        .get(*g.roots.last().unwrap())
+        .metadata
+        .clone();
+    let fusion = add_named(
+        m,
+        cid,
+        "fusion",
+        Op::Fusion {
+            kind: kind.to_string(),
+            calls,
+        },
+        fusion_shape,
+        &params,
+        metadata,
+    );
+    if g.roots.len() == 1 {
+        m.computation_mut(cid).replace_all_uses(g.roots[0], fusion);
+    } else {
+        for (i, (&r, s)) in g.roots.iter().zip(root_shapes).enumerate() {
+            let gte = add_named(
+                m,
+                cid,
+                "get-tuple-element",
+                Op::GetTupleElement { index: i as i64 },
+                s,
+                &[fusion],
+                Metadata::default(),
+            );
+            m.computation_mut(cid).replace_all_uses(r, gte);
+        }
+    }
+    let c = m.computation_mut(cid);
+    for &x in inside.iter().rev() {
+        if g.members.contains(&x) {
+            if !c.users(x).is_empty() {
+                return Err(err(format!(
+                    "{} is still used outside its fusion",
+                    c.get(x).name
+                )));
+            }
+            c.remove(x);
+        }
+    }
+    for &x in &inside {
+        if g.copies.contains(&x) {
+            remove_if_dead(c, x);
+        }
+    }
+    Ok(())
+}

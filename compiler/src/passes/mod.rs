@@ -1,0 +1,66 @@
+//! Optimization passes over HLO modules, and the pipeline that runs them.
+//!
+//! Every pass implements [`Pass`]: it rewrites a module in place and reports honestly whether
+//! it changed anything (a pass that reports "unchanged" must leave the printed module
+//! identical). [`pipeline::default_pipeline`] strings them together in XLA:CPU's order and
+//! [`pipeline::optimize`] is the library entry point.
+
+pub mod algebraic_simplifier;
+pub mod buffer_assignment;
+pub mod call_inliner;
+pub mod constant_folding;
+pub mod cse;
+pub mod dce;
+pub mod fusion;
+pub mod pipeline;
+pub mod scheduling;
+pub mod stats;
+pub mod util;
+pub mod while_loop_simplifier;
+
+use crate::ir::Module;
+use std::fmt;
+
+pub use algebraic_simplifier::AlgebraicSimplifier;
+pub use buffer_assignment::{assign_buffers, Buffer, BufferAssignment};
+pub use call_inliner::CallInliner;
+pub use constant_folding::ConstantFolding;
+pub use cse::Cse;
+pub use dce::Dce;
+pub use fusion::Fusion;
+pub use pipeline::{default_pipeline, optimize, CompileOptions, CompileReport, Pipeline};
+pub use scheduling::Scheduler;
+pub use while_loop_simplifier::WhileLoopSimplifier;
+
+/// One rewrite of a module.
+pub trait Pass {
+    /// A short kebab-case name, used in dump file names and error messages.
+    fn name(&self) -> &'static str;
+    /// Rewrites `m`; returns whether anything changed.
+    fn run(&mut self, m: &mut Module) -> Result<bool, PassError>;
+}
+
+/// Why a pass (or the verifier after it) failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassError {
+    /// The pass that failed or left the module invalid.
+    pub pass: String,
+    pub message: String,
+}
+
+impl PassError {
+    pub fn new(pass: impl Into<String>, message: impl Into<String>) -> PassError {
+        PassError {
+            pass: pass.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for PassError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "pass {}: {}", self.pass, self.message)
+    }
+}
+
+impl std::error::Error for PassError {}

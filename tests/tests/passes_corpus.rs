@@ -1,0 +1,85 @@
+//! Every corpus module computes the same outputs (interpreter) before and after the full
+//! pipeline, within the corpus README's tolerance; shard_map modules run on their replicas.
+
+use std::path::Path;
+use tessel_compiler::hlo_text::parse_module_file;
+use tessel_compiler::interpreter::evaluate;
+use tessel_compiler::ir::{Array, Literal, Module};
+use tessel_compiler::passes::{optimize, CompileOptions};
+use tessel_runtime::host_io::read_safetensors;
+use tessel_runtime::shard_map::{is_shard_map_module, run_sharded, Mesh};
+use tessel_tests::corpus_files;
+use tessel_tests::numerics::{compare_literals, Tolerance, CORPUS_TOLERANCE};
+
+fn inputs(hlo: &Path) -> Vec<Array> {
+    let name = hlo.file_stem().unwrap().to_string_lossy().to_string();
+    let path = hlo.with_file_name(format!("{name}.inputs.safetensors"));
+    let mut tensors = read_safetensors(&path).unwrap();
+    tensors.sort_by_key(|(k, _)| k.parse::<usize>().expect("inputs are keyed by number"));
+    tensors.into_iter().map(|(_, a)| a).collect()
+}
+
+fn run(m: &Module, args: &[Array]) -> Result<Literal, String> {
+    if is_shard_map_module(m) {
+        let replicas = Mesh::of_module(m).map_err(|e| e.message)?.device_count();
+        let leaves = run_sharded(m, args, replicas).map_err(|e| e.message)?;
+        Ok(Literal::Tuple(
+            leaves.into_iter().map(Literal::Array).collect(),
+        ))
+    } else {
+        let args: Vec<Literal> = args.iter().cloned().map(Literal::Array).collect();
+        let out = evaluate(m, &args).map_err(|e| e.to_string())?;
+        // Flatten so that both sides compare leaf by leaf.
+        Ok(Literal::Tuple(
+            out.leaves()
+                .into_iter()
+                .cloned()
+                .map(Literal::Array)
+                .collect(),
+        ))
+    }
+}
+
+#[test]
+fn optimized_corpus_modules_compute_the_same_values() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for file in corpus_files() {
+        let name = file.file_stem().unwrap().to_string_lossy().to_string();
+        // The b128 step is the b8 graph with a larger batch; its cost is in the interpreter.
+        if name == "mnist_cnn_train_step_b128" {
+            continue;
+        }
+        let m = parse_module_file(&file).unwrap();
+        let args = inputs(&file);
+        let before = match run(&m, &args) {
+            Ok(v) => v,
+            Err(e) => panic!("{name} does not run before optimization: {e}"),
+        };
+        let mut optimized = m.clone();
+        if let Err(e) = optimize(&mut optimized, &CompileOptions::default()) {
+            failures.push(format!("{name}: {e}"));
+            continue;
+        }
+        // Convolutions sum long rows: allow the README's 1e-3 relative on the CNN steps.
+        let tol = if name.contains("cnn") {
+            Tolerance {
+                atol: 1e-5,
+                rtol: 1e-3,
+            }
+        } else {
+            CORPUS_TOLERANCE
+        };
+        match run(&optimized, &args) {
+            Ok(after) => {
+                if let Err(e) = compare_literals(&after, &before, tol) {
+                    failures.push(format!("{name}: {e}"));
+                }
+            }
+            Err(e) => failures.push(format!("{name}: optimized module fails: {e}")),
+        }
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} corpus modules checked");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
