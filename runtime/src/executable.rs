@@ -50,7 +50,9 @@ unsafe impl Sync for Executable {}
 
 impl Executable {
     pub(crate) fn new(p: ExecutableParts) -> Executable {
-        let entry = unsafe { std::mem::transmute::<*const u8, unsafe extern "C" fn(*mut u8) -> i32>(p.entry) };
+        let entry = unsafe {
+            std::mem::transmute::<*const u8, unsafe extern "C" fn(*mut u8) -> i32>(p.entry)
+        };
         Executable {
             jit: Some(p.jit),
             entry,
@@ -70,11 +72,16 @@ impl Executable {
     /// Runs the program on `args` (one literal per entry parameter).
     pub fn run(&self, args: &[Literal]) -> Result<Literal, JitError> {
         if args.len() != self.params.len() {
-            return Err(JitError::Arguments(format!("expected {} arguments, got {}", self.params.len(), args.len())));
+            return Err(JitError::Arguments(format!(
+                "expected {} arguments, got {}",
+                self.params.len(),
+                args.len()
+            )));
         }
         let mut arena = self.arena.lock().unwrap_or_else(|p| p.into_inner());
         for (i, (arg, loc)) in args.iter().zip(&self.params).enumerate() {
-            write_arg(&mut arena, loc, arg).map_err(|m| JitError::Arguments(format!("argument {i}: {m}")))?;
+            write_arg(&mut arena, loc, arg)
+                .map_err(|m| JitError::Arguments(format!("argument {i}: {m}")))?;
         }
         let base = arena.base();
         let status = unsafe { (self.entry)(base) };
@@ -99,9 +106,10 @@ fn write_arg(arena: &mut Arena, loc: &Loc, lit: &Literal) -> Result<(), String> 
             arena.bytes_mut(off, bytes.len()).copy_from_slice(&bytes);
             Ok(())
         }
-        (Loc::Tuple(ls), Literal::Tuple(ts)) if ls.len() == ts.len() => {
-            ls.iter().zip(ts).try_for_each(|(l, t)| write_arg(arena, l, t))
-        }
+        (Loc::Tuple(ls), Literal::Tuple(ts)) if ls.len() == ts.len() => ls
+            .iter()
+            .zip(ts)
+            .try_for_each(|(l, t)| write_arg(arena, l, t)),
         (Loc::Token, Literal::Token) => Ok(()),
         _ => Err(format!("expected a value shaped like {:?}", loc_kind(loc))),
     }
@@ -129,7 +137,11 @@ fn read_buffer(arena: &Arena, b: &Buffer) -> Result<Array, JitError> {
 fn read_loc(arena: &Arena, loc: &Loc) -> Result<Literal, JitError> {
     Ok(match loc {
         Loc::Array(b) => Literal::Array(read_buffer(arena, b)?),
-        Loc::Tuple(t) => Literal::Tuple(t.iter().map(|l| read_loc(arena, l)).collect::<Result<_, _>>()?),
+        Loc::Tuple(t) => Literal::Tuple(
+            t.iter()
+                .map(|l| read_loc(arena, l))
+                .collect::<Result<_, _>>()?,
+        ),
         Loc::Token => Literal::Token,
     })
 }

@@ -14,7 +14,10 @@ struct B {
 
 impl B {
     fn new() -> B {
-        B { m: Module::new("t"), n: 0 }
+        B {
+            m: Module::new("t"),
+            n: 0,
+        }
     }
     fn comp(&mut self) -> &mut Computation {
         self.m.entry_mut()
@@ -30,10 +33,23 @@ impl B {
     fn scalar_region(&mut self, name: &str, op: Op, ty: ElementType) -> ComputationId {
         let mut c = Computation::new(name);
         let s = Shape::scalar(ty);
-        let a = c.add(Instruction::new(format!("{name}.a"), Op::Parameter(0), s.clone()), &[]);
-        let b = c.add(Instruction::new(format!("{name}.b"), Op::Parameter(1), s.clone()), &[]);
-        let out_shape = if matches!(op, Op::Compare { .. }) { Shape::scalar(ElementType::Pred) } else { s };
-        c.add(Instruction::new(format!("{name}.r"), op, out_shape), &[a, b]);
+        let a = c.add(
+            Instruction::new(format!("{name}.a"), Op::Parameter(0), s.clone()),
+            &[],
+        );
+        let b = c.add(
+            Instruction::new(format!("{name}.b"), Op::Parameter(1), s.clone()),
+            &[],
+        );
+        let out_shape = if matches!(op, Op::Compare { .. }) {
+            Shape::scalar(ElementType::Pred)
+        } else {
+            s
+        };
+        c.add(
+            Instruction::new(format!("{name}.r"), op, out_shape),
+            &[a, b],
+        );
         self.m.add_computation(c)
     }
     fn finish(mut self, root: InstrId) -> Module {
@@ -72,7 +88,10 @@ fn close(a: &Literal, b: &Literal, tol: f32) {
 fn check(m: &Module, args: &[Literal], tol: f32) {
     let want = evaluate(m, args).expect("interpreter");
     for vectorize in [true, false] {
-        let opts = JitOptions { vectorize, ..Default::default() };
+        let opts = JitOptions {
+            vectorize,
+            ..Default::default()
+        };
         let exe = compile(m, &opts).expect("compile");
         let got = exe.run(args).expect("run");
         close(&got, &want, tol);
@@ -101,17 +120,50 @@ fn broadcast_transpose_compare_select() {
     let mut b = B::new();
     let v = b.param(0, Shape::array(ElementType::F32, &[5]));
     let x = b.param(1, Shape::array(ElementType::F32, &[3, 5]));
-    let bc = b.add(Op::Broadcast { dimensions: vec![1] }, Shape::array(ElementType::F32, &[3, 5]), &[v]);
-    let tr = b.add(Op::Transpose { permutation: vec![1, 0] }, Shape::array(ElementType::F32, &[5, 3]), &[x]);
-    let tr2 = b.add(Op::Transpose { permutation: vec![1, 0] }, Shape::array(ElementType::F32, &[3, 5]), &[tr]);
+    let bc = b.add(
+        Op::Broadcast {
+            dimensions: vec![1],
+        },
+        Shape::array(ElementType::F32, &[3, 5]),
+        &[v],
+    );
+    let tr = b.add(
+        Op::Transpose {
+            permutation: vec![1, 0],
+        },
+        Shape::array(ElementType::F32, &[5, 3]),
+        &[x],
+    );
+    let tr2 = b.add(
+        Op::Transpose {
+            permutation: vec![1, 0],
+        },
+        Shape::array(ElementType::F32, &[3, 5]),
+        &[tr],
+    );
     let gt = b.add(
-        Op::Compare { direction: ComparisonDirection::Gt, comparison_type: None },
+        Op::Compare {
+            direction: ComparisonDirection::Gt,
+            comparison_type: None,
+        },
         Shape::array(ElementType::Pred, &[3, 5]),
         &[bc, tr2],
     );
-    let sel = b.add(Op::Select, Shape::array(ElementType::F32, &[3, 5]), &[gt, bc, tr2]);
+    let sel = b.add(
+        Op::Select,
+        Shape::array(ElementType::F32, &[3, 5]),
+        &[gt, bc, tr2],
+    );
     let cv = b.add(Op::Convert, Shape::array(ElementType::S32, &[3, 5]), &[gt]);
-    let t = b.add(Op::Tuple, Shape::Tuple(vec![Shape::array(ElementType::F32, &[3, 5]), Shape::array(ElementType::S32, &[3, 5]), Shape::array(ElementType::Pred, &[3, 5])]), &[sel, cv, gt]);
+    let t = b.add(
+        Op::Tuple,
+        Shape::Tuple(vec![
+            Shape::array(ElementType::F32, &[3, 5]),
+            Shape::array(ElementType::S32, &[3, 5]),
+            Shape::array(ElementType::Pred, &[3, 5]),
+        ]),
+        &[sel, cv, gt],
+    );
     let m = b.finish(t);
     check(&m, &[f32s(&[5], 3), f32s(&[3, 5], 4)], 0.0);
 }
@@ -130,20 +182,47 @@ fn u32_bit_ops_and_shifts() {
     let r = b.add(Op::Binary(BinaryOp::Remainder), s.clone(), &[a, y]);
     let t = b.add(Op::Tuple, Shape::Tuple(vec![s.clone(), s.clone()]), &[d, r]);
     let m = b.finish(t);
-    let xs = Literal::Array(Array::new(ArrayShape::new(ElementType::U32, &[7]), ArrayData::U32(vec![1, 0xdeadbeef, 7, 0xffffffff, 12345, 3, 99])));
-    let ys = Literal::Array(Array::new(ArrayShape::new(ElementType::U32, &[7]), ArrayData::U32(vec![0, 13, 32, 31, 40, 1, 5])));
+    let xs = Literal::Array(Array::new(
+        ArrayShape::new(ElementType::U32, &[7]),
+        ArrayData::U32(vec![1, 0xdeadbeef, 7, 0xffffffff, 12345, 3, 99]),
+    ));
+    let ys = Literal::Array(Array::new(
+        ArrayShape::new(ElementType::U32, &[7]),
+        ArrayData::U32(vec![0, 13, 32, 31, 40, 1, 5]),
+    ));
     check(&m, &[xs, ys], 0.0);
 }
 
 #[test]
 fn reduce_rows_columns_and_all() {
-    for (dims, red) in [(vec![5i64, 17], vec![1i64]), (vec![5, 17], vec![0]), (vec![4, 3, 8], vec![0, 1]), (vec![6, 9], vec![0, 1])] {
+    for (dims, red) in [
+        (vec![5i64, 17], vec![1i64]),
+        (vec![5, 17], vec![0]),
+        (vec![4, 3, 8], vec![0, 1]),
+        (vec![6, 9], vec![0, 1]),
+    ] {
         let mut b = B::new();
         let add = b.scalar_region("sum", Op::Binary(BinaryOp::Add), ElementType::F32);
         let x = b.param(0, Shape::array(ElementType::F32, &dims));
-        let z = b.add(Op::Constant(Literal::Array(Array::scalar_f32(0.0))), Shape::scalar(ElementType::F32), &[]);
-        let out_dims: Vec<i64> = dims.iter().enumerate().filter(|(i, _)| !red.contains(&(*i as i64))).map(|(_, &d)| d).collect();
-        let r = b.add(Op::Reduce { dimensions: red.clone(), to_apply: add }, Shape::array(ElementType::F32, &out_dims), &[x, z]);
+        let z = b.add(
+            Op::Constant(Literal::Array(Array::scalar_f32(0.0))),
+            Shape::scalar(ElementType::F32),
+            &[],
+        );
+        let out_dims: Vec<i64> = dims
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !red.contains(&(*i as i64)))
+            .map(|(_, &d)| d)
+            .collect();
+        let r = b.add(
+            Op::Reduce {
+                dimensions: red.clone(),
+                to_apply: add,
+            },
+            Shape::array(ElementType::F32, &out_dims),
+            &[x, z],
+        );
         let m = b.finish(r);
         check(&m, &[f32s(&dims, 5)], 1e-5);
     }
@@ -155,8 +234,17 @@ fn dot_matches_interpreter() {
         let mut b = B::new();
         let x = b.param(0, Shape::array(ElementType::F32, &[m_, k]));
         let y = b.param(1, Shape::array(ElementType::F32, &[n, k]));
-        let dn = DotDimensionNumbers { lhs_batch: vec![], rhs_batch: vec![], lhs_contracting: vec![1], rhs_contracting: vec![1] };
-        let d = b.add(Op::Dot(dn), Shape::array(ElementType::F32, &[m_, n]), &[x, y]);
+        let dn = DotDimensionNumbers {
+            lhs_batch: vec![],
+            rhs_batch: vec![],
+            lhs_contracting: vec![1],
+            rhs_contracting: vec![1],
+        };
+        let d = b.add(
+            Op::Dot(dn),
+            Shape::array(ElementType::F32, &[m_, n]),
+            &[x, y],
+        );
         let m = b.finish(d);
         check(&m, &[f32s(&[m_, k], 6), f32s(&[n, k], 7)], 1e-4);
     }
@@ -166,27 +254,107 @@ fn dot_matches_interpreter() {
 fn while_loop_updates_state_in_place() {
     let mut b = B::new();
     // cond: i < 5
-    let st = Shape::Tuple(vec![Shape::scalar(ElementType::S32), Shape::array(ElementType::F32, &[3])]);
+    let st = Shape::Tuple(vec![
+        Shape::scalar(ElementType::S32),
+        Shape::array(ElementType::F32, &[3]),
+    ]);
     let mut cond = Computation::new("cond");
     let p = cond.add(Instruction::new("cp", Op::Parameter(0), st.clone()), &[]);
-    let i = cond.add(Instruction::new("ci", Op::GetTupleElement { index: 0 }, Shape::scalar(ElementType::S32)), &[p]);
-    let five = cond.add(Instruction::new("c5", Op::Constant(Literal::Array(Array::scalar_s32(5))), Shape::scalar(ElementType::S32)), &[]);
-    cond.add(Instruction::new("clt", Op::Compare { direction: ComparisonDirection::Lt, comparison_type: None }, Shape::scalar(ElementType::Pred)), &[i, five]);
+    let i = cond.add(
+        Instruction::new(
+            "ci",
+            Op::GetTupleElement { index: 0 },
+            Shape::scalar(ElementType::S32),
+        ),
+        &[p],
+    );
+    let five = cond.add(
+        Instruction::new(
+            "c5",
+            Op::Constant(Literal::Array(Array::scalar_s32(5))),
+            Shape::scalar(ElementType::S32),
+        ),
+        &[],
+    );
+    cond.add(
+        Instruction::new(
+            "clt",
+            Op::Compare {
+                direction: ComparisonDirection::Lt,
+                comparison_type: None,
+            },
+            Shape::scalar(ElementType::Pred),
+        ),
+        &[i, five],
+    );
     let cond = b.m.add_computation(cond);
     let mut body = Computation::new("body");
     let p = body.add(Instruction::new("bp", Op::Parameter(0), st.clone()), &[]);
-    let i = body.add(Instruction::new("bi", Op::GetTupleElement { index: 0 }, Shape::scalar(ElementType::S32)), &[p]);
-    let v = body.add(Instruction::new("bv", Op::GetTupleElement { index: 1 }, Shape::array(ElementType::F32, &[3])), &[p]);
-    let one = body.add(Instruction::new("b1", Op::Constant(Literal::Array(Array::scalar_s32(1))), Shape::scalar(ElementType::S32)), &[]);
-    let i2 = body.add(Instruction::new("bi2", Op::Binary(BinaryOp::Add), Shape::scalar(ElementType::S32)), &[i, one]);
-    let s = body.add(Instruction::new("bs", Op::Unary(UnaryOp::Sine), Shape::array(ElementType::F32, &[3])), &[v]);
-    let v2 = body.add(Instruction::new("bv2", Op::Binary(BinaryOp::Add), Shape::array(ElementType::F32, &[3])), &[v, s]);
+    let i = body.add(
+        Instruction::new(
+            "bi",
+            Op::GetTupleElement { index: 0 },
+            Shape::scalar(ElementType::S32),
+        ),
+        &[p],
+    );
+    let v = body.add(
+        Instruction::new(
+            "bv",
+            Op::GetTupleElement { index: 1 },
+            Shape::array(ElementType::F32, &[3]),
+        ),
+        &[p],
+    );
+    let one = body.add(
+        Instruction::new(
+            "b1",
+            Op::Constant(Literal::Array(Array::scalar_s32(1))),
+            Shape::scalar(ElementType::S32),
+        ),
+        &[],
+    );
+    let i2 = body.add(
+        Instruction::new(
+            "bi2",
+            Op::Binary(BinaryOp::Add),
+            Shape::scalar(ElementType::S32),
+        ),
+        &[i, one],
+    );
+    let s = body.add(
+        Instruction::new(
+            "bs",
+            Op::Unary(UnaryOp::Sine),
+            Shape::array(ElementType::F32, &[3]),
+        ),
+        &[v],
+    );
+    let v2 = body.add(
+        Instruction::new(
+            "bv2",
+            Op::Binary(BinaryOp::Add),
+            Shape::array(ElementType::F32, &[3]),
+        ),
+        &[v, s],
+    );
     body.add(Instruction::new("bt", Op::Tuple, st.clone()), &[i2, v2]);
     let body = b.m.add_computation(body);
     let x = b.param(0, Shape::array(ElementType::F32, &[3]));
-    let z = b.add(Op::Constant(Literal::Array(Array::scalar_s32(0))), Shape::scalar(ElementType::S32), &[]);
+    let z = b.add(
+        Op::Constant(Literal::Array(Array::scalar_s32(0))),
+        Shape::scalar(ElementType::S32),
+        &[],
+    );
     let t = b.add(Op::Tuple, st.clone(), &[z, x]);
-    let w = b.add(Op::While { condition: cond, body }, st, &[t]);
+    let w = b.add(
+        Op::While {
+            condition: cond,
+            body,
+        },
+        st,
+        &[t],
+    );
     let m = b.finish(w);
     check(&m, &[f32s(&[3], 8)], 1e-5);
 }
@@ -195,21 +363,58 @@ fn while_loop_updates_state_in_place() {
 fn max_pool_and_its_gradient() {
     let mut b = B::new();
     let max = b.scalar_region("max", Op::Binary(BinaryOp::Maximum), ElementType::F32);
-    let ge = b.scalar_region("ge", Op::Compare { direction: ComparisonDirection::Ge, comparison_type: None }, ElementType::F32);
+    let ge = b.scalar_region(
+        "ge",
+        Op::Compare {
+            direction: ComparisonDirection::Ge,
+            comparison_type: None,
+        },
+        ElementType::F32,
+    );
     let add = b.scalar_region("add", Op::Binary(BinaryOp::Add), ElementType::F32);
     let x = b.param(0, Shape::array(ElementType::F32, &[2, 6, 6, 5]));
     let g = b.param(1, Shape::array(ElementType::F32, &[2, 3, 3, 5]));
-    let ninf = b.add(Op::Constant(Literal::Array(Array::scalar_f32(f32::NEG_INFINITY))), Shape::scalar(ElementType::F32), &[]);
-    let zero = b.add(Op::Constant(Literal::Array(Array::scalar_f32(0.0))), Shape::scalar(ElementType::F32), &[]);
+    let ninf = b.add(
+        Op::Constant(Literal::Array(Array::scalar_f32(f32::NEG_INFINITY))),
+        Shape::scalar(ElementType::F32),
+        &[],
+    );
+    let zero = b.add(
+        Op::Constant(Literal::Array(Array::scalar_f32(0.0))),
+        Shape::scalar(ElementType::F32),
+        &[],
+    );
     let mut window = Window::default();
     for (s, st) in [(1, 1), (2, 2), (2, 2), (1, 1)] {
         let mut d = WindowDim::new(s);
         d.stride = st;
         window.dims.push(d);
     }
-    let rw = b.add(Op::ReduceWindow { window: window.clone(), to_apply: max }, Shape::array(ElementType::F32, &[2, 3, 3, 5]), &[x, ninf]);
-    let ss = b.add(Op::SelectAndScatter { window, select: ge, scatter: add }, Shape::array(ElementType::F32, &[2, 6, 6, 5]), &[x, g, zero]);
-    let t = b.add(Op::Tuple, Shape::Tuple(vec![Shape::array(ElementType::F32, &[2, 3, 3, 5]), Shape::array(ElementType::F32, &[2, 6, 6, 5])]), &[rw, ss]);
+    let rw = b.add(
+        Op::ReduceWindow {
+            window: window.clone(),
+            to_apply: max,
+        },
+        Shape::array(ElementType::F32, &[2, 3, 3, 5]),
+        &[x, ninf],
+    );
+    let ss = b.add(
+        Op::SelectAndScatter {
+            window,
+            select: ge,
+            scatter: add,
+        },
+        Shape::array(ElementType::F32, &[2, 6, 6, 5]),
+        &[x, g, zero],
+    );
+    let t = b.add(
+        Op::Tuple,
+        Shape::Tuple(vec![
+            Shape::array(ElementType::F32, &[2, 3, 3, 5]),
+            Shape::array(ElementType::F32, &[2, 6, 6, 5]),
+        ]),
+        &[rw, ss],
+    );
     let m = b.finish(t);
     check(&m, &[f32s(&[2, 6, 6, 5], 9), f32s(&[2, 3, 3, 5], 10)], 1e-6);
 }
@@ -218,7 +423,11 @@ fn conv_module(in_dims: &[i64], k_dims: &[i64], out_dims: &[i64], conv: Convolut
     let mut b = B::new();
     let x = b.param(0, Shape::array(ElementType::F32, in_dims));
     let k = b.param(1, Shape::array(ElementType::F32, k_dims));
-    let c = b.add(Op::Convolution(conv), Shape::array(ElementType::F32, out_dims), &[x, k]);
+    let c = b.add(
+        Op::Convolution(conv),
+        Shape::array(ElementType::F32, out_dims),
+        &[x, k],
+    );
     b.finish(c)
 }
 
@@ -247,9 +456,18 @@ fn convolution_padding_stride_dilation_groups() {
         d.stride = 2;
         window.dims.push(d);
     }
-    let conv = Convolution { window, dims: nhwc_dims(), feature_group_count: 1, batch_group_count: 1 };
+    let conv = Convolution {
+        window,
+        dims: nhwc_dims(),
+        feature_group_count: 1,
+        batch_group_count: 1,
+    };
     let m = conv_module(&[2, 7, 7, 3], &[3, 3, 3, 4], &[2, 4, 4, 4], conv);
-    check(&m, &[f32s(&[2, 7, 7, 3], 11), f32s(&[3, 3, 3, 4], 12)], 1e-4);
+    check(
+        &m,
+        &[f32s(&[2, 7, 7, 3], 11), f32s(&[3, 3, 3, 4], 12)],
+        1e-4,
+    );
 
     // Window dilation 2, base dilation 2, reversal, 2 feature groups.
     let mut window = Window::default();
@@ -263,9 +481,18 @@ fn convolution_padding_stride_dilation_groups() {
         window.dims.push(d);
     }
     // Input 5 dilated to 9, padded to 10, window span 3: output 8.
-    let conv = Convolution { window, dims: nhwc_dims(), feature_group_count: 2, batch_group_count: 1 };
+    let conv = Convolution {
+        window,
+        dims: nhwc_dims(),
+        feature_group_count: 2,
+        batch_group_count: 1,
+    };
     let m = conv_module(&[1, 5, 5, 4], &[2, 2, 2, 6], &[1, 8, 8, 6], conv);
-    check(&m, &[f32s(&[1, 5, 5, 4], 13), f32s(&[2, 2, 2, 6], 14)], 1e-4);
+    check(
+        &m,
+        &[f32s(&[1, 5, 5, 4], 13), f32s(&[2, 2, 2, 6], 14)],
+        1e-4,
+    );
 }
 
 #[test]
@@ -289,16 +516,29 @@ fn convolution_weight_gradient_labels() {
         d.pad_high = 2;
         window.dims.push(d);
     }
-    let conv = Convolution { window, dims, feature_group_count: 1, batch_group_count: 1 };
+    let conv = Convolution {
+        window,
+        dims,
+        feature_group_count: 1,
+        batch_group_count: 1,
+    };
     let m = conv_module(&[4, 6, 6, 2], &[4, 6, 6, 3], &[5, 5, 2, 3], conv);
-    check(&m, &[f32s(&[4, 6, 6, 2], 15), f32s(&[4, 6, 6, 3], 16)], 1e-4);
+    check(
+        &m,
+        &[f32s(&[4, 6, 6, 2], 15), f32s(&[4, 6, 6, 3], 16)],
+        1e-4,
+    );
 }
 
 #[test]
 fn bad_arguments_are_errors_not_crashes() {
     let mut b = B::new();
     let x = b.param(0, Shape::array(ElementType::F32, &[3]));
-    let n = b.add(Op::Unary(UnaryOp::Negate), Shape::array(ElementType::F32, &[3]), &[x]);
+    let n = b.add(
+        Op::Unary(UnaryOp::Negate),
+        Shape::array(ElementType::F32, &[3]),
+        &[x],
+    );
     let m = b.finish(n);
     let exe = compile(&m, &JitOptions::default()).unwrap();
     assert!(exe.run(&[]).is_err());
@@ -311,19 +551,50 @@ fn bad_arguments_are_errors_not_crashes() {
 fn dump_writes_clif_before_and_after_optimization() {
     let mut b = B::new();
     let x = b.param(0, Shape::array(ElementType::F32, &[6]));
-    let e = b.add(Op::Unary(UnaryOp::Exp), Shape::array(ElementType::F32, &[6]), &[x]);
+    let e = b.add(
+        Op::Unary(UnaryOp::Exp),
+        Shape::array(ElementType::F32, &[6]),
+        &[x],
+    );
     let m = b.finish(e);
     let dir = std::env::temp_dir().join(format!("tessel_jit_dump_{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let opts = JitOptions { dump_to: Some(dir.clone()), ..Default::default() };
+    let opts = JitOptions {
+        dump_to: Some(dir.clone()),
+        ..Default::default()
+    };
     compile(&m, &opts).unwrap();
-    let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     names.sort();
-    assert!(names.iter().any(|n| n.ends_with(".before_opt.clif") && n.contains("exponential")), "{names:?}");
-    assert!(names.iter().any(|n| n.ends_with(".after_opt.clif") && n.contains("exponential")), "{names:?}");
+    assert!(
+        names
+            .iter()
+            .any(|n| n.ends_with(".before_opt.clif") && n.contains("exponential")),
+        "{names:?}"
+    );
+    assert!(
+        names
+            .iter()
+            .any(|n| n.ends_with(".after_opt.clif") && n.contains("exponential")),
+        "{names:?}"
+    );
     assert!(names.iter().any(|n| n.contains("program")), "{names:?}");
-    let before = std::fs::read_to_string(dir.join(names.iter().find(|n| n.ends_with(".before_opt.clif")).unwrap())).unwrap();
-    assert!(before.contains("function") && before.contains("f32x4"), "{before}");
+    let before = std::fs::read_to_string(
+        dir.join(
+            names
+                .iter()
+                .find(|n| n.ends_with(".before_opt.clif"))
+                .unwrap(),
+        ),
+    )
+    .unwrap();
+    assert!(
+        before.contains("function") && before.contains("f32x4"),
+        "{before}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -337,7 +608,13 @@ fn integer_division_by_zero_follows_xla() {
     let r = b.add(Op::Binary(BinaryOp::Remainder), s.clone(), &[x, y]);
     let t = b.add(Op::Tuple, Shape::Tuple(vec![s.clone(), s.clone()]), &[d, r]);
     let m = b.finish(t);
-    let xs = Literal::Array(Array::new(ArrayShape::new(ElementType::S32, &[5]), ArrayData::S32(vec![7, i32::MIN, -7, 5, 0])));
-    let ys = Literal::Array(Array::new(ArrayShape::new(ElementType::S32, &[5]), ArrayData::S32(vec![0, -1, 2, -3, 0])));
+    let xs = Literal::Array(Array::new(
+        ArrayShape::new(ElementType::S32, &[5]),
+        ArrayData::S32(vec![7, i32::MIN, -7, 5, 0]),
+    ));
+    let ys = Literal::Array(Array::new(
+        ArrayShape::new(ElementType::S32, &[5]),
+        ArrayData::S32(vec![0, -1, 2, -3, 0]),
+    ));
     check(&m, &[xs, ys], 0.0);
 }

@@ -26,17 +26,28 @@ fn compare(name: &str, got: &[&Array], want: &[Array], rel: f64) {
     assert_eq!(got.len(), want.len(), "{name}: output count");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         assert_eq!(g.shape.dims, w.shape.dims, "{name}: output {i} shape");
-        assert_eq!(g.element_type(), w.element_type(), "{name}: output {i} type");
+        assert_eq!(
+            g.element_type(),
+            w.element_type(),
+            "{name}: output {i} type"
+        );
         let mut worst = 0.0f64;
         for j in 0..w.len() {
             let (a, b) = (g.data.get_f64(j), w.data.get_f64(j));
             if w.element_type().is_float() {
                 let tol = 1e-5 + rel * b.abs();
                 let err = (a - b).abs();
-                assert!(err <= tol || (a.is_nan() && b.is_nan()), "{name}: output {i}[{j}] = {a}, JAX {b}");
+                assert!(
+                    err <= tol || (a.is_nan() && b.is_nan()),
+                    "{name}: output {i}[{j}] = {a}, JAX {b}"
+                );
                 worst = worst.max(err / (1e-5 + b.abs()));
             } else {
-                assert_eq!(g.data.get_i64(j), w.data.get_i64(j), "{name}: output {i}[{j}]");
+                assert_eq!(
+                    g.data.get_i64(j),
+                    w.data.get_i64(j),
+                    "{name}: output {i}[{j}]"
+                );
             }
         }
         eprintln!("{name}: output {i} ok (worst relative error {worst:.2e})");
@@ -67,7 +78,8 @@ fn corpus_modules_match_jax() {
         let rel = if stem.contains("cnn") { 1e-3 } else { 1e-4 };
         // As parsed (the JIT's own fusion), and after the optimizer (its fusion kernels).
         let mut optimized = module.clone();
-        optimize(&mut optimized, &CompileOptions::default()).unwrap_or_else(|e| panic!("{stem}: optimize: {e}"));
+        optimize(&mut optimized, &CompileOptions::default())
+            .unwrap_or_else(|e| panic!("{stem}: optimize: {e}"));
         for (what, m) in [("unoptimized", &module), ("optimized", &optimized)] {
             let name = format!("{stem} ({what})");
             let exe = compile(m, &JitOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));

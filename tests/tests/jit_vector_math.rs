@@ -18,7 +18,11 @@ fn unary_module(op: Op, n: i64) -> Module {
 /// Distance in representable f32 values; NaN matches only NaN.
 fn ulps(a: f32, b: f32) -> u64 {
     if a.is_nan() || b.is_nan() {
-        return if a.is_nan() && b.is_nan() { 0 } else { u64::MAX };
+        return if a.is_nan() && b.is_nan() {
+            0
+        } else {
+            u64::MAX
+        };
     }
     let key = |x: f32| {
         let i = x.to_bits() as i32;
@@ -54,11 +58,15 @@ fn specials() -> Vec<f32> {
 }
 
 fn uniform(lo: f32, hi: f32, n: usize) -> Vec<f32> {
-    (0..n).map(|i| lo + (hi - lo) * (i as f32 + 0.5) / n as f32).collect()
+    (0..n)
+        .map(|i| lo + (hi - lo) * (i as f32 + 0.5) / n as f32)
+        .collect()
 }
 
 fn log_spaced(n: usize) -> Vec<f32> {
-    (0..n).map(|i| 10f32.powf(-44.0 + 82.0 * i as f32 / n as f32)).collect()
+    (0..n)
+        .map(|i| 10f32.powf(-44.0 + 82.0 * i as f32 / n as f32))
+        .collect()
 }
 
 /// Runs `op` on `xs` through 4-lane and scalar code; returns the worst error in ulps.
@@ -67,13 +75,26 @@ fn worst_ulps(op: UnaryOp, xs: &[f32], reference: fn(f64) -> f64) -> (u64, f32) 
     let arg = Literal::Array(Array::f32(&[xs.len() as i64], xs.to_vec()));
     let mut worst = (0u64, 0f32);
     for vectorize in [true, false] {
-        let exe = compile(&m, &JitOptions { vectorize, ..Default::default() }).unwrap();
+        let exe = compile(
+            &m,
+            &JitOptions {
+                vectorize,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         let out = exe.run(std::slice::from_ref(&arg)).unwrap();
-        let ArrayData::F32(ys) = &out.leaves()[0].data else { panic!("f32 result") };
+        let ArrayData::F32(ys) = &out.leaves()[0].data else {
+            panic!("f32 result")
+        };
         for (&x, &y) in xs.iter().zip(ys) {
             let want = reference(x as f64) as f32;
             let u = ulps(y, want);
-            assert!(u != u64::MAX, "{}({x:e}) = {y:e}, want {want:e} (vectorize {vectorize})", op.name());
+            assert!(
+                u != u64::MAX,
+                "{}({x:e}) = {y:e}, want {want:e} (vectorize {vectorize})",
+                op.name()
+            );
             if u > worst.0 {
                 worst = (u, x);
             }
@@ -88,14 +109,26 @@ fn check(op: UnaryOp, xs: Vec<f32>, reference: fn(f64) -> f64, bound: u64) {
 
 /// Like [`check`], leaving out finite special inputs larger than `limit` in magnitude.
 fn check_within(op: UnaryOp, mut xs: Vec<f32>, reference: fn(f64) -> f64, bound: u64, limit: f32) {
-    xs.extend(specials().into_iter().filter(|x| !x.is_finite() || x.abs() <= limit));
+    xs.extend(
+        specials()
+            .into_iter()
+            .filter(|x| !x.is_finite() || x.abs() <= limit),
+    );
     // An odd count exercises the scalar tail too.
     if xs.len() % 4 == 0 {
         xs.push(0.5);
     }
     let (u, at) = worst_ulps(op, &xs, reference);
-    eprintln!("{:>24}: max {u} ulp (at {at:e}) over {} inputs", op.name(), xs.len());
-    assert!(u <= bound, "{}: {u} ulps at {at:e} (bound {bound})", op.name());
+    eprintln!(
+        "{:>24}: max {u} ulp (at {at:e}) over {} inputs",
+        op.name(),
+        xs.len()
+    );
+    assert!(
+        u <= bound,
+        "{}: {u} ulps at {at:e} (bound {bound})",
+        op.name()
+    );
 }
 
 fn logistic(x: f64) -> f64 {
@@ -111,7 +144,12 @@ fn exp_family() {
     xs.extend(uniform(-1e-3, 1e-3, 2001));
     xs.extend(uniform(-1.0, 1.0, 2001));
     check(UnaryOp::Expm1, xs, f64::exp_m1, 4);
-    check(UnaryOp::Logistic, uniform(-100.0, 100.0, 20001), logistic, 4);
+    check(
+        UnaryOp::Logistic,
+        uniform(-100.0, 100.0, 20001),
+        logistic,
+        4,
+    );
 }
 
 #[test]

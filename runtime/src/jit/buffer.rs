@@ -64,9 +64,8 @@ impl ConstPool {
     /// Stores `bytes` (8-byte aligned) and returns their address.
     pub fn add(&mut self, bytes: &[u8]) -> usize {
         let mut block = vec![0u64; bytes.len().div_ceil(8).max(1)].into_boxed_slice();
-        let dst = unsafe {
-            std::slice::from_raw_parts_mut(block.as_mut_ptr() as *mut u8, bytes.len())
-        };
+        let dst =
+            unsafe { std::slice::from_raw_parts_mut(block.as_mut_ptr() as *mut u8, bytes.len()) };
         dst.copy_from_slice(bytes);
         let addr = block.as_ptr() as usize;
         self.blocks.push(block);

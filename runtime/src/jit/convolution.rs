@@ -69,7 +69,10 @@ impl ConvPlan {
         alloc: &mut dyn FnMut(usize) -> Addr,
     ) -> Result<ConvPlan, JitError> {
         if input.1.element_type != ElementType::F32 || kernel.1.element_type != ElementType::F32 {
-            return Err(JitError::Unsupported(format!("convolution of {} (only f32)", input.1.element_type)));
+            return Err(JitError::Unsupported(format!(
+                "convolution of {} (only f32)",
+                input.1.element_type
+            )));
         }
         let d = &conv.dims;
         let nsp = d.input_spatial.len();
@@ -84,15 +87,33 @@ impl ConvPlan {
         out_order.extend(u(&d.output_spatial));
         out_order.push(d.output_feature as usize);
         let (idims, kdims, odims) = (udims(input.1), udims(kernel.1), udims(output.1));
-        let in_perm = (!is_identity(&in_order)).then(|| (idims.clone(), in_order.clone(), alloc(input.1.byte_size() as usize)));
-        let k_perm = (!is_identity(&k_order)).then(|| (kdims.clone(), k_order.clone(), alloc(kernel.1.byte_size() as usize)));
+        let in_perm = (!is_identity(&in_order)).then(|| {
+            (
+                idims.clone(),
+                in_order.clone(),
+                alloc(input.1.byte_size() as usize),
+            )
+        });
+        let k_perm = (!is_identity(&k_order)).then(|| {
+            (
+                kdims.clone(),
+                k_order.clone(),
+                alloc(kernel.1.byte_size() as usize),
+            )
+        });
         // Canonical output dims, and for each real output dim its canonical position.
         let canon_out: Vec<usize> = out_order.iter().map(|&o| odims[o]).collect();
         let mut back = vec![0usize; out_order.len()];
         for (ci, &o) in out_order.iter().enumerate() {
             back[o] = ci;
         }
-        let out_perm = (!is_identity(&out_order)).then(|| (canon_out.clone(), back, alloc(output.1.byte_size() as usize)));
+        let out_perm = (!is_identity(&out_order)).then(|| {
+            (
+                canon_out.clone(),
+                back,
+                alloc(output.1.byte_size() as usize),
+            )
+        });
         let n_in = idims[in_order[0]];
         let c_in = idims[in_order[nsp + 1]];
         let in_spatial: Vec<usize> = in_order[1..=nsp].iter().map(|&i| idims[i]).collect();
@@ -104,14 +125,23 @@ impl ConvPlan {
         let groups = conv.feature_group_count.max(1) as usize;
         let batch_groups = conv.batch_group_count.max(1) as usize;
         if groups > 1 && batch_groups > 1 {
-            return Err(JitError::Unsupported(format!("{name}: feature and batch groups together")));
+            return Err(JitError::Unsupported(format!(
+                "{name}: feature and batch groups together"
+            )));
         }
-        if c_in != i_per_group * groups || o_total % (groups * batch_groups) != 0 || n_in != n_out * batch_groups {
-            return Err(JitError::Invalid(format!("{name}: convolution group sizes do not match the operands")));
+        if c_in != i_per_group * groups
+            || o_total % (groups * batch_groups) != 0
+            || n_in != n_out * batch_groups
+        {
+            return Err(JitError::Invalid(format!(
+                "{name}: convolution group sizes do not match the operands"
+            )));
         }
         let wdims = &conv.window.dims;
         if wdims.len() != nsp {
-            return Err(JitError::Invalid(format!("{name}: window rank does not match")));
+            return Err(JitError::Invalid(format!(
+                "{name}: window rank does not match"
+            )));
         }
         let window: usize = k_spatial.iter().product();
         let kcols = window * i_per_group;
@@ -170,12 +200,24 @@ impl ConvPlan {
         let patches = resolve(self.patches, arena) as *mut f32;
         self.compute(input, kernel, out, patches);
         if let Some((dims, order, scratch)) = &self.output_perm {
-            permute_copy(resolve(*scratch, arena), dims, order, resolve(self.output, arena), 4);
+            permute_copy(
+                resolve(*scratch, arena),
+                dims,
+                order,
+                resolve(self.output, arena),
+                4,
+            );
         }
         Ok(())
     }
 
-    unsafe fn compute(&self, input: *const f32, kernel: *const f32, out: *mut f32, patches: *mut f32) {
+    unsafe fn compute(
+        &self,
+        input: *const f32,
+        kernel: *const f32,
+        out: *mut f32,
+        patches: *mut f32,
+    ) {
         let nsp = self.in_spatial.len();
         let window: usize = self.k_spatial.iter().product();
         let ig = self.i_per_group;
@@ -192,7 +234,11 @@ impl ConvPlan {
             for d in (0..nsp).rev() {
                 let k = wr % self.k_spatial[d];
                 wr /= self.k_spatial[d];
-                let k = if self.reversal[d] { self.k_spatial[d] - 1 - k } else { k } as i64;
+                let k = if self.reversal[d] {
+                    self.k_spatial[d] - 1 - k
+                } else {
+                    k
+                } as i64;
                 woff[w * nsp + d] = k * self.rhs_dil[d] - self.pad_low[d];
             }
         }

@@ -158,7 +158,12 @@ impl<'a, 'f> Elemental<'a, 'f> {
     }
 
     /// Splits a linear index into dimensions, or `None` when lanes would cross rows.
-    fn delinearize(&mut self, lin: Comp, shape: &ArrayShape, lanes: u32) -> Option<SmallVec<[Comp; 4]>> {
+    fn delinearize(
+        &mut self,
+        lin: Comp,
+        shape: &ArrayShape,
+        lanes: u32,
+    ) -> Option<SmallVec<[Comp; 4]>> {
         let rank = shape.rank();
         let (b, c) = lin;
         if rank == 0 {
@@ -185,7 +190,12 @@ impl<'a, 'f> Elemental<'a, 'f> {
         Some(out)
     }
 
-    fn multi(&mut self, idx: &Index, shape: &ArrayShape, lanes: u32) -> Option<SmallVec<[Comp; 4]>> {
+    fn multi(
+        &mut self,
+        idx: &Index,
+        shape: &ArrayShape,
+        lanes: u32,
+    ) -> Option<SmallVec<[Comp; 4]>> {
         match idx {
             Index::Multi(m) => Some(m.clone()),
             Index::Linear(l) => self.delinearize(*l, shape, lanes),
@@ -234,11 +244,18 @@ impl<'a, 'f> Elemental<'a, 'f> {
         Ok(elementwise::pack_lanes(self.fb, ty, &lanes_v))
     }
 
-    fn emit_uncached(&mut self, id: InstrId, idx: &Index, lanes: u32) -> Result<Option<Value>, JitError> {
+    fn emit_uncached(
+        &mut self,
+        id: InstrId,
+        idx: &Index,
+        lanes: u32,
+    ) -> Result<Option<Value>, JitError> {
         if let Some(leaf) = self.leaves.get(&id) {
             let leaf = leaf.clone();
             let lin = self.linear(idx, &leaf.shape);
-            return self.load(leaf.addr, leaf.shape.element_type, lin, lanes).map(Some);
+            return self
+                .load(leaf.addr, leaf.shape.element_type, lin, lanes)
+                .map(Some);
         }
         let comp: &'a Computation = self.comp;
         let instr = comp.get(id);
@@ -268,7 +285,9 @@ impl<'a, 'f> Elemental<'a, 'f> {
             Op::Broadcast { dimensions } => {
                 let operand_shape = self.shape(ops[0])?;
                 if operand_shape.rank() == 0 {
-                    return self.emit(ops[0], &Index::Multi(SmallVec::new()), lanes).map(Some);
+                    return self
+                        .emit(ops[0], &Index::Multi(SmallVec::new()), lanes)
+                        .map(Some);
                 }
                 let Some(m) = self.multi(idx, shape, lanes) else {
                     return Ok(None);
@@ -298,8 +317,16 @@ impl<'a, 'f> Elemental<'a, 'f> {
                 let mut sub = SmallVec::new();
                 for (k, &(b, c)) in m.iter().enumerate() {
                     let d = dims[k];
-                    let b = if d.stride != 1 { self.fb.ins().imul_imm_s(b, d.stride) } else { b };
-                    let b = if d.start != 0 { self.fb.ins().iadd_imm_s(b, d.start) } else { b };
+                    let b = if d.stride != 1 {
+                        self.fb.ins().imul_imm_s(b, d.stride)
+                    } else {
+                        b
+                    };
+                    let b = if d.start != 0 {
+                        self.fb.ins().iadd_imm_s(b, d.start)
+                    } else {
+                        b
+                    };
                     sub.push((b, c * d.stride));
                 }
                 self.emit(ops[0], &Index::Multi(sub), lanes).map(Some)
@@ -331,13 +358,29 @@ impl<'a, 'f> Elemental<'a, 'f> {
                     let n = operand_shape.dims[k];
                     let p = self.fb.ins().iadd_imm_s(b, -d.low);
                     let step = d.interior + 1;
-                    let q = if step == 1 { p } else { self.fb.ins().sdiv_imm_s(p, step) };
-                    let mut ok = self.fb.ins().icmp_imm_s(cranelift_codegen::ir::condcodes::IntCC::SignedGreaterThanOrEqual, p, 0);
-                    let lt = self.fb.ins().icmp_imm_s(cranelift_codegen::ir::condcodes::IntCC::SignedLessThan, q, n);
+                    let q = if step == 1 {
+                        p
+                    } else {
+                        self.fb.ins().sdiv_imm_s(p, step)
+                    };
+                    let mut ok = self.fb.ins().icmp_imm_s(
+                        cranelift_codegen::ir::condcodes::IntCC::SignedGreaterThanOrEqual,
+                        p,
+                        0,
+                    );
+                    let lt = self.fb.ins().icmp_imm_s(
+                        cranelift_codegen::ir::condcodes::IntCC::SignedLessThan,
+                        q,
+                        n,
+                    );
                     ok = self.fb.ins().band(ok, lt);
                     if step != 1 {
                         let r = self.fb.ins().srem_imm_s(p, step);
-                        let on_grid = self.fb.ins().icmp_imm_s(cranelift_codegen::ir::condcodes::IntCC::Equal, r, 0);
+                        let on_grid = self.fb.ins().icmp_imm_s(
+                            cranelift_codegen::ir::condcodes::IntCC::Equal,
+                            r,
+                            0,
+                        );
                         ok = self.fb.ins().band(ok, on_grid);
                     }
                     let zero = self.iconst(0);
@@ -395,7 +438,9 @@ impl<'a, 'f> Elemental<'a, 'f> {
                         }
                     });
                 }
-                result.map(Some).ok_or_else(|| JitError::Invalid("empty concatenate".into()))
+                result
+                    .map(Some)
+                    .ok_or_else(|| JitError::Invalid("empty concatenate".into()))
             }
             Op::DynamicSlice { sizes } => {
                 let Some(m) = self.multi(idx, shape, lanes) else {
@@ -430,8 +475,16 @@ impl<'a, 'f> Elemental<'a, 'f> {
                     let s = self.fb.ins().smax(start, zero);
                     let s = self.fb.ins().smin(s, hi);
                     let local = self.fb.ins().isub(b, s);
-                    let ge = self.fb.ins().icmp_imm_s(cranelift_codegen::ir::condcodes::IntCC::SignedGreaterThanOrEqual, local, 0);
-                    let lt = self.fb.ins().icmp_imm_s(cranelift_codegen::ir::condcodes::IntCC::SignedLessThan, local, upd_shape.dims[k]);
+                    let ge = self.fb.ins().icmp_imm_s(
+                        cranelift_codegen::ir::condcodes::IntCC::SignedGreaterThanOrEqual,
+                        local,
+                        0,
+                    );
+                    let lt = self.fb.ins().icmp_imm_s(
+                        cranelift_codegen::ir::condcodes::IntCC::SignedLessThan,
+                        local,
+                        upd_shape.dims[k],
+                    );
                     let ok = self.fb.ins().band(ge, lt);
                     let safe = self.fb.ins().select(ok, local, zero);
                     sub.push((safe, 0));
@@ -495,10 +548,20 @@ impl<'a, 'f> Elemental<'a, 'f> {
     }
 
     /// Loads a value of element type `ty` at linear index `lin` of the buffer at `addr`.
-    pub fn load(&mut self, addr: Addr, ty: ElementType, (b, c): Comp, lanes: u32) -> Result<Value, JitError> {
+    pub fn load(
+        &mut self,
+        addr: Addr,
+        ty: ElementType,
+        (b, c): Comp,
+        lanes: u32,
+    ) -> Result<Value, JitError> {
         let base = self.base(addr);
         let size = ty.byte_size() as i64;
-        let off = if size == 1 { b } else { self.fb.ins().imul_imm_s(b, size) };
+        let off = if size == 1 {
+            b
+        } else {
+            self.fb.ins().imul_imm_s(b, size)
+        };
         let p = self.fb.ins().iadd(base, off);
         let sty = scalar_type(ty)?;
         if lanes == 1 || c == 0 {
@@ -517,10 +580,21 @@ impl<'a, 'f> Elemental<'a, 'f> {
     }
 
     /// Stores `v` at linear index `b` (lanes consecutive) of the buffer at `addr`.
-    pub fn store(&mut self, addr: Addr, ty: ElementType, b: Value, v: Value, lanes: u32) -> Result<(), JitError> {
+    pub fn store(
+        &mut self,
+        addr: Addr,
+        ty: ElementType,
+        b: Value,
+        v: Value,
+        lanes: u32,
+    ) -> Result<(), JitError> {
         let base = self.base(addr);
         let size = ty.byte_size() as i64;
-        let off = if size == 1 { b } else { self.fb.ins().imul_imm_s(b, size) };
+        let off = if size == 1 {
+            b
+        } else {
+            self.fb.ins().imul_imm_s(b, size)
+        };
         let p = self.fb.ins().iadd(base, off);
         if lanes == 1 {
             self.fb.ins().store(mem(), v, p, 0);
@@ -534,7 +608,12 @@ impl<'a, 'f> Elemental<'a, 'f> {
     }
 
     /// Emits a called scalar computation (a reduce region) on the given values.
-    pub fn emit_region(&mut self, region: ComputationId, args: &[Value], lanes: u32) -> Result<Vec<Value>, JitError> {
+    pub fn emit_region(
+        &mut self,
+        region: ComputationId,
+        args: &[Value],
+        lanes: u32,
+    ) -> Result<Vec<Value>, JitError> {
         let module: &'a Module = self.module;
         let comp = module.computation(region);
         let mut vals: HashMap<InstrId, Value> = HashMap::new();
@@ -546,7 +625,10 @@ impl<'a, 'f> Elemental<'a, 'f> {
                 Op::Tuple => continue,
                 Op::Constant(lit) => {
                     let arr = lit.as_array().filter(|a| a.len() == 1).ok_or_else(|| {
-                        JitError::Unsupported(format!("non-scalar constant in region {}", comp.name))
+                        JitError::Unsupported(format!(
+                            "non-scalar constant in region {}",
+                            comp.name
+                        ))
                     })?;
                     let s = elementwise::scalar_constant(self.fb, &arr.data, 0)?;
                     elementwise::splat_if(self.fb, arr.element_type(), s, lanes)
@@ -567,8 +649,17 @@ impl<'a, 'f> Elemental<'a, 'f> {
                         .map(|&o| comp.get(o).shape.element_type().unwrap_or(ElementType::F32))
                         .collect();
                     let a: Vec<Value> = instr.operands().iter().map(|o| vals[o]).collect();
-                    elementwise::emit_op(self.fb, self.libcalls, self.has_fma, op, ty, &arg_tys, &a, lanes)
-                        .map_err(|e| e.at(&instr.name))?
+                    elementwise::emit_op(
+                        self.fb,
+                        self.libcalls,
+                        self.has_fma,
+                        op,
+                        ty,
+                        &arg_tys,
+                        &a,
+                        lanes,
+                    )
+                    .map_err(|e| e.at(&instr.name))?
                 }
                 other => {
                     return Err(JitError::Unsupported(format!(

@@ -65,7 +65,11 @@ fn vflags() -> MemFlagsData {
 }
 
 /// A scalar constant from element `i` of `data`.
-pub fn scalar_constant(fb: &mut FunctionBuilder, data: &ArrayData, i: usize) -> Result<Value, JitError> {
+pub fn scalar_constant(
+    fb: &mut FunctionBuilder,
+    data: &ArrayData,
+    i: usize,
+) -> Result<Value, JitError> {
     let ty = data.element_type();
     Ok(match data {
         ArrayData::F32(v) => fb.ins().f32const(v[i]),
@@ -77,7 +81,11 @@ pub fn scalar_constant(fb: &mut FunctionBuilder, data: &ArrayData, i: usize) -> 
         _ => {
             let t = super::types::scalar_type(ty)?;
             let bits = data.get_i64(i);
-            let masked = if t.bits() < 64 { bits & ((1i64 << t.bits()) - 1) } else { bits };
+            let masked = if t.bits() < 64 {
+                bits & ((1i64 << t.bits()) - 1)
+            } else {
+                bits
+            };
             fb.ins().iconst(t, masked)
         }
     })
@@ -113,7 +121,11 @@ pub fn pack_lanes(fb: &mut FunctionBuilder, ty: ElementType, vals: &[Value]) -> 
             v
         }
     };
-    let vty = if ty == ElementType::F32 { types::F32X4 } else { types::I32X4 };
+    let vty = if ty == ElementType::F32 {
+        types::F32X4
+    } else {
+        types::I32X4
+    };
     let l0 = lane(fb, vals[0]);
     let mut v = fb.ins().splat(vty, l0);
     for (i, &x) in vals.iter().enumerate().skip(1) {
@@ -173,13 +185,23 @@ pub fn select_values(fb: &mut FunctionBuilder, c: Value, a: Value, b: Value, lan
         fb.ins().select(c, a, b)
     } else {
         let ty = fb.func.dfg.value_type(a);
-        let c = if ty == types::I32X4 { c } else { fb.ins().bitcast(ty, vflags(), c) };
+        let c = if ty == types::I32X4 {
+            c
+        } else {
+            fb.ins().bitcast(ty, vflags(), c)
+        };
         fb.ins().bitselect(c, a, b)
     }
 }
 
 /// An iota value `base + lane * coef` converted to `ty`.
-pub fn iota_value(fb: &mut FunctionBuilder, ty: ElementType, base: Value, coef: i64, lanes: u32) -> Result<Value, JitError> {
+pub fn iota_value(
+    fb: &mut FunctionBuilder,
+    ty: ElementType,
+    base: Value,
+    coef: i64,
+    lanes: u32,
+) -> Result<Value, JitError> {
     if lanes == 1 {
         return convert_scalar(fb, base, ElementType::S64, ty);
     }
@@ -201,7 +223,12 @@ pub fn iota_value(fb: &mut FunctionBuilder, ty: ElementType, base: Value, coef: 
 
 /// Whether `op` has a 4-lane form for these types.
 fn has_vector_form(op: &Op, out: ElementType, args: &[ElementType]) -> bool {
-    let all32 = |t: ElementType| matches!(t, ElementType::F32 | ElementType::S32 | ElementType::U32 | ElementType::Pred);
+    let all32 = |t: ElementType| {
+        matches!(
+            t,
+            ElementType::F32 | ElementType::S32 | ElementType::U32 | ElementType::Pred
+        )
+    };
     if !all32(out) || !args.iter().all(|&t| all32(t)) {
         return false;
     }
@@ -229,9 +256,11 @@ fn has_vector_form(op: &Op, out: ElementType, args: &[ElementType]) -> bool {
             _ => false,
         },
         Op::Binary(b) => match b {
-            BinaryOp::Add | BinaryOp::Subtract | BinaryOp::Multiply | BinaryOp::Maximum | BinaryOp::Minimum => {
-                out != ElementType::Pred
-            }
+            BinaryOp::Add
+            | BinaryOp::Subtract
+            | BinaryOp::Multiply
+            | BinaryOp::Maximum
+            | BinaryOp::Minimum => out != ElementType::Pred,
             BinaryOp::Divide => float,
             BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => !float,
             _ => false,
@@ -279,7 +308,10 @@ pub fn emit_op(
     match op {
         Op::Unary(u) => unary(fb, lib, has_fma, *u, out, arg_tys[0], args[0], lanes),
         Op::Binary(b) => binary(fb, lib, *b, out, args[0], args[1], lanes),
-        Op::Compare { direction, comparison_type } => {
+        Op::Compare {
+            direction,
+            comparison_type,
+        } => {
             let ct = comparison_type.unwrap_or_else(|| ComparisonType::default_for(arg_tys[0]));
             compare(fb, *direction, ct, arg_tys[0], args[0], args[1], lanes)
         }
@@ -317,10 +349,17 @@ pub fn emit_op(
             if t == ft {
                 return Ok(args[0]);
             }
-            let fl = if lanes == 1 { MemFlagsData::new() } else { vflags() };
+            let fl = if lanes == 1 {
+                MemFlagsData::new()
+            } else {
+                vflags()
+            };
             Ok(fb.ins().bitcast(t, fl, args[0]))
         }
-        other => Err(JitError::Unsupported(format!("elementwise op {}", other.opcode_name()))),
+        other => Err(JitError::Unsupported(format!(
+            "elementwise op {}",
+            other.opcode_name()
+        ))),
     }
 }
 
@@ -390,7 +429,11 @@ fn unary(
             let ad = fb.ins().fabs(d);
             let half = float_const(fb, out, 0.5, lanes);
             let one = float_const(fb, out, 1.0, lanes);
-            let step = if out == ElementType::F32 { Vm::new(fb, lanes, false).copysign(one, x) } else { fb.ins().fcopysign(one, x) };
+            let step = if out == ElementType::F32 {
+                Vm::new(fb, lanes, false).copysign(one, x)
+            } else {
+                fb.ins().fcopysign(one, x)
+            };
             let up = fb.ins().fadd(t, step);
             let c = fb.ins().fcmp(FloatCC::GreaterThanOrEqual, ad, half);
             select_values(fb, c, up, t, lanes)
@@ -398,7 +441,11 @@ fn unary(
         Sign if out.is_float() => {
             let zero = float_const(fb, out, 0.0, lanes);
             let one = float_const(fb, out, 1.0, lanes);
-            let s = if out == ElementType::F32 { Vm::new(fb, lanes, false).copysign(one, x) } else { fb.ins().fcopysign(one, x) };
+            let s = if out == ElementType::F32 {
+                Vm::new(fb, lanes, false).copysign(one, x)
+            } else {
+                fb.ins().fcopysign(one, x)
+            };
             let keep = fb.ins().fcmp(FloatCC::UnorderedOrEqual, x, zero);
             select_values(fb, keep, x, s, lanes)
         }
@@ -426,12 +473,7 @@ fn unary(
         }
         PopCnt if out.is_integer() => fb.ins().popcnt(x),
         Clz if out.is_integer() => fb.ins().clz(x),
-        _ => {
-            return Err(JitError::Unsupported(format!(
-                "{} on {out}",
-                u.name()
-            )))
-        }
+        _ => return Err(JitError::Unsupported(format!("{} on {out}", u.name()))),
     })
 }
 
@@ -459,7 +501,13 @@ fn binary(
     use BinaryOp::*;
     let float = out.is_float();
     let signed = out.is_signed_int();
-    let f32_or_64 = |f32fn: usize, f64fn: usize| if out == ElementType::F32 { (f32fn, types::F32) } else { (f64fn, types::F64) };
+    let f32_or_64 = |f32fn: usize, f64fn: usize| {
+        if out == ElementType::F32 {
+            (f32fn, types::F32)
+        } else {
+            (f64fn, types::F64)
+        }
+    };
     Ok(match b {
         Add if float => fb.ins().fadd(x, y),
         Add => fb.ins().iadd(x, y),
@@ -473,7 +521,10 @@ fn binary(
         }
         Divide => int_div(fb, x, y, signed, false),
         Remainder if float => {
-            let (f, t) = f32_or_64(fmod_f32 as *const () as usize, fmod_f64 as *const () as usize);
+            let (f, t) = f32_or_64(
+                fmod_f32 as *const () as usize,
+                fmod_f64 as *const () as usize,
+            );
             lib.call(fb, f, t, &[x, y])
         }
         Remainder => int_div(fb, x, y, signed, true),
@@ -488,7 +539,10 @@ fn binary(
             lib.call(fb, f, t, &[x, y])
         }
         Atan2 if float => {
-            let (f, t) = f32_or_64(atan2_f32 as *const () as usize, atan2_f64 as *const () as usize);
+            let (f, t) = f32_or_64(
+                atan2_f32 as *const () as usize,
+                atan2_f64 as *const () as usize,
+            );
             lib.call(fb, f, t, &[x, y])
         }
         And if !float => fb.ins().band(x, y),
@@ -505,7 +559,11 @@ fn binary(
                     fb.ins().sshr(x, amt)
                 }
                 _ => {
-                    let s = if b == ShiftLeft { fb.ins().ishl(x, y) } else { fb.ins().ushr(x, y) };
+                    let s = if b == ShiftLeft {
+                        fb.ins().ishl(x, y)
+                    } else {
+                        fb.ins().ushr(x, y)
+                    };
                     let zero = fb.ins().iconst(t, 0);
                     fb.ins().select(big, zero, s)
                 }
@@ -574,11 +632,19 @@ fn compare(
     let (a, b, signed) = if ty.is_float() {
         // Total order: compare the bit patterns with negative values' magnitude bits flipped.
         let it = if lanes == 1 {
-            if ty == ElementType::F64 { types::I64 } else { types::I32 }
+            if ty == ElementType::F64 {
+                types::I64
+            } else {
+                types::I32
+            }
         } else {
             types::I32X4
         };
-        let fl = if lanes == 1 { MemFlagsData::new() } else { vflags() };
+        let fl = if lanes == 1 {
+            MemFlagsData::new()
+        } else {
+            vflags()
+        };
         let w = if it == types::I64 { 63 } else { 31 };
         let key = |fb: &mut FunctionBuilder, v: Value| {
             let bits = fb.ins().bitcast(it, fl, v);
@@ -606,7 +672,12 @@ fn compare(
 }
 
 /// Scalar conversion between element types with XLA's semantics.
-pub fn convert_scalar(fb: &mut FunctionBuilder, x: Value, from: ElementType, to: ElementType) -> Result<Value, JitError> {
+pub fn convert_scalar(
+    fb: &mut FunctionBuilder,
+    x: Value,
+    from: ElementType,
+    to: ElementType,
+) -> Result<Value, JitError> {
     use ElementType as E;
     if from == to {
         return Ok(x);
@@ -615,14 +686,22 @@ pub fn convert_scalar(fb: &mut FunctionBuilder, x: Value, from: ElementType, to:
     let ft = fb.func.dfg.value_type(x);
     if to == E::Pred {
         return Ok(if from.is_float() {
-            let z = if from == E::F64 { fb.ins().f64const(0.0) } else { fb.ins().f32const(0.0) };
+            let z = if from == E::F64 {
+                fb.ins().f64const(0.0)
+            } else {
+                fb.ins().f32const(0.0)
+            };
             fb.ins().fcmp(FloatCC::NotEqual, x, z)
         } else {
             fb.ins().icmp_imm_s(IntCC::NotEqual, x, 0)
         });
     }
     if from.is_float() && to.is_float() {
-        return Ok(if tt.bits() > ft.bits() { fb.ins().fpromote(tt, x) } else { fb.ins().fdemote(tt, x) });
+        return Ok(if tt.bits() > ft.bits() {
+            fb.ins().fpromote(tt, x)
+        } else {
+            fb.ins().fdemote(tt, x)
+        });
     }
     if from.is_float() {
         // Saturating, NaN to 0; narrow targets go through i32 then clamp.
@@ -638,22 +717,42 @@ pub fn convert_scalar(fb: &mut FunctionBuilder, x: Value, from: ElementType, to:
         let (lo, hi) = int_range(to);
         let lo = fb.ins().iconst(types::I32, lo);
         let hi = fb.ins().iconst(types::I32, hi);
-        let v = if to.is_signed_int() { fb.ins().smax(v, lo) } else { fb.ins().umax(v, lo) };
-        let v = if to.is_signed_int() { fb.ins().smin(v, hi) } else { fb.ins().umin(v, hi) };
+        let v = if to.is_signed_int() {
+            fb.ins().smax(v, lo)
+        } else {
+            fb.ins().umax(v, lo)
+        };
+        let v = if to.is_signed_int() {
+            fb.ins().smin(v, hi)
+        } else {
+            fb.ins().umin(v, hi)
+        };
         return Ok(fb.ins().ireduce(tt, v));
     }
     // From an integer or pred.
     let signed_src = from.is_signed_int();
     if to.is_float() {
         let x = if ft.bits() < 32 {
-            if signed_src { fb.ins().sextend(types::I32, x) } else { fb.ins().uextend(types::I32, x) }
+            if signed_src {
+                fb.ins().sextend(types::I32, x)
+            } else {
+                fb.ins().uextend(types::I32, x)
+            }
         } else {
             x
         };
-        return Ok(if signed_src { fb.ins().fcvt_from_sint(tt, x) } else { fb.ins().fcvt_from_uint(tt, x) });
+        return Ok(if signed_src {
+            fb.ins().fcvt_from_sint(tt, x)
+        } else {
+            fb.ins().fcvt_from_uint(tt, x)
+        });
     }
     Ok(if tt.bits() > ft.bits() {
-        if signed_src { fb.ins().sextend(tt, x) } else { fb.ins().uextend(tt, x) }
+        if signed_src {
+            fb.ins().sextend(tt, x)
+        } else {
+            fb.ins().uextend(tt, x)
+        }
     } else if tt.bits() < ft.bits() {
         fb.ins().ireduce(tt, x)
     } else {
@@ -672,7 +771,12 @@ fn int_range(t: ElementType) -> (i64, i64) {
     }
 }
 
-fn convert_vector(fb: &mut FunctionBuilder, x: Value, from: ElementType, to: ElementType) -> Result<Value, JitError> {
+fn convert_vector(
+    fb: &mut FunctionBuilder,
+    x: Value,
+    from: ElementType,
+    to: ElementType,
+) -> Result<Value, JitError> {
     use ElementType as E;
     if from == to || (from.is_integer() && to.is_integer()) {
         return Ok(x);
@@ -702,6 +806,10 @@ fn convert_vector(fb: &mut FunctionBuilder, x: Value, from: ElementType, to: Ele
             let zs = fb.ins().splat(types::I32X4, z);
             fb.ins().icmp(IntCC::NotEqual, x, zs)
         }
-        _ => return Err(JitError::Unsupported(format!("4-lane convert {from} to {to}"))),
+        _ => {
+            return Err(JitError::Unsupported(format!(
+                "4-lane convert {from} to {to}"
+            )))
+        }
     })
 }

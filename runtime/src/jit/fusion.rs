@@ -33,19 +33,31 @@ pub fn is_kernel_op(op: &Op) -> bool {
 
 /// Ops that can live inside another kernel's expression.
 fn is_fusible(op: &Op) -> bool {
-    is_kernel_op(op) && !matches!(op, Op::Reduce { .. } | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. })
+    is_kernel_op(op)
+        && !matches!(
+            op,
+            Op::Reduce { .. } | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. }
+        )
 }
 
 fn is_cheap(op: &Op) -> bool {
     matches!(
         op,
-        Op::Broadcast { .. } | Op::Iota { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Reverse { .. }
+        Op::Broadcast { .. }
+            | Op::Iota { .. }
+            | Op::Transpose { .. }
+            | Op::Slice { .. }
+            | Op::Reverse { .. }
     )
 }
 
 /// Whether `op` reads each element of its operands at most once per evaluation.
 fn reads_each_once(op: &Op) -> bool {
-    is_kernel_op(op) && !matches!(op, Op::Broadcast { .. } | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. })
+    is_kernel_op(op)
+        && !matches!(
+            op,
+            Op::Broadcast { .. } | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. }
+        )
 }
 
 /// The instructions of `comp` that are not materialized.
@@ -78,7 +90,11 @@ pub fn plan(comp: &Computation) -> HashSet<InstrId> {
 /// (through fused instructions too). Values nothing reads die where they are made; the root
 /// never dies.
 pub fn last_uses(comp: &Computation, fused: &HashSet<InstrId>) -> HashMap<usize, Vec<InstrId>> {
-    let order: Vec<InstrId> = comp.post_order().into_iter().filter(|id| !fused.contains(id)).collect();
+    let order: Vec<InstrId> = comp
+        .post_order()
+        .into_iter()
+        .filter(|id| !fused.contains(id))
+        .collect();
     let pos: HashMap<InstrId, usize> = order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
     // Effective position of a use by each instruction: its own position, or for a fused one
     // the latest position of the kernels that recompute it.
@@ -86,7 +102,12 @@ pub fn last_uses(comp: &Computation, fused: &HashSet<InstrId>) -> HashMap<usize,
     for id in comp.post_order().into_iter().rev() {
         let e = match pos.get(&id) {
             Some(&p) => p,
-            None => comp.users(id).iter().filter_map(|u| eff.get(u).copied()).max().unwrap_or(0),
+            None => comp
+                .users(id)
+                .iter()
+                .filter_map(|u| eff.get(u).copied())
+                .max()
+                .unwrap_or(0),
         };
         eff.insert(id, e);
     }
@@ -96,7 +117,13 @@ pub fn last_uses(comp: &Computation, fused: &HashSet<InstrId>) -> HashMap<usize,
         if id == root {
             continue;
         }
-        let last = comp.users(id).iter().filter_map(|u| eff.get(u).copied()).max().unwrap_or(i).max(i);
+        let last = comp
+            .users(id)
+            .iter()
+            .filter_map(|u| eff.get(u).copied())
+            .max()
+            .unwrap_or(i)
+            .max(i);
         dying.entry(last).or_default().push(id);
     }
     dying

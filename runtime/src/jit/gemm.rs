@@ -131,12 +131,27 @@ fn row_major_strides(dims: &[usize]) -> Vec<usize> {
 }
 
 /// Plans one operand seen as [batch group, row group, col group]; `alloc` gives scratch space.
-fn plan_operand(addr: Addr, shape: &ArrayShape, groups: [&[usize]; 3], alloc: &mut dyn FnMut(usize) -> Addr) -> Operand {
+fn plan_operand(
+    addr: Addr,
+    shape: &ArrayShape,
+    groups: [&[usize]; 3],
+    alloc: &mut dyn FnMut(usize) -> Addr,
+) -> Operand {
     let dims: Vec<usize> = shape.dims.iter().map(|&d| d as usize).collect();
     let strides = row_major_strides(&dims);
-    let gs: Vec<Option<isize>> = groups.iter().map(|g| group_stride(g, &dims, &strides)).collect();
+    let gs: Vec<Option<isize>> = groups
+        .iter()
+        .map(|g| group_stride(g, &dims, &strides))
+        .collect();
     if gs.iter().all(|s| s.is_some()) {
-        return Operand { addr, dims, permute: None, batch_stride: gs[0].unwrap(), rs: gs[1].unwrap(), cs: gs[2].unwrap() };
+        return Operand {
+            addr,
+            dims,
+            permute: None,
+            batch_stride: gs[0].unwrap(),
+            rs: gs[1].unwrap(),
+            cs: gs[2].unwrap(),
+        };
     }
     let order: Vec<usize> = groups.iter().flat_map(|g| g.iter().copied()).collect();
     let size = |g: &[usize]| g.iter().map(|&d| dims[d]).product::<usize>();
@@ -166,22 +181,53 @@ impl DotPlan {
         alloc: &mut dyn FnMut(usize) -> Addr,
     ) -> Result<DotPlan, JitError> {
         let ty = lhs.1.element_type;
-        if !matches!(ty, ElementType::F32 | ElementType::F64 | ElementType::S32 | ElementType::U32) || rhs.1.element_type != ty {
-            return Err(JitError::Unsupported(format!("dot of {ty} and {}", rhs.1.element_type)));
+        if !matches!(
+            ty,
+            ElementType::F32 | ElementType::F64 | ElementType::S32 | ElementType::U32
+        ) || rhs.1.element_type != ty
+        {
+            return Err(JitError::Unsupported(format!(
+                "dot of {ty} and {}",
+                rhs.1.element_type
+            )));
         }
         let u = |v: &[i64]| v.iter().map(|&d| d as usize).collect::<Vec<_>>();
-        let (lb, lc, rb, rc) = (u(&dnums.lhs_batch), u(&dnums.lhs_contracting), u(&dnums.rhs_batch), u(&dnums.rhs_contracting));
-        let lfree: Vec<usize> = (0..lhs.1.rank()).filter(|d| !lb.contains(d) && !lc.contains(d)).collect();
-        let rfree: Vec<usize> = (0..rhs.1.rank()).filter(|d| !rb.contains(d) && !rc.contains(d)).collect();
-        let prod = |s: &ArrayShape, g: &[usize]| g.iter().map(|&d| s.dims[d] as usize).product::<usize>();
+        let (lb, lc, rb, rc) = (
+            u(&dnums.lhs_batch),
+            u(&dnums.lhs_contracting),
+            u(&dnums.rhs_batch),
+            u(&dnums.rhs_contracting),
+        );
+        let lfree: Vec<usize> = (0..lhs.1.rank())
+            .filter(|d| !lb.contains(d) && !lc.contains(d))
+            .collect();
+        let rfree: Vec<usize> = (0..rhs.1.rank())
+            .filter(|d| !rb.contains(d) && !rc.contains(d))
+            .collect();
+        let prod =
+            |s: &ArrayShape, g: &[usize]| g.iter().map(|&d| s.dims[d] as usize).product::<usize>();
         let batch = prod(lhs.1, &lb);
         let (m, k, n) = (prod(lhs.1, &lfree), prod(lhs.1, &lc), prod(rhs.1, &rfree));
         if batch != prod(rhs.1, &rb) || k != prod(rhs.1, &rc) {
-            return Err(JitError::Invalid(format!("{name}: dot operand dimensions do not match")));
+            return Err(JitError::Invalid(format!(
+                "{name}: dot operand dimensions do not match"
+            )));
         }
         let lhs_op = plan_operand(lhs.0, lhs.1, [&lb, &lfree, &lc], alloc);
         let rhs_op = plan_operand(rhs.0, rhs.1, [&rb, &rc, &rfree], alloc);
-        Ok(DotPlan { name: name.to_string(), ty, batch, m, n, k, lhs: lhs_op, rhs: rhs_op, out, backend, threads })
+        Ok(DotPlan {
+            name: name.to_string(),
+            ty,
+            batch,
+            m,
+            n,
+            k,
+            lhs: lhs_op,
+            rhs: rhs_op,
+            out,
+            backend,
+            threads,
+        })
     }
 
     /// Runs the product.
@@ -228,9 +274,33 @@ impl DotPlan {
                     false,
                 ),
                 ElementType::F64 => {
-                    let (a, b, c) = ((a as *const f64).offset(ab), (b as *const f64).offset(bb), (c as *mut f64).offset(cb));
+                    let (a, b, c) = (
+                        (a as *const f64).offset(ab),
+                        (b as *const f64).offset(bb),
+                        (c as *mut f64).offset(cb),
+                    );
                     if m > 0 && n > 0 && k > 0 {
-                        gemm::gemm(m, n, k, c, 1, n as isize, false, a, self.lhs.cs, self.lhs.rs, b, self.rhs.cs, self.rhs.rs, 1.0f64, 1.0f64, false, false, false, gemm::Parallelism::None);
+                        gemm::gemm(
+                            m,
+                            n,
+                            k,
+                            c,
+                            1,
+                            n as isize,
+                            false,
+                            a,
+                            self.lhs.cs,
+                            self.lhs.rs,
+                            b,
+                            self.rhs.cs,
+                            self.rhs.rs,
+                            1.0f64,
+                            1.0f64,
+                            false,
+                            false,
+                            false,
+                            gemm::Parallelism::None,
+                        );
                     } else {
                         for i in 0..m * n {
                             *c.add(i) = 0.0;
@@ -239,13 +309,19 @@ impl DotPlan {
                 }
                 _ => {
                     // Integer dot: wrapping arithmetic, as XLA does.
-                    let (a, b, c) = ((a as *const i32).offset(ab), (b as *const i32).offset(bb), (c as *mut i32).offset(cb));
+                    let (a, b, c) = (
+                        (a as *const i32).offset(ab),
+                        (b as *const i32).offset(bb),
+                        (c as *mut i32).offset(cb),
+                    );
                     for i in 0..m {
                         for j in 0..n {
                             let mut acc = 0i32;
                             for p in 0..k {
-                                let x = *a.offset(i as isize * self.lhs.rs + p as isize * self.lhs.cs);
-                                let y = *b.offset(p as isize * self.rhs.rs + j as isize * self.rhs.cs);
+                                let x =
+                                    *a.offset(i as isize * self.lhs.rs + p as isize * self.lhs.cs);
+                                let y =
+                                    *b.offset(p as isize * self.rhs.rs + j as isize * self.rhs.cs);
                                 acc = acc.wrapping_add(x.wrapping_mul(y));
                             }
                             *c.add(i * n + j) = acc;

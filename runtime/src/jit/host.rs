@@ -53,7 +53,13 @@ pub fn resolve(addr: Addr, arena: *mut u8) -> *mut u8 {
 ///
 /// # Safety
 /// `src` and `dst` must hold `product(src_dims) * elem` bytes and not overlap.
-pub unsafe fn permute_copy(src: *const u8, src_dims: &[usize], perm: &[usize], dst: *mut u8, elem: usize) {
+pub unsafe fn permute_copy(
+    src: *const u8,
+    src_dims: &[usize],
+    perm: &[usize],
+    dst: *mut u8,
+    elem: usize,
+) {
     let rank = src_dims.len();
     let total: usize = src_dims.iter().product();
     if total == 0 {
@@ -89,7 +95,11 @@ pub unsafe fn permute_copy(src: *const u8, src_dims: &[usize], perm: &[usize], d
             }
             _ => {
                 for j in 0..inner {
-                    std::ptr::copy_nonoverlapping(src.add((off + j * inner_step) * elem), d.add(j * elem), elem);
+                    std::ptr::copy_nonoverlapping(
+                        src.add((off + j * inner_step) * elem),
+                        d.add(j * elem),
+                        elem,
+                    );
                 }
             }
         }

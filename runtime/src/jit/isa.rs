@@ -60,7 +60,15 @@ pub fn host_isa(opt_level: &str) -> Result<(OwnedTargetIsa, HostFeatures), JitEr
     set(&mut flags, "opt_level", opt_level)?;
     set(&mut flags, "is_pic", "false")?;
     set(&mut flags, "use_colocated_libcalls", "false")?;
-    set(&mut flags, "enable_verifier", if cfg!(debug_assertions) { "true" } else { "false" })?;
+    set(
+        &mut flags,
+        "enable_verifier",
+        if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        },
+    )?;
     let isa_builder = cranelift_native::builder()
         .map_err(|e| JitError::Unsupported(format!("host machine is not supported: {e}")))?;
     let isa = isa_builder

@@ -79,14 +79,15 @@ pub fn emit_elementwise(
     let instrs = kernel_instructions(e, &roots);
     let count = shape.element_count();
     let lanes_ok = allow_vector && count >= 4 && can_vectorize(e, &instrs);
-    let store_point = |e: &mut Elemental, idx: &Index, lin: Value, lanes: u32| -> Result<(), JitError> {
-        for o in outputs {
-            let v = e.emit(o.root, idx, lanes)?;
-            let ty = e.shape(o.root)?.element_type;
-            e.store(o.addr, ty, lin, v, lanes)?;
-        }
-        Ok(())
-    };
+    let store_point =
+        |e: &mut Elemental, idx: &Index, lin: Value, lanes: u32| -> Result<(), JitError> {
+            for o in outputs {
+                let v = e.emit(o.root, idx, lanes)?;
+                let ty = e.shape(o.root)?.element_type;
+                e.store(o.addr, ty, lin, v, lanes)?;
+            }
+            Ok(())
+        };
     if shape.rank() == 0 || count <= 1 {
         let zero = e.iconst(0);
         let idx = if shape.rank() == 0 {
@@ -98,13 +99,21 @@ pub fn emit_elementwise(
     }
     if is_flat(e, &instrs) {
         let vec_end = if lanes_ok { count / 4 * 4 } else { 0 };
-        counted_loop(e, 0, vec_end, 4, &mut |e, j| store_point(e, &Index::Linear((j, 1)), j, 4))?;
-        counted_loop(e, vec_end, count, 1, &mut |e, j| store_point(e, &Index::Linear((j, 0)), j, 1))?;
+        counted_loop(e, 0, vec_end, 4, &mut |e, j| {
+            store_point(e, &Index::Linear((j, 1)), j, 4)
+        })?;
+        counted_loop(e, vec_end, count, 1, &mut |e, j| {
+            store_point(e, &Index::Linear((j, 0)), j, 1)
+        })?;
         return Ok(());
     }
     let rank = shape.rank();
     let inner = shape.dims[rank - 1];
-    let vec_end = if lanes_ok && inner >= 4 { inner / 4 * 4 } else { 0 };
+    let vec_end = if lanes_ok && inner >= 4 {
+        inner / 4 * 4
+    } else {
+        0
+    };
     let strides = shape.strides();
     let mut row = |e: &mut Elemental, outer: &[Value]| -> Result<(), JitError> {
         let mut row_base: Option<Value> = None;

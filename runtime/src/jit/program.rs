@@ -18,7 +18,9 @@ use super::{reduce, window, JitError, JitOptions};
 use crate::arena::ArenaLayout;
 use crate::executable::{Executable, ExecutableParts, ProgramStats};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, AbiParam, Function, InstBuilder, MemFlagsData, Signature, UserFuncName, Value};
+use cranelift_codegen::ir::{
+    types, AbiParam, Function, InstBuilder, MemFlagsData, Signature, UserFuncName, Value,
+};
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::Context;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -55,7 +57,8 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
     let jit = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
     let call_conv = isa.default_call_conv();
     if let Some(dir) = &options.dump_to {
-        std::fs::create_dir_all(dir).map_err(|e| JitError::Io(format!("{}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| JitError::Io(format!("{}: {e}", dir.display())))?;
     }
     let mut cx = ProgramCx {
         module,
@@ -171,9 +174,16 @@ impl<'m> ProgramCx<'m> {
                 if !a.is_static() {
                     return Err(JitError::Unsupported(format!("dynamic shape {shape}")));
                 }
-                Loc::Array(Buffer { addr: self.alloc(a.byte_size() as usize), shape: a.clone() })
+                Loc::Array(Buffer {
+                    addr: self.alloc(a.byte_size() as usize),
+                    shape: a.clone(),
+                })
             }
-            Shape::Tuple(t) => Loc::Tuple(t.iter().map(|s| self.alloc_loc(s)).collect::<Result<_, _>>()?),
+            Shape::Tuple(t) => Loc::Tuple(
+                t.iter()
+                    .map(|s| self.alloc_loc(s))
+                    .collect::<Result<_, _>>()?,
+            ),
             Shape::Token => Loc::Token,
         })
     }
@@ -183,26 +193,40 @@ impl<'m> ProgramCx<'m> {
             Literal::Array(a) => {
                 super::types::scalar_type(a.element_type())?;
                 let addr = self.consts.add(&a.data.to_le_bytes());
-                Loc::Array(Buffer { addr: Addr::Absolute(addr), shape: a.shape.clone() })
+                Loc::Array(Buffer {
+                    addr: Addr::Absolute(addr),
+                    shape: a.shape.clone(),
+                })
             }
-            Literal::Tuple(t) => Loc::Tuple(t.iter().map(|l| self.const_loc(l)).collect::<Result<_, _>>()?),
+            Literal::Tuple(t) => Loc::Tuple(
+                t.iter()
+                    .map(|l| self.const_loc(l))
+                    .collect::<Result<_, _>>()?,
+            ),
             Literal::Token => Loc::Token,
         })
     }
 
     /// Compiles a function and adds it to the module, dumping its CLIF when asked.
-    fn define(&mut self, id: cranelift_module::FuncId, func: Function, what: &str) -> Result<(), JitError> {
+    fn define(
+        &mut self,
+        id: cranelift_module::FuncId,
+        func: Function,
+        what: &str,
+    ) -> Result<(), JitError> {
         let mut ctx = Context::for_function(func);
         if let Some(dir) = &self.options.dump_to {
             let n = self.dump_index;
             self.dump_index += 1;
             let before = dir.join(format!("{n:04}.{what}.before_opt.clif"));
-            std::fs::write(&before, ctx.func.display().to_string()).map_err(|e| JitError::Io(format!("{}: {e}", before.display())))?;
+            std::fs::write(&before, ctx.func.display().to_string())
+                .map_err(|e| JitError::Io(format!("{}: {e}", before.display())))?;
             let mut opt = Context::for_function(ctx.func.clone());
             opt.optimize(&*self.isa, &mut Default::default())
                 .map_err(|e| JitError::Codegen(format!("{what}: {e:?}")))?;
             let after = dir.join(format!("{n:04}.{what}.after_opt.clif"));
-            std::fs::write(&after, opt.func.display().to_string()).map_err(|e| JitError::Io(format!("{}: {e}", after.display())))?;
+            std::fs::write(&after, opt.func.display().to_string())
+                .map_err(|e| JitError::Io(format!("{}: {e}", after.display())))?;
         }
         self.jit
             .define_function(id, &mut ctx)
@@ -288,7 +312,13 @@ impl<'m> ProgramCx<'m> {
         fb.switch_to_block(cont);
     }
 
-    fn emit_computation(&mut self, fb: &mut FunctionBuilder, arena: Value, cid: ComputationId, args: &[Loc]) -> Result<Loc, JitError> {
+    fn emit_computation(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        cid: ComputationId,
+        args: &[Loc],
+    ) -> Result<Loc, JitError> {
         let module = self.module;
         let comp = module.computation(cid);
         let mut locs: HashMap<InstrId, Loc> = HashMap::new();
@@ -296,48 +326,80 @@ impl<'m> ProgramCx<'m> {
         let mut materialized: HashMap<InstrId, Leaf> = HashMap::new();
         let fused = super::fusion::plan(comp);
         let dying = super::fusion::last_uses(comp, &fused);
-        let order: Vec<InstrId> = comp.post_order().into_iter().filter(|id| !fused.contains(id)).collect();
+        let order: Vec<InstrId> = comp
+            .post_order()
+            .into_iter()
+            .filter(|id| !fused.contains(id))
+            .collect();
         for (pos, &id) in order.iter().enumerate() {
             let instr = comp.get(id);
             let operand = |k: usize| -> Result<&Loc, JitError> {
-                locs.get(&instr.operands()[k]).ok_or_else(|| JitError::Invalid(format!("{}: operand {k} not computed", instr.name)))
+                locs.get(&instr.operands()[k]).ok_or_else(|| {
+                    JitError::Invalid(format!("{}: operand {k} not computed", instr.name))
+                })
             };
             let array = |k: usize| -> Result<Buffer, JitError> {
-                operand(k)?.as_array().cloned().ok_or_else(|| JitError::Invalid(format!("{}: operand {k} is not an array", instr.name)))
+                operand(k)?.as_array().cloned().ok_or_else(|| {
+                    JitError::Invalid(format!("{}: operand {k} is not an array", instr.name))
+                })
             };
             let loc = match &instr.op {
-                Op::Parameter(n) => args
-                    .get(*n as usize)
-                    .cloned()
-                    .ok_or_else(|| JitError::Invalid(format!("{}: no argument for parameter {n}", comp.name)))?,
+                Op::Parameter(n) => args.get(*n as usize).cloned().ok_or_else(|| {
+                    JitError::Invalid(format!("{}: no argument for parameter {n}", comp.name))
+                })?,
                 Op::Constant(lit) => self.const_loc(lit)?,
-                Op::Tuple => Loc::Tuple((0..instr.operands().len()).map(|k| operand(k).cloned()).collect::<Result<_, _>>()?),
+                Op::Tuple => Loc::Tuple(
+                    (0..instr.operands().len())
+                        .map(|k| operand(k).cloned())
+                        .collect::<Result<_, _>>()?,
+                ),
                 Op::GetTupleElement { index } => match operand(0)? {
-                    Loc::Tuple(t) => t.get(*index as usize).cloned().ok_or_else(|| JitError::Invalid(format!("{}: tuple index out of range", instr.name)))?,
-                    _ => return Err(JitError::Invalid(format!("{}: get-tuple-element of a non-tuple", instr.name))),
+                    Loc::Tuple(t) => t.get(*index as usize).cloned().ok_or_else(|| {
+                        JitError::Invalid(format!("{}: tuple index out of range", instr.name))
+                    })?,
+                    _ => {
+                        return Err(JitError::Invalid(format!(
+                            "{}: get-tuple-element of a non-tuple",
+                            instr.name
+                        )))
+                    }
                 },
                 Op::Reshape | Op::Bitcast | Op::Copy if instr.shape.is_array() => {
                     let b = array(0)?;
                     let shape = instr.shape.as_array().cloned().expect("array");
                     if shape.byte_size() != b.shape.byte_size() {
-                        return Err(JitError::Invalid(format!("{}: reshape changes the size", instr.name)));
+                        return Err(JitError::Invalid(format!(
+                            "{}: reshape changes the size",
+                            instr.name
+                        )));
                     }
-                    Loc::Array(Buffer { addr: b.addr, shape })
+                    Loc::Array(Buffer {
+                        addr: b.addr,
+                        shape,
+                    })
                 }
                 Op::Copy => operand(0)?.clone(),
                 Op::AfterAll => Loc::Token,
-                Op::AllReduce { .. } | Op::AllGather { .. } | Op::ReduceScatter { .. } | Op::CollectivePermute { .. }
-                    if module.replica_count.unwrap_or(1) <= 1 && module.num_partitions.unwrap_or(1) <= 1 =>
+                Op::AllReduce { .. }
+                | Op::AllGather { .. }
+                | Op::ReduceScatter { .. }
+                | Op::CollectivePermute { .. }
+                    if module.replica_count.unwrap_or(1) <= 1
+                        && module.num_partitions.unwrap_or(1) <= 1 =>
                 {
                     // One replica: every collective is the identity.
                     operand(0)?.clone()
                 }
-                Op::ReplicaId | Op::PartitionId => self.const_loc(&Literal::Array(tessel_compiler::ir::Array::new(
-                    ArrayShape::scalar(tessel_compiler::ir::ElementType::U32),
-                    tessel_compiler::ir::ArrayData::U32(vec![0]),
-                )))?,
+                Op::ReplicaId | Op::PartitionId => {
+                    self.const_loc(&Literal::Array(tessel_compiler::ir::Array::new(
+                        ArrayShape::scalar(tessel_compiler::ir::ElementType::U32),
+                        tessel_compiler::ir::ArrayData::U32(vec![0]),
+                    )))?
+                }
                 Op::Call { to_apply } => {
-                    let a: Vec<Loc> = (0..instr.operands().len()).map(|k| operand(k).cloned()).collect::<Result<_, _>>()?;
+                    let a: Vec<Loc> = (0..instr.operands().len())
+                        .map(|k| operand(k).cloned())
+                        .collect::<Result<_, _>>()?;
                     self.emit_computation(fb, arena, *to_apply, &a)?
                 }
                 Op::While { condition, body } => {
@@ -345,7 +407,9 @@ impl<'m> ProgramCx<'m> {
                     self.emit_while(fb, arena, &instr.shape, init, *condition, *body)?
                 }
                 Op::Conditional { branches } => {
-                    let a: Vec<Loc> = (0..instr.operands().len()).map(|k| operand(k).cloned()).collect::<Result<_, _>>()?;
+                    let a: Vec<Loc> = (0..instr.operands().len())
+                        .map(|k| operand(k).cloned())
+                        .collect::<Result<_, _>>()?;
                     self.emit_conditional(fb, arena, &instr.shape, &a, branches)?
                 }
                 Op::Dot(dnums) => {
@@ -359,7 +423,16 @@ impl<'m> ProgramCx<'m> {
                         used.push(a);
                         a
                     };
-                    let plan = DotPlan::new(&instr.name, dnums, (l.addr, &l.shape), (r.addr, &r.shape), oaddr, backend, threads, &mut scratch)?;
+                    let plan = DotPlan::new(
+                        &instr.name,
+                        dnums,
+                        (l.addr, &l.shape),
+                        (r.addr, &r.shape),
+                        oaddr,
+                        backend,
+                        threads,
+                        &mut scratch,
+                    )?;
                     self.free_scratch(used);
                     let plan = Box::new(plan);
                     let p = &*plan as *const DotPlan as usize;
@@ -378,7 +451,16 @@ impl<'m> ProgramCx<'m> {
                         used.push(a);
                         a
                     };
-                    let plan = ConvPlan::new(&instr.name, conv, (l.addr, &l.shape), (r.addr, &r.shape), (ob.addr, &ob.shape), backend, threads, &mut scratch)?;
+                    let plan = ConvPlan::new(
+                        &instr.name,
+                        conv,
+                        (l.addr, &l.shape),
+                        (r.addr, &r.shape),
+                        (ob.addr, &ob.shape),
+                        backend,
+                        threads,
+                        &mut scratch,
+                    )?;
                     self.free_scratch(used);
                     let plan = Box::new(plan);
                     let p = &*plan as *const ConvPlan as usize;
@@ -387,25 +469,54 @@ impl<'m> ProgramCx<'m> {
                     out
                 }
                 Op::Fusion { calls, .. } => {
-                    let a: Vec<Loc> = (0..instr.operands().len()).map(|k| operand(k).cloned()).collect::<Result<_, _>>()?;
+                    let a: Vec<Loc> = (0..instr.operands().len())
+                        .map(|k| operand(k).cloned())
+                        .collect::<Result<_, _>>()?;
                     self.emit_fusion(fb, arena, &instr.name, &instr.shape, *calls, &a)?
                 }
-                Op::Infeed { .. } | Op::Outfeed { .. } | Op::CustomCall { .. } | Op::AllReduce { .. } | Op::AllGather { .. } | Op::ReduceScatter { .. } | Op::CollectivePermute { .. } => {
-                    return Err(JitError::Unsupported(format!("{} ({})", instr.op.opcode_name(), instr.name)))
+                Op::Infeed { .. }
+                | Op::Outfeed { .. }
+                | Op::CustomCall { .. }
+                | Op::AllReduce { .. }
+                | Op::AllGather { .. }
+                | Op::ReduceScatter { .. }
+                | Op::CollectivePermute { .. } => {
+                    return Err(JitError::Unsupported(format!(
+                        "{} ({})",
+                        instr.op.opcode_name(),
+                        instr.name
+                    )))
                 }
                 _ => {
                     // Any other op is a kernel rooted at this instruction; it reads the
                     // materialized values and recomputes the fused instructions in between.
                     let out = self.alloc_loc(&instr.shape)?;
-                    self.emit_kernel_for(fb, arena, &instr.name, cid, id, materialized.clone(), &out)?;
+                    self.emit_kernel_for(
+                        fb,
+                        arena,
+                        &instr.name,
+                        cid,
+                        id,
+                        materialized.clone(),
+                        &out,
+                    )?;
                     out
                 }
             };
             if let Loc::Array(b) = &loc {
-                materialized.insert(id, Leaf { addr: b.addr, shape: b.shape.clone() });
+                materialized.insert(
+                    id,
+                    Leaf {
+                        addr: b.addr,
+                        shape: b.shape.clone(),
+                    },
+                );
             }
             // Call, while and conditional results come back with their references held.
-            if !matches!(instr.op, Op::Call { .. } | Op::While { .. } | Op::Conditional { .. }) {
+            if !matches!(
+                instr.op,
+                Op::Call { .. } | Op::While { .. } | Op::Conditional { .. }
+            ) {
                 self.retain(&loc);
             }
             locs.insert(id, loc);
@@ -416,52 +527,95 @@ impl<'m> ProgramCx<'m> {
                 }
             }
         }
-        locs.remove(&comp.root()).ok_or_else(|| JitError::Invalid(format!("{} has no root", comp.name)))
+        locs.remove(&comp.root())
+            .ok_or_else(|| JitError::Invalid(format!("{} has no root", comp.name)))
     }
 
     /// One kernel computing instruction `root` of `comp` into `out`.
     #[allow(clippy::too_many_arguments)]
-    fn emit_kernel_for(&mut self, fb: &mut FunctionBuilder, arena: Value, name: &str, comp: ComputationId, root: InstrId, leaves: HashMap<InstrId, Leaf>, out: &Loc) -> Result<(), JitError> {
+    fn emit_kernel_for(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        comp: ComputationId,
+        root: InstrId,
+        leaves: HashMap<InstrId, Leaf>,
+        out: &Loc,
+    ) -> Result<(), JitError> {
         let instr = self.module.computation(comp).get(root);
         let vec = self.options.vectorize;
         let addrs: Vec<Addr> = out.leaves().iter().map(|b| b.addr).collect();
         match &instr.op {
             Op::Reduce { .. } => {
                 let outs = addrs.clone();
-                self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| reduce::emit_reduce(e, root, &outs, vec))
+                self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| {
+                    reduce::emit_reduce(e, root, &outs, vec)
+                })
             }
             Op::ReduceWindow { .. } => {
                 let o = addrs[0];
-                self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| window::emit_reduce_window(e, root, o, vec))
+                self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| {
+                    window::emit_reduce_window(e, root, o, vec)
+                })
             }
             Op::SelectAndScatter { .. } => {
                 let o = addrs[0];
-                self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| window::emit_select_and_scatter(e, root, o))
+                self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| {
+                    window::emit_select_and_scatter(e, root, o)
+                })
             }
             _ => {
-                let shape = instr
-                    .shape
-                    .as_array()
-                    .cloned()
-                    .ok_or_else(|| JitError::Unsupported(format!("{} producing {}", instr.op.opcode_name(), instr.shape)))?;
-                let outputs = [KernelOutput { root, addr: addrs[0] }];
-                self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| emit_elementwise(e, &outputs, &shape, vec))
+                let shape = instr.shape.as_array().cloned().ok_or_else(|| {
+                    JitError::Unsupported(format!(
+                        "{} producing {}",
+                        instr.op.opcode_name(),
+                        instr.shape
+                    ))
+                })?;
+                let outputs = [KernelOutput {
+                    root,
+                    addr: addrs[0],
+                }];
+                self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| {
+                    emit_elementwise(e, &outputs, &shape, vec)
+                })
             }
         }
     }
 
     /// A fusion: its computation's parameters read the operands' buffers.
-    fn emit_fusion(&mut self, fb: &mut FunctionBuilder, arena: Value, name: &str, shape: &Shape, calls: ComputationId, args: &[Loc]) -> Result<Loc, JitError> {
+    fn emit_fusion(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        shape: &Shape,
+        calls: ComputationId,
+        args: &[Loc],
+    ) -> Result<Loc, JitError> {
         let module = self.module;
         let comp = module.computation(calls);
         let mut leaves = HashMap::new();
         for p in comp.parameters() {
-            let Op::Parameter(n) = comp.get(p).op else { continue };
+            let Op::Parameter(n) = comp.get(p).op else {
+                continue;
+            };
             match args.get(n as usize) {
                 Some(Loc::Array(b)) => {
-                    leaves.insert(p, Leaf { addr: b.addr, shape: b.shape.clone() });
+                    leaves.insert(
+                        p,
+                        Leaf {
+                            addr: b.addr,
+                            shape: b.shape.clone(),
+                        },
+                    );
                 }
-                _ => return Err(JitError::Unsupported(format!("{name}: fusion parameter {n} is not an array"))),
+                _ => {
+                    return Err(JitError::Unsupported(format!(
+                        "{name}: fusion parameter {n} is not an array"
+                    )))
+                }
             }
         }
         let out = self.alloc_loc(shape)?;
@@ -475,11 +629,20 @@ impl<'m> ProgramCx<'m> {
             for (k, &el) in elems.iter().enumerate() {
                 let el_instr = comp.get(el);
                 let sub = &outs[k];
-                let plain = !matches!(el_instr.op, Op::Reduce { .. } | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. } | Op::Tuple)
-                    && !leaves.contains_key(&el)
-                    && el_instr.shape.as_array().map(|a| a.dims.clone()) == first_shape.as_ref().map(|a| a.dims.clone());
+                let plain = !matches!(
+                    el_instr.op,
+                    Op::Reduce { .. }
+                        | Op::ReduceWindow { .. }
+                        | Op::SelectAndScatter { .. }
+                        | Op::Tuple
+                ) && !leaves.contains_key(&el)
+                    && el_instr.shape.as_array().map(|a| a.dims.clone())
+                        == first_shape.as_ref().map(|a| a.dims.clone());
                 if plain {
-                    shared.push(KernelOutput { root: el, addr: sub.as_array().expect("array").addr });
+                    shared.push(KernelOutput {
+                        root: el,
+                        addr: sub.as_array().expect("array").addr,
+                    });
                 } else {
                     self.emit_kernel_for(fb, arena, name, calls, el, leaves.clone(), sub)?;
                 }
@@ -488,7 +651,9 @@ impl<'m> ProgramCx<'m> {
                 let shape = first_shape.expect("array");
                 let addrs: Vec<Addr> = shared.iter().map(|o| o.addr).collect();
                 let vec = self.options.vectorize;
-                self.kernel(fb, arena, name, calls, leaves, &addrs, &mut |e| emit_elementwise(e, &shared, &shape, vec))?;
+                self.kernel(fb, arena, name, calls, leaves, &addrs, &mut |e| {
+                    emit_elementwise(e, &shared, &shape, vec)
+                })?;
             }
             return Ok(out);
         }
@@ -510,7 +675,14 @@ impl<'m> ProgramCx<'m> {
         }
     }
 
-    fn copy_buffer(&mut self, fb: &mut FunctionBuilder, arena: Value, dst: Addr, src: Addr, bytes: usize) {
+    fn copy_buffer(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        dst: Addr,
+        src: Addr,
+        bytes: usize,
+    ) {
         if dst == src || bytes == 0 {
             return;
         }
@@ -523,11 +695,19 @@ impl<'m> ProgramCx<'m> {
 
     /// Copies every array of `src` into the same position of `dst`, through temporaries when
     /// a source buffer is also a different destination (a permutation of the loop state).
-    fn copy_loc(&mut self, fb: &mut FunctionBuilder, arena: Value, dst: &Loc, src: &Loc) -> Result<(), JitError> {
+    fn copy_loc(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        dst: &Loc,
+        src: &Loc,
+    ) -> Result<(), JitError> {
         let d: Vec<Buffer> = dst.leaves().into_iter().cloned().collect();
         let s: Vec<Buffer> = src.leaves().into_iter().cloned().collect();
         if d.len() != s.len() {
-            return Err(JitError::Invalid("loop state and body result differ in shape".into()));
+            return Err(JitError::Invalid(
+                "loop state and body result differ in shape".into(),
+            ));
         }
         let dst_addrs: Vec<Addr> = d.iter().map(|b| b.addr).collect();
         let mut srcs: Vec<Addr> = Vec::with_capacity(s.len());
@@ -549,14 +729,27 @@ impl<'m> ProgramCx<'m> {
         Ok(())
     }
 
-    fn load_scalar_i64(&self, fb: &mut FunctionBuilder, arena: Value, b: &Buffer) -> Result<Value, JitError> {
+    fn load_scalar_i64(
+        &self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        b: &Buffer,
+    ) -> Result<Value, JitError> {
         let a = self.addr_value(fb, arena, b.addr);
         let ty = super::types::scalar_type(b.shape.element_type)?;
         let v = fb.ins().load(ty, MemFlagsData::new().with_notrap(), a, 0);
         Ok(super::elementwise::int_to_i64(fb, v, b.shape.element_type))
     }
 
-    fn emit_while(&mut self, fb: &mut FunctionBuilder, arena: Value, shape: &Shape, init: Loc, cond: ComputationId, body: ComputationId) -> Result<Loc, JitError> {
+    fn emit_while(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        shape: &Shape,
+        init: Loc,
+        cond: ComputationId,
+        body: ComputationId,
+    ) -> Result<Loc, JitError> {
         let state = self.alloc_loc(shape)?;
         // Held for the caller; the loop's temporaries never reuse it.
         self.retain(&state);
@@ -567,7 +760,10 @@ impl<'m> ProgramCx<'m> {
         fb.ins().jump(header, &[]);
         fb.switch_to_block(header);
         let c = self.emit_computation(fb, arena, cond, std::slice::from_ref(&state))?;
-        let cb = c.as_array().cloned().ok_or_else(|| JitError::Invalid("while condition is not a pred".into()))?;
+        let cb = c
+            .as_array()
+            .cloned()
+            .ok_or_else(|| JitError::Invalid("while condition is not a pred".into()))?;
         let p = self.load_scalar_i64(fb, arena, &cb)?;
         self.release(&c);
         fb.ins().brif(p, body_block, &[], exit, &[]);
@@ -583,10 +779,20 @@ impl<'m> ProgramCx<'m> {
         Ok(state)
     }
 
-    fn emit_conditional(&mut self, fb: &mut FunctionBuilder, arena: Value, shape: &Shape, args: &[Loc], branches: &[ComputationId]) -> Result<Loc, JitError> {
+    fn emit_conditional(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        shape: &Shape,
+        args: &[Loc],
+        branches: &[ComputationId],
+    ) -> Result<Loc, JitError> {
         let result = self.alloc_loc(shape)?;
         self.retain(&result);
-        let sel = args[0].as_array().cloned().ok_or_else(|| JitError::Invalid("conditional selector is not an array".into()))?;
+        let sel = args[0]
+            .as_array()
+            .cloned()
+            .ok_or_else(|| JitError::Invalid("conditional selector is not an array".into()))?;
         let idx = self.load_scalar_i64(fb, arena, &sel)?;
         let n = branches.len() as i64;
         // pred: true runs branch 0; an index out of range runs the last branch.
@@ -616,7 +822,10 @@ impl<'m> ProgramCx<'m> {
         for (k, &b) in blocks.iter().enumerate() {
             fb.seal_block(b);
             fb.switch_to_block(b);
-            let arg = args.get(k + 1).cloned().ok_or_else(|| JitError::Invalid("conditional branch without operand".into()))?;
+            let arg = args
+                .get(k + 1)
+                .cloned()
+                .ok_or_else(|| JitError::Invalid("conditional branch without operand".into()))?;
             let r = self.emit_computation(fb, arena, branches[k], &[arg])?;
             self.copy_loc(fb, arena, &result, &r)?;
             self.release(&r);
@@ -629,5 +838,7 @@ impl<'m> ProgramCx<'m> {
 }
 
 fn sanitize(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
 }

@@ -15,10 +15,19 @@ use smallvec::SmallVec;
 use tessel_compiler::ir::{ArrayShape, ElementType, InstrId, Op};
 
 /// Emits a reduce instruction `red` whose outputs go to `outputs` (one per reduced array).
-pub fn emit_reduce(e: &mut Elemental, red: InstrId, outputs: &[Addr], allow_vector: bool) -> Result<(), JitError> {
+pub fn emit_reduce(
+    e: &mut Elemental,
+    red: InstrId,
+    outputs: &[Addr],
+    allow_vector: bool,
+) -> Result<(), JitError> {
     let comp = e.comp;
     let instr = comp.get(red);
-    let Op::Reduce { dimensions, to_apply } = &instr.op else {
+    let Op::Reduce {
+        dimensions,
+        to_apply,
+    } = &instr.op
+    else {
         return Err(JitError::Invalid(format!("{} is not a reduce", instr.name)));
     };
     let n = instr.operands().len() / 2;
@@ -27,12 +36,17 @@ pub fn emit_reduce(e: &mut Elemental, red: InstrId, outputs: &[Addr], allow_vect
     let in_shape: ArrayShape = e.shape(arrays[0])?.clone();
     let out_shapes: Vec<ArrayShape> = instr.shape.leaves().into_iter().cloned().collect();
     if out_shapes.len() != n || outputs.len() != n {
-        return Err(JitError::Invalid(format!("{}: reduce outputs do not match its operands", instr.name)));
+        return Err(JitError::Invalid(format!(
+            "{}: reduce outputs do not match its operands",
+            instr.name
+        )));
     }
     let out_shape = out_shapes[0].clone();
     let tys: Vec<ElementType> = out_shapes.iter().map(|s| s.element_type).collect();
     let rank = in_shape.rank();
-    let reduced: Vec<bool> = (0..rank).map(|d| dimensions.contains(&(d as i64))).collect();
+    let reduced: Vec<bool> = (0..rank)
+        .map(|d| dimensions.contains(&(d as i64)))
+        .collect();
 
     let mut instrs = kernel_instructions(e, &arrays);
     instrs.extend(kernel_instructions(e, &inits));
@@ -86,7 +100,10 @@ pub fn emit_reduce(e: &mut Elemental, red: InstrId, outputs: &[Addr], allow_vect
 
     let region = *to_apply;
     if rank == 0 {
-        let x: Vec<Value> = arrays.iter().map(|&a| e.emit(a, &empty, 1)).collect::<Result<_, _>>()?;
+        let x: Vec<Value> = arrays
+            .iter()
+            .map(|&a| e.emit(a, &empty, 1))
+            .collect::<Result<_, _>>()?;
         let mut args = init_vals.clone();
         args.extend(x);
         let r = e.emit_region(region, &args, 1)?;
@@ -99,7 +116,11 @@ pub fn emit_reduce(e: &mut Elemental, red: InstrId, outputs: &[Addr], allow_vect
     let inner = in_shape.dims[rank - 1];
     if !reduced[rank - 1] {
         // Innermost dimension kept: update 4 consecutive outputs per step.
-        let vec_end = if vec_ok && inner >= 4 { inner / 4 * 4 } else { 0 };
+        let vec_end = if vec_ok && inner >= 4 {
+            inner / 4 * 4
+        } else {
+            0
+        };
         let mut row = |e: &mut Elemental, outer: &[Value]| -> Result<(), JitError> {
             let base = out_linear(e, outer);
             let point = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {

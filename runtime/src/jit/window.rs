@@ -38,8 +38,19 @@ fn window_positions(w: &Window) -> Vec<Vec<i64>> {
 
 /// Input coordinate along one dimension for output coordinate `o` and window offset `k`:
 /// (index clamped into range, validity as an `i8`, or `None` when always valid).
-fn input_coord(e: &mut Elemental, o: Value, k: i64, d: &WindowDim, size: i64, out_size: i64) -> (Value, Option<Value>) {
-    let mut p = if d.stride != 1 { e.fb.ins().imul_imm_s(o, d.stride) } else { o };
+fn input_coord(
+    e: &mut Elemental,
+    o: Value,
+    k: i64,
+    d: &WindowDim,
+    size: i64,
+    out_size: i64,
+) -> (Value, Option<Value>) {
+    let mut p = if d.stride != 1 {
+        e.fb.ins().imul_imm_s(o, d.stride)
+    } else {
+        o
+    };
     let off = k * d.window_dilation - d.pad_low;
     if off != 0 {
         p = e.fb.ins().iadd_imm_s(p, off);
@@ -51,7 +62,11 @@ fn input_coord(e: &mut Elemental, o: Value, k: i64, d: &WindowDim, size: i64, ou
         return (p, None);
     }
     let bd = d.base_dilation;
-    let q = if bd == 1 { p } else { e.fb.ins().sdiv_imm_s(p, bd) };
+    let q = if bd == 1 {
+        p
+    } else {
+        e.fb.ins().sdiv_imm_s(p, bd)
+    };
     let ge = e.fb.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, p, 0);
     let lt = e.fb.ins().icmp_imm_s(IntCC::SignedLessThan, q, size);
     let mut ok = e.fb.ins().band(ge, lt);
@@ -73,13 +88,24 @@ fn and_opt(e: &mut Elemental, a: Option<Value>, b: Option<Value>) -> Option<Valu
 }
 
 /// Emits `reduce-window` instruction `rw` storing into `output`.
-pub fn emit_reduce_window(e: &mut Elemental, rw: InstrId, output: Addr, allow_vector: bool) -> Result<(), JitError> {
+pub fn emit_reduce_window(
+    e: &mut Elemental,
+    rw: InstrId,
+    output: Addr,
+    allow_vector: bool,
+) -> Result<(), JitError> {
     let instr = e.comp.get(rw);
     let Op::ReduceWindow { window, to_apply } = &instr.op else {
-        return Err(JitError::Invalid(format!("{} is not a reduce-window", instr.name)));
+        return Err(JitError::Invalid(format!(
+            "{} is not a reduce-window",
+            instr.name
+        )));
     };
     if instr.operands().len() != 2 {
-        return Err(JitError::Unsupported(format!("variadic reduce-window ({})", instr.name)));
+        return Err(JitError::Unsupported(format!(
+            "variadic reduce-window ({})",
+            instr.name
+        )));
     }
     let (operand, init) = (instr.operands()[0], instr.operands()[1]);
     let in_shape: ArrayShape = e.shape(operand)?.clone();
@@ -87,18 +113,32 @@ pub fn emit_reduce_window(e: &mut Elemental, rw: InstrId, output: Addr, allow_ve
     let ty = out_shape.element_type;
     let positions = window_positions(window);
     if positions.len() as i64 > MAX_WINDOW {
-        return Err(JitError::Unsupported(format!("reduce-window with more than {MAX_WINDOW} window elements ({})", instr.name)));
+        return Err(JitError::Unsupported(format!(
+            "reduce-window with more than {MAX_WINDOW} window elements ({})",
+            instr.name
+        )));
     }
     let rank = out_shape.rank();
     if rank == 0 {
-        return Err(JitError::Unsupported(format!("rank-0 reduce-window ({})", instr.name)));
+        return Err(JitError::Unsupported(format!(
+            "rank-0 reduce-window ({})",
+            instr.name
+        )));
     }
     let region = *to_apply;
     let instrs = kernel_instructions(e, &[operand, init]);
     let last = &window.dims[rank - 1];
-    let inner_plain = last.size == 1 && last.stride == 1 && last.pad_low == 0 && last.pad_high == 0 && last.base_dilation == 1;
+    let inner_plain = last.size == 1
+        && last.stride == 1
+        && last.pad_low == 0
+        && last.pad_high == 0
+        && last.base_dilation == 1;
     let inner = out_shape.dims[rank - 1];
-    let vec_end = if allow_vector && inner_plain && inner >= 4 && can_vectorize(e, &instrs) { inner / 4 * 4 } else { 0 };
+    let vec_end = if allow_vector && inner_plain && inner >= 4 && can_vectorize(e, &instrs) {
+        inner / 4 * 4
+    } else {
+        0
+    };
     let empty = Index::Multi(SmallVec::new());
     let init_v = e.emit(init, &empty, 1)?;
     let strides = out_shape.strides();
@@ -111,7 +151,14 @@ pub fn emit_reduce_window(e: &mut Elemental, rw: InstrId, output: Addr, allow_ve
                 let mut comps: SmallVec<[Comp; 4]> = SmallVec::new();
                 let mut ok = None;
                 for d in 0..rank {
-                    let (c, v) = input_coord(e, o[d], pos[d], &window.dims[d], in_shape.dims[d], out_shape.dims[d]);
+                    let (c, v) = input_coord(
+                        e,
+                        o[d],
+                        pos[d],
+                        &window.dims[d],
+                        in_shape.dims[d],
+                        out_shape.dims[d],
+                    );
                     ok = and_opt(e, ok, v);
                     let coef = if d == rank - 1 && lanes == 4 { 1 } else { 0 };
                     comps.push((c, coef));
@@ -140,25 +187,46 @@ pub fn emit_reduce_window(e: &mut Elemental, rw: InstrId, output: Addr, allow_ve
 }
 
 /// Emits `select-and-scatter` instruction `ss` storing into `output`.
-pub fn emit_select_and_scatter(e: &mut Elemental, ss: InstrId, output: Addr) -> Result<(), JitError> {
+pub fn emit_select_and_scatter(
+    e: &mut Elemental,
+    ss: InstrId,
+    output: Addr,
+) -> Result<(), JitError> {
     let instr = e.comp.get(ss);
-    let Op::SelectAndScatter { window, select, scatter } = &instr.op else {
-        return Err(JitError::Invalid(format!("{} is not a select-and-scatter", instr.name)));
+    let Op::SelectAndScatter {
+        window,
+        select,
+        scatter,
+    } = &instr.op
+    else {
+        return Err(JitError::Invalid(format!(
+            "{} is not a select-and-scatter",
+            instr.name
+        )));
     };
-    let (operand, source, init) = (instr.operands()[0], instr.operands()[1], instr.operands()[2]);
+    let (operand, source, init) = (
+        instr.operands()[0],
+        instr.operands()[1],
+        instr.operands()[2],
+    );
     let in_shape: ArrayShape = e.shape(operand)?.clone();
     let src_shape: ArrayShape = e.shape(source)?.clone();
     let ty = in_shape.element_type;
     let positions = window_positions(window);
     if positions.len() as i64 > MAX_WINDOW {
-        return Err(JitError::Unsupported(format!("select-and-scatter with more than {MAX_WINDOW} window elements ({})", instr.name)));
+        return Err(JitError::Unsupported(format!(
+            "select-and-scatter with more than {MAX_WINDOW} window elements ({})",
+            instr.name
+        )));
     }
     let rank = in_shape.rank();
     let (select, scatter) = (*select, *scatter);
     let empty = Index::Multi(SmallVec::new());
     let init_v = e.emit(init, &empty, 1)?;
     let count = in_shape.element_count();
-    counted_loop(e, 0, count, 1, &mut |e, j| e.store(output, ty, j, init_v, 1))?;
+    counted_loop(e, 0, count, 1, &mut |e, j| {
+        e.store(output, ty, j, init_v, 1)
+    })?;
     if rank == 0 || src_shape.element_count() == 0 {
         return Ok(());
     }
@@ -173,7 +241,14 @@ pub fn emit_select_and_scatter(e: &mut Elemental, ss: InstrId, output: Addr) -> 
             let mut comps: SmallVec<[Comp; 4]> = SmallVec::new();
             let mut ok = None;
             for d in 0..rank {
-                let (c, v) = input_coord(e, o[d], pos[d], &window.dims[d], in_shape.dims[d], src_shape.dims[d]);
+                let (c, v) = input_coord(
+                    e,
+                    o[d],
+                    pos[d],
+                    &window.dims[d],
+                    in_shape.dims[d],
+                    src_shape.dims[d],
+                );
                 ok = and_opt(e, ok, v);
                 comps.push((c, 0));
             }
