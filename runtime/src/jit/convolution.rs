@@ -322,7 +322,10 @@ impl ConvPlan {
 }
 
 /// Called by generated code: `plan` is a `*const ConvPlan` the executable keeps alive.
-pub extern "C" fn conv_routine(plan: *const ConvPlan, arena: *mut u8) -> Status {
+///
+/// # Safety
+/// `plan` must point to a live `ConvPlan` and `arena` be the program's arena.
+pub unsafe extern "C" fn conv_routine(plan: *const ConvPlan, arena: *mut u8) -> Status {
     let plan = unsafe { &*plan };
     guarded(&plan.name, || unsafe { plan.run(arena) })
 }

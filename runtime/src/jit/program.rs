@@ -234,6 +234,7 @@ impl<'m> ProgramCx<'m> {
     }
 
     /// Builds a kernel function `kernel(arena)` with `body` and calls it from the program.
+    #[allow(clippy::too_many_arguments)]
     fn kernel(
         &mut self,
         fb: &mut FunctionBuilder,
