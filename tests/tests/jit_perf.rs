@@ -86,7 +86,7 @@ fn mnist_step_and_gemm_timings() {
             (loss - jax).abs() <= 1e-4 * jax.abs().max(1.0),
             "loss {loss} vs JAX {jax}"
         );
-        let times: Vec<f64> = (0..7)
+        let times: Vec<f64> = (0..5)
             .map(|_| {
                 let t = Instant::now();
                 exe.run(&args).unwrap();
@@ -134,7 +134,7 @@ fn mnist_step_and_gemm_timings() {
             (got - direct).abs() <= 1e-3 * direct.abs(),
             "gemm element {got} vs {direct}"
         );
-        let times: Vec<f64> = (0..5)
+        let times: Vec<f64> = (0..3)
             .map(|_| {
                 let t = Instant::now();
                 exe.run(&args).unwrap();
