@@ -622,4 +622,39 @@ mod tests {
         }
         assert_eq!(from_bytes(global.shape.clone(), &back), global);
     }
+
+    #[test]
+    fn two_axis_meshes_number_devices_row_major() {
+        let mut m = Module::new("m");
+        m.frontend_attributes.push((
+            "xla.sdy.meshes".into(),
+            r#"{mesh = #sdy.mesh<[\"x\"=2, \"y\"=3]>}"#.into(),
+        ));
+        let mesh = Mesh::of_module(&m).unwrap();
+        assert_eq!(mesh.axes, vec![("x".to_string(), 2), ("y".to_string(), 3)]);
+        assert_eq!(mesh.device_count(), 6);
+        // Device 4 is (x=1, y=1); a dimension split over ("x", "y") has 6 pieces, piece 4.
+        let sharding = vec![
+            vec!["x".to_string(), "y".to_string()],
+            vec!["y".to_string()],
+        ];
+        let split = Split {
+            mesh: &mesh,
+            sharding: &sharding,
+        };
+        assert_eq!(split.piece(0, 4).unwrap(), (6, 4));
+        assert_eq!(split.piece(1, 4).unwrap(), (3, 1));
+        let bad = vec![vec!["z".to_string()]];
+        let split = Split {
+            mesh: &mesh,
+            sharding: &bad,
+        };
+        assert!(split.piece(0, 0).unwrap_err().message.contains("\"z\""));
+    }
+
+    #[test]
+    fn a_module_without_a_mesh_is_explained() {
+        let e = Mesh::of_module(&Module::new("m")).unwrap_err();
+        assert!(e.message.contains("xla.sdy.meshes"), "{e}");
+    }
 }

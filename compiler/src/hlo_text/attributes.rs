@@ -365,8 +365,8 @@ fn parse_iota_groups(c: &mut Cursor) -> PResult<ReplicaGroups> {
         (0..reshape.len() as i64).collect()
     };
     let bad = |m: &str| c.error_at(start, format!("bad iota replica groups: {m}"));
-    if dims.len() != 2 {
-        return Err(bad("expected `[groups,group_size]`"));
+    if dims.len() != 2 || dims.iter().any(|&d| d <= 0) {
+        return Err(bad("expected `[groups,group_size]` with positive sizes"));
     }
     let total = reshape
         .iter()

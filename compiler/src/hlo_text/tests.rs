@@ -324,3 +324,19 @@ fn tuple_constants() {
     assert_eq!(literal_to_text(l), "(1.5, ({1, 2}, true))");
     assert_eq!(l.shape(), m.entry().get(m.entry().root()).shape);
 }
+
+#[test]
+fn bad_iota_groups_and_inconsistent_literals() {
+    let bad = parse_module(
+        &entry_with("  x = f32[4]{0} parameter(0)\n  ROOT a = f32[4]{0} all-reduce(x), replica_groups=[-1,-4]<=[4], to_apply=add"),
+        None,
+    )
+    .unwrap_err();
+    assert!(bad.message.contains("positive sizes"), "{bad}");
+    // Data that does not fill the shape prints flat instead of walking the shape.
+    let l = Literal::Array(crate::ir::Array {
+        shape: crate::ir::ArrayShape::new(ElementType::S32, &[1 << 40, 2]),
+        data: ArrayData::S32(vec![1, 2]),
+    });
+    assert_eq!(literal_to_text(&l), "{1, 2}");
+}

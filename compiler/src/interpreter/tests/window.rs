@@ -155,3 +155,89 @@ fn overlapping_windows_accumulate_and_ties_pick_the_first() {
     );
     assert_eq!(as_f32(&r), &[3., 0.]);
 }
+
+#[test]
+fn general_select_and_scatter_matches_the_recognised_form() {
+    // select = not(a < b) is GE for numbers, but not a bare compare: it takes the general path.
+    let f = ElementType::F32;
+    let x = pseudo_random(&[2, 6, 5], 3);
+    let src = pseudo_random(&[2, 3, 3], 4);
+    let w = window(&[(1, 1, 0, 0), (2, 2, 0, 0), (3, 2, 1, 1)]);
+    let fast = select_and_scatter(x.clone(), src.clone(), w.clone(), ComparisonDirection::Ge);
+    let mut b = ModuleBuilder::new();
+    let select = b.computation("not_lt", |b| {
+        let p = b.param(0, Shape::scalar(f));
+        let q = b.param(1, Shape::scalar(f));
+        let lt = b.op(
+            Op::Compare {
+                direction: ComparisonDirection::Lt,
+                comparison_type: None,
+            },
+            Shape::scalar(ElementType::Pred),
+            &[p, q],
+        );
+        b.op(
+            Op::Unary(crate::ir::UnaryOp::Not),
+            Shape::scalar(ElementType::Pred),
+            &[lt],
+        )
+    });
+    let scatter = b.binary_computation(BinaryOp::Add, f);
+    let px = b.param(0, Shape::Array(x.shape.clone()));
+    let ps = b.param(1, Shape::Array(src.shape.clone()));
+    let init = b.constant(Array::scalar_f32(0.0));
+    let r = b.op(
+        Op::SelectAndScatter {
+            window: w,
+            select,
+            scatter,
+        },
+        Shape::Array(x.shape.clone()),
+        &[px, ps, init],
+    );
+    let general = run_array(&b.finish(r), &[x, src]);
+    assert_eq!(general, fast);
+}
+
+#[test]
+fn multi_operand_reduce_window_takes_the_general_path() {
+    // (sum, max) over windows of 2 with stride 1, as one reduce-window of two operands.
+    let f = ElementType::F32;
+    let mut b = ModuleBuilder::new();
+    let comp = b.computation("sum_and_max", |b| {
+        let s = b.param(0, Shape::scalar(f));
+        let m = b.param(1, Shape::scalar(f));
+        let x = b.param(2, Shape::scalar(f));
+        let y = b.param(3, Shape::scalar(f));
+        let s2 = b.op(Op::Binary(BinaryOp::Add), Shape::scalar(f), &[s, x]);
+        let m2 = b.op(Op::Binary(BinaryOp::Maximum), Shape::scalar(f), &[m, y]);
+        b.op(
+            Op::Tuple,
+            Shape::Tuple(vec![Shape::scalar(f), Shape::scalar(f)]),
+            &[s2, m2],
+        )
+    });
+    let a = b.param(0, Shape::array(f, &[4]));
+    let c = b.param(1, Shape::array(f, &[4]));
+    let zero = b.constant(Array::scalar_f32(0.0));
+    let low = b.constant(Array::scalar_f32(f32::NEG_INFINITY));
+    let out = Shape::Tuple(vec![Shape::array(f, &[3]), Shape::array(f, &[3])]);
+    let r = b.op(
+        Op::ReduceWindow {
+            window: window(&[(2, 1, 0, 0)]),
+            to_apply: comp,
+        },
+        out,
+        &[a, c, zero, low],
+    );
+    let res = run(
+        &b.finish(r),
+        &[
+            f32s(&[4], &[1., 2., 3., 4.]),
+            f32s(&[4], &[5., -1., 7., 0.]),
+        ],
+    );
+    let l = res.leaves();
+    assert_eq!(as_f32(l[0]), &[3., 5., 7.]);
+    assert_eq!(as_f32(l[1]), &[5., 7., 7.]);
+}
