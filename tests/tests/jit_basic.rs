@@ -546,3 +546,75 @@ fn bad_arguments_are_errors_not_crashes() {
     let ok = exe.run(&[f32s(&[3], 1)]).unwrap();
     assert_eq!(ok.leaves()[0].len(), 3);
 }
+
+#[test]
+fn dump_writes_clif_before_and_after_optimization() {
+    let mut b = B::new();
+    let x = b.param(0, Shape::array(ElementType::F32, &[6]));
+    let e = b.add(
+        Op::Unary(UnaryOp::Exp),
+        Shape::array(ElementType::F32, &[6]),
+        &[x],
+    );
+    let m = b.finish(e);
+    let dir = std::env::temp_dir().join(format!("tessel_jit_dump_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let opts = JitOptions {
+        dump_to: Some(dir.clone()),
+        ..Default::default()
+    };
+    compile(&m, &opts).unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(
+        names
+            .iter()
+            .any(|n| n.ends_with(".before_opt.clif") && n.contains("exponential")),
+        "{names:?}"
+    );
+    assert!(
+        names
+            .iter()
+            .any(|n| n.ends_with(".after_opt.clif") && n.contains("exponential")),
+        "{names:?}"
+    );
+    assert!(names.iter().any(|n| n.contains("program")), "{names:?}");
+    let before = std::fs::read_to_string(
+        dir.join(
+            names
+                .iter()
+                .find(|n| n.ends_with(".before_opt.clif"))
+                .unwrap(),
+        ),
+    )
+    .unwrap();
+    assert!(
+        before.contains("function") && before.contains("f32x4"),
+        "{before}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn integer_division_by_zero_follows_xla() {
+    let mut b = B::new();
+    let s = Shape::array(ElementType::S32, &[5]);
+    let x = b.param(0, s.clone());
+    let y = b.param(1, s.clone());
+    let d = b.add(Op::Binary(BinaryOp::Divide), s.clone(), &[x, y]);
+    let r = b.add(Op::Binary(BinaryOp::Remainder), s.clone(), &[x, y]);
+    let t = b.add(Op::Tuple, Shape::Tuple(vec![s.clone(), s.clone()]), &[d, r]);
+    let m = b.finish(t);
+    let xs = Literal::Array(Array::new(
+        ArrayShape::new(ElementType::S32, &[5]),
+        ArrayData::S32(vec![7, i32::MIN, -7, 5, 0]),
+    ));
+    let ys = Literal::Array(Array::new(
+        ArrayShape::new(ElementType::S32, &[5]),
+        ArrayData::S32(vec![0, -1, 2, -3, 0]),
+    ));
+    check(&m, &[xs, ys], 0.0);
+}

@@ -2,11 +2,13 @@
 //! JAX's outputs (floats within 1e-5 + 1e-4 |b|, 1e-3 relative after the CNN's convolutions;
 //! integers exactly). The host CPU runs 64-bit types, so `x64_mean` (which device legality
 //! rejects before any backend sees it) is computed and checked too. The data-parallel modules
-//! need replicas and are run by the replica runtime, not here.
+//! need replicas and are run by the replica runtime, not here. Each module runs as parsed and
+//! after the optimization pipeline (whose fusions become JIT kernels).
 
 use std::path::Path;
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::{Array, Literal};
+use tessel_compiler::passes::pipeline::{optimize, CompileOptions};
 use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::jit::{compile, JitOptions};
 
@@ -73,11 +75,17 @@ fn corpus_modules_match_jax() {
             // grad_*: the module computes the value, key "0" of the gradient file.
             by_index(keyed(&dir.join(format!("{stem}.grad_outputs.safetensors"))))[..1].to_vec()
         };
-        let exe =
-            compile(&module, &JitOptions::default()).unwrap_or_else(|e| panic!("{stem}: {e}"));
-        let got = exe.run(&inputs).unwrap_or_else(|e| panic!("{stem}: {e}"));
         let rel = if stem.contains("cnn") { 1e-3 } else { 1e-4 };
-        compare(&stem, &got.leaves(), &want, rel);
+        // As parsed (the JIT's own fusion), and after the optimizer (its fusion kernels).
+        let mut optimized = module.clone();
+        optimize(&mut optimized, &CompileOptions::default())
+            .unwrap_or_else(|e| panic!("{stem}: optimize: {e}"));
+        for (what, m) in [("unoptimized", &module), ("optimized", &optimized)] {
+            let name = format!("{stem} ({what})");
+            let exe = compile(m, &JitOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let got = exe.run(&inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
+            compare(&name, &got.leaves(), &want, rel);
+        }
         ran += 1;
     }
     assert!(ran >= 10, "only {ran} corpus modules ran");

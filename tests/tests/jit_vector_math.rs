@@ -115,7 +115,7 @@ fn check_within(op: UnaryOp, mut xs: Vec<f32>, reference: fn(f64) -> f64, bound:
             .filter(|x| !x.is_finite() || x.abs() <= limit),
     );
     // An odd count exercises the scalar tail too.
-    if xs.len() % 4 == 0 {
+    if xs.len().is_multiple_of(4) {
         xs.push(0.5);
     }
     let (u, at) = worst_ulps(op, &xs, reference);

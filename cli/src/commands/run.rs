@@ -66,9 +66,6 @@ fn execute(args: &RunArgs) -> Result<(), String> {
     if args.loop_iterations.is_none() && (!args.infeed.is_empty() || args.nan_check) {
         return Err("--infeed and --nan-check go with --loop K".into());
     }
-    if backend == Backend::Jit {
-        return Err("the jit backend is not available in this build (use --backend interp)".into());
-    }
     if args.replicas == 0 {
         return Err("--replicas must be at least 1".into());
     }
@@ -104,6 +101,9 @@ fn execute(args: &RunArgs) -> Result<(), String> {
         return write_safetensors(&args.outputs, &outputs).map_err(|e| e.to_string());
     }
     let job = Job::new(&module, inputs, args.replicas)?;
+    if backend == Backend::Jit {
+        return execute_jit(args, &module, &job, load_start);
+    }
     let outputs = job.run()?;
     if let Some(repeat) = args.repeat {
         let mut times = Vec::with_capacity(repeat);
@@ -116,6 +116,40 @@ fn execute(args: &RunArgs) -> Result<(), String> {
         println!("compile_ms: {compile_ms:.3}");
         println!("run_ms_median: {:.3}", median(&times));
     }
+    write_safetensors(&args.outputs, &outputs).map_err(|e| e.to_string())
+}
+
+/// `--backend jit`: the optimization pipeline, then the Cranelift JIT, on one replica.
+fn execute_jit(
+    args: &RunArgs,
+    module: &Module,
+    job: &Job,
+    load_start: Instant,
+) -> Result<(), String> {
+    let Job::Single { args: inputs, .. } = job else {
+        return Err(
+            "the jit backend runs one replica (use --backend interp with --replicas)".into(),
+        );
+    };
+    let mut optimized = module.clone();
+    tessel_compiler::passes::pipeline::optimize(&mut optimized, &Default::default())
+        .map_err(|e| e.to_string())?;
+    let exe =
+        tessel_runtime::jit::compile(&optimized, &Default::default()).map_err(|e| e.to_string())?;
+    let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
+    let out = exe.run(inputs).map_err(|e| e.to_string())?;
+    if let Some(repeat) = args.repeat {
+        let mut times = Vec::with_capacity(repeat);
+        for _ in 0..repeat {
+            let start = Instant::now();
+            exe.run(inputs).map_err(|e| e.to_string())?;
+            times.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        println!("compile_ms: {compile_ms:.3}");
+        println!("run_ms_median: {:.3}", median(&times));
+    }
+    let outputs = keyed(None, out.leaves().into_iter().cloned().collect());
     write_safetensors(&args.outputs, &outputs).map_err(|e| e.to_string())
 }
 

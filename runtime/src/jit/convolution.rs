@@ -226,8 +226,24 @@ impl ConvPlan {
         let in_sp: usize = self.in_spatial.iter().product();
         let rows_total = self.n_out * out_sp;
         let o_per = self.o_total / (self.groups * self.batch_groups);
-        let mut o_idx = vec![0usize; nsp];
-        let mut k_idx = vec![0usize; nsp];
+        // Per window position and spatial dimension: the offset `k * rhs_dilation - pad_low`
+        // (with the window reversed where asked), computed once.
+        let mut woff = vec![0i64; window * nsp];
+        for w in 0..window {
+            let mut wr = w;
+            for d in (0..nsp).rev() {
+                let k = wr % self.k_spatial[d];
+                wr /= self.k_spatial[d];
+                let k = if self.reversal[d] {
+                    self.k_spatial[d] - 1 - k
+                } else {
+                    k
+                } as i64;
+                woff[w * nsp + d] = k * self.rhs_dil[d] - self.pad_low[d];
+            }
+        }
+        let dilated = self.lhs_dil.iter().any(|&l| l != 1);
+        let mut base = vec![0i64; nsp];
         for bg in 0..self.batch_groups {
             for g in 0..self.groups {
                 let chan0 = g * ig;
@@ -241,37 +257,41 @@ impl ConvPlan {
                         let n = row / out_sp + bg * self.n_out;
                         let mut rem = row % out_sp;
                         for d in (0..nsp).rev() {
-                            o_idx[d] = rem % self.out_spatial[d];
+                            base[d] = (rem % self.out_spatial[d]) as i64 * self.stride[d];
                             rem /= self.out_spatial[d];
                         }
+                        let img = input.add(n * in_sp * self.c_in + chan0);
                         let prow = patches.add(r * kcols);
                         for w in 0..window {
-                            let mut wr = w;
-                            for d in (0..nsp).rev() {
-                                k_idx[d] = wr % self.k_spatial[d];
-                                wr /= self.k_spatial[d];
-                            }
+                            let offs = &woff[w * nsp..(w + 1) * nsp];
                             let mut in_off = 0usize;
                             let mut valid = true;
                             for d in 0..nsp {
-                                let k = if self.reversal[d] {
-                                    self.k_spatial[d] - 1 - k_idx[d]
-                                } else {
-                                    k_idx[d]
-                                } as i64;
-                                let p = o_idx[d] as i64 * self.stride[d] + k * self.rhs_dil[d]
-                                    - self.pad_low[d];
-                                let ld = self.lhs_dil[d];
-                                if p < 0 || p % ld != 0 || p / ld >= self.in_spatial[d] as i64 {
+                                let mut p = base[d] + offs[d];
+                                if dilated {
+                                    let ld = self.lhs_dil[d];
+                                    if p < 0 || p % ld != 0 {
+                                        valid = false;
+                                        break;
+                                    }
+                                    p /= ld;
+                                }
+                                if p < 0 || p >= self.in_spatial[d] as i64 {
                                     valid = false;
                                     break;
                                 }
-                                in_off = in_off * self.in_spatial[d] + (p / ld) as usize;
+                                in_off = in_off * self.in_spatial[d] + p as usize;
                             }
                             let dst = prow.add(w * ig);
                             if valid {
-                                let src = input.add((n * in_sp + in_off) * self.c_in + chan0);
-                                std::ptr::copy_nonoverlapping(src, dst, ig);
+                                let src = img.add(in_off * self.c_in);
+                                if ig == 1 {
+                                    *dst = *src;
+                                } else {
+                                    std::ptr::copy_nonoverlapping(src, dst, ig);
+                                }
+                            } else if ig == 1 {
+                                *dst = 0.0;
                             } else {
                                 std::ptr::write_bytes(dst, 0, ig);
                             }
@@ -302,7 +322,10 @@ impl ConvPlan {
 }
 
 /// Called by generated code: `plan` is a `*const ConvPlan` the executable keeps alive.
-pub extern "C" fn conv_routine(plan: *const ConvPlan, arena: *mut u8) -> Status {
+///
+/// # Safety
+/// `plan` must point to a live `ConvPlan` and `arena` be the program's arena.
+pub unsafe extern "C" fn conv_routine(plan: *const ConvPlan, arena: *mut u8) -> Status {
     let plan = unsafe { &*plan };
     guarded(&plan.name, || unsafe { plan.run(arena) })
 }

@@ -468,8 +468,7 @@ fn unary(
         IsFinite if in_ty.is_float() => {
             let a = fb.ins().fabs(x);
             let inf = float_const(fb, in_ty, f64::INFINITY, lanes);
-            let c = fb.ins().fcmp(FloatCC::LessThan, a, inf);
-            c
+            fb.ins().fcmp(FloatCC::LessThan, a, inf)
         }
         PopCnt if out.is_integer() => fb.ins().popcnt(x),
         Clz if out.is_integer() => fb.ins().clz(x),

@@ -8,7 +8,7 @@
 //! once (elementwise ops, reduce, pad, slice, ...). Everything else is materialized: roots,
 //! values used by dot, convolution, calls, loops, tuples, reshapes.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use tessel_compiler::ir::{Computation, InstrId, Op};
 
 /// Ops computed by a generated kernel (rooted at them, or fused into one).
@@ -83,4 +83,48 @@ pub fn plan(comp: &Computation) -> HashSet<InstrId> {
         }
     }
     fused
+}
+
+/// For each position in the order of materialized instructions (post-order without the fused
+/// ones), the materialized values read for the last time by the instruction at that position
+/// (through fused instructions too). Values nothing reads die where they are made; the root
+/// never dies.
+pub fn last_uses(comp: &Computation, fused: &HashSet<InstrId>) -> HashMap<usize, Vec<InstrId>> {
+    let order: Vec<InstrId> = comp
+        .post_order()
+        .into_iter()
+        .filter(|id| !fused.contains(id))
+        .collect();
+    let pos: HashMap<InstrId, usize> = order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    // Effective position of a use by each instruction: its own position, or for a fused one
+    // the latest position of the kernels that recompute it.
+    let mut eff: HashMap<InstrId, usize> = HashMap::new();
+    for id in comp.post_order().into_iter().rev() {
+        let e = match pos.get(&id) {
+            Some(&p) => p,
+            None => comp
+                .users(id)
+                .iter()
+                .filter_map(|u| eff.get(u).copied())
+                .max()
+                .unwrap_or(0),
+        };
+        eff.insert(id, e);
+    }
+    let root = comp.root();
+    let mut dying: HashMap<usize, Vec<InstrId>> = HashMap::new();
+    for (i, &id) in order.iter().enumerate() {
+        if id == root {
+            continue;
+        }
+        let last = comp
+            .users(id)
+            .iter()
+            .filter_map(|u| eff.get(u).copied())
+            .max()
+            .unwrap_or(i)
+            .max(i);
+        dying.entry(last).or_default().push(id);
+    }
+    dying
 }

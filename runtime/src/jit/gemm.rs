@@ -29,6 +29,9 @@ impl GemmBackend {
 }
 
 /// `c = a * b` (or `c += a * b`) for f32 matrices given by pointers and strides in elements.
+///
+/// # Safety
+/// The pointers must address `m x k`, `k x n` and `m x n` matrices with these strides.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn sgemm(
     backend: GemmBackend,
@@ -335,7 +338,10 @@ impl DotPlan {
 }
 
 /// Called by generated code: `plan` is a `*const DotPlan` the executable keeps alive.
-pub extern "C" fn dot_routine(plan: *const DotPlan, arena: *mut u8) -> Status {
+///
+/// # Safety
+/// `plan` must point to a live `DotPlan` and `arena` be the program's arena.
+pub unsafe extern "C" fn dot_routine(plan: *const DotPlan, arena: *mut u8) -> Status {
     let plan = unsafe { &*plan };
     guarded(&plan.name, || unsafe { plan.run(arena) })
 }

@@ -43,7 +43,7 @@ pub fn take_last_error() -> Option<String> {
 /// The address of a buffer given the arena base.
 pub fn resolve(addr: Addr, arena: *mut u8) -> *mut u8 {
     match addr {
-        Addr::Arena(off) => unsafe { arena.add(off) },
+        Addr::Arena(off) => arena.wrapping_add(off),
         Addr::Absolute(p) => p as *mut u8,
     }
 }

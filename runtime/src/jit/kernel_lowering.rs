@@ -137,12 +137,15 @@ pub fn emit_elementwise(
     nest(e, &shape.dims[..rank - 1], &mut Vec::new(), &mut row)
 }
 
+/// The body of a loop nest: called with the induction variables, outermost first.
+pub type NestBody<'b> = dyn FnMut(&mut Elemental, &[Value]) -> Result<(), JitError> + 'b;
+
 /// Loops over `dims` (outermost first), calling `body` with the induction variables.
 pub fn nest(
     e: &mut Elemental,
     dims: &[i64],
     ivs: &mut Vec<Value>,
-    body: &mut dyn FnMut(&mut Elemental, &[Value]) -> Result<(), JitError>,
+    body: &mut NestBody,
 ) -> Result<(), JitError> {
     if dims.is_empty() {
         return body(e, ivs);

@@ -46,6 +46,8 @@ struct ProgramCx<'m> {
     routine_sig: Option<cranelift_codegen::ir::SigRef>,
     error_block: Option<cranelift_codegen::ir::Block>,
     dump_index: usize,
+    /// Live references to each arena block; a block is reused once nothing refers to it.
+    refs: HashMap<usize, u32>,
 }
 
 /// Compiles `module` (see [`super::compile`]).
@@ -72,6 +74,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         routine_sig: None,
         error_block: None,
         dump_index: 0,
+        refs: HashMap::new(),
     };
 
     let mut sig = Signature::new(call_conv);
@@ -132,6 +135,36 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
 impl<'m> ProgramCx<'m> {
     fn alloc(&mut self, bytes: usize) -> Addr {
         Addr::Arena(self.layout.alloc(bytes))
+    }
+
+    fn retain(&mut self, loc: &Loc) {
+        for b in loc.leaves() {
+            if let Addr::Arena(off) = b.addr {
+                *self.refs.entry(off).or_insert(0) += 1;
+            }
+        }
+    }
+
+    fn release(&mut self, loc: &Loc) {
+        for b in loc.leaves() {
+            if let Addr::Arena(off) = b.addr {
+                let r = self.refs.entry(off).or_insert(0);
+                *r = r.saturating_sub(1);
+                if *r == 0 {
+                    self.refs.remove(&off);
+                    self.layout.free(off);
+                }
+            }
+        }
+    }
+
+    /// Frees scratch space used by one routine call only.
+    fn free_scratch(&mut self, scratch: Vec<Addr>) {
+        for a in scratch {
+            if let Addr::Arena(off) = a {
+                self.layout.free(off);
+            }
+        }
     }
 
     fn alloc_loc(&mut self, shape: &Shape) -> Result<Loc, JitError> {
@@ -201,6 +234,7 @@ impl<'m> ProgramCx<'m> {
     }
 
     /// Builds a kernel function `kernel(arena)` with `body` and calls it from the program.
+    #[allow(clippy::too_many_arguments)]
     fn kernel(
         &mut self,
         fb: &mut FunctionBuilder,
@@ -292,10 +326,13 @@ impl<'m> ProgramCx<'m> {
         // Every materialized array so far: what a kernel reads instead of recomputing.
         let mut materialized: HashMap<InstrId, Leaf> = HashMap::new();
         let fused = super::fusion::plan(comp);
-        for id in comp.post_order() {
-            if fused.contains(&id) {
-                continue;
-            }
+        let dying = super::fusion::last_uses(comp, &fused);
+        let order: Vec<InstrId> = comp
+            .post_order()
+            .into_iter()
+            .filter(|id| !fused.contains(id))
+            .collect();
+        for (pos, &id) in order.iter().enumerate() {
             let instr = comp.get(id);
             let operand = |k: usize| -> Result<&Loc, JitError> {
                 locs.get(&instr.operands()[k]).ok_or_else(|| {
@@ -381,7 +418,12 @@ impl<'m> ProgramCx<'m> {
                     let out = self.alloc_loc(&instr.shape)?;
                     let oaddr = out.as_array().expect("array").addr;
                     let (backend, threads) = (self.options.gemm, self.options.gemm_threads);
-                    let mut scratch = |n: usize| self.alloc(n);
+                    let mut used = Vec::new();
+                    let mut scratch = |n: usize| {
+                        let a = self.alloc(n);
+                        used.push(a);
+                        a
+                    };
                     let plan = DotPlan::new(
                         &instr.name,
                         dnums,
@@ -392,6 +434,7 @@ impl<'m> ProgramCx<'m> {
                         threads,
                         &mut scratch,
                     )?;
+                    self.free_scratch(used);
                     let plan = Box::new(plan);
                     let p = &*plan as *const DotPlan as usize;
                     self.plans.push(plan);
@@ -403,7 +446,12 @@ impl<'m> ProgramCx<'m> {
                     let out = self.alloc_loc(&instr.shape)?;
                     let ob = out.as_array().expect("array").clone();
                     let (backend, threads) = (self.options.gemm, self.options.gemm_threads);
-                    let mut scratch = |n: usize| self.alloc(n);
+                    let mut used = Vec::new();
+                    let mut scratch = |n: usize| {
+                        let a = self.alloc(n);
+                        used.push(a);
+                        a
+                    };
                     let plan = ConvPlan::new(
                         &instr.name,
                         conv,
@@ -414,6 +462,7 @@ impl<'m> ProgramCx<'m> {
                         threads,
                         &mut scratch,
                     )?;
+                    self.free_scratch(used);
                     let plan = Box::new(plan);
                     let p = &*plan as *const ConvPlan as usize;
                     self.plans.push(plan);
@@ -464,7 +513,20 @@ impl<'m> ProgramCx<'m> {
                     },
                 );
             }
+            // Call, while and conditional results come back with their references held.
+            if !matches!(
+                instr.op,
+                Op::Call { .. } | Op::While { .. } | Op::Conditional { .. }
+            ) {
+                self.retain(&loc);
+            }
             locs.insert(id, loc);
+            for dead in dying.get(&pos).into_iter().flatten() {
+                if let Some(l) = locs.get(dead).cloned() {
+                    self.release(&l);
+                    materialized.remove(dead);
+                }
+            }
         }
         locs.remove(&comp.root())
             .ok_or_else(|| JitError::Invalid(format!("{} has no root", comp.name)))
@@ -650,11 +712,13 @@ impl<'m> ProgramCx<'m> {
         }
         let dst_addrs: Vec<Addr> = d.iter().map(|b| b.addr).collect();
         let mut srcs: Vec<Addr> = Vec::with_capacity(s.len());
+        let mut temps = Vec::new();
         for (i, b) in s.iter().enumerate() {
             if b.addr != d[i].addr && dst_addrs.contains(&b.addr) {
                 let tmp = self.alloc(b.byte_size());
                 self.copy_buffer(fb, arena, tmp, b.addr, b.byte_size());
                 srcs.push(tmp);
+                temps.push(tmp);
             } else {
                 srcs.push(b.addr);
             }
@@ -662,6 +726,7 @@ impl<'m> ProgramCx<'m> {
         for (i, b) in d.iter().enumerate() {
             self.copy_buffer(fb, arena, b.addr, srcs[i], b.byte_size());
         }
+        self.free_scratch(temps);
         Ok(())
     }
 
@@ -687,6 +752,8 @@ impl<'m> ProgramCx<'m> {
         body: ComputationId,
     ) -> Result<Loc, JitError> {
         let state = self.alloc_loc(shape)?;
+        // Held for the caller; the loop's temporaries never reuse it.
+        self.retain(&state);
         self.copy_loc(fb, arena, &state, &init)?;
         let header = fb.create_block();
         let body_block = fb.create_block();
@@ -699,11 +766,13 @@ impl<'m> ProgramCx<'m> {
             .cloned()
             .ok_or_else(|| JitError::Invalid("while condition is not a pred".into()))?;
         let p = self.load_scalar_i64(fb, arena, &cb)?;
+        self.release(&c);
         fb.ins().brif(p, body_block, &[], exit, &[]);
         fb.switch_to_block(body_block);
         fb.seal_block(body_block);
         let r = self.emit_computation(fb, arena, body, std::slice::from_ref(&state))?;
         self.copy_loc(fb, arena, &state, &r)?;
+        self.release(&r);
         fb.ins().jump(header, &[]);
         fb.seal_block(header);
         fb.switch_to_block(exit);
@@ -720,6 +789,7 @@ impl<'m> ProgramCx<'m> {
         branches: &[ComputationId],
     ) -> Result<Loc, JitError> {
         let result = self.alloc_loc(shape)?;
+        self.retain(&result);
         let sel = args[0]
             .as_array()
             .cloned()
@@ -759,6 +829,7 @@ impl<'m> ProgramCx<'m> {
                 .ok_or_else(|| JitError::Invalid("conditional branch without operand".into()))?;
             let r = self.emit_computation(fb, arena, branches[k], &[arg])?;
             self.copy_loc(fb, arena, &result, &r)?;
+            self.release(&r);
             fb.ins().jump(merge, &[]);
         }
         fb.seal_block(merge);

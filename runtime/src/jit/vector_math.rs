@@ -139,7 +139,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         self.fb.ins().fmul(t, s2)
     }
 
-    fn to_int(&mut self, x: Value) -> Value {
+    fn float_to_int(&mut self, x: Value) -> Value {
         let t = self.ity();
         self.fb.ins().fcvt_to_sint_sat(t, x)
     }
@@ -149,7 +149,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         let log2e = self.f(std::f32::consts::LOG2_E);
         let t = self.fb.ins().fmul(x, log2e);
         let nf = self.fb.ins().nearest(t);
-        let n = self.to_int(nf);
+        let n = self.float_to_int(nf);
         let neg_hi = self.f(-0.693_359_4);
         let neg_lo = self.f(2.121_944_4e-4);
         let r = self.fma(nf, neg_hi, x);
@@ -167,7 +167,7 @@ impl<'a, 'f> Vm<'a, 'f> {
                 8.333_452e-3,
                 4.166_579_6e-2,
                 1.666_666_5e-1,
-                5.000_000_1e-1,
+                5e-1,
             ],
         );
         let r2 = self.fb.ins().fmul(r, r);
@@ -267,7 +267,7 @@ impl<'a, 'f> Vm<'a, 'f> {
                 -1.666_805_8e-1,
                 2.000_071_4e-1,
                 -2.499_999_4e-1,
-                3.333_333_1e-1,
+                3.333_333e-1,
             ],
         );
         let y = self.fb.ins().fmul(m, z);
@@ -316,10 +316,10 @@ impl<'a, 'f> Vm<'a, 'f> {
             z,
             &[
                 -5.704_988_7e-3,
-                2.063_908_9e-2,
+                2.063_909e-2,
                 -5.373_971_6e-2,
                 1.333_144_2e-1,
-                -3.333_328_2e-1,
+                -3.333_328e-1,
             ],
         );
         let pz = self.fb.ins().fmul(p, z);
@@ -339,11 +339,16 @@ impl<'a, 'f> Vm<'a, 'f> {
     }
 
     pub fn logistic(&mut self, x: Value) -> Value {
+        // With e = exp(-|x|) <= 1 nothing overflows: 1 / (1 + e) for x >= 0, e / (1 + e) below.
         let one = self.f(1.0);
-        let nx = self.fb.ins().fneg(x);
+        let ax = self.fb.ins().fabs(x);
+        let nx = self.fb.ins().fneg(ax);
         let e = self.exp(nx);
         let d = self.fb.ins().fadd(one, e);
-        self.fb.ins().fdiv(one, d)
+        let zero = self.f(0.0);
+        let pos = self.fcmp(FloatCC::GreaterThanOrEqual, x, zero);
+        let num = self.sel(pos, one, e);
+        self.fb.ins().fdiv(num, d)
     }
 
     /// sin (`cos == false`) or cos of `x`: reduction by pi/2 in three parts, then the quadrant
@@ -352,7 +357,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         let two_over_pi = self.f(std::f32::consts::FRAC_2_PI);
         let t = self.fb.ins().fmul(x, two_over_pi);
         let jf = self.fb.ins().nearest(t);
-        let j = self.to_int(jf);
+        let j = self.float_to_int(jf);
         let dp1 = self.f(-1.570_312_5);
         let dp2 = self.f(-4.837_513e-4);
         let dp3 = self.f(-7.549_79e-8);

@@ -1,0 +1,59 @@
+//! `tessel run --backend jit` on the command line: JAX's numbers out, timings with --repeat.
+
+use std::path::PathBuf;
+use std::process::Command;
+use tessel_runtime::host_io::read_safetensors;
+
+fn corpus(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hlo");
+    assert!(
+        dir.is_dir(),
+        "../shared/hlo is missing: this test needs the corpus"
+    );
+    dir.join(name)
+}
+
+#[test]
+fn jit_backend_writes_jax_outputs_and_timings() {
+    let out_path =
+        std::env::temp_dir().join(format!("tessel_jit_cli_{}.safetensors", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_tessel"))
+        .args([
+            "run",
+            corpus("softmax_rows.hlo").to_str().unwrap(),
+            "--inputs",
+            corpus("softmax_rows.inputs.safetensors").to_str().unwrap(),
+            "--outputs",
+            out_path.to_str().unwrap(),
+            "--backend",
+            "jit",
+            "--repeat",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("run_ms_median: ") && stdout.contains("compile_ms: "),
+        "{stdout}"
+    );
+    let got = read_safetensors(&out_path).unwrap();
+    let want = read_safetensors(corpus("softmax_rows.outputs.safetensors")).unwrap();
+    assert_eq!(got.len(), want.len());
+    for ((gk, g), (wk, w)) in got.iter().zip(&want) {
+        assert_eq!(gk, wk);
+        for i in 0..w.len() {
+            let (a, b) = (g.data.get_f64(i), w.data.get_f64(i));
+            assert!(
+                (a - b).abs() <= 1e-5 + 1e-4 * b.abs(),
+                "{gk}[{i}]: {a} vs {b}"
+            );
+        }
+    }
+    std::fs::remove_file(&out_path).unwrap();
+}

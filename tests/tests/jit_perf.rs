@@ -1,0 +1,151 @@
+//! Timing of the JIT on the MNIST training step (b128) and a 1024^3 GEMM through a compiled
+//! dot, with both GEMM libraries. Prints the numbers recorded in docs/performance.md and
+//! checks the results, so it cannot pass on a broken program:
+//! `cargo test --release -p tessel-tests --test jit_perf -- --nocapture`.
+
+use std::time::Instant;
+use tessel_compiler::hlo_text::parse_module_file;
+use tessel_compiler::ir::*;
+use tessel_compiler::passes::pipeline::{optimize, CompileOptions};
+use tessel_runtime::host_io::read_safetensors;
+use tessel_runtime::jit::{compile, GemmBackend, JitOptions};
+
+fn inputs(path: &std::path::Path) -> Vec<Literal> {
+    let mut v = read_safetensors(path).unwrap();
+    v.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
+    v.into_iter().map(|(_, a)| Literal::Array(a)).collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+fn dot_module(n: i64) -> Module {
+    let mut m = Module::new("gemm");
+    let s = Shape::array(ElementType::F32, &[n, n]);
+    let c = m.entry_mut();
+    let a = c.add(Instruction::new("a", Op::Parameter(0), s.clone()), &[]);
+    let b = c.add(Instruction::new("b", Op::Parameter(1), s.clone()), &[]);
+    let dn = DotDimensionNumbers {
+        lhs_batch: vec![],
+        rhs_batch: vec![],
+        lhs_contracting: vec![1],
+        rhs_contracting: vec![0],
+    };
+    c.add(Instruction::new("d", Op::Dot(dn), s), &[a, b]);
+    m
+}
+
+#[test]
+fn mnist_step_and_gemm_timings() {
+    let dir = tessel_tests::corpus_dir().expect("corpus");
+    let file = dir.join("mnist_cnn_train_step_b128.hlo");
+    let module = parse_module_file(&file).unwrap();
+    let args = inputs(&dir.join("mnist_cnn_train_step_b128.inputs.safetensors"));
+    let mut want =
+        read_safetensors(dir.join("mnist_cnn_train_step_b128.outputs.safetensors")).unwrap();
+    want.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
+    let mut optimized = module.clone();
+    let t = Instant::now();
+    optimize(&mut optimized, &CompileOptions::default()).unwrap();
+    let optimize_ms = t.elapsed().as_secs_f64() * 1e3;
+    eprintln!("optimizer pipeline: {optimize_ms:.1} ms");
+    for (what, backend) in [
+        ("as parsed", GemmBackend::Gemm),
+        ("as parsed", GemmBackend::MatrixMultiply),
+        ("optimized", GemmBackend::Gemm),
+    ] {
+        let opts = JitOptions {
+            gemm: backend,
+            ..Default::default()
+        };
+        let m = if what == "optimized" {
+            &optimized
+        } else {
+            &module
+        };
+        let t = Instant::now();
+        let exe = compile(m, &opts).unwrap();
+        let compile_ms = t.elapsed().as_secs_f64() * 1e3;
+        let out = exe.run(&args).unwrap();
+        let loss = out.leaves()[8].data.get_f64(0);
+        let jax = want[8].1.data.get_f64(0);
+        assert!(
+            (loss - jax).abs() <= 1e-4 * jax.abs().max(1.0),
+            "loss {loss} vs JAX {jax}"
+        );
+        let times: Vec<f64> = (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                exe.run(&args).unwrap();
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        let s = exe.stats();
+        eprintln!(
+            "mnist_cnn_train_step_b128 {what} [{backend:?}]: jit compile_ms {compile_ms:.1} run_ms_median {:.2} kernels {} arena_mb {:.1} peak_rss_mb {:.1}",
+            median(times),
+            s.kernels,
+            s.arena_bytes as f64 / 1e6,
+            peak_rss_mb()
+        );
+    }
+    let n = 1024;
+    let m = dot_module(n);
+    let a: Vec<f32> = (0..n * n)
+        .map(|i| ((i * 7919) % 1000) as f32 / 1000.0)
+        .collect();
+    let b: Vec<f32> = (0..n * n)
+        .map(|i| ((i * 104729) % 1000) as f32 / 1000.0)
+        .collect();
+    let args = [
+        Literal::Array(Array::f32(&[n, n], a.clone())),
+        Literal::Array(Array::f32(&[n, n], b.clone())),
+    ];
+    for backend in [GemmBackend::Gemm, GemmBackend::MatrixMultiply] {
+        let exe = compile(
+            &m,
+            &JitOptions {
+                gemm: backend,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let out = exe.run(&args).unwrap();
+        // Spot-check one element against a direct sum.
+        let (i, j) = (17usize, 901usize);
+        let direct: f64 = (0..n as usize)
+            .map(|k| a[i * n as usize + k] as f64 * b[k * n as usize + j] as f64)
+            .sum();
+        let got = out.leaves()[0].data.get_f64(i * n as usize + j);
+        assert!(
+            (got - direct).abs() <= 1e-3 * direct.abs(),
+            "gemm element {got} vs {direct}"
+        );
+        let times: Vec<f64> = (0..3)
+            .map(|_| {
+                let t = Instant::now();
+                exe.run(&args).unwrap();
+                t.elapsed().as_secs_f64()
+            })
+            .collect();
+        let secs = median(times);
+        eprintln!(
+            "gemm 1024^3 via compiled dot [{backend:?}]: {:.1} ms, {:.0} GFLOP/s",
+            secs * 1e3,
+            2.0 * (n as f64).powi(3) / secs / 1e9
+        );
+    }
+}
