@@ -508,6 +508,7 @@ mod tests {
             loop_iterations: None,
             infeed: vec![],
             repeat: None,
+            nan_check: false,
         }
     }
 
