@@ -346,7 +346,10 @@ fn a_panic_on_one_replica_stops_the_others() {
     assert!(e.message.contains("panicked"), "{e}");
 }
 
-fn corpus_loop_inputs() -> Option<(Module, Vec<Array>, Vec<(String, Array)>)> {
+/// The fixture's step module, its carried inputs, and JAX's outputs keyed as in the file.
+type LoopFixture = (Module, Vec<Array>, Vec<(String, Array)>);
+
+fn corpus_loop_inputs() -> Option<LoopFixture> {
     let dir = tessel_tests::corpus_dir()?;
     let step = parse_module_file(&dir.join("mnist_cnn_train_step_b8.hlo")).unwrap();
     let mut inputs =

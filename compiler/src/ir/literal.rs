@@ -157,7 +157,7 @@ impl ArrayData {
     /// Parses little-endian bytes; `None` when the length is not a whole number of elements.
     pub fn from_le_bytes(ty: ElementType, bytes: &[u8]) -> Option<ArrayData> {
         let w = ty.byte_size();
-        if bytes.len() % w != 0 {
+        if !bytes.len().is_multiple_of(w) {
             return None;
         }
         macro_rules! le {
