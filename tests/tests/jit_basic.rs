@@ -432,17 +432,7 @@ fn conv_module(in_dims: &[i64], k_dims: &[i64], out_dims: &[i64], conv: Convolut
 }
 
 fn nhwc_dims() -> ConvDimensionNumbers {
-    ConvDimensionNumbers {
-        input_batch: 0,
-        input_feature: 3,
-        input_spatial: vec![1, 2],
-        kernel_input_feature: 2,
-        kernel_output_feature: 3,
-        kernel_spatial: vec![0, 1],
-        output_batch: 0,
-        output_feature: 3,
-        output_spatial: vec![1, 2],
-    }
+    ConvDimensionNumbers::nhwc_hwio()
 }
 
 #[test]

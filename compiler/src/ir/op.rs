@@ -309,6 +309,23 @@ pub struct ConvDimensionNumbers {
     pub output_spatial: Vec<i64>,
 }
 
+impl ConvDimensionNumbers {
+    /// TensorFlow's 2-D layout, `dim_labels=b01f_01io->b01f`: NHWC input and output, HWIO kernel.
+    pub fn nhwc_hwio() -> ConvDimensionNumbers {
+        ConvDimensionNumbers {
+            input_batch: 0,
+            input_feature: 3,
+            input_spatial: vec![1, 2],
+            kernel_input_feature: 2,
+            kernel_output_feature: 3,
+            kernel_spatial: vec![0, 1],
+            output_batch: 0,
+            output_feature: 3,
+            output_spatial: vec![1, 2],
+        }
+    }
+}
+
 /// Attributes of `convolution`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Convolution {

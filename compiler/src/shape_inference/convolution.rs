@@ -195,17 +195,7 @@ mod tests {
 
     /// `b01f_01io->b01f` (NHWC input, HWIO kernel).
     fn nhwc() -> ConvDimensionNumbers {
-        ConvDimensionNumbers {
-            input_batch: 0,
-            input_feature: 3,
-            input_spatial: vec![1, 2],
-            kernel_input_feature: 2,
-            kernel_output_feature: 3,
-            kernel_spatial: vec![0, 1],
-            output_batch: 0,
-            output_feature: 3,
-            output_spatial: vec![1, 2],
-        }
+        ConvDimensionNumbers::nhwc_hwio()
     }
 
     fn window(size: i64, pad: i64) -> Window {

@@ -202,17 +202,7 @@ impl Tensor {
                     spatial_windows(cx, v[0], "conv2d", [kh, kw], strides, padding)?;
                 let conv = Convolution {
                     window: Window { dims: window },
-                    dims: ConvDimensionNumbers {
-                        input_batch: 0,
-                        input_feature: 3,
-                        input_spatial: vec![1, 2],
-                        kernel_input_feature: 2,
-                        kernel_output_feature: 3,
-                        kernel_spatial: vec![0, 1],
-                        output_batch: 0,
-                        output_feature: 3,
-                        output_spatial: vec![1, 2],
-                    },
+                    dims: ConvDimensionNumbers::nhwc_hwio(),
                     feature_group_count: 1,
                     batch_group_count: 1,
                 };
