@@ -314,6 +314,21 @@ fn describe_params(params: &[Parameter]) -> String {
         .join(", ")
 }
 
+/// The parameter number `index` names in input `key`, or an error listing the parameters.
+fn parameter_index(key: &str, index: &str, params: &[Parameter]) -> Result<usize, String> {
+    index
+        .parse::<usize>()
+        .ok()
+        .filter(|&i| i < params.len())
+        .ok_or_else(|| {
+            format!(
+                "extra input \"{key}\": the module has {} parameters ({})",
+                params.len(),
+                describe_params(params)
+            )
+        })
+}
+
 /// Inputs keyed "0".."N-1", one per parameter, each of the parameter's shape.
 pub fn match_inputs(
     params: &[Parameter],
@@ -321,17 +336,7 @@ pub fn match_inputs(
 ) -> Result<Vec<Array>, String> {
     let mut slots: Vec<Option<Array>> = vec![None; params.len()];
     for (key, a) in inputs {
-        let i = key
-            .parse::<usize>()
-            .ok()
-            .filter(|&i| i < params.len())
-            .ok_or_else(|| {
-                format!(
-                    "extra input \"{key}\": the module has {} parameters ({})",
-                    params.len(),
-                    describe_params(params)
-                )
-            })?;
+        let i = parameter_index(&key, &key, params)?;
         check_input(&key, &a, i, &params[i])?;
         slots[i] = Some(a);
     }
@@ -363,17 +368,7 @@ pub fn match_replica_inputs(
             Some((r, i)) => (Some(r), i),
             None => (None, key.as_str()),
         };
-        let i = index
-            .parse::<usize>()
-            .ok()
-            .filter(|&i| i < params.len())
-            .ok_or_else(|| {
-                format!(
-                    "extra input \"{key}\": the module has {} parameters ({})",
-                    params.len(),
-                    describe_params(params)
-                )
-            })?;
+        let i = parameter_index(&key, index, params)?;
         check_input(&key, &a, i, &params[i])?;
         match replica {
             None => shared[i] = Some(a),

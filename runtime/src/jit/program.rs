@@ -158,6 +158,22 @@ impl<'m> ProgramCx<'m> {
         }
     }
 
+    /// Builds a routine's plan with scratch space that only that routine call uses: the
+    /// scratch is allocated while planning and freed right after, so later values reuse it.
+    fn with_scratch<T>(
+        &mut self,
+        build: impl FnOnce(&mut dyn FnMut(usize) -> Addr) -> Result<T, JitError>,
+    ) -> Result<T, JitError> {
+        let mut used = Vec::new();
+        let plan = build(&mut |n: usize| {
+            let a = self.alloc(n);
+            used.push(a);
+            a
+        });
+        self.free_scratch(used);
+        plan
+    }
+
     /// Frees scratch space used by one routine call only.
     fn free_scratch(&mut self, scratch: Vec<Addr>) {
         for a in scratch {
@@ -165,6 +181,20 @@ impl<'m> ProgramCx<'m> {
                 self.layout.free(off);
             }
         }
+    }
+
+    /// Keeps `plan` alive as long as the program and emits the call `f(plan, arena)`.
+    fn call_plan<P: Any + Send + Sync>(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        f: usize,
+        plan: P,
+    ) {
+        let plan = Box::new(plan);
+        let p = &*plan as *const P as usize;
+        self.plans.push(plan);
+        self.routine(fb, arena, f, p);
     }
 
     fn alloc_loc(&mut self, shape: &Shape) -> Result<Loc, JitError> {
@@ -418,27 +448,19 @@ impl<'m> ProgramCx<'m> {
                     let out = self.alloc_loc(&instr.shape)?;
                     let oaddr = out.as_array().expect("array").addr;
                     let (backend, threads) = (self.options.gemm, self.options.gemm_threads);
-                    let mut used = Vec::new();
-                    let mut scratch = |n: usize| {
-                        let a = self.alloc(n);
-                        used.push(a);
-                        a
-                    };
-                    let plan = DotPlan::new(
-                        &instr.name,
-                        dnums,
-                        (l.addr, &l.shape),
-                        (r.addr, &r.shape),
-                        oaddr,
-                        backend,
-                        threads,
-                        &mut scratch,
-                    )?;
-                    self.free_scratch(used);
-                    let plan = Box::new(plan);
-                    let p = &*plan as *const DotPlan as usize;
-                    self.plans.push(plan);
-                    self.routine(fb, arena, dot_routine as *const () as usize, p);
+                    let plan = self.with_scratch(|scratch| {
+                        DotPlan::new(
+                            &instr.name,
+                            dnums,
+                            (l.addr, &l.shape),
+                            (r.addr, &r.shape),
+                            oaddr,
+                            backend,
+                            threads,
+                            scratch,
+                        )
+                    })?;
+                    self.call_plan(fb, arena, dot_routine as *const () as usize, plan);
                     out
                 }
                 Op::Convolution(conv) => {
@@ -446,27 +468,19 @@ impl<'m> ProgramCx<'m> {
                     let out = self.alloc_loc(&instr.shape)?;
                     let ob = out.as_array().expect("array").clone();
                     let (backend, threads) = (self.options.gemm, self.options.gemm_threads);
-                    let mut used = Vec::new();
-                    let mut scratch = |n: usize| {
-                        let a = self.alloc(n);
-                        used.push(a);
-                        a
-                    };
-                    let plan = ConvPlan::new(
-                        &instr.name,
-                        conv,
-                        (l.addr, &l.shape),
-                        (r.addr, &r.shape),
-                        (ob.addr, &ob.shape),
-                        backend,
-                        threads,
-                        &mut scratch,
-                    )?;
-                    self.free_scratch(used);
-                    let plan = Box::new(plan);
-                    let p = &*plan as *const ConvPlan as usize;
-                    self.plans.push(plan);
-                    self.routine(fb, arena, conv_routine as *const () as usize, p);
+                    let plan = self.with_scratch(|scratch| {
+                        ConvPlan::new(
+                            &instr.name,
+                            conv,
+                            (l.addr, &l.shape),
+                            (r.addr, &r.shape),
+                            (ob.addr, &ob.shape),
+                            backend,
+                            threads,
+                            scratch,
+                        )
+                    })?;
+                    self.call_plan(fb, arena, conv_routine as *const () as usize, plan);
                     out
                 }
                 Op::Fusion { calls, .. } => {
