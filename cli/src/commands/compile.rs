@@ -10,11 +10,15 @@ use tessel_compiler::passes::{optimize, CompileOptions};
 
 #[derive(Args)]
 pub struct CompileArgs {
+    /// The HLO module to optimize.
     pub file: PathBuf,
+    /// Number of replicas the module is compiled for (recorded; no pass uses it yet).
     #[arg(long, default_value_t = 1)]
     pub replicas: usize,
+    /// Write the module before and after each pass that changed it, buffer assignment and a .dot.
     #[arg(long)]
     pub dump_to: Option<PathBuf>,
+    /// Dump only after the passes whose name matches this regular expression.
     #[arg(long)]
     pub dump_pass_re: Option<String>,
 }

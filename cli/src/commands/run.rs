@@ -15,19 +15,27 @@ use tessel_runtime::shard_map::{is_shard_map_module, run_sharded, Mesh};
 
 #[derive(Args)]
 pub struct RunArgs {
+    /// The HLO module to run (text, as XLA and JAX print it).
     pub file: PathBuf,
+    /// Arguments keyed "0", "1", ... by parameter number ("I" / "R/I" for per-replica modules).
     #[arg(long)]
     pub inputs: PathBuf,
+    /// Where to write the results, keyed by the flattened leaves of the root ("0", "1", ...).
     #[arg(long)]
     pub outputs: PathBuf,
+    /// `interp` (the reference interpreter) or `jit` (optimizer + Cranelift, one replica).
     #[arg(long, default_value = "interp")]
     pub backend: String,
+    /// Number of replicas: a shard_map module takes and gives global arrays.
     #[arg(long, default_value_t = 1)]
     pub replicas: usize,
+    /// Run the step K times as one compiled while loop (parameters not in --infeed are carried).
     #[arg(long = "loop")]
     pub loop_iterations: Option<usize>,
+    /// With --loop: parameters fed one slice per iteration from inputs stacked K deep.
     #[arg(long, value_delimiter = ',')]
     pub infeed: Vec<u32>,
+    /// Run R more times after a warm-up and print compile_ms and run_ms_median.
     #[arg(long)]
     pub repeat: Option<usize>,
     /// With --loop: fail if carried float state holds a NaN after the loop.
