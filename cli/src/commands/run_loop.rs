@@ -1,5 +1,6 @@
-//! `tessel run STEP.hlo --loop K --infeed I,J,..`: the step wrapped in one compiled `while` of
-//! K iterations (see `docs/training_loops.md`).
+//! `tessel run STEP.hlo --loop K --infeed I,J,.. [--backend interp|jit]`: the step wrapped in
+//! one compiled `while` of K iterations (see `docs/training_loops.md`). With `--backend jit`
+//! the loop module is optimized and compiled once; `--repeat R` reruns the same executable.
 //!
 //! Inputs: carried parameter I is `"I"` with the parameter's shape; fed parameter I is `"I"`
 //! stacked K deep on a new leading axis. With `--replicas N`, `"R/I"` overrides `"I"` for
@@ -9,11 +10,13 @@
 use std::time::Instant;
 use tessel_compiler::ir::{Array, Module, Shape};
 use tessel_runtime::shard_map::is_shard_map_module;
-use tessel_runtime::training_loop::{LoopOptions, TrainingLoop};
+use tessel_runtime::training_loop::{LoopBackend, LoopOptions, TrainingLoop};
 
 /// What `tessel run` needs to know for a loop.
 pub struct LoopRequest<'a> {
     pub iterations: usize,
+    /// Run on the JIT (optimizer + Cranelift) instead of the interpreter.
+    pub jit: bool,
     pub infeed: &'a [u32],
     pub replicas: usize,
     pub repeat: Option<usize>,
@@ -32,7 +35,12 @@ pub fn run_loop(
             "--loop on a shard_map module is not supported yet; use a per-replica step".into(),
         );
     }
-    let lp = TrainingLoop::new(step, req.iterations as u64, req.infeed)?;
+    let backend = if req.jit {
+        LoopBackend::Jit(Default::default())
+    } else {
+        LoopBackend::Interpreter
+    };
+    let lp = TrainingLoop::with_backend(step, req.iterations as u64, req.infeed, &backend)?;
     let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
     let args = loop_inputs(step, &lp, inputs, req.replicas)?;
     let options = LoopOptions {
@@ -51,7 +59,10 @@ pub fn run_loop(
         let median = times[times.len() / 2];
         println!("compile_ms: {compile_ms:.3}");
         println!("run_ms_median: {median:.3}");
-        println!("iteration_ms: {:.3}", median / req.iterations as f64);
+        println!(
+            "loop_ms_per_iteration: {:.3}",
+            median / req.iterations as f64
+        );
     }
     let key = |r: usize, i: usize| {
         if req.replicas == 1 {
