@@ -154,3 +154,64 @@ fn loop_inputs(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessel_compiler::hlo_text::parse_module;
+
+    /// w <- w * x per iteration; the per-iteration output is the sum of w * x.
+    const STEP: &str = r#"HloModule scale
+
+add_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY step {
+  w = f32[3] parameter(0)
+  x = f32[3] parameter(1)
+  m = f32[3] multiply(w, x)
+  z = f32[] constant(0)
+  total = f32[] reduce(m, z), dimensions={0}, to_apply=add_f32
+  ROOT t = (f32[3], f32[]) tuple(m, total)
+}
+"#;
+
+    fn run(jit: bool, x: Vec<f32>) -> Result<Vec<(String, Array)>, String> {
+        let step = parse_module(STEP, None).unwrap();
+        let inputs = vec![
+            ("0".to_string(), Array::f32(&[3], vec![1.0, 2.0, -1.0])),
+            ("1".to_string(), Array::f32(&[4, 3], x)),
+        ];
+        let req = LoopRequest {
+            iterations: 4,
+            jit,
+            infeed: &[1],
+            replicas: 1,
+            repeat: None,
+            nan_check: true,
+        };
+        run_loop(&step, inputs, &req, Instant::now())
+    }
+
+    #[test]
+    fn the_jit_and_the_interpreter_give_the_same_loop() {
+        let x: Vec<f32> = (0..12).map(|i| 0.5 + i as f32 * 0.25).collect();
+        let jit = run(true, x.clone()).unwrap();
+        assert_eq!(jit, run(false, x.clone()).unwrap());
+        assert_eq!(jit[0].0, "0");
+        assert_eq!(jit[1].1.shape.dims.as_slice(), &[4]);
+        let w0: f32 = (0..4).map(|k| x[k * 3]).product();
+        assert_eq!(jit[0].1.data.get_f64(0), w0 as f64);
+    }
+
+    #[test]
+    fn the_nan_check_fails_the_jit_loop() {
+        let mut x: Vec<f32> = vec![1.0; 12];
+        x[7] = f32::NAN;
+        let e = run(true, x).unwrap_err();
+        assert!(e.contains("NaN check: carried parameter 0 (w)"), "{e}");
+    }
+}
