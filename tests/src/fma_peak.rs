@@ -42,8 +42,11 @@ unsafe fn fma_loop_avx2(iterations: usize) -> f32 {
     lanes.iter().sum()
 }
 
+/// A loop of FMA streams: iterations in, a sum out (so it cannot be optimized away).
+type FmaLoop = fn(usize) -> f32;
+
 /// Flops of one loop iteration and the loop, for the widest FMA this machine has.
-fn widest() -> Option<(f64, fn(usize) -> f32)> {
+fn widest() -> Option<(f64, FmaLoop)> {
     #[cfg(target_arch = "x86_64")]
     {
         if is_x86_feature_detected!("avx512f") {
