@@ -132,3 +132,29 @@ fn profile_needs_the_jit() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--backend jit"));
 }
+
+/// The JIT stands for the device: a module with 64-bit values is rejected with the legality
+/// diagnostics, and nothing is written.
+#[test]
+fn jit_rejects_a_module_the_device_cannot_run() {
+    let out_path =
+        std::env::temp_dir().join(format!("tessel_jit_x64_{}.safetensors", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_tessel"))
+        .args([
+            "run",
+            corpus("x64_mean.hlo").to_str().unwrap(),
+            "--inputs",
+            corpus("x64_mean.inputs.safetensors").to_str().unwrap(),
+            "--outputs",
+            out_path.to_str().unwrap(),
+            "--backend",
+            "jit",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("E0201"), "{stderr}");
+    assert!(stderr.contains("--backend interp"), "{stderr}");
+    assert!(!out_path.exists());
+}

@@ -98,6 +98,24 @@ fn execute(args: &RunArgs) -> Result<(), String> {
             list.join("\n")
         ));
     }
+    // The JIT stands for the device: what a TPU cannot run is rejected, as `tessel check` does.
+    // The interpreter is the reference and runs any well-formed module.
+    if backend == Backend::Jit {
+        let diagnostics = tessel_compiler::legality::check_legality(&module);
+        if !diagnostics.is_empty() {
+            eprint!(
+                "{}",
+                tessel_compiler::legality::render(&diagnostics, &module)
+            );
+            return Err(format!(
+                "{} cannot run on the device ({} diagnostic{}); the reference interpreter \
+                 (--backend interp) runs it",
+                args.file.display(),
+                diagnostics.len(),
+                if diagnostics.len() == 1 { "" } else { "s" }
+            ));
+        }
+    }
     // The interpreter has no compile step: parsing and verifying is what precedes a run.
     let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
     let inputs = read_safetensors(&args.inputs).map_err(|e| e.to_string())?;
