@@ -550,6 +550,7 @@ mod tests {
             infeed: vec![],
             repeat: None,
             nan_check: false,
+            profile: false,
         }
     }
 
