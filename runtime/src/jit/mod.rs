@@ -8,6 +8,7 @@
 //! [`Executable::run`] marshals literals in and out.
 
 pub mod buffer;
+pub mod collectives;
 pub mod convolution;
 pub mod elemental;
 pub mod elementwise;

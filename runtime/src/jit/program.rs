@@ -8,6 +8,7 @@
 //! updated in place, `conditional` a native branch. Every buffer is placed in one arena.
 
 use super::buffer::{Addr, Buffer, ConstPool, Loc};
+use super::collectives::{collective_routine, CollectivePlan};
 use super::convolution::{conv_routine, ConvPlan};
 use super::elemental::{Elemental, Leaf};
 use super::elementwise::Libcalls;
@@ -29,8 +30,9 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module as _};
 use std::any::Any;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
-use tessel_compiler::ir::{ArrayShape, ComputationId, InstrId, Literal, Module, Op, Shape};
+use tessel_compiler::ir::{ComputationId, InstrId, Literal, Module, Op, Shape};
 
 /// State while lowering one module.
 struct ProgramCx<'m> {
@@ -56,6 +58,8 @@ struct ProgramCx<'m> {
     current_op: &'static str,
     /// The name of the instruction being lowered.
     current_name: String,
+    /// The module, shared by the collective routines' plans (made on first use).
+    shared_module: Option<Arc<Module>>,
 }
 
 /// Compiles `module` (see [`super::compile`]).
@@ -87,6 +91,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         mark_sig: None,
         current_op: "",
         current_name: String::new(),
+        shared_module: None,
     };
 
     let mut sig = Signature::new(call_conv);
@@ -459,17 +464,21 @@ impl<'m> ProgramCx<'m> {
                 | Op::AllGather { .. }
                 | Op::ReduceScatter { .. }
                 | Op::CollectivePermute { .. }
-                    if module.replica_count.unwrap_or(1) <= 1
-                        && module.num_partitions.unwrap_or(1) <= 1 =>
-                {
-                    // One replica: every collective is the identity.
-                    operand(0)?.clone()
-                }
-                Op::ReplicaId | Op::PartitionId => {
-                    self.const_loc(&Literal::Array(tessel_compiler::ir::Array::new(
-                        ArrayShape::scalar(tessel_compiler::ir::ElementType::U32),
-                        tessel_compiler::ir::ArrayData::U32(vec![0]),
-                    )))?
+                | Op::ReplicaId
+                | Op::PartitionId => {
+                    // A host routine that meets the replica group (see `collectives.rs`); the
+                    // replica count is only known when the program runs.
+                    let operands: Vec<Buffer> = (0..instr.operands().len())
+                        .map(&array)
+                        .collect::<Result<_, _>>()?;
+                    let out = self.alloc_loc(&instr.shape)?;
+                    let shared = self
+                        .shared_module
+                        .get_or_insert_with(|| Arc::new(module.clone()))
+                        .clone();
+                    let plan = CollectivePlan::new(&instr.name, shared, cid, id, operands, &out)?;
+                    self.call_plan(fb, arena, collective_routine as *const () as usize, plan);
+                    out
                 }
                 Op::Call { to_apply } => {
                     let a: Vec<Loc> = (0..instr.operands().len())
@@ -533,13 +542,7 @@ impl<'m> ProgramCx<'m> {
                         .collect::<Result<_, _>>()?;
                     self.emit_fusion(fb, arena, &instr.name, &instr.shape, *calls, &a)?
                 }
-                Op::Infeed { .. }
-                | Op::Outfeed { .. }
-                | Op::CustomCall { .. }
-                | Op::AllReduce { .. }
-                | Op::AllGather { .. }
-                | Op::ReduceScatter { .. }
-                | Op::CollectivePermute { .. } => {
+                Op::Infeed { .. } | Op::Outfeed { .. } | Op::CustomCall { .. } => {
                     return Err(JitError::Unsupported(format!(
                         "{} ({})",
                         instr.op.opcode_name(),
