@@ -9,6 +9,7 @@ use crate::executable::Executable;
 use crate::feed::{drain_outfeed, fill_infeed, stack, stacked_source, FeedSource, HostQueues};
 use crate::jit::feed_ops::with_host_feed;
 use crate::jit::JitOptions;
+use crate::replicas::ReplicaOptions;
 use tessel_compiler::interpreter::{
     evaluate_replicated_with_feed, evaluate_with_feed, EvalError, HostFeed,
 };
@@ -230,12 +231,13 @@ impl TrainingLoop {
                 evaluate_with_feed(&self.module, &args, feed).map(|l| vec![l])
             }
             Engine::Interpreter => evaluate_replicated_with_feed(&self.module, carried, feed),
+            Engine::Jit(exe) if n > 1 => exe
+                .run_replicated_fed(carried, feed, &ReplicaOptions::default())
+                .map_err(|e| EvalError {
+                    replica: e.replica,
+                    ..EvalError::new(e.message)
+                }),
             Engine::Jit(exe) => {
-                if n != 1 {
-                    return Err(EvalError::new(format!(
-                        "the JIT runs a training loop on one replica ({n} requested); use the interpreter for replicas"
-                    )));
-                }
                 let args = carried.into_iter().next().unwrap_or_default();
                 with_host_feed(feed, 0, || exe.run(&args))
                     .map(|l| vec![l])

@@ -667,12 +667,88 @@ fn the_jit_loop_updates_its_state_in_place() {
     }
 }
 
+/// The per-replica step with an all-reduce, compiled once, looping on 4 replicas: the
+/// interpreter's numbers, bitwise the same in two runs.
 #[test]
-fn the_jit_loop_runs_one_replica() {
-    let lp = jit_loop(&sgd_step_one_replica(), 2, &[1]);
+fn the_jit_loop_runs_on_four_replicas_like_the_interpreter() {
+    let k = 6;
+    let step = sgd_step(None);
+    let jit = jit_loop(&step, k as u64, &[1]);
+    let interp = TrainingLoop::new(&step, k as u64, &[1]).unwrap();
+    let args = sgd_args(4, k);
+    let a = jit.run(args.clone(), &LoopOptions::default()).unwrap();
+    let b = jit.run(args.clone(), &LoopOptions::default()).unwrap();
+    assert_eq!(a, b, "two runs differ");
+    let want = interp.run(args, &LoopOptions::default()).unwrap();
+    for r in 0..4 {
+        // Every replica holds the same all-reduced state.
+        assert_eq!(a.carried[r], a.carried[0], "replica {r}");
+        for (g, w) in a.replica_outputs(r).iter().zip(want.replica_outputs(r)) {
+            assert_eq!(g.shape, w.shape);
+            for (x, y) in f32_data(g).iter().zip(f32_data(&w)) {
+                assert!(
+                    (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
+                    "replica {r}: {x} vs {y}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn faults_on_one_replica_stop_the_jit_loop_on_every_replica() {
+    let lp = jit_loop(&sgd_step(None), 5, &[1]);
+    // Replica 3's data runs out while the others wait for it at the all-reduce.
+    let short: FeedSource = Box::new((0..2).map(|_| Ok(x_value(1.5))));
+    let (state, srcs) = sources(5, 3, short);
+    let start = Instant::now();
     let e = lp
-        .run(sgd_args(2, 2), &LoopOptions::default())
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("one replica"), "{e}");
+        .run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap_err();
+    assert_prompt(start);
+    assert_eq!(e.replica, Some(3), "{e}");
+    assert!(
+        e.to_string().contains("infeed closed after 2 values"),
+        "{e}"
+    );
+
+    let failing: FeedSource =
+        Box::new([Ok(x_value(1.5)), Err("cannot read shard 7".to_string())].into_iter());
+    let (state, srcs) = sources(5, 1, failing);
+    let start = Instant::now();
+    let e = lp
+        .run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap_err();
+    assert_prompt(start);
+    assert_eq!(e.replica, Some(1), "{e}");
+    assert!(e.to_string().contains("cannot read shard 7"), "{e}");
+
+    let wrong: FeedSource = Box::new(std::iter::once(Ok(Literal::Tuple(vec![Literal::Array(
+        f32s(&[3], vec![1.0; 3]),
+    )]))));
+    let (state, srcs) = sources(5, 0, wrong);
+    let e = lp
+        .run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap_err();
+    assert_eq!(e.replica, Some(0), "{e}");
+    assert!(
+        e.to_string()
+            .contains("fed (f32[3]) to an infeed of (f32[4])"),
+        "{e}"
+    );
+
+    // Replica 3's negative data makes NaN, which the all-reduce spreads to every replica.
+    let mut args = sgd_args(4, 3);
+    if let ArrayData::F32(v) = &mut args[3][1].data {
+        v[5] = -1.0;
+    }
+    let checked = LoopOptions {
+        nan_check: true,
+        ..LoopOptions::default()
+    };
+    let lp = jit_loop(&sgd_step(None), 3, &[1]);
+    let e = lp.run(args, &checked).unwrap_err().to_string();
+    assert!(e.contains("NaN check: carried parameter 0 (w)"), "{e}");
+    // And the executable still runs cleanly afterwards.
+    lp.run(sgd_args(4, 3), &checked).unwrap();
 }

@@ -8,6 +8,7 @@
 //! [`Executable::run`] marshals literals in and out.
 
 pub mod buffer;
+pub mod collectives;
 pub mod convolution;
 pub mod elemental;
 pub mod elementwise;
@@ -19,6 +20,7 @@ pub mod isa;
 pub mod kernel_lowering;
 pub mod loop_state;
 pub mod loops;
+pub mod profile;
 pub mod program;
 pub mod reduce;
 pub mod types;
@@ -89,6 +91,8 @@ pub struct JitOptions {
     pub gemm: GemmBackend,
     /// Threads the GEMM may use (this machine has 2 cores).
     pub gemm_threads: usize,
+    /// Count the time of every kernel and routine call (see `profile.rs`).
+    pub profile: bool,
 }
 
 impl Default for JitOptions {
@@ -99,6 +103,7 @@ impl Default for JitOptions {
             vectorize: true,
             gemm: GemmBackend::default(),
             gemm_threads: 2,
+            profile: false,
         }
     }
 }
