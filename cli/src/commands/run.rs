@@ -127,6 +127,7 @@ fn execute(args: &RunArgs) -> Result<(), String> {
             replicas: args.replicas,
             repeat: args.repeat,
             nan_check: args.nan_check,
+            profile: args.profile,
         };
         let outputs = super::run_loop::run_loop(&module, inputs, &req, load_start)?;
         return write_safetensors(&args.outputs, &outputs).map_err(|e| e.to_string());

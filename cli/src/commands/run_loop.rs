@@ -9,6 +9,8 @@
 
 use std::time::Instant;
 use tessel_compiler::ir::{Array, Module, Shape};
+use tessel_runtime::jit::profile::render;
+use tessel_runtime::jit::JitOptions;
 use tessel_runtime::shard_map::is_shard_map_module;
 use tessel_runtime::training_loop::{LoopBackend, LoopOptions, TrainingLoop};
 
@@ -21,6 +23,8 @@ pub struct LoopRequest<'a> {
     pub replicas: usize,
     pub repeat: Option<usize>,
     pub nan_check: bool,
+    /// With the JIT: print the time of every kernel and routine per iteration.
+    pub profile: bool,
 }
 
 /// Runs the loop (and `--repeat` timings); returns the outputs to write.
@@ -36,7 +40,10 @@ pub fn run_loop(
         );
     }
     let backend = if req.jit {
-        LoopBackend::Jit(Default::default())
+        LoopBackend::Jit(JitOptions {
+            profile: req.profile,
+            ..JitOptions::default()
+        })
     } else {
         LoopBackend::Interpreter
     };
@@ -48,6 +55,10 @@ pub fn run_loop(
         ..LoopOptions::default()
     };
     let out = lp.run(args.clone(), &options).map_err(|e| e.to_string())?;
+    let profile = lp.executable().and_then(|exe| exe.profile());
+    if let (Some(profile), Some(_)) = (profile, req.repeat) {
+        profile.reset(); // the warm-up run is not counted
+    }
     if let Some(repeat) = req.repeat {
         let mut times = Vec::with_capacity(repeat);
         for _ in 0..repeat {
@@ -63,6 +74,11 @@ pub fn run_loop(
             "loop_ms_per_iteration: {:.3}",
             median / req.iterations as f64
         );
+    }
+    if let Some(profile) = profile {
+        let iterations = req.repeat.unwrap_or(1) * req.iterations;
+        println!("per iteration:");
+        print!("{}", render(&profile.times(), iterations as u64));
     }
     let key = |r: usize, i: usize| {
         if req.replicas == 1 {
@@ -192,6 +208,7 @@ ENTRY step {
             replicas: 1,
             repeat: None,
             nan_check: true,
+            profile: false,
         };
         run_loop(&step, inputs, &req, Instant::now())
     }

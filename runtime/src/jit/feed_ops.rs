@@ -13,6 +13,7 @@ use super::host::{guarded, resolve, Status};
 use std::cell::Cell;
 use tessel_compiler::interpreter::{is_stop_message, HostFeed};
 use tessel_compiler::ir::{Array, ArrayData, Literal, Shape};
+use tessel_compiler::with_array_data;
 
 /// The feed and replica of the program running on this thread.
 type Current = Option<(*const (dyn HostFeed + 'static), usize)>;
@@ -165,11 +166,18 @@ pub unsafe extern "C" fn infeed_routine(plan: *const InfeedPlan, arena: *mut u8)
             ));
         }
         for (a, b) in value.leaves().into_iter().zip(&plan.buffers) {
-            let bytes = a.data.to_le_bytes();
-            debug_assert_eq!(bytes.len(), b.byte_size());
-            let dst = resolve(b.addr, arena);
-            // SAFETY: `b` is an arena buffer of this program of exactly this size.
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len());
+            // The element memory as it is: the JIT runs on little-endian hosts only, where it
+            // is the buffer layout (`pred` is one byte 0/1 like Rust's `bool`).
+            let (src, len) = with_array_data!(&a.data, v => (
+                v.as_ptr() as *const u8,
+                std::mem::size_of_val(v.as_slice())
+            ));
+            if len != b.byte_size() {
+                return Err(format!("{} bytes for a {} buffer", len, b.shape));
+            }
+            // SAFETY: `b` is an arena buffer of this program of exactly `len` bytes, and
+            // `src` holds `len` bytes of `a`'s elements.
+            std::ptr::copy_nonoverlapping(src, resolve(b.addr, arena), len);
         }
         Ok(())
     })
