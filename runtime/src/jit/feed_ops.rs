@@ -169,7 +169,7 @@ pub unsafe extern "C" fn infeed_routine(plan: *const InfeedPlan, arena: *mut u8)
             // The element memory as it is: the JIT runs on little-endian hosts only, where it
             // is the buffer layout (`pred` is one byte 0/1 like Rust's `bool`).
             let (src, len) = with_array_data!(&a.data, v => (
-                v.as_ptr() as *const u8,
+                v.as_ptr().cast::<u8>(),
                 std::mem::size_of_val(v.as_slice())
             ));
             if len != b.byte_size() {
