@@ -9,6 +9,7 @@ use tessel_compiler::training_loop::{wrap_in_training_loop, LoopError};
 use tessel_runtime::feed::{stacked_source, unstack, FeedSource};
 use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::jit::JitOptions;
+use tessel_runtime::sharded_loop::ShardedLoop;
 use tessel_runtime::training_loop::{LoopBackend, LoopOptions, TrainingLoop};
 
 /// An SGD step on 4 replicas: w -= 0.125 * all-reduce(w * x + log x); loss = sum of that.
@@ -751,4 +752,117 @@ fn faults_on_one_replica_stop_the_jit_loop_on_every_replica() {
     assert!(e.contains("NaN check: carried parameter 0 (w)"), "{e}");
     // And the executable still runs cleanly afterwards.
     lp.run(sgd_args(4, 3), &checked).unwrap();
+}
+
+// ---- shard_map steps: the body loops on every replica ----
+
+/// A shard_map step, its global inputs (by parameter number) and the stacked inputs for a
+/// K-iteration loop feeding `fed` (iteration j's batch: the fixture's batch with its rows
+/// rotated by j, so that iterations differ).
+fn sharded_fixture(name: &str, k: usize, fed: &[u32]) -> (Module, Vec<Array>, Vec<Vec<Array>>) {
+    let dir = tessel_tests::corpus_dir().expect("the corpus is missing");
+    let step = parse_module_file(&dir.join(format!("{name}.hlo"))).unwrap();
+    let mut inputs = read_safetensors(dir.join(format!("{name}.inputs.safetensors"))).unwrap();
+    inputs.sort_by_key(|(key, _)| key.parse::<usize>().unwrap());
+    let globals: Vec<Array> = inputs.into_iter().map(|(_, a)| a).collect();
+    let batches: Vec<Vec<Array>> = (0..k)
+        .map(|j| {
+            globals
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    if !fed.contains(&(i as u32)) {
+                        return a.clone();
+                    }
+                    let rows = unstack(a).unwrap();
+                    let n = rows.len();
+                    let rotated: Vec<Array> = (0..n).map(|r| rows[(r + j) % n].clone()).collect();
+                    tessel_runtime::feed::stack(&rotated).unwrap()
+                })
+                .collect()
+        })
+        .collect();
+    let mut looped = globals.clone();
+    for &i in fed {
+        let parts: Vec<Array> = batches.iter().map(|b| b[i as usize].clone()).collect();
+        looped[i as usize] = tessel_runtime::feed::stack(&parts).unwrap();
+    }
+    (step, looped, batches)
+}
+
+/// K sharded runs of the step with `run` (global arguments to global outputs), the carried
+/// state threaded by hand: the final state, then the per-iteration outputs stacked.
+fn by_hand(
+    batches: &[Vec<Array>],
+    carried: &[usize],
+    run: &dyn Fn(&[Array]) -> Vec<Array>,
+) -> Vec<Array> {
+    let mut state: Vec<Array> = carried.iter().map(|&i| batches[0][i].clone()).collect();
+    let mut per_iteration: Vec<Vec<Array>> = Vec::new();
+    for batch in batches {
+        let mut args = batch.clone();
+        for (s, &i) in state.iter().zip(carried) {
+            args[i] = s.clone();
+        }
+        let out = run(&args);
+        state = out[..carried.len()].to_vec();
+        per_iteration.push(out[carried.len()..].to_vec());
+    }
+    let mut all = state;
+    for o in 0..per_iteration[0].len() {
+        let parts: Vec<Array> = per_iteration.iter().map(|p| p[o].clone()).collect();
+        all.push(tessel_runtime::feed::stack(&parts).unwrap());
+    }
+    all
+}
+
+#[test]
+fn a_shard_map_step_loops_on_four_replicas_on_both_backends() {
+    let k = 3;
+    let (step, looped, batches) = sharded_fixture("dp_tanh_regression_r4", k, &[1]);
+    let want = by_hand(&batches, &[0], &|args| {
+        tessel_runtime::shard_map::run_sharded(&step, args, 4).unwrap()
+    });
+    for backend in [
+        LoopBackend::Interpreter,
+        LoopBackend::Jit(JitOptions::default()),
+    ] {
+        let sl = ShardedLoop::new(&step, 4, k as u64, &[1], &backend).unwrap();
+        let got = sl.run(looped.clone(), &LoopOptions::default()).unwrap();
+        assert_eq!(got.len(), want.len());
+        assert_eq!(got[1].shape.dims.as_slice(), &[k as i64], "stacked losses");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.shape, w.shape, "{backend:?}");
+            for (a, b) in f32_data(g).iter().zip(f32_data(w)) {
+                assert!(
+                    (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                    "{backend:?}: {a} vs {b}"
+                );
+            }
+        }
+    }
+}
+
+/// The data-parallel CNN step looped twice on the JIT equals two sharded runs of the JIT's
+/// compiled body, bitwise.
+#[test]
+fn the_data_parallel_cnn_step_loops_on_the_jit() {
+    let k = 2;
+    let (step, looped, batches) = sharded_fixture("dp_mnist_cnn_train_step_r4_b32", k, &[8, 9, 10]);
+    let sl = ShardedLoop::new(
+        &step,
+        4,
+        k as u64,
+        &[8, 9, 10],
+        &LoopBackend::Jit(JitOptions::default()),
+    )
+    .unwrap();
+    let got = sl.run(looped, &LoopOptions::default()).unwrap();
+    let sharded = tessel_runtime::shard_map::ShardMap::new(&step, 4).unwrap();
+    let mut body = sharded.body().clone();
+    tessel_compiler::passes::pipeline::optimize(&mut body, &Default::default()).unwrap();
+    let exe = tessel_runtime::jit::compile(&body, &JitOptions::default()).unwrap();
+    let carried: Vec<usize> = (0..8).collect();
+    let want = by_hand(&batches, &carried, &|args| sharded.run(&exe, args).unwrap());
+    assert_eq!(got, want);
 }

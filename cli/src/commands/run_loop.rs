@@ -5,13 +5,15 @@
 //! Inputs: carried parameter I is `"I"` with the parameter's shape; fed parameter I is `"I"`
 //! stacked K deep on a new leading axis. With `--replicas N`, `"R/I"` overrides `"I"` for
 //! replica R. Outputs: the final carried values, then the per-iteration outputs stacked K
-//! deep, keyed `"0"`, `"1"`, ... (`"R/I"` with several replicas).
+//! deep, keyed `"0"`, `"1"`, ... (`"R/I"` with several replicas). A shard_map step takes and
+//! gives global arrays (`"I"`): its body loops on every replica, each fed its piece of the batch.
 
 use std::time::Instant;
 use tessel_compiler::ir::{Array, Module, Shape};
 use tessel_runtime::jit::profile::render;
 use tessel_runtime::jit::JitOptions;
 use tessel_runtime::shard_map::is_shard_map_module;
+use tessel_runtime::sharded_loop::ShardedLoop;
 use tessel_runtime::training_loop::{LoopBackend, LoopOptions, TrainingLoop};
 
 /// What `tessel run` needs to know for a loop.
@@ -34,11 +36,6 @@ pub fn run_loop(
     req: &LoopRequest,
     load_start: Instant,
 ) -> Result<Vec<(String, Array)>, String> {
-    if is_shard_map_module(step) {
-        return Err(
-            "--loop on a shard_map module is not supported yet; use a per-replica step".into(),
-        );
-    }
     let backend = if req.jit {
         LoopBackend::Jit(JitOptions {
             profile: req.profile,
@@ -47,6 +44,9 @@ pub fn run_loop(
     } else {
         LoopBackend::Interpreter
     };
+    if is_shard_map_module(step) {
+        return run_sharded_loop(step, inputs, req, &backend, load_start);
+    }
     let lp = TrainingLoop::with_backend(step, req.iterations as u64, req.infeed, &backend)?;
     let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
     let args = loop_inputs(step, &lp, inputs, req.replicas)?;
@@ -94,6 +94,52 @@ pub fn run_loop(
                 .enumerate()
                 .map(move |(i, a)| (key(r, i), a))
         })
+        .collect())
+}
+
+/// A shard_map step: global inputs and outputs, the body looping on every replica.
+fn run_sharded_loop(
+    step: &Module,
+    inputs: Vec<(String, Array)>,
+    req: &LoopRequest,
+    backend: &LoopBackend,
+    load_start: Instant,
+) -> Result<Vec<(String, Array)>, String> {
+    let sl = ShardedLoop::new(
+        step,
+        req.replicas,
+        req.iterations as u64,
+        req.infeed,
+        backend,
+    )?;
+    let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
+    // Global inputs: one set, keyed "I".
+    let args = loop_inputs(step, &sl.body_loop, inputs, 1)?.remove(0);
+    let options = LoopOptions {
+        nan_check: req.nan_check,
+        ..LoopOptions::default()
+    };
+    let out = sl.run(args.clone(), &options)?;
+    if let Some(repeat) = req.repeat {
+        let mut times = Vec::with_capacity(repeat);
+        for _ in 0..repeat {
+            let start = Instant::now();
+            sl.run(args.clone(), &options)?;
+            times.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        println!("compile_ms: {compile_ms:.3}");
+        println!("run_ms_median: {median:.3}");
+        println!(
+            "loop_ms_per_iteration: {:.3}",
+            median / req.iterations as f64
+        );
+    }
+    Ok(out
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| (i.to_string(), a))
         .collect())
 }
 
