@@ -869,3 +869,43 @@ fn the_data_parallel_cnn_step_loops_on_the_jit() {
     let want = by_hand(&batches, &carried, &|args| sharded.run(&exe, args).unwrap());
     assert_eq!(got, want);
 }
+
+/// A replica thread that panics before running releases the replicas waiting on the feed (no
+/// data ever comes here): the feed abort wakes them, not only the collective hub's poison.
+#[test]
+fn a_panicking_replica_thread_releases_replicas_waiting_on_the_infeed() {
+    use tessel_runtime::replicas::{Fault, Injection, ReplicaOptions};
+    // Leaked so that a hang (the bug this catches) fails the test instead of blocking it.
+    let lp: &'static TrainingLoop = Box::leak(Box::new(jit_loop(&sgd_step(None), 3, &[1])));
+    let (queues, rx) = tessel_runtime::feed::HostQueues::new(4, 2);
+    let queues: &'static tessel_runtime::feed::HostQueues = Box::leak(Box::new(queues));
+    let args = (0..4)
+        .map(|_| vec![Literal::Array(f32s(&[4], vec![1.0; 4]))])
+        .collect();
+    let options = ReplicaOptions {
+        inject: Some(Injection {
+            replica: 1,
+            at_collective: 0,
+            fault: Fault::ThreadPanic,
+        }),
+    };
+    let (tx, done) = std::sync::mpsc::channel();
+    let start = Instant::now();
+    std::thread::spawn(move || {
+        let out = lp
+            .executable()
+            .unwrap()
+            .run_replicated_fed(args, queues, &options);
+        let _ = tx.send(out);
+    });
+    let e = done
+        .recv_timeout(Duration::from_secs(5))
+        .expect("replicas waiting on the infeed never stopped")
+        .unwrap_err();
+    drop(rx);
+    assert_prompt(start);
+    assert_eq!(e.replica, Some(1), "{e}");
+    assert!(e.message.contains("panicked"), "{e}");
+    let (r, why) = queues.aborted().expect("the feed was aborted");
+    assert_eq!(r, 1, "{why}");
+}
