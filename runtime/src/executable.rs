@@ -6,6 +6,7 @@
 use crate::arena::Arena;
 use crate::jit::buffer::{Addr, Buffer, ConstPool, Loc};
 use crate::jit::host::take_last_error;
+use crate::jit::profile::ProfileCounters;
 use crate::jit::JitError;
 use crate::replicas::{self, first_failure, Fault, ReplicaBackend, ReplicaError, ReplicaOptions};
 use cranelift_jit::JITModule;
@@ -33,6 +34,7 @@ pub(crate) struct ExecutableParts {
     pub result: Loc,
     pub consts: ConstPool,
     pub plans: Vec<Box<dyn Any + Send + Sync>>,
+    pub profile: Option<Box<ProfileCounters>>,
     pub stats: ProgramStats,
 }
 
@@ -48,6 +50,8 @@ pub struct Executable {
     // Compiled code refers to these by address: they live as long as the code.
     _consts: ConstPool,
     _plans: Vec<Box<dyn Any + Send + Sync>>,
+    // The code writes these counters (when compiled with profiling).
+    profile: Option<Box<ProfileCounters>>,
     stats: ProgramStats,
 }
 
@@ -70,12 +74,18 @@ impl Executable {
             result: p.result,
             _consts: p.consts,
             _plans: p.plans,
+            profile: p.profile,
             stats: p.stats,
         }
     }
 
     pub fn stats(&self) -> &ProgramStats {
         &self.stats
+    }
+
+    /// The per-kernel time counters, if compiled with `JitOptions::profile`.
+    pub fn profile(&self) -> Option<&ProfileCounters> {
+        self.profile.as_deref()
     }
 
     /// Runs the program on `args` (one literal per entry parameter), as replica 0 of one.

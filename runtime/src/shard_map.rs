@@ -737,3 +737,12 @@ mod tests {
         assert!(e.message.contains("xla.sdy.meshes"), "{e}");
     }
 }
+
+/// The per-replica program of a shard_map module: the module with the manual computation's
+/// body as its entry (what every replica runs; `tessel compile` compiles this).
+pub fn per_replica_module(module: &Module) -> Result<Module, ShardMapError> {
+    let form = find_form(module)?;
+    let mut body = module.clone();
+    body.entry = form.body;
+    Ok(body)
+}

@@ -18,6 +18,7 @@ pub mod host;
 pub mod isa;
 pub mod kernel_lowering;
 pub mod loops;
+pub mod profile;
 pub mod program;
 pub mod reduce;
 pub mod types;
@@ -88,6 +89,8 @@ pub struct JitOptions {
     pub gemm: GemmBackend,
     /// Threads the GEMM may use (this machine has 2 cores).
     pub gemm_threads: usize,
+    /// Count the time of every kernel and routine call (see `profile.rs`).
+    pub profile: bool,
 }
 
 impl Default for JitOptions {
@@ -98,6 +101,7 @@ impl Default for JitOptions {
             vectorize: true,
             gemm: GemmBackend::default(),
             gemm_threads: 2,
+            profile: false,
         }
     }
 }
