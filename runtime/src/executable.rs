@@ -5,6 +5,7 @@
 
 use crate::arena::Arena;
 use crate::jit::buffer::{Addr, Buffer, ConstPool, Loc};
+use crate::jit::feed_ops::{with_host_feed, AbortFeedOnDrop};
 use crate::jit::host::take_last_error;
 use crate::jit::profile::ProfileCounters;
 use crate::jit::JitError;
@@ -12,7 +13,7 @@ use crate::replicas::{self, first_failure, Fault, ReplicaBackend, ReplicaError, 
 use cranelift_jit::JITModule;
 use std::any::Any;
 use std::sync::{Arc, Mutex};
-use tessel_compiler::interpreter::{Hub, PoisonOnDrop, ReplicaContext};
+use tessel_compiler::interpreter::{HostFeed, Hub, PoisonOnDrop, ReplicaContext};
 use tessel_compiler::ir::{Array, ArrayData, Literal};
 
 /// Numbers about a compiled program.
@@ -110,6 +111,27 @@ impl Executable {
         args: Vec<Vec<Literal>>,
         options: &ReplicaOptions,
     ) -> Result<Vec<Literal>, ReplicaError> {
+        self.run_replicas_on(args, options, None)
+    }
+
+    /// [`Executable::run_replicated_with`] for a program with infeed and outfeed: replica r
+    /// reads and writes `feed` as replica r, and a replica that fails also aborts the feed, so
+    /// replicas blocked on an infeed (and the host's infeed thread) stop too.
+    pub fn run_replicated_fed(
+        &self,
+        args: Vec<Vec<Literal>>,
+        feed: &dyn HostFeed,
+        options: &ReplicaOptions,
+    ) -> Result<Vec<Literal>, ReplicaError> {
+        self.run_replicas_on(args, options, Some(feed))
+    }
+
+    fn run_replicas_on(
+        &self,
+        args: Vec<Vec<Literal>>,
+        options: &ReplicaOptions,
+        feed: Option<&dyn HostFeed>,
+    ) -> Result<Vec<Literal>, ReplicaError> {
         let n = args.len();
         if n == 0 {
             return Err(ReplicaError::new(
@@ -132,6 +154,7 @@ impl Executable {
                             .spawn_scoped(scope, move || {
                                 // Poisons the hub if this thread ends without a result.
                                 let guard = PoisonOnDrop::new(&hub, r);
+                                let feed_guard = AbortFeedOnDrop::new(feed, r);
                                 let _env = replicas::enter(
                                     ReplicaContext::new(r, n, hub.clone()),
                                     options.inject,
@@ -141,10 +164,21 @@ impl Executable {
                                         panic!("injected panic on replica {r}'s thread");
                                     }
                                 }
-                                let out = self.run_in(&mut arena, &replica_args);
+                                let out = match feed {
+                                    Some(f) => with_host_feed(f, r, || {
+                                        self.run_in(&mut arena, &replica_args)
+                                    }),
+                                    None => self.run_in(&mut arena, &replica_args),
+                                };
                                 match &out {
-                                    Ok(_) => guard.disarm(),
-                                    Err(e) => guard.fail(&e.to_string()),
+                                    Ok(_) => {
+                                        guard.disarm();
+                                        feed_guard.disarm();
+                                    }
+                                    Err(e) => {
+                                        guard.fail(&e.to_string());
+                                        feed_guard.fail(&e.to_string());
+                                    }
                                 }
                                 (out, arena)
                             })

@@ -7,5 +7,6 @@ pub mod host_io;
 pub mod jit;
 pub mod replicas;
 pub mod shard_map;
+pub mod sharded_loop;
 pub mod threads;
 pub mod training_loop;

@@ -518,6 +518,16 @@ impl ShardMap {
         self.replicas
     }
 
+    /// For each parameter of the body, the entry parameter it is cut from.
+    pub fn body_parameter_sources(&self) -> Vec<usize> {
+        self.form.body_args.iter().map(|(p, _)| *p).collect()
+    }
+
+    /// For each leaf of the entry's root, the body output it is assembled from.
+    pub fn output_sources(&self) -> Vec<usize> {
+        self.form.outputs.iter().map(|(j, _)| *j).collect()
+    }
+
     /// Replica r's body arguments (`[r]`) cut out of the entry's global arguments.
     pub fn split(&self, global_args: &[Array]) -> Result<Vec<Vec<Literal>>, ShardMapError> {
         if global_args.len() != self.params.len() {

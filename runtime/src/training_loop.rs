@@ -1,14 +1,35 @@
-//! Running a compiled training loop on one or more replicas with the interpreter: the step is
-//! wrapped in one `while` (see `tessel_compiler::training_loop`), an infeed thread feeds every
-//! replica's queue ahead of the device, an outfeed thread collects the per-iteration values,
-//! and an optional NaN check looks at the state after the loop.
+//! Running a compiled training loop on one or more replicas: the step is wrapped in one
+//! `while` (see `tessel_compiler::training_loop`), an infeed thread feeds every replica's queue
+//! ahead of the device, an outfeed thread collects the per-iteration values, and an optional
+//! NaN check looks at the state after the loop. The loop module runs on the interpreter or,
+//! optimized and compiled once, on the Cranelift JIT ([`LoopBackend`]); the host side is the
+//! same for both.
 
+use crate::executable::Executable;
 use crate::feed::{drain_outfeed, fill_infeed, stack, stacked_source, FeedSource, HostQueues};
+use crate::jit::feed_ops::with_host_feed;
+use crate::jit::JitOptions;
+use crate::replicas::ReplicaOptions;
 use tessel_compiler::interpreter::{
     evaluate_replicated_with_feed, evaluate_with_feed, EvalError, HostFeed,
 };
 use tessel_compiler::ir::{Array, ArrayData, Literal, Module};
 use tessel_compiler::training_loop::{loop_signature, wrap_in_training_loop, LoopSignature};
+
+/// What runs the loop module.
+#[derive(Clone, Debug)]
+pub enum LoopBackend {
+    /// The reference interpreter, on the wrapped module as it is.
+    Interpreter,
+    /// The optimizer's pipeline, then the Cranelift JIT with these options.
+    Jit(JitOptions),
+}
+
+/// The loop module ready to run.
+enum Engine {
+    Interpreter,
+    Jit(Box<Executable>),
+}
 
 /// How a loop runs.
 #[derive(Clone, Debug)]
@@ -48,16 +69,41 @@ impl LoopOutputs {
 
 /// A step wrapped for a K-iteration loop, with what the host needs to run it.
 pub struct TrainingLoop {
+    /// The wrapped module (before any optimization).
     pub module: Module,
     pub signature: LoopSignature,
     /// Names of the step's parameters (for messages).
     pub parameter_names: Vec<String>,
+    engine: Engine,
 }
 
 impl TrainingLoop {
+    /// A loop run by the interpreter.
     pub fn new(step: &Module, iterations: u64, infeed: &[u32]) -> Result<TrainingLoop, String> {
+        Self::with_backend(step, iterations, infeed, &LoopBackend::Interpreter)
+    }
+
+    /// A loop run by `backend`; for the JIT the wrapped module is optimized and compiled here,
+    /// once, and every [`TrainingLoop::run`] reuses the executable.
+    pub fn with_backend(
+        step: &Module,
+        iterations: u64,
+        infeed: &[u32],
+        backend: &LoopBackend,
+    ) -> Result<TrainingLoop, String> {
         let signature = loop_signature(step, iterations, infeed).map_err(|e| e.to_string())?;
         let module = wrap_in_training_loop(step, iterations, infeed).map_err(|e| e.to_string())?;
+        let engine = match backend {
+            LoopBackend::Interpreter => Engine::Interpreter,
+            LoopBackend::Jit(options) => {
+                let mut optimized = module.clone();
+                tessel_compiler::passes::pipeline::optimize(&mut optimized, &Default::default())
+                    .map_err(|e| format!("optimizing the loop: {e}"))?;
+                let exe = crate::jit::compile(&optimized, options)
+                    .map_err(|e| format!("compiling the loop: {e}"))?;
+                Engine::Jit(Box::new(exe))
+            }
+        };
         let e = step.entry();
         let parameter_names = e
             .parameters()
@@ -68,7 +114,16 @@ impl TrainingLoop {
             module,
             signature,
             parameter_names,
+            engine,
         })
+    }
+
+    /// The compiled program, when the loop runs on the JIT.
+    pub fn executable(&self) -> Option<&Executable> {
+        match &self.engine {
+            Engine::Jit(exe) => Some(exe),
+            Engine::Interpreter => None,
+        }
     }
 
     /// Runs the loop on `args.len()` replicas; `args[r]` are replica r's step arguments in
@@ -134,12 +189,7 @@ impl TrainingLoop {
                 .name("outfeed".into())
                 .spawn_scoped(s, move || drain_outfeed(rx, n))
                 .map_err(|e| EvalError::new(format!("starting the outfeed thread: {e}")))?;
-            let result = if n == 1 {
-                let args = carried.into_iter().next().unwrap_or_default();
-                evaluate_with_feed(&self.module, &args, queues).map(|l| vec![l])
-            } else {
-                evaluate_replicated_with_feed(&self.module, carried, queues)
-            };
+            let result = self.execute(carried, queues);
             if let Err(e) = &result {
                 // Already done by the evaluator; repeated so the host threads surely stop.
                 queues.abort(e.replica.unwrap_or(0), &e.message);
@@ -166,6 +216,39 @@ impl TrainingLoop {
             self.check_nan(&out)?;
         }
         Ok(out)
+    }
+
+    /// Runs the loop module on every replica with `feed`; each replica's final loop state.
+    fn execute(
+        &self,
+        carried: Vec<Vec<Literal>>,
+        feed: &HostQueues,
+    ) -> Result<Vec<Literal>, EvalError> {
+        let n = carried.len();
+        match &self.engine {
+            Engine::Interpreter if n == 1 => {
+                let args = carried.into_iter().next().unwrap_or_default();
+                evaluate_with_feed(&self.module, &args, feed).map(|l| vec![l])
+            }
+            Engine::Interpreter => evaluate_replicated_with_feed(&self.module, carried, feed),
+            Engine::Jit(exe) if n > 1 => exe
+                .run_replicated_fed(carried, feed, &ReplicaOptions::default())
+                .map_err(|e| EvalError {
+                    replica: e.replica,
+                    ..EvalError::new(e.message)
+                }),
+            Engine::Jit(exe) => {
+                let args = carried.into_iter().next().unwrap_or_default();
+                with_host_feed(feed, 0, || exe.run(&args))
+                    .map(|l| vec![l])
+                    .map_err(|e| {
+                        // Wake the host threads: nothing will read or send any more.
+                        let e = EvalError::new(e.to_string());
+                        feed.abort(0, &e.message);
+                        e
+                    })
+            }
+        }
     }
 
     fn stack_outputs(&self, r: usize, values: Vec<Literal>) -> Result<Vec<Array>, EvalError> {

@@ -6,9 +6,11 @@ use tessel_compiler::hlo_text::{parse_module, parse_module_file, print_module, P
 use tessel_compiler::interpreter::{evaluate_replicated_with_feed, HostFeed};
 use tessel_compiler::ir::{Array, ArrayData, ElementType, Literal, Module, Op, Shape};
 use tessel_compiler::training_loop::{wrap_in_training_loop, LoopError};
-use tessel_runtime::feed::{stacked_source, FeedSource};
+use tessel_runtime::feed::{stacked_source, unstack, FeedSource};
 use tessel_runtime::host_io::read_safetensors;
-use tessel_runtime::training_loop::{LoopOptions, TrainingLoop};
+use tessel_runtime::jit::JitOptions;
+use tessel_runtime::sharded_loop::ShardedLoop;
+use tessel_runtime::training_loop::{LoopBackend, LoopOptions, TrainingLoop};
 
 /// An SGD step on 4 replicas: w -= 0.125 * all-reduce(w * x + log x); loss = sum of that.
 /// A negative x gives NaN (log). On replica `bad`, the gradient goes through a custom call
@@ -413,4 +415,454 @@ fn a_single_output_step_loops_and_infeed_needs_a_feed() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("infeed needs a host feed"), "{e}");
+}
+
+// ---- The same loops compiled by the JIT ----
+
+/// One replica's SGD step: w -= 0.125 * (w * x + log x); loss = sum of that (NaN for x < 0).
+fn sgd_step_one_replica() -> Module {
+    parse_module(
+        r#"HloModule sgd_one
+
+add_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY step {
+  w = f32[4] parameter(0)
+  x = f32[4] parameter(1)
+  g = f32[4] multiply(w, x)
+  lx = f32[4] log(x)
+  gl = f32[4] add(g, lx)
+  lr = f32[] constant(0.125)
+  lrb = f32[4] broadcast(lr), dimensions={}
+  d = f32[4] multiply(gl, lrb)
+  w2 = f32[4] subtract(w, d)
+  zero = f32[] constant(0)
+  loss = f32[] reduce(gl, zero), dimensions={0}, to_apply=add_f32
+  ROOT t = (f32[4], f32[]) tuple(w2, loss)
+}
+"#,
+        None,
+    )
+    .unwrap()
+}
+
+fn jit_loop(step: &Module, k: u64, infeed: &[u32]) -> TrainingLoop {
+    TrainingLoop::with_backend(step, k, infeed, &LoopBackend::Jit(JitOptions::default())).unwrap()
+}
+
+/// Replica 0's state and source from `sgd_args`, with `source` replacing the data when given.
+fn one_replica(k: usize, source: Option<FeedSource>) -> (Vec<Vec<Literal>>, Vec<FeedSource>) {
+    let a = sgd_args(1, k).remove(0);
+    let src = source.unwrap_or_else(|| stacked_source(vec![a[1].clone()]).unwrap());
+    (vec![vec![Literal::Array(a[0].clone())]], vec![src])
+}
+
+#[test]
+fn the_jit_loop_gives_the_interpreters_numbers() {
+    let step = sgd_step_one_replica();
+    let k = 7;
+    let interp = TrainingLoop::new(&step, k, &[1]).unwrap();
+    let jit = jit_loop(&step, k, &[1]);
+    let args = sgd_args(1, k as usize);
+    let want = interp.run(args.clone(), &LoopOptions::default()).unwrap();
+    let got = jit.run(args.clone(), &LoopOptions::default()).unwrap();
+    assert_eq!(got.per_iteration[0][0].shape.dims.as_slice(), &[k as i64]);
+    for (g, w) in got.replica_outputs(0).iter().zip(want.replica_outputs(0)) {
+        assert_eq!(g.shape, w.shape);
+        for (a, b) in f32_data(g).iter().zip(f32_data(&w)) {
+            // The JIT's log is within 1 ulp of the interpreter's.
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+        }
+    }
+    // The executable is compiled once and reused: a second run gives bitwise the same.
+    let again = jit.run(args, &LoopOptions::default()).unwrap();
+    assert_eq!(got, again);
+}
+
+/// The JIT's loop is the JIT's step run K times, bitwise, and gives JAX's numbers: the losses
+/// and dense layers within the corpus tolerance; the convolution parameters within 2e-4, because
+/// at iteration 3 one max-pool window of the second convolution holds two nearly equal maxima
+/// and the JIT's GEMM rounding (either GEMM) picks the other one, which moves that iteration's
+/// convolution gradients by up to 1.6e-4 (the JIT's single step on iteration 3's inputs differs
+/// from the interpreter's by as much; every other iteration agrees to 1e-8).
+#[test]
+fn the_mnist_cnn_loop_gives_jax_numbers_on_the_jit() {
+    let (step, args, want) = corpus_loop_inputs().expect("the corpus is missing");
+    let lp = jit_loop(&step, 5, &[8, 9, 10]);
+    let got = lp
+        .run(
+            vec![args.clone()],
+            &LoopOptions {
+                nan_check: true,
+                ..LoopOptions::default()
+            },
+        )
+        .unwrap()
+        .replica_outputs(0);
+
+    // By hand: the optimized step compiled alone, run 5 times, the state threaded through.
+    let mut optimized = step.clone();
+    tessel_compiler::passes::pipeline::optimize(&mut optimized, &Default::default()).unwrap();
+    let exe = tessel_runtime::jit::compile(&optimized, &JitOptions::default()).unwrap();
+    let fed: Vec<Vec<Array>> = args[8..].iter().map(|a| unstack(a).unwrap()).collect();
+    let mut state: Vec<Array> = args[..8].to_vec();
+    let mut losses = Vec::new();
+    for k in 0..5 {
+        let mut a: Vec<Literal> = state.iter().cloned().map(Literal::Array).collect();
+        a.extend(fed.iter().map(|f| Literal::Array(f[k].clone())));
+        let out: Vec<Array> = exe.run(&a).unwrap().leaves().into_iter().cloned().collect();
+        state = out[..8].to_vec();
+        losses.extend_from_slice(f32_data(&out[8]));
+    }
+    for (i, s) in state.iter().enumerate() {
+        assert_eq!(s, &got[i], "parameter {i} after the loop");
+    }
+    assert_eq!(f32_data(&got[8]), losses.as_slice());
+
+    assert_eq!(got.len(), want.len());
+    for (key, w) in &want {
+        let o = key.parse::<usize>().unwrap();
+        let g = &got[o];
+        assert_eq!(g.shape, w.shape, "output {key}");
+        let (g, w) = (f32_data(g), f32_data(w));
+        for (i, (a, b)) in g.iter().zip(w).enumerate() {
+            let tol = if o < 4 { 2e-4 } else { 1e-5 + 1e-3 * b.abs() };
+            assert!((a - b).abs() <= tol, "output {key}[{i}]: {a} vs JAX {b}");
+        }
+    }
+}
+
+#[test]
+fn a_closed_infeed_stops_the_jit_loop_with_an_error() {
+    let lp = jit_loop(&sgd_step_one_replica(), 5, &[1]);
+    let short: FeedSource = Box::new((0..2).map(|_| Ok(x_value(1.5))));
+    let (state, srcs) = one_replica(5, Some(short));
+    let start = Instant::now();
+    let e = lp
+        .run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert_prompt(start);
+    assert!(
+        e.contains("infeed closed after 2 values") && e.contains("ran out after 2"),
+        "{e}"
+    );
+    // The executable is still usable after a failed run.
+    let (state, srcs) = one_replica(5, None);
+    lp.run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap();
+}
+
+#[test]
+fn a_failing_source_or_wrongly_shaped_data_stops_the_jit_loop() {
+    let lp = jit_loop(&sgd_step_one_replica(), 5, &[1]);
+    let failing: FeedSource =
+        Box::new([Ok(x_value(1.5)), Err("cannot read shard 7".to_string())].into_iter());
+    let (state, srcs) = one_replica(5, Some(failing));
+    let start = Instant::now();
+    let e = lp
+        .run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert_prompt(start);
+    assert!(e.contains("cannot read shard 7"), "{e}");
+
+    let wrong: FeedSource = Box::new(std::iter::once(Ok(Literal::Tuple(vec![Literal::Array(
+        f32s(&[3], vec![1.0; 3]),
+    )]))));
+    let (state, srcs) = one_replica(5, Some(wrong));
+    let e = lp
+        .run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("fed (f32[3]) to an infeed of (f32[4])"), "{e}");
+}
+
+#[test]
+fn the_nan_check_stops_the_jit_loop_naming_the_parameter() {
+    let lp = jit_loop(&sgd_step_one_replica(), 3, &[1]);
+    let mut args = sgd_args(1, 3);
+    // Iteration 1's x[1] is negative: log gives NaN, which reaches w[1].
+    if let ArrayData::F32(v) = &mut args[0][1].data {
+        v[5] = -1.0;
+    }
+    let quiet = lp.run(args.clone(), &LoopOptions::default()).unwrap();
+    assert!(f32_data(&quiet.carried[0][0])[1].is_nan());
+    let checked = LoopOptions {
+        nan_check: true,
+        ..LoopOptions::default()
+    };
+    let e = lp.run(args, &checked).unwrap_err().to_string();
+    assert!(
+        e.contains("NaN check: carried parameter 0 (w) holds NaN (first at element 1)"),
+        "{e}"
+    );
+    assert!(lp.run(sgd_args(1, 3), &checked).is_ok());
+}
+
+#[test]
+fn a_compiled_infeed_without_a_host_feed_is_an_error() {
+    let lp = jit_loop(&sgd_step_one_replica(), 2, &[1]);
+    let w = Literal::Array(f32s(&[4], vec![1.0; 4]));
+    let e = lp.executable().unwrap().run(&[w]).unwrap_err().to_string();
+    assert!(e.contains("no host feed"), "{e}");
+}
+
+/// Calls to memcpy in the program function's CLIF (kernels and routines are other calls).
+fn memcpy_calls_in_program(dir: &std::path::Path) -> usize {
+    let program = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.ends_with(".program.before_opt.clif")
+        })
+        .expect("the program's CLIF dump");
+    let text = std::fs::read_to_string(program).unwrap();
+    let memcpy: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains("%Memcpy"))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    text.lines()
+        .filter(|l| memcpy.iter().any(|f| l.contains(&format!("call {f}("))))
+        .count()
+}
+
+/// The state is updated in place: the body writes the new parameters into the loop state's
+/// buffers, so the only copies are the ones filling the state before the loop (the counter
+/// and each carried parameter), none per iteration.
+#[test]
+fn the_jit_loop_updates_its_state_in_place() {
+    let step = parse_module(
+        "HloModule acc3\n\nENTRY acc3 {\n  a = f32[256] parameter(0)\n  b = f32[256] parameter(1)\n  x = f32[256] parameter(2)\n  s = f32[256] add(a, x)\n  m = f32[256] multiply(b, x)\n  ROOT t = (f32[256], f32[256]) tuple(s, m)\n}\n",
+        None,
+    )
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("tessel_loop_state_{}", std::process::id()));
+    let options = JitOptions {
+        dump_to: Some(dir.clone()),
+        ..JitOptions::default()
+    };
+    let lp = TrainingLoop::with_backend(&step, 4, &[2], &LoopBackend::Jit(options)).unwrap();
+    let copies = memcpy_calls_in_program(&dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(copies, 3, "the loop copies its state (or no longer fills it)");
+    let x: Vec<f32> = (0..4 * 256).map(|i| (i % 7) as f32 * 0.5).collect();
+    let args = vec![vec![
+        f32s(&[256], vec![1.0; 256]),
+        f32s(&[256], vec![2.0; 256]),
+        f32s(&[4, 256], x.clone()),
+    ]];
+    let out = lp.run(args, &LoopOptions::default()).unwrap();
+    for j in 0..256 {
+        let xs: Vec<f32> = (0..4).map(|k| x[k * 256 + j]).collect();
+        let sum = 1.0 + xs.iter().sum::<f32>();
+        let prod = 2.0 * xs.iter().product::<f32>();
+        assert_eq!(f32_data(&out.carried[0][0])[j], sum, "a[{j}]");
+        assert_eq!(f32_data(&out.carried[0][1])[j], prod, "b[{j}]");
+    }
+}
+
+/// The per-replica step with an all-reduce, compiled once, looping on 4 replicas: the
+/// interpreter's numbers, bitwise the same in two runs.
+#[test]
+fn the_jit_loop_runs_on_four_replicas_like_the_interpreter() {
+    let k = 6;
+    let step = sgd_step(None);
+    let jit = jit_loop(&step, k as u64, &[1]);
+    let interp = TrainingLoop::new(&step, k as u64, &[1]).unwrap();
+    let args = sgd_args(4, k);
+    let a = jit.run(args.clone(), &LoopOptions::default()).unwrap();
+    let b = jit.run(args.clone(), &LoopOptions::default()).unwrap();
+    assert_eq!(a, b, "two runs differ");
+    let want = interp.run(args, &LoopOptions::default()).unwrap();
+    for r in 0..4 {
+        // Every replica holds the same all-reduced state.
+        assert_eq!(a.carried[r], a.carried[0], "replica {r}");
+        for (g, w) in a.replica_outputs(r).iter().zip(want.replica_outputs(r)) {
+            assert_eq!(g.shape, w.shape);
+            for (x, y) in f32_data(g).iter().zip(f32_data(&w)) {
+                assert!(
+                    (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
+                    "replica {r}: {x} vs {y}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn faults_on_one_replica_stop_the_jit_loop_on_every_replica() {
+    let lp = jit_loop(&sgd_step(None), 5, &[1]);
+    // Replica 3's data runs out while the others wait for it at the all-reduce.
+    let short: FeedSource = Box::new((0..2).map(|_| Ok(x_value(1.5))));
+    let (state, srcs) = sources(5, 3, short);
+    let start = Instant::now();
+    let e = lp
+        .run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap_err();
+    assert_prompt(start);
+    assert_eq!(e.replica, Some(3), "{e}");
+    assert!(
+        e.to_string().contains("infeed closed after 2 values"),
+        "{e}"
+    );
+
+    let failing: FeedSource =
+        Box::new([Ok(x_value(1.5)), Err("cannot read shard 7".to_string())].into_iter());
+    let (state, srcs) = sources(5, 1, failing);
+    let start = Instant::now();
+    let e = lp
+        .run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap_err();
+    assert_prompt(start);
+    assert_eq!(e.replica, Some(1), "{e}");
+    assert!(e.to_string().contains("cannot read shard 7"), "{e}");
+
+    let wrong: FeedSource = Box::new(std::iter::once(Ok(Literal::Tuple(vec![Literal::Array(
+        f32s(&[3], vec![1.0; 3]),
+    )]))));
+    let (state, srcs) = sources(5, 0, wrong);
+    let e = lp
+        .run_with_sources(state, srcs, &LoopOptions::default())
+        .unwrap_err();
+    assert_eq!(e.replica, Some(0), "{e}");
+    assert!(
+        e.to_string()
+            .contains("fed (f32[3]) to an infeed of (f32[4])"),
+        "{e}"
+    );
+
+    // Replica 3's negative data makes NaN, which the all-reduce spreads to every replica.
+    let mut args = sgd_args(4, 3);
+    if let ArrayData::F32(v) = &mut args[3][1].data {
+        v[5] = -1.0;
+    }
+    let checked = LoopOptions {
+        nan_check: true,
+        ..LoopOptions::default()
+    };
+    let lp = jit_loop(&sgd_step(None), 3, &[1]);
+    let e = lp.run(args, &checked).unwrap_err().to_string();
+    assert!(e.contains("NaN check: carried parameter 0 (w)"), "{e}");
+    // And the executable still runs cleanly afterwards.
+    lp.run(sgd_args(4, 3), &checked).unwrap();
+}
+
+// ---- shard_map steps: the body loops on every replica ----
+
+/// A shard_map step, its global inputs (by parameter number) and the stacked inputs for a
+/// K-iteration loop feeding `fed` (iteration j's batch: the fixture's batch with its rows
+/// rotated by j, so that iterations differ).
+fn sharded_fixture(name: &str, k: usize, fed: &[u32]) -> (Module, Vec<Array>, Vec<Vec<Array>>) {
+    let dir = tessel_tests::corpus_dir().expect("the corpus is missing");
+    let step = parse_module_file(&dir.join(format!("{name}.hlo"))).unwrap();
+    let mut inputs = read_safetensors(dir.join(format!("{name}.inputs.safetensors"))).unwrap();
+    inputs.sort_by_key(|(key, _)| key.parse::<usize>().unwrap());
+    let globals: Vec<Array> = inputs.into_iter().map(|(_, a)| a).collect();
+    let batches: Vec<Vec<Array>> = (0..k)
+        .map(|j| {
+            globals
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    if !fed.contains(&(i as u32)) {
+                        return a.clone();
+                    }
+                    let rows = unstack(a).unwrap();
+                    let n = rows.len();
+                    let rotated: Vec<Array> = (0..n).map(|r| rows[(r + j) % n].clone()).collect();
+                    tessel_runtime::feed::stack(&rotated).unwrap()
+                })
+                .collect()
+        })
+        .collect();
+    let mut looped = globals.clone();
+    for &i in fed {
+        let parts: Vec<Array> = batches.iter().map(|b| b[i as usize].clone()).collect();
+        looped[i as usize] = tessel_runtime::feed::stack(&parts).unwrap();
+    }
+    (step, looped, batches)
+}
+
+/// K sharded runs of the step with `run` (global arguments to global outputs), the carried
+/// state threaded by hand: the final state, then the per-iteration outputs stacked.
+fn by_hand(
+    batches: &[Vec<Array>],
+    carried: &[usize],
+    run: &dyn Fn(&[Array]) -> Vec<Array>,
+) -> Vec<Array> {
+    let mut state: Vec<Array> = carried.iter().map(|&i| batches[0][i].clone()).collect();
+    let mut per_iteration: Vec<Vec<Array>> = Vec::new();
+    for batch in batches {
+        let mut args = batch.clone();
+        for (s, &i) in state.iter().zip(carried) {
+            args[i] = s.clone();
+        }
+        let out = run(&args);
+        state = out[..carried.len()].to_vec();
+        per_iteration.push(out[carried.len()..].to_vec());
+    }
+    let mut all = state;
+    for o in 0..per_iteration[0].len() {
+        let parts: Vec<Array> = per_iteration.iter().map(|p| p[o].clone()).collect();
+        all.push(tessel_runtime::feed::stack(&parts).unwrap());
+    }
+    all
+}
+
+#[test]
+fn a_shard_map_step_loops_on_four_replicas_on_both_backends() {
+    let k = 3;
+    let (step, looped, batches) = sharded_fixture("dp_tanh_regression_r4", k, &[1]);
+    let want = by_hand(&batches, &[0], &|args| {
+        tessel_runtime::shard_map::run_sharded(&step, args, 4).unwrap()
+    });
+    for backend in [
+        LoopBackend::Interpreter,
+        LoopBackend::Jit(JitOptions::default()),
+    ] {
+        let sl = ShardedLoop::new(&step, 4, k as u64, &[1], &backend).unwrap();
+        let got = sl.run(looped.clone(), &LoopOptions::default()).unwrap();
+        assert_eq!(got.len(), want.len());
+        assert_eq!(got[1].shape.dims.as_slice(), &[k as i64], "stacked losses");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.shape, w.shape, "{backend:?}");
+            for (a, b) in f32_data(g).iter().zip(f32_data(w)) {
+                assert!(
+                    (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                    "{backend:?}: {a} vs {b}"
+                );
+            }
+        }
+    }
+}
+
+/// The data-parallel CNN step looped twice on the JIT equals two sharded runs of the JIT's
+/// compiled body, bitwise.
+#[test]
+fn the_data_parallel_cnn_step_loops_on_the_jit() {
+    let k = 2;
+    let (step, looped, batches) = sharded_fixture("dp_mnist_cnn_train_step_r4_b32", k, &[8, 9, 10]);
+    let sl = ShardedLoop::new(
+        &step,
+        4,
+        k as u64,
+        &[8, 9, 10],
+        &LoopBackend::Jit(JitOptions::default()),
+    )
+    .unwrap();
+    let got = sl.run(looped, &LoopOptions::default()).unwrap();
+    let sharded = tessel_runtime::shard_map::ShardMap::new(&step, 4).unwrap();
+    let mut body = sharded.body().clone();
+    tessel_compiler::passes::pipeline::optimize(&mut body, &Default::default()).unwrap();
+    let exe = tessel_runtime::jit::compile(&body, &JitOptions::default()).unwrap();
+    let carried: Vec<usize> = (0..8).collect();
+    let want = by_hand(&batches, &carried, &|args| sharded.run(&exe, args).unwrap());
+    assert_eq!(got, want);
 }

@@ -125,15 +125,14 @@ fn execute(args: &RunArgs) -> Result<(), String> {
     let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
     let inputs = read_safetensors(&args.inputs).map_err(|e| e.to_string())?;
     if let Some(iterations) = args.loop_iterations {
-        if backend != Backend::Interp {
-            return Err("--loop runs on the interpreter for now (--backend interp)".into());
-        }
         let req = super::run_loop::LoopRequest {
             iterations,
+            jit: backend == Backend::Jit,
             infeed: &args.infeed,
             replicas: args.replicas,
             repeat: args.repeat,
             nan_check: args.nan_check,
+            profile: args.profile,
         };
         let outputs = super::run_loop::run_loop(&module, inputs, &req, load_start)?;
         return write_safetensors(&args.outputs, &outputs).map_err(|e| e.to_string());

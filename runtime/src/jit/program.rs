@@ -12,9 +12,11 @@ use super::collectives::{collective_routine, CollectivePlan};
 use super::convolution::{conv_routine, ConvPlan};
 use super::elemental::{Elemental, Leaf};
 use super::elementwise::Libcalls;
+use super::feed_ops::{infeed_routine, outfeed_routine, InfeedPlan, OutfeedPlan};
 use super::gemm::{dot_routine, DotPlan};
 use super::isa::{host_isa, HostFeatures};
 use super::kernel_lowering::{emit_elementwise, KernelOutput};
+use super::loop_state;
 use super::profile::{tessel_profile_mark, ProfileCounters, RESTART};
 use super::{reduce, window, JitError, JitOptions};
 use crate::arena::ArenaLayout;
@@ -32,7 +34,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
-use tessel_compiler::ir::{ComputationId, InstrId, Literal, Module, Op, Shape};
+use tessel_compiler::ir::{Computation, ComputationId, InstrId, Literal, Module, Op, Shape};
 
 /// State while lowering one module.
 struct ProgramCx<'m> {
@@ -116,7 +118,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
     for p in entry.parameters() {
         params.push(cx.alloc_loc(&entry.get(p).shape)?);
     }
-    let result = cx.emit_computation(&mut fb, arena, module.entry, &params)?;
+    let result = cx.emit_computation(&mut fb, arena, module.entry, &params, None)?;
     let zero = fb.ins().iconst(types::I32, 0);
     fb.ins().return_(&[zero]);
     if let Some(err) = cx.error_block {
@@ -388,12 +390,16 @@ impl<'m> ProgramCx<'m> {
         fb.switch_to_block(cont);
     }
 
+    /// Emits computation `cid` on `args`. `dest`, when given, is where the caller will copy
+    /// the (tuple) result: root elements are written there directly when that is safe (see
+    /// `loop_state.rs`).
     fn emit_computation(
         &mut self,
         fb: &mut FunctionBuilder,
         arena: Value,
         cid: ComputationId,
         args: &[Loc],
+        dest: Option<&Loc>,
     ) -> Result<Loc, JitError> {
         let module = self.module;
         let comp = module.computation(cid);
@@ -407,6 +413,7 @@ impl<'m> ProgramCx<'m> {
             .into_iter()
             .filter(|id| !fused.contains(id))
             .collect();
+        let slots = loop_state::root_slots(comp, dest);
         for (pos, &id) in order.iter().enumerate() {
             let instr = comp.get(id);
             self.current_op = instr.op.opcode_name();
@@ -484,7 +491,7 @@ impl<'m> ProgramCx<'m> {
                     let a: Vec<Loc> = (0..instr.operands().len())
                         .map(|k| operand(k).cloned())
                         .collect::<Result<_, _>>()?;
-                    self.emit_computation(fb, arena, *to_apply, &a)?
+                    self.emit_computation(fb, arena, *to_apply, &a, None)?
                 }
                 Op::While { condition, body } => {
                     let init = operand(0)?.clone();
@@ -540,9 +547,45 @@ impl<'m> ProgramCx<'m> {
                     let a: Vec<Loc> = (0..instr.operands().len())
                         .map(|k| operand(k).cloned())
                         .collect::<Result<_, _>>()?;
-                    self.emit_fusion(fb, arena, &instr.name, &instr.shape, *calls, &a)?
+                    let read_here = dying_locs(&dying, pos, &locs);
+                    let slot = slots.get(&id).filter(|slot| {
+                        let fused_comp = module.computation(*calls);
+                        loop_state::can_write_in_place(
+                            slot,
+                            &instr.shape,
+                            &self.refs,
+                            &read_here,
+                            || {
+                                fusion_leaves(fused_comp, &a).is_some_and(|leaves| {
+                                    loop_state::reads_only_aligned(
+                                        fused_comp,
+                                        fused_comp.root(),
+                                        &leaves,
+                                        slot.addr,
+                                    )
+                                })
+                            },
+                        )
+                    });
+                    let out = match slot {
+                        Some(b) => Loc::Array(b.clone()),
+                        None => self.alloc_loc(&instr.shape)?,
+                    };
+                    self.emit_fusion(fb, arena, &instr.name, *calls, &a, out)?
                 }
-                Op::Infeed { .. } | Op::Outfeed { .. } | Op::CustomCall { .. } => {
+                Op::Infeed { .. } => {
+                    // The host routine copies the replica's next value into these buffers.
+                    let out = self.alloc_loc(&instr.shape)?;
+                    let plan = InfeedPlan::new(&instr.name, &out).map_err(JitError::Invalid)?;
+                    self.call_plan(fb, arena, infeed_routine as *const () as usize, plan);
+                    out
+                }
+                Op::Outfeed { .. } => {
+                    let plan = OutfeedPlan::new(&instr.name, operand(0)?);
+                    self.call_plan(fb, arena, outfeed_routine as *const () as usize, plan);
+                    Loc::Token
+                }
+                Op::CustomCall { .. } => {
                     return Err(JitError::Unsupported(format!(
                         "{} ({})",
                         instr.op.opcode_name(),
@@ -552,7 +595,20 @@ impl<'m> ProgramCx<'m> {
                 _ => {
                     // Any other op is a kernel rooted at this instruction; it reads the
                     // materialized values and recomputes the fused instructions in between.
-                    let out = self.alloc_loc(&instr.shape)?;
+                    let read_here = dying_locs(&dying, pos, &locs);
+                    let slot = slots.get(&id).filter(|slot| {
+                        loop_state::can_write_in_place(
+                            slot,
+                            &instr.shape,
+                            &self.refs,
+                            &read_here,
+                            || loop_state::reads_only_aligned(comp, id, &materialized, slot.addr),
+                        )
+                    });
+                    let out = match slot {
+                        Some(b) => Loc::Array(b.clone()),
+                        None => self.alloc_loc(&instr.shape)?,
+                    };
                     self.emit_kernel_for(
                         fb,
                         arena,
@@ -647,40 +703,21 @@ impl<'m> ProgramCx<'m> {
     }
 
     /// A fusion: its computation's parameters read the operands' buffers.
+    /// A fusion into `out` (a fresh buffer, or a loop state buffer it may overwrite).
     fn emit_fusion(
         &mut self,
         fb: &mut FunctionBuilder,
         arena: Value,
         name: &str,
-        shape: &Shape,
         calls: ComputationId,
         args: &[Loc],
+        out: Loc,
     ) -> Result<Loc, JitError> {
         let module = self.module;
         let comp = module.computation(calls);
-        let mut leaves = HashMap::new();
-        for p in comp.parameters() {
-            let Op::Parameter(n) = comp.get(p).op else {
-                continue;
-            };
-            match args.get(n as usize) {
-                Some(Loc::Array(b)) => {
-                    leaves.insert(
-                        p,
-                        Leaf {
-                            addr: b.addr,
-                            shape: b.shape.clone(),
-                        },
-                    );
-                }
-                _ => {
-                    return Err(JitError::Unsupported(format!(
-                        "{name}: fusion parameter {n} is not an array"
-                    )))
-                }
-            }
-        }
-        let out = self.alloc_loc(shape)?;
+        let leaves = fusion_leaves(comp, args).ok_or_else(|| {
+            JitError::Unsupported(format!("{name}: a fusion parameter is not an array"))
+        })?;
         let root = comp.root();
         let root_instr = comp.get(root);
         if let (Op::Tuple, Loc::Tuple(outs)) = (&root_instr.op, &out) {
@@ -821,7 +858,7 @@ impl<'m> ProgramCx<'m> {
         let exit = fb.create_block();
         fb.ins().jump(header, &[]);
         fb.switch_to_block(header);
-        let c = self.emit_computation(fb, arena, cond, std::slice::from_ref(&state))?;
+        let c = self.emit_computation(fb, arena, cond, std::slice::from_ref(&state), None)?;
         let cb = c
             .as_array()
             .cloned()
@@ -831,7 +868,8 @@ impl<'m> ProgramCx<'m> {
         fb.ins().brif(p, body_block, &[], exit, &[]);
         fb.switch_to_block(body_block);
         fb.seal_block(body_block);
-        let r = self.emit_computation(fb, arena, body, std::slice::from_ref(&state))?;
+        let r =
+            self.emit_computation(fb, arena, body, std::slice::from_ref(&state), Some(&state))?;
         self.copy_loc(fb, arena, &state, &r)?;
         self.release(&r);
         fb.ins().jump(header, &[]);
@@ -888,7 +926,7 @@ impl<'m> ProgramCx<'m> {
                 .get(k + 1)
                 .cloned()
                 .ok_or_else(|| JitError::Invalid("conditional branch without operand".into()))?;
-            let r = self.emit_computation(fb, arena, branches[k], &[arg])?;
+            let r = self.emit_computation(fb, arena, branches[k], &[arg], None)?;
             self.copy_loc(fb, arena, &result, &r)?;
             self.release(&r);
             fb.ins().jump(merge, &[]);
@@ -897,6 +935,40 @@ impl<'m> ProgramCx<'m> {
         fb.switch_to_block(merge);
         Ok(result)
     }
+}
+
+/// A fusion's parameters as kernel leaves reading its operands' buffers (`None` when an
+/// operand is not an array).
+fn fusion_leaves(comp: &Computation, args: &[Loc]) -> Option<HashMap<InstrId, Leaf>> {
+    let mut leaves = HashMap::new();
+    for p in comp.parameters() {
+        let Op::Parameter(n) = comp.get(p).op else {
+            continue;
+        };
+        let b = args.get(n as usize)?.as_array()?;
+        leaves.insert(
+            p,
+            Leaf {
+                addr: b.addr,
+                shape: b.shape.clone(),
+            },
+        );
+    }
+    Some(leaves)
+}
+
+/// The locations of the values whose last reader is the instruction at `pos`.
+fn dying_locs<'l>(
+    dying: &HashMap<usize, Vec<InstrId>>,
+    pos: usize,
+    locs: &'l HashMap<InstrId, Loc>,
+) -> Vec<&'l Loc> {
+    dying
+        .get(&pos)
+        .into_iter()
+        .flatten()
+        .filter_map(|d| locs.get(d))
+        .collect()
 }
 
 fn sanitize(name: &str) -> String {
