@@ -651,7 +651,10 @@ fn the_jit_loop_updates_its_state_in_place() {
     let lp = TrainingLoop::with_backend(&step, 4, &[2], &LoopBackend::Jit(options)).unwrap();
     let copies = memcpy_calls_in_program(&dir);
     std::fs::remove_dir_all(&dir).unwrap();
-    assert_eq!(copies, 3, "the loop copies its state (or no longer fills it)");
+    assert_eq!(
+        copies, 3,
+        "the loop copies its state (or no longer fills it)"
+    );
     let x: Vec<f32> = (0..4 * 256).map(|i| (i % 7) as f32 * 0.5).collect();
     let args = vec![vec![
         f32s(&[256], vec![1.0; 256]),
