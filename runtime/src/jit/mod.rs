@@ -22,6 +22,7 @@ pub mod reduce;
 pub mod types;
 pub mod vector_math;
 pub mod window;
+pub mod window_tiled;
 
 pub use crate::executable::Executable;
 pub use gemm::GemmBackend;
