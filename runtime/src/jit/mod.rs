@@ -8,6 +8,7 @@
 //! [`Executable::run`] marshals literals in and out.
 
 pub mod buffer;
+pub mod conv_patches;
 pub mod convolution;
 pub mod elemental;
 pub mod elementwise;
@@ -17,6 +18,7 @@ pub mod host;
 pub mod isa;
 pub mod kernel_lowering;
 pub mod loops;
+pub mod parallel;
 pub mod program;
 pub mod reduce;
 pub mod types;
