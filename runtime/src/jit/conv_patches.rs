@@ -10,6 +10,8 @@
 //! is one 160-float copy) with zeros on either side for the padding, instead of five checked
 //! copies.
 
+use smallvec::{smallvec, SmallVec};
+
 /// The spatial grid a patch row visits, and how coordinates map to the input.
 #[derive(Clone, Debug)]
 pub struct PatchGrid {
@@ -70,7 +72,8 @@ impl PatchGrid {
         let outer: usize = self.lists[..nsp - 1].iter().map(|l| l.len()).product();
         let unit = self.unit_inner().filter(|_| pixel_stride == run);
         let last_size = self.in_spatial[nsp - 1] as i64;
-        let mut idx = vec![0usize; nsp - 1];
+        // No heap allocation per row: this runs for every patch row.
+        let mut idx: SmallVec<[usize; 4]> = smallvec![0; nsp - 1];
         for o in 0..outer {
             let out_line = dst.add(o * line);
             // Pixel index of the outer coordinates, or None when they are off the input.
@@ -126,25 +129,35 @@ impl PatchGrid {
     }
 }
 
-/// Copies `len` floats; short copies inline (a library call per few floats costs more than
-/// the copy).
+/// Copies `len` floats; short copies inline as a few fixed-size moves (a library call per
+/// few floats costs more than the copy).
 #[inline]
 unsafe fn copy_floats(src: *const f32, dst: *mut f32, len: usize) {
-    if len <= 8 {
-        for i in 0..len {
-            dst.add(i).write_volatile(src.add(i).read());
+    use std::ptr::copy_nonoverlapping as copy;
+    match len {
+        0 => {}
+        1 => *dst = *src,
+        2 => copy(src, dst, 2),
+        3 => {
+            copy(src, dst, 2);
+            *dst.add(2) = *src.add(2);
         }
-    } else {
-        std::ptr::copy_nonoverlapping(src, dst, len);
+        4 => copy(src, dst, 4),
+        5..=7 => {
+            // Two overlapping 4-float moves cover 5 to 7 floats.
+            copy(src, dst, 4);
+            copy(src.add(len - 4), dst.add(len - 4), 4);
+        }
+        8 => copy(src, dst, 8),
+        _ => copy(src, dst, len),
     }
 }
 
 #[inline]
 unsafe fn zero_floats(dst: *mut f32, len: usize) {
+    const Z: [f32; 8] = [0.0; 8];
     if len <= 8 {
-        for i in 0..len {
-            dst.add(i).write_volatile(0.0);
-        }
+        copy_floats(Z.as_ptr(), dst, len);
     } else {
         std::ptr::write_bytes(dst, 0, len);
     }
