@@ -10,18 +10,33 @@
 //! is one 160-float copy) with zeros on either side for the padding, instead of five checked
 //! copies.
 
-use smallvec::{smallvec, SmallVec};
+/// Most spatial dimensions a convolution may have here.
+pub const MAX_SPATIAL: usize = 8;
 
 /// The spatial grid a patch row visits, and how coordinates map to the input.
 #[derive(Clone, Debug)]
 pub struct PatchGrid {
-    pub in_spatial: Vec<usize>,
-    pub base_dilation: Vec<i64>,
+    in_spatial: Vec<usize>,
+    base_dilation: Vec<i64>,
     /// Per spatial dimension, the offsets added to the row's fixed coordinate.
-    pub lists: Vec<Vec<i64>>,
+    lists: Vec<Vec<i64>>,
+    /// The innermost list's first offset when it steps by one (see `unit_inner`).
+    unit_start: Option<i64>,
 }
 
 impl PatchGrid {
+    /// At most [`MAX_SPATIAL`] spatial dimensions (the caller checks).
+    pub fn new(in_spatial: Vec<usize>, base_dilation: Vec<i64>, lists: Vec<Vec<i64>>) -> Self {
+        let mut g = PatchGrid {
+            in_spatial,
+            base_dilation,
+            lists,
+            unit_start: None,
+        };
+        g.unit_start = g.unit_inner();
+        g
+    }
+
     /// Grid points per row.
     pub fn points(&self) -> usize {
         self.lists.iter().map(|l| l.len()).product()
@@ -70,10 +85,11 @@ impl PatchGrid {
         let inner_len = self.lists[nsp - 1].len();
         let line = inner_len * run;
         let outer: usize = self.lists[..nsp - 1].iter().map(|l| l.len()).product();
-        let unit = self.unit_inner().filter(|_| pixel_stride == run);
+        let unit = self.unit_start.filter(|_| pixel_stride == run);
         let last_size = self.in_spatial[nsp - 1] as i64;
         // No heap allocation per row: this runs for every patch row.
-        let mut idx: SmallVec<[usize; 4]> = smallvec![0; nsp - 1];
+        let mut idx = [0usize; MAX_SPATIAL];
+        let idx = &mut idx[..nsp - 1];
         for o in 0..outer {
             let out_line = dst.add(o * line);
             // Pixel index of the outer coordinates, or None when they are off the input.

@@ -19,7 +19,7 @@
 //! buffer and a single-threaded GEMM, so gathering runs in parallel too.
 
 use super::buffer::Addr;
-use super::conv_patches::PatchGrid;
+use super::conv_patches::{PatchGrid, MAX_SPATIAL};
 use super::gemm::{sgemm, GemmBackend};
 use super::host::{guarded, permute_copy, resolve, Status};
 use super::parallel::{for_each_worker, Shared};
@@ -129,6 +129,11 @@ impl ConvPlan {
             )));
         }
         let wdims = &conv.window.dims;
+        if nsp > MAX_SPATIAL {
+            return Err(JitError::Unsupported(format!(
+                "{name}: convolution with more than {MAX_SPATIAL} spatial dimensions"
+            )));
+        }
         if wdims.len() != nsp {
             return Err(JitError::Invalid(format!(
                 "{name}: window rank does not match"
@@ -355,11 +360,7 @@ impl ConvPlan {
                     .collect(),
             })
             .collect();
-        PatchGrid {
-            in_spatial: self.in_spatial.clone(),
-            base_dilation: self.lhs_dil.clone(),
-            lists,
-        }
+        PatchGrid::new(self.in_spatial.clone(), self.lhs_dil.clone(), lists)
     }
 
     /// `Rows` form: chunks of output points, taken by the workers in turn.
