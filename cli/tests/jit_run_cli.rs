@@ -57,3 +57,104 @@ fn jit_backend_writes_jax_outputs_and_timings() {
     }
     std::fs::remove_file(&out_path).unwrap();
 }
+
+/// `--profile` prints one row per kernel and GEMM call of the step, with the per-run time, and
+/// the rows add up to the total; the warm-up run is not counted (3 calls per run, not 4).
+#[test]
+fn profile_lists_the_convolutions_and_kernels_of_a_train_step() {
+    let out_path = std::env::temp_dir().join(format!(
+        "tessel_jit_prof_{}.safetensors",
+        std::process::id()
+    ));
+    let out = Command::new(env!("CARGO_BIN_EXE_tessel"))
+        .args([
+            "run",
+            corpus("mnist_cnn_train_step_b8.hlo").to_str().unwrap(),
+            "--inputs",
+            corpus("mnist_cnn_train_step_b8.inputs.safetensors")
+                .to_str()
+                .unwrap(),
+            "--outputs",
+            out_path.to_str().unwrap(),
+            "--backend",
+            "jit",
+            "--repeat",
+            "3",
+            "--profile",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.contains("ms/run"))
+        .skip(1)
+        .collect();
+    assert!(rows.iter().any(|r| r.contains(" convolution ")), "{stdout}");
+    assert!(
+        rows.iter().any(|r| r.contains(" select-and-scatter ")),
+        "{stdout}"
+    );
+    // Each convolution runs once per step: the warm-up run was reset away.
+    for r in rows.iter().filter(|r| r.contains(" convolution ")) {
+        let calls: u64 = r.split_whitespace().nth(2).unwrap().parse().unwrap();
+        assert_eq!(calls, 1, "{r}");
+    }
+    let ms = |r: &str| -> f64 { r.split_whitespace().next().unwrap().parse().unwrap() };
+    let total = ms(rows.last().unwrap());
+    let sum: f64 = rows[..rows.len() - 1].iter().map(|r| ms(r)).sum();
+    assert!(
+        (sum - total).abs() <= 0.01 * total + 0.01,
+        "rows add to {sum}, total {total}"
+    );
+    std::fs::remove_file(&out_path).unwrap();
+}
+
+#[test]
+fn profile_needs_the_jit() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessel"))
+        .args([
+            "run",
+            corpus("softmax_rows.hlo").to_str().unwrap(),
+            "--inputs",
+            corpus("softmax_rows.inputs.safetensors").to_str().unwrap(),
+            "--outputs",
+            "/dev/null",
+            "--profile",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--backend jit"));
+}
+
+/// The JIT stands for the device: a module with 64-bit values is rejected with the legality
+/// diagnostics, and nothing is written.
+#[test]
+fn jit_rejects_a_module_the_device_cannot_run() {
+    let out_path =
+        std::env::temp_dir().join(format!("tessel_jit_x64_{}.safetensors", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_tessel"))
+        .args([
+            "run",
+            corpus("x64_mean.hlo").to_str().unwrap(),
+            "--inputs",
+            corpus("x64_mean.inputs.safetensors").to_str().unwrap(),
+            "--outputs",
+            out_path.to_str().unwrap(),
+            "--backend",
+            "jit",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("E0201"), "{stderr}");
+    assert!(stderr.contains("--backend interp"), "{stderr}");
+    assert!(!out_path.exists());
+}

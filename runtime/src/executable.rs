@@ -1,13 +1,18 @@
 //! A compiled program: owns its JIT code (freed on drop), its constants, its routine plans
-//! and its buffer arena; [`Executable::run`] marshals literals in and out.
+//! and a pool of buffer arenas; [`Executable::run`] marshals literals in and out, and
+//! [`Executable::run_replicated`] runs the program on N replicas at once, one thread and one
+//! arena each, sharing the code, constants and plans.
 
 use crate::arena::Arena;
 use crate::jit::buffer::{Addr, Buffer, ConstPool, Loc};
 use crate::jit::host::take_last_error;
+use crate::jit::profile::ProfileCounters;
 use crate::jit::JitError;
+use crate::replicas::{self, first_failure, Fault, ReplicaBackend, ReplicaError, ReplicaOptions};
 use cranelift_jit::JITModule;
 use std::any::Any;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use tessel_compiler::interpreter::{Hub, PoisonOnDrop, ReplicaContext};
 use tessel_compiler::ir::{Array, ArrayData, Literal};
 
 /// Numbers about a compiled program.
@@ -29,22 +34,29 @@ pub(crate) struct ExecutableParts {
     pub result: Loc,
     pub consts: ConstPool,
     pub plans: Vec<Box<dyn Any + Send + Sync>>,
+    pub profile: Option<Box<ProfileCounters>>,
     pub stats: ProgramStats,
 }
 
 pub struct Executable {
     jit: Option<JITModule>,
     entry: unsafe extern "C" fn(*mut u8) -> i32,
-    arena: Mutex<Arena>,
+    arena_size: usize,
+    /// Arenas not in use. A run takes one (or makes one) and puts it back, so concurrent runs
+    /// and replicas never share an arena, and repeated runs do not allocate.
+    arenas: Mutex<Vec<Arena>>,
     params: Vec<Loc>,
     result: Loc,
     // Compiled code refers to these by address: they live as long as the code.
     _consts: ConstPool,
     _plans: Vec<Box<dyn Any + Send + Sync>>,
+    // The code writes these counters (when compiled with profiling).
+    profile: Option<Box<ProfileCounters>>,
     stats: ProgramStats,
 }
 
-// The JIT code, constants and plans are immutable once built; the arena is behind a mutex.
+// The JIT code, constants and plans are immutable once built (routines only read their
+// plans); every run has an arena of its own.
 unsafe impl Send for Executable {}
 unsafe impl Sync for Executable {}
 
@@ -56,11 +68,13 @@ impl Executable {
         Executable {
             jit: Some(p.jit),
             entry,
-            arena: Mutex::new(Arena::new(p.arena_size)),
+            arena_size: p.arena_size,
+            arenas: Mutex::new(vec![Arena::new(p.arena_size)]),
             params: p.params,
             result: p.result,
             _consts: p.consts,
             _plans: p.plans,
+            profile: p.profile,
             stats: p.stats,
         }
     }
@@ -69,8 +83,126 @@ impl Executable {
         &self.stats
     }
 
-    /// Runs the program on `args` (one literal per entry parameter).
+    /// The per-kernel time counters, if compiled with `JitOptions::profile`.
+    pub fn profile(&self) -> Option<&ProfileCounters> {
+        self.profile.as_deref()
+    }
+
+    /// Runs the program on `args` (one literal per entry parameter), as replica 0 of one.
     pub fn run(&self, args: &[Literal]) -> Result<Literal, JitError> {
+        let mut arena = self.take_arena();
+        let out = self.run_in(&mut arena, args);
+        self.put_back(arena);
+        out
+    }
+
+    /// Runs the program on `args.len()` replicas at once; `args[r]` are replica r's
+    /// arguments. Collectives meet in-process and reduce in replica-id order, so every
+    /// replica's result is bitwise reproducible. If one replica fails, all stop and the
+    /// error names the replica that failed first.
+    pub fn run_replicated(&self, args: Vec<Vec<Literal>>) -> Result<Vec<Literal>, ReplicaError> {
+        self.run_replicated_with(args, &ReplicaOptions::default())
+    }
+
+    /// [`Executable::run_replicated`] with options (fault injection for tests).
+    pub fn run_replicated_with(
+        &self,
+        args: Vec<Vec<Literal>>,
+        options: &ReplicaOptions,
+    ) -> Result<Vec<Literal>, ReplicaError> {
+        let n = args.len();
+        if n == 0 {
+            return Err(ReplicaError::new(
+                None,
+                "a replicated run needs at least one replica",
+            ));
+        }
+        let hub = Arc::new(Hub::new(n));
+        let arenas: Vec<Arena> = (0..n).map(|_| self.take_arena()).collect();
+        let outcomes: Vec<(Result<Literal, ReplicaError>, Option<Arena>)> =
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = args
+                    .into_iter()
+                    .zip(arenas)
+                    .enumerate()
+                    .map(|(r, (replica_args, mut arena))| {
+                        let hub = hub.clone();
+                        std::thread::Builder::new()
+                            .name(format!("replica-{r}"))
+                            .spawn_scoped(scope, move || {
+                                // Poisons the hub if this thread ends without a result.
+                                let guard = PoisonOnDrop::new(&hub, r);
+                                let _env = replicas::enter(
+                                    ReplicaContext::new(r, n, hub.clone()),
+                                    options.inject,
+                                );
+                                if let Some(i) = options.inject {
+                                    if i.replica == r && i.fault == Fault::ThreadPanic {
+                                        panic!("injected panic on replica {r}'s thread");
+                                    }
+                                }
+                                let out = self.run_in(&mut arena, &replica_args);
+                                match &out {
+                                    Ok(_) => guard.disarm(),
+                                    Err(e) => guard.fail(&e.to_string()),
+                                }
+                                (out, arena)
+                            })
+                            .map_err(|e| ReplicaError::new(Some(r), format!("no thread: {e}")))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .enumerate()
+                    .map(|(r, h)| match h {
+                        Err(e) => {
+                            hub.poison(format!("stopped because replica {r} failed: {e}"));
+                            (Err(e), None)
+                        }
+                        Ok(h) => match h.join() {
+                            Ok((out, arena)) => (
+                                out.map_err(|e| ReplicaError::new(Some(r), e.to_string())),
+                                Some(arena),
+                            ),
+                            // The arena of a panicked replica is dropped, not reused.
+                            Err(p) => (
+                                Err(ReplicaError::new(
+                                    Some(r),
+                                    format!("the replica's thread panicked: {}", panic_text(&p)),
+                                )),
+                                None,
+                            ),
+                        },
+                    })
+                    .collect()
+            });
+        let (results, arenas): (Vec<_>, Vec<_>) = outcomes.into_iter().unzip();
+        for a in arenas.into_iter().flatten() {
+            self.put_back(a);
+        }
+        if let Some(e) = first_failure(&results) {
+            return Err(e);
+        }
+        Ok(results
+            .into_iter()
+            .map(|r| r.expect("no failure"))
+            .collect())
+    }
+
+    fn take_arena(&self) -> Arena {
+        let pooled = self.arenas.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        pooled.unwrap_or_else(|| Arena::new(self.arena_size))
+    }
+
+    fn put_back(&self, arena: Arena) {
+        self.arenas
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(arena);
+    }
+
+    /// One run of the program in `arena`, as the current thread's replica.
+    fn run_in(&self, arena: &mut Arena, args: &[Literal]) -> Result<Literal, JitError> {
         if args.len() != self.params.len() {
             return Err(JitError::Arguments(format!(
                 "expected {} arguments, got {}",
@@ -78,9 +210,8 @@ impl Executable {
                 args.len()
             )));
         }
-        let mut arena = self.arena.lock().unwrap_or_else(|p| p.into_inner());
         for (i, (arg, loc)) in args.iter().zip(&self.params).enumerate() {
-            write_arg(&mut arena, loc, arg)
+            write_arg(arena, loc, arg)
                 .map_err(|m| JitError::Arguments(format!("argument {i}: {m}")))?;
         }
         let base = arena.base();
@@ -89,8 +220,21 @@ impl Executable {
             let msg = take_last_error().unwrap_or_else(|| format!("status {status}"));
             return Err(JitError::Runtime(msg));
         }
-        read_loc(&arena, &self.result)
+        read_loc(arena, &self.result)
     }
+}
+
+impl ReplicaBackend for Executable {
+    fn run_replicas(&self, args: Vec<Vec<Literal>>) -> Result<Vec<Literal>, ReplicaError> {
+        self.run_replicated(args)
+    }
+}
+
+fn panic_text(p: &Box<dyn Any + Send>) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "panic".into())
 }
 
 fn write_arg(arena: &mut Arena, loc: &Loc, lit: &Literal) -> Result<(), String> {
@@ -149,7 +293,7 @@ fn read_loc(arena: &Arena, loc: &Loc) -> Result<Literal, JitError> {
 impl Drop for Executable {
     fn drop(&mut self) {
         if let Some(jit) = self.jit.take() {
-            // Nothing runs any more: the arena lock is free and no code pointer escapes.
+            // Nothing runs any more (runs borrow the executable) and no code pointer escapes.
             unsafe { jit.free_memory() };
         }
     }

@@ -5,6 +5,7 @@ pub mod executable;
 pub mod feed;
 pub mod host_io;
 pub mod jit;
+pub mod replicas;
 pub mod shard_map;
 pub mod threads;
 pub mod training_loop;

@@ -7,12 +7,15 @@
 //! `xla.sdy.LocalToGlobalShape` (its `xla.sdy.out_shardings` say how the per-replica results
 //! form the global ones). The mesh is in the module's `xla.sdy.meshes` attribute.
 //!
-//! [`run_sharded`] splits the global arguments, runs the body on every replica with
-//! [`evaluate_replicated`], and assembles the global results: sharded dimensions are
+//! [`ShardMap`] splits the global arguments, runs the body on every replica with any
+//! [`ReplicaBackend`] (the interpreter, or a JIT [`crate::executable::Executable`] compiled
+//! from [`ShardMap::body`]), and assembles the global results: sharded dimensions are
 //! concatenated in replica order, unsharded results are taken from replica 0.
+//! [`run_sharded`] is that with the interpreter.
 
+use crate::replicas::{Interpreted, ReplicaBackend, ReplicaError};
 use std::fmt;
-use tessel_compiler::interpreter::{evaluate_replicated, EvalError};
+use tessel_compiler::interpreter::EvalError;
 use tessel_compiler::ir::{
     Array, ArrayData, ArrayShape, ComputationId, InstrId, Literal, Module, Op,
 };
@@ -33,6 +36,14 @@ impl fmt::Display for ShardMapError {
 }
 
 impl std::error::Error for ShardMapError {}
+
+impl From<ReplicaError> for ShardMapError {
+    fn from(e: ReplicaError) -> Self {
+        ShardMapError {
+            message: e.to_string(),
+        }
+    }
+}
 
 impl From<EvalError> for ShardMapError {
     fn from(e: EvalError) -> Self {
@@ -455,108 +466,176 @@ fn find_form(module: &Module) -> Result<Form, ShardMapError> {
     })
 }
 
-/// Runs a shard_map module on `replicas` replicas: `global_args` are the entry's arguments,
-/// the result is the entry root's leaves, global.
+/// A shard_map module prepared for `replicas` replicas: the per-replica body as a module of
+/// its own (what a backend compiles once), and how global arguments split into per-replica
+/// arguments and per-replica results assemble into global outputs.
+pub struct ShardMap {
+    mesh: Mesh,
+    form: Form,
+    replicas: usize,
+    params: Vec<ArrayShape>,
+    body: Module,
+}
+
+impl ShardMap {
+    pub fn new(module: &Module, replicas: usize) -> Result<ShardMap, ShardMapError> {
+        let mesh = Mesh::of_module(module)?;
+        if mesh.device_count() != replicas {
+            return fail(format!(
+                "the module's mesh {:?} has {} devices, but {replicas} replicas were asked for",
+                mesh.axes,
+                mesh.device_count()
+            ));
+        }
+        let form = find_form(module)?;
+        let (params, _) = module.entry_signature();
+        let params = params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                p.as_array().cloned().ok_or_else(|| ShardMapError {
+                    message: format!("parameter {i} is not an array"),
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let mut body = module.clone();
+        body.entry = form.body;
+        Ok(ShardMap {
+            mesh,
+            form,
+            replicas,
+            params,
+            body,
+        })
+    }
+
+    /// The per-replica program: the module with the manual computation body as its entry.
+    pub fn body(&self) -> &Module {
+        &self.body
+    }
+
+    pub fn replicas(&self) -> usize {
+        self.replicas
+    }
+
+    /// Replica r's body arguments (`[r]`) cut out of the entry's global arguments.
+    pub fn split(&self, global_args: &[Array]) -> Result<Vec<Vec<Literal>>, ShardMapError> {
+        if global_args.len() != self.params.len() {
+            return fail(format!(
+                "the module takes {} arguments, {} given",
+                self.params.len(),
+                global_args.len()
+            ));
+        }
+        for (i, (a, p)) in global_args.iter().zip(&self.params).enumerate() {
+            if a.shape.element_type != p.element_type || a.shape.dims != p.dims {
+                return fail(format!("argument {i} should be {p}, got {}", a.shape));
+            }
+        }
+        let mut per_replica: Vec<Vec<Literal>> =
+            vec![Vec::with_capacity(self.form.body_args.len()); self.replicas];
+        for (param, sharding) in &self.form.body_args {
+            let global = &global_args[*param];
+            let split = Split {
+                mesh: &self.mesh,
+                sharding,
+            };
+            let mut gbytes = global.data.to_le_bytes();
+            for (r, args) in per_replica.iter_mut().enumerate() {
+                let (local, offsets) = split.block(&global.shape, r)?;
+                let mut lbytes = vec![0u8; local.byte_size() as usize];
+                copy_block(
+                    &global.shape,
+                    &mut gbytes,
+                    &local,
+                    &mut lbytes,
+                    &offsets,
+                    true,
+                );
+                args.push(Literal::Array(from_bytes(local, &lbytes)));
+            }
+        }
+        Ok(per_replica)
+    }
+
+    /// The entry root's leaves, global, from every replica's body result (`results[r]`).
+    pub fn assemble(&self, results: &[Literal]) -> Result<Vec<Array>, ShardMapError> {
+        if results.len() != self.replicas {
+            return fail(format!(
+                "{} replica results for {} replicas",
+                results.len(),
+                self.replicas
+            ));
+        }
+        let body_output = |r: usize, j: usize| -> Result<&Array, ShardMapError> {
+            let leaf = match &results[r] {
+                Literal::Tuple(t) => t.get(j),
+                l if j == 0 => Some(l),
+                _ => None,
+            };
+            leaf.and_then(|l| l.as_array())
+                .ok_or_else(|| ShardMapError {
+                    message: format!("the body has no array output {j}"),
+                })
+        };
+        self.form
+            .outputs
+            .iter()
+            .map(|(j, sharding)| {
+                let split = Split {
+                    mesh: &self.mesh,
+                    sharding,
+                };
+                let first = body_output(0, *j)?;
+                if split.is_replicated() {
+                    return Ok(first.clone());
+                }
+                // The global shape: every split dimension times its number of pieces.
+                let mut dims = first.shape.dims.clone();
+                for (d, n) in dims.iter_mut().enumerate() {
+                    *n *= split.piece(d, 0)?.0 as i64;
+                }
+                let global = ArrayShape::new(first.element_type(), &dims);
+                let mut gbytes = vec![0u8; global.byte_size() as usize];
+                for r in 0..self.replicas {
+                    let local = body_output(r, *j)?;
+                    let (shape, offsets) = split.block(&global, r)?;
+                    if shape.dims != local.shape.dims {
+                        return fail(format!(
+                            "replica {r} produced {} for output {j}, expected {shape}",
+                            local.shape
+                        ));
+                    }
+                    let mut lbytes = local.data.to_le_bytes();
+                    copy_block(&global, &mut gbytes, &shape, &mut lbytes, &offsets, false);
+                }
+                Ok(from_bytes(global, &gbytes))
+            })
+            .collect()
+    }
+
+    /// Splits `global_args`, runs the body on every replica with `backend` (which must run
+    /// [`ShardMap::body`]), and assembles the global outputs.
+    pub fn run(
+        &self,
+        backend: &dyn ReplicaBackend,
+        global_args: &[Array],
+    ) -> Result<Vec<Array>, ShardMapError> {
+        let args = self.split(global_args)?;
+        let results = backend.run_replicas(args)?;
+        self.assemble(&results)
+    }
+}
+
+/// Runs a shard_map module on `replicas` replicas with the interpreter: `global_args` are
+/// the entry's arguments, the result is the entry root's leaves, global.
 pub fn run_sharded(
     module: &Module,
     global_args: &[Array],
     replicas: usize,
 ) -> Result<Vec<Array>, ShardMapError> {
-    let mesh = Mesh::of_module(module)?;
-    if mesh.device_count() != replicas {
-        return fail(format!(
-            "the module's mesh {:?} has {} devices, but {replicas} replicas were asked for",
-            mesh.axes,
-            mesh.device_count()
-        ));
-    }
-    let form = find_form(module)?;
-    let (params, _) = module.entry_signature();
-    if global_args.len() != params.len() {
-        return fail(format!(
-            "the module takes {} arguments, {} given",
-            params.len(),
-            global_args.len()
-        ));
-    }
-    for (i, (a, p)) in global_args.iter().zip(&params).enumerate() {
-        let p = p.as_array().ok_or_else(|| ShardMapError {
-            message: format!("parameter {i} is not an array"),
-        })?;
-        if a.shape.element_type != p.element_type || a.shape.dims != p.dims {
-            return fail(format!("argument {i} should be {p}, got {}", a.shape));
-        }
-    }
-    let mut per_replica: Vec<Vec<Literal>> =
-        vec![Vec::with_capacity(form.body_args.len()); replicas];
-    for (param, sharding) in &form.body_args {
-        let global = &global_args[*param];
-        let split = Split {
-            mesh: &mesh,
-            sharding,
-        };
-        let mut gbytes = global.data.to_le_bytes();
-        for (r, args) in per_replica.iter_mut().enumerate() {
-            let (local, offsets) = split.block(&global.shape, r)?;
-            let mut lbytes = vec![0u8; local.byte_size() as usize];
-            copy_block(
-                &global.shape,
-                &mut gbytes,
-                &local,
-                &mut lbytes,
-                &offsets,
-                true,
-            );
-            args.push(Literal::Array(from_bytes(local, &lbytes)));
-        }
-    }
-    let mut body_module = module.clone();
-    body_module.entry = form.body;
-    let results = evaluate_replicated(&body_module, per_replica)?;
-    let body_output = |r: usize, j: usize| -> Result<&Array, ShardMapError> {
-        let leaf = match &results[r] {
-            Literal::Tuple(t) => t.get(j),
-            l if j == 0 => Some(l),
-            _ => None,
-        };
-        leaf.and_then(|l| l.as_array())
-            .ok_or_else(|| ShardMapError {
-                message: format!("the body has no array output {j}"),
-            })
-    };
-    form.outputs
-        .iter()
-        .map(|(j, sharding)| {
-            let split = Split {
-                mesh: &mesh,
-                sharding,
-            };
-            let first = body_output(0, *j)?;
-            if split.is_replicated() {
-                return Ok(first.clone());
-            }
-            // The global shape: every split dimension times its number of pieces.
-            let mut dims = first.shape.dims.clone();
-            for (d, n) in dims.iter_mut().enumerate() {
-                *n *= split.piece(d, 0)?.0 as i64;
-            }
-            let global = ArrayShape::new(first.element_type(), &dims);
-            let mut gbytes = vec![0u8; global.byte_size() as usize];
-            for r in 0..replicas {
-                let local = body_output(r, *j)?;
-                let (shape, offsets) = split.block(&global, r)?;
-                if shape.dims != local.shape.dims {
-                    return fail(format!(
-                        "replica {r} produced {} for output {j}, expected {shape}",
-                        local.shape
-                    ));
-                }
-                let mut lbytes = local.data.to_le_bytes();
-                copy_block(&global, &mut gbytes, &shape, &mut lbytes, &offsets, false);
-            }
-            Ok(from_bytes(global, &gbytes))
-        })
-        .collect()
+    let sharded = ShardMap::new(module, replicas)?;
+    sharded.run(&Interpreted(sharded.body()), global_args)
 }
 
 #[cfg(test)]
@@ -657,4 +736,13 @@ mod tests {
         let e = Mesh::of_module(&Module::new("m")).unwrap_err();
         assert!(e.message.contains("xla.sdy.meshes"), "{e}");
     }
+}
+
+/// The per-replica program of a shard_map module: the module with the manual computation's
+/// body as its entry (what every replica runs; `tessel compile` compiles this).
+pub fn per_replica_module(module: &Module) -> Result<Module, ShardMapError> {
+    let form = find_form(module)?;
+    let mut body = module.clone();
+    body.entry = form.body;
+    Ok(body)
 }

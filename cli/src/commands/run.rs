@@ -41,6 +41,10 @@ pub struct RunArgs {
     /// With --loop: fail if carried float state holds a NaN after the loop.
     #[arg(long)]
     pub nan_check: bool,
+    /// With --backend jit: print the time of every kernel and GEMM call, per run, after the runs
+    /// (the warm-up run is not counted when --repeat is given).
+    #[arg(long)]
+    pub profile: bool,
 }
 
 /// What executes the module. The JIT plugs in here when the runtime offers it.
@@ -77,6 +81,9 @@ fn execute(args: &RunArgs) -> Result<(), String> {
     if args.replicas == 0 {
         return Err("--replicas must be at least 1".into());
     }
+    if args.profile && backend != Backend::Jit {
+        return Err("--profile times the JIT's kernels (use it with --backend jit)".into());
+    }
     if args.repeat == Some(0) {
         return Err("--repeat must be at least 1".into());
     }
@@ -90,6 +97,24 @@ fn execute(args: &RunArgs) -> Result<(), String> {
             args.file.display(),
             list.join("\n")
         ));
+    }
+    // The JIT stands for the device: what a TPU cannot run is rejected, as `tessel check` does.
+    // The interpreter is the reference and runs any well-formed module.
+    if backend == Backend::Jit {
+        let diagnostics = tessel_compiler::legality::check_legality(&module);
+        if !diagnostics.is_empty() {
+            eprint!(
+                "{}",
+                tessel_compiler::legality::render(&diagnostics, &module)
+            );
+            return Err(format!(
+                "{} cannot run on the device ({} diagnostic{}); the reference interpreter \
+                 (--backend interp) runs it",
+                args.file.display(),
+                diagnostics.len(),
+                if diagnostics.len() == 1 { "" } else { "s" }
+            ));
+        }
     }
     // The interpreter has no compile step: parsing and verifying is what precedes a run.
     let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
@@ -142,10 +167,16 @@ fn execute_jit(
     let mut optimized = module.clone();
     tessel_compiler::passes::pipeline::optimize(&mut optimized, &Default::default())
         .map_err(|e| e.to_string())?;
-    let exe =
-        tessel_runtime::jit::compile(&optimized, &Default::default()).map_err(|e| e.to_string())?;
+    let options = tessel_runtime::jit::JitOptions {
+        profile: args.profile,
+        ..Default::default()
+    };
+    let exe = tessel_runtime::jit::compile(&optimized, &options).map_err(|e| e.to_string())?;
     let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
     let out = exe.run(inputs).map_err(|e| e.to_string())?;
+    if let (Some(profile), Some(_)) = (exe.profile(), args.repeat) {
+        profile.reset();
+    }
     if let Some(repeat) = args.repeat {
         let mut times = Vec::with_capacity(repeat);
         for _ in 0..repeat {
@@ -156,6 +187,13 @@ fn execute_jit(
         times.sort_by(f64::total_cmp);
         println!("compile_ms: {compile_ms:.3}");
         println!("run_ms_median: {:.3}", median(&times));
+    }
+    if let Some(profile) = exe.profile() {
+        let runs = args.repeat.unwrap_or(1) as u64;
+        print!(
+            "{}",
+            tessel_runtime::jit::profile::render(&profile.times(), runs)
+        );
     }
     let outputs = keyed(None, out.leaves().into_iter().cloned().collect());
     write_safetensors(&args.outputs, &outputs).map_err(|e| e.to_string())
@@ -512,6 +550,7 @@ mod tests {
             infeed: vec![],
             repeat: None,
             nan_check: false,
+            profile: false,
         }
     }
 

@@ -7,11 +7,20 @@
 //! every replica gets bitwise the same sum. A replica that fails poisons the hub, and every
 //! replica waiting (or arriving later) at a rendezvous stops with an error instead of
 //! deadlocking.
+//!
+//! The same pieces serve other backends: [`Hub`], [`ReplicaContext`] and [`PoisonOnDrop`] are
+//! public, and [`CollectiveStep`] computes one collective instruction for one replica from
+//! its operand values, exactly as the interpreter does (the JIT calls it from a host routine),
+//! so both backends give bitwise the same results.
 
+use super::plan::{Plan, ScalarFn};
 use super::reduce::{array_from_scalars, call_reducer, element_literal, simple_binary};
 use super::shape_ops::concatenate;
 use super::{elementwise, err, EvalError, EvalResult, Evaluator};
-use crate::ir::{Array, ArrayData, ArrayShape, ComputationId, ElementType, InstrId, Literal, Op};
+use crate::ir::{
+    Array, ArrayData, ArrayShape, BinaryOp, ComputationId, ElementType, InstrId, Literal, Module,
+    Op,
+};
 use hashbrown::HashMap;
 use std::cell::{Cell, RefCell};
 use std::sync::{Arc, Condvar, Mutex};
@@ -19,7 +28,7 @@ use std::sync::{Arc, Condvar, Mutex};
 pub(crate) const POISON_PREFIX: &str = "stopped because replica ";
 
 /// The rendezvous shared by the replicas of one run.
-pub(crate) struct Hub {
+pub struct Hub {
     replicas: usize,
     state: Mutex<HubState>,
     arrived: Condvar,
@@ -39,7 +48,7 @@ struct Slot {
 }
 
 impl Hub {
-    pub(crate) fn new(replicas: usize) -> Hub {
+    pub fn new(replicas: usize) -> Hub {
         Hub {
             replicas,
             state: Mutex::new(HubState::default()),
@@ -47,7 +56,9 @@ impl Hub {
         }
     }
 
-    fn poison(&self, message: String) {
+    /// Stops the run: every replica waiting at (or later arriving at) a rendezvous fails
+    /// with `message`. The first message wins.
+    pub fn poison(&self, message: String) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if s.poisoned.is_none() {
             s.poisoned = Some(message);
@@ -96,19 +107,25 @@ impl Hub {
 }
 
 /// Whether an error only says that another replica failed first.
-pub(crate) fn is_poison_consequence(e: &EvalError) -> bool {
-    e.message.starts_with(POISON_PREFIX)
+pub fn is_poison_consequence(e: &EvalError) -> bool {
+    is_stop_message(&e.message)
+}
+
+/// Whether a message only says that another replica failed first (see
+/// [`super::stopped_message`]); the message may carry a prefix naming where it surfaced.
+pub fn is_stop_message(message: &str) -> bool {
+    message.starts_with(POISON_PREFIX) || message.contains(&format!(": {POISON_PREFIX}"))
 }
 
 /// Poisons the hub when a replica's thread ends without disarming it (an error or a panic).
-pub(crate) struct PoisonOnDrop<'h> {
+pub struct PoisonOnDrop<'h> {
     hub: &'h Hub,
     replica: usize,
     armed: Cell<bool>,
 }
 
 impl<'h> PoisonOnDrop<'h> {
-    pub(crate) fn new(hub: &'h Hub, replica: usize) -> Self {
+    pub fn new(hub: &'h Hub, replica: usize) -> Self {
         PoisonOnDrop {
             hub,
             replica,
@@ -116,14 +133,20 @@ impl<'h> PoisonOnDrop<'h> {
         }
     }
 
-    pub(crate) fn disarm(self) {
+    pub fn disarm(self) {
         self.armed.set(false);
     }
 
-    pub(crate) fn poison_with(self, e: &EvalError) {
-        if !is_poison_consequence(e) {
+    pub fn poison_with(self, e: &EvalError) {
+        self.fail(&e.to_string());
+    }
+
+    /// The replica failed with `message`: stop the others, unless it only stopped because
+    /// another replica failed first.
+    pub fn fail(self, message: &str) {
+        if !is_stop_message(message) {
             self.hub
-                .poison(format!("{POISON_PREFIX}{} failed: {e}", self.replica));
+                .poison(format!("{POISON_PREFIX}{} failed: {message}", self.replica));
         }
         self.armed.set(false);
     }
@@ -139,7 +162,7 @@ impl Drop for PoisonOnDrop<'_> {
 }
 
 /// Which replica this evaluator runs as, and the hub it meets the others at.
-pub(crate) struct ReplicaContext {
+pub struct ReplicaContext {
     pub(crate) id: usize,
     pub(crate) count: usize,
     hub: Option<Arc<Hub>>,
@@ -147,7 +170,8 @@ pub(crate) struct ReplicaContext {
 }
 
 impl ReplicaContext {
-    pub(crate) fn single() -> ReplicaContext {
+    /// A run of one replica: collectives over a group of one are the identity.
+    pub fn single() -> ReplicaContext {
         ReplicaContext {
             id: 0,
             count: 1,
@@ -156,7 +180,8 @@ impl ReplicaContext {
         }
     }
 
-    pub(crate) fn new(id: usize, count: usize, hub: Arc<Hub>) -> ReplicaContext {
+    /// Replica `id` of `count`, meeting the others at `hub` (made for `count` replicas).
+    pub fn new(id: usize, count: usize, hub: Arc<Hub>) -> ReplicaContext {
         debug_assert_eq!(hub.replicas, count);
         ReplicaContext {
             id,
@@ -222,7 +247,18 @@ impl ReplicaContext {
             ),
         }
     }
+
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    pub fn count(&self) -> usize {
+        self.count
+    }
 }
+
+/// Reduces operand `k` of the deposits (in the given order) with a collective's `to_apply`.
+type Combine<'a> = dyn Fn(ComputationId, &[&[Literal]], usize) -> EvalResult<Array> + 'a;
 
 pub(crate) fn eval_collective(
     ev: &Evaluator,
@@ -231,7 +267,87 @@ pub(crate) fn eval_collective(
     op: &Op,
     operands: &[&Literal],
 ) -> EvalResult<Literal> {
-    let ctx = &ev.replica;
+    let combine = |to_apply: ComputationId, parts: &[&[Literal]], k: usize| {
+        let reduce = |acc: Literal, x: Literal| -> EvalResult<Literal> {
+            Ok(call_reducer(ev, to_apply, &[acc], &[x])?.pop().unwrap())
+        };
+        combine(simple_binary(ev, to_apply), &reduce, parts, k)
+    };
+    collective(&ev.replica, &combine, comp, id, op, operands)
+}
+
+/// One collective instruction of a module, ready to run for any replica outside the
+/// interpreter (the JIT's collective routine holds one per instruction).
+pub struct CollectiveStep {
+    module: Arc<Module>,
+    comp: ComputationId,
+    id: InstrId,
+    op: Op,
+    /// The reducer as one binary op, when it is one (then no evaluator is needed).
+    simple: Option<(BinaryOp, bool)>,
+}
+
+impl CollectiveStep {
+    /// The collective `id` of computation `comp`.
+    pub fn new(
+        module: Arc<Module>,
+        comp: ComputationId,
+        id: InstrId,
+    ) -> Result<CollectiveStep, EvalError> {
+        if comp.0 as usize >= module.computations.len() {
+            return err(format!("{comp} does not exist in module {}", module.name));
+        }
+        let op = module.computation(comp).get(id).op.clone();
+        let to_apply = match &op {
+            Op::AllReduce { to_apply, .. } | Op::ReduceScatter { to_apply, .. } => Some(*to_apply),
+            Op::AllGather { .. }
+            | Op::CollectivePermute { .. }
+            | Op::ReplicaId
+            | Op::PartitionId => None,
+            other => return err(format!("{} is not a collective", other.opcode_name())),
+        };
+        let simple = to_apply.and_then(|c| match Plan::new(&module, c).scalar_fn {
+            Some(ScalarFn::Binary { op, swapped }) => Some((op, swapped)),
+            _ => None,
+        });
+        Ok(CollectiveStep {
+            module,
+            comp,
+            id,
+            op,
+            simple,
+        })
+    }
+
+    /// Computes the instruction's value on replica `ctx` from its operand values; blocks at
+    /// the group's rendezvous until every member has arrived (or the run was stopped).
+    pub fn run(&self, ctx: &ReplicaContext, operands: &[&Literal]) -> Result<Literal, EvalError> {
+        let combine = |to_apply: ComputationId, parts: &[&[Literal]], k: usize| {
+            if self.simple.is_some() {
+                let unused = |_: Literal, _: Literal| -> EvalResult<Literal> {
+                    err("a simple reducer is applied directly")
+                };
+                return combine(self.simple, &unused, parts, k);
+            }
+            // A general reducer computation: evaluated by the interpreter, per element.
+            let ev = Evaluator::new(&self.module, ReplicaContext::single());
+            let reduce = |acc: Literal, x: Literal| -> EvalResult<Literal> {
+                Ok(call_reducer(&ev, to_apply, &[acc], &[x])?.pop().unwrap())
+            };
+            combine(None, &reduce, parts, k)
+        };
+        collective(ctx, &combine, self.comp, self.id, &self.op, operands)
+    }
+}
+
+fn collective(
+    ctx: &ReplicaContext,
+    combine: &Combine,
+    comp: ComputationId,
+    id: InstrId,
+    op: &Op,
+    operands: &[&Literal],
+) -> EvalResult<Literal> {
     let arrays = super::arrays(operands)?;
     let owned: Vec<Literal> = operands.iter().map(|l| (*l).clone()).collect();
     let tuple_or_single = |mut v: Vec<Literal>| {
@@ -253,7 +369,7 @@ pub(crate) fn eval_collective(
             let parts = ctx.exchange(comp, id, &group, owned)?;
             let ordered = in_replica_order(&group, &parts);
             let out = (0..arrays.len())
-                .map(|k| combine(ev, *to_apply, &ordered, k).map(Literal::Array))
+                .map(|k| combine(*to_apply, &ordered, k).map(Literal::Array))
                 .collect::<EvalResult<Vec<_>>>()?;
             Ok(tuple_or_single(out))
         }
@@ -285,7 +401,7 @@ pub(crate) fn eval_collective(
             let ordered = in_replica_order(&group, &parts);
             let out = (0..arrays.len())
                 .map(|k| {
-                    let total = combine(ev, *to_apply, &ordered, k)?;
+                    let total = combine(*to_apply, &ordered, k)?;
                     let d = *dimension as usize;
                     if d >= total.shape.rank() || total.shape.dims[d] % group.len() as i64 != 0 {
                         return err(format!(
@@ -369,10 +485,11 @@ fn in_replica_order<'a>(group: &[usize], parts: &'a [Arc<Vec<Literal>>]) -> Vec<
     order.into_iter().map(|(_, p)| p).collect()
 }
 
-/// Reduces operand `k` of every deposit elementwise with `to_apply`, in the given order.
+/// Reduces operand `k` of every deposit elementwise, in the given order: with `simple`'s op
+/// when the reducer is one binary op, else with `reduce` per element.
 fn combine(
-    ev: &Evaluator,
-    to_apply: ComputationId,
+    simple: Option<(BinaryOp, bool)>,
+    reduce: &dyn Fn(Literal, Literal) -> EvalResult<Literal>,
     parts: &[&[Literal]],
     k: usize,
 ) -> EvalResult<Array> {
@@ -386,7 +503,7 @@ fn combine(
             ));
         }
     }
-    if let Some((op, swapped)) = simple_binary(ev, to_apply) {
+    if let Some((op, swapped)) = simple {
         let mut acc = first.clone();
         for p in &parts[1..] {
             let x = leaf(p, k)?;
@@ -403,7 +520,7 @@ fn combine(
         let mut acc = element_literal(first, i);
         for p in &parts[1..] {
             let x = element_literal(leaf(p, k)?, i);
-            acc = call_reducer(ev, to_apply, &[acc], &[x])?.pop().unwrap();
+            acc = reduce(acc, x)?;
         }
         out.push(acc);
     }

@@ -25,7 +25,10 @@ mod window;
 mod tests;
 
 use crate::ir::{Array, ComputationId, InstrId, Literal, Module, Op, Shape};
-use collectives::{Hub, ReplicaContext};
+
+pub use collectives::{
+    is_poison_consequence, is_stop_message, CollectiveStep, Hub, PoisonOnDrop, ReplicaContext,
+};
 pub use feed::{stopped_message, HostFeed};
 use plan::Plan;
 use std::borrow::Cow;

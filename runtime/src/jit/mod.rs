@@ -8,6 +8,7 @@
 //! [`Executable::run`] marshals literals in and out.
 
 pub mod buffer;
+pub mod collectives;
 pub mod conv_patches;
 pub mod convolution;
 pub mod elemental;
@@ -19,6 +20,7 @@ pub mod isa;
 pub mod kernel_lowering;
 pub mod loops;
 pub mod parallel;
+pub mod profile;
 pub mod program;
 pub mod reduce;
 pub mod types;
@@ -90,6 +92,8 @@ pub struct JitOptions {
     pub gemm: GemmBackend,
     /// Threads the GEMM may use (this machine has 2 cores).
     pub gemm_threads: usize,
+    /// Count the time of every kernel and routine call (see `profile.rs`).
+    pub profile: bool,
 }
 
 impl Default for JitOptions {
@@ -100,6 +104,7 @@ impl Default for JitOptions {
             vectorize: true,
             gemm: GemmBackend::default(),
             gemm_threads: 2,
+            profile: false,
         }
     }
 }

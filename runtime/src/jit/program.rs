@@ -8,12 +8,14 @@
 //! updated in place, `conditional` a native branch. Every buffer is placed in one arena.
 
 use super::buffer::{Addr, Buffer, ConstPool, Loc};
+use super::collectives::{collective_routine, CollectivePlan};
 use super::convolution::{conv_routine, ConvPlan};
 use super::elemental::{Elemental, Leaf};
 use super::elementwise::Libcalls;
 use super::gemm::{dot_routine, DotPlan};
 use super::isa::{host_isa, HostFeatures};
 use super::kernel_lowering::{emit_elementwise, KernelOutput};
+use super::profile::{tessel_profile_mark, ProfileCounters, RESTART};
 use super::{reduce, window, JitError, JitOptions};
 use crate::arena::ArenaLayout;
 use crate::executable::{Executable, ExecutableParts, ProgramStats};
@@ -28,8 +30,9 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module as _};
 use std::any::Any;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
-use tessel_compiler::ir::{ArrayShape, ComputationId, InstrId, Literal, Module, Op, Shape};
+use tessel_compiler::ir::{ComputationId, InstrId, Literal, Module, Op, Shape};
 
 /// State while lowering one module.
 struct ProgramCx<'m> {
@@ -48,6 +51,15 @@ struct ProgramCx<'m> {
     dump_index: usize,
     /// Live references to each arena block; a block is reused once nothing refers to it.
     refs: HashMap<usize, u32>,
+    /// Per-kernel time counters, when `JitOptions::profile` is on.
+    profile: Option<Box<ProfileCounters>>,
+    mark_sig: Option<cranelift_codegen::ir::SigRef>,
+    /// The opcode of the instruction being lowered (names profile slots).
+    current_op: &'static str,
+    /// The name of the instruction being lowered.
+    current_name: String,
+    /// The module, shared by the collective routines' plans (made on first use).
+    shared_module: Option<Arc<Module>>,
 }
 
 /// Compiles `module` (see [`super::compile`]).
@@ -75,6 +87,11 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         error_block: None,
         dump_index: 0,
         refs: HashMap::new(),
+        profile: options.profile.then(Box::default),
+        mark_sig: None,
+        current_op: "",
+        current_name: String::new(),
+        shared_module: None,
     };
 
     let mut sig = Signature::new(call_conv);
@@ -92,6 +109,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
     fb.switch_to_block(block0);
     fb.seal_block(block0);
     let arena = fb.block_params(block0)[0];
+    cx.profile_mark(&mut fb, RESTART);
 
     let entry = module.entry();
     let mut params = Vec::new();
@@ -128,6 +146,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         result,
         consts: cx.consts,
         plans: cx.plans,
+        profile: cx.profile,
         stats,
     }))
 }
@@ -311,7 +330,29 @@ impl<'m> ProgramCx<'m> {
         self.define(id, func, &fname)?;
         let fref = self.jit.declare_func_in_func(id, fb.func);
         fb.ins().call(fref, &[arena]);
+        if let Some(p) = &mut self.profile {
+            let slot = p.add_slot(&fname, self.current_op);
+            self.profile_mark(fb, slot);
+        }
         Ok(())
+    }
+
+    /// Emits a call to [`tessel_profile_mark`] when profiling (see `profile.rs`).
+    fn profile_mark(&mut self, fb: &mut FunctionBuilder, slot: u64) {
+        let Some(p) = &self.profile else { return };
+        let counters = &**p as *const ProfileCounters as i64;
+        let sigref = *self.mark_sig.get_or_insert_with(|| {
+            let mut sig = Signature::new(self.libcalls.call_conv);
+            sig.params.push(AbiParam::new(types::I64));
+            sig.params.push(AbiParam::new(types::I64));
+            fb.import_signature(sig)
+        });
+        let callee = fb
+            .ins()
+            .iconst(types::I64, tessel_profile_mark as *const () as i64);
+        let c = fb.ins().iconst(types::I64, counters);
+        let s = fb.ins().iconst(types::I64, slot as i64);
+        fb.ins().call_indirect(sigref, callee, &[c, s]);
     }
 
     /// Calls a Rust routine `f(plan, arena) -> status`; a non-zero status leaves the program.
@@ -332,6 +373,10 @@ impl<'m> ProgramCx<'m> {
         let p = fb.ins().iconst(types::I64, plan as i64);
         let call = fb.ins().call_indirect(sigref, callee, &[p, arena]);
         let status = fb.inst_results(call)[0];
+        if let Some(prof) = &mut self.profile {
+            let slot = prof.add_slot(&self.current_name, self.current_op);
+            self.profile_mark(fb, slot);
+        }
         let err = *self.error_block.get_or_insert_with(|| {
             let b = fb.create_block();
             fb.append_block_param(b, types::I32);
@@ -364,6 +409,10 @@ impl<'m> ProgramCx<'m> {
             .collect();
         for (pos, &id) in order.iter().enumerate() {
             let instr = comp.get(id);
+            self.current_op = instr.op.opcode_name();
+            if self.profile.is_some() {
+                self.current_name.clone_from(&instr.name);
+            }
             let operand = |k: usize| -> Result<&Loc, JitError> {
                 locs.get(&instr.operands()[k]).ok_or_else(|| {
                     JitError::Invalid(format!("{}: operand {k} not computed", instr.name))
@@ -415,17 +464,21 @@ impl<'m> ProgramCx<'m> {
                 | Op::AllGather { .. }
                 | Op::ReduceScatter { .. }
                 | Op::CollectivePermute { .. }
-                    if module.replica_count.unwrap_or(1) <= 1
-                        && module.num_partitions.unwrap_or(1) <= 1 =>
-                {
-                    // One replica: every collective is the identity.
-                    operand(0)?.clone()
-                }
-                Op::ReplicaId | Op::PartitionId => {
-                    self.const_loc(&Literal::Array(tessel_compiler::ir::Array::new(
-                        ArrayShape::scalar(tessel_compiler::ir::ElementType::U32),
-                        tessel_compiler::ir::ArrayData::U32(vec![0]),
-                    )))?
+                | Op::ReplicaId
+                | Op::PartitionId => {
+                    // A host routine that meets the replica group (see `collectives.rs`); the
+                    // replica count is only known when the program runs.
+                    let operands: Vec<Buffer> = (0..instr.operands().len())
+                        .map(&array)
+                        .collect::<Result<_, _>>()?;
+                    let out = self.alloc_loc(&instr.shape)?;
+                    let shared = self
+                        .shared_module
+                        .get_or_insert_with(|| Arc::new(module.clone()))
+                        .clone();
+                    let plan = CollectivePlan::new(&instr.name, shared, cid, id, operands, &out)?;
+                    self.call_plan(fb, arena, collective_routine as *const () as usize, plan);
+                    out
                 }
                 Op::Call { to_apply } => {
                     let a: Vec<Loc> = (0..instr.operands().len())
@@ -489,13 +542,7 @@ impl<'m> ProgramCx<'m> {
                         .collect::<Result<_, _>>()?;
                     self.emit_fusion(fb, arena, &instr.name, &instr.shape, *calls, &a)?
                 }
-                Op::Infeed { .. }
-                | Op::Outfeed { .. }
-                | Op::CustomCall { .. }
-                | Op::AllReduce { .. }
-                | Op::AllGather { .. }
-                | Op::ReduceScatter { .. }
-                | Op::CollectivePermute { .. } => {
+                Op::Infeed { .. } | Op::Outfeed { .. } | Op::CustomCall { .. } => {
                     return Err(JitError::Unsupported(format!(
                         "{} ({})",
                         instr.op.opcode_name(),

@@ -1,0 +1,103 @@
+//! `tessel compile` on the command line: the optimizer's and the JIT's figures, the JIT's CLIF
+//! dumps, and the rejection of what the device cannot run.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn corpus(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hlo");
+    assert!(
+        dir.is_dir(),
+        "../shared/hlo is missing: this test needs the corpus"
+    );
+    dir.join(name)
+}
+
+fn value<'a>(stdout: &'a str, key: &str) -> &'a str {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}: ")))
+        .unwrap_or_else(|| panic!("no {key} in:\n{stdout}"))
+}
+
+#[test]
+fn compile_prints_jit_figures_and_dumps_clif_per_kernel() {
+    let dir = std::env::temp_dir().join(format!("tessel_compile_cli_{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_tessel"))
+        .args([
+            "compile",
+            corpus("mnist_cnn_train_step_b8.hlo").to_str().unwrap(),
+            "--dump-to",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let kernels: usize = value(&stdout, "jit_kernels").parse().unwrap();
+    assert!(kernels > 10, "{stdout}");
+    assert!(value(&stdout, "jit_arena_bytes").parse::<usize>().unwrap() > 0);
+    value(&stdout, "jit_compile_ms").parse::<f64>().unwrap();
+    // One CLIF file before and one after Cranelift's optimizer per kernel, plus the program.
+    let files: Vec<String> = std::fs::read_dir(dir.join("jit"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let before = files
+        .iter()
+        .filter(|f| f.ends_with(".before_opt.clif"))
+        .count();
+    let after = files
+        .iter()
+        .filter(|f| f.ends_with(".after_opt.clif"))
+        .count();
+    assert_eq!(before, kernels + 1, "{files:?}");
+    assert_eq!(after, kernels + 1);
+    let select = files
+        .iter()
+        .find(|f| f.contains("select_and_scatter") && f.ends_with(".after_opt.clif"))
+        .expect("a select-and-scatter kernel");
+    let clif = std::fs::read_to_string(dir.join("jit").join(select)).unwrap();
+    assert!(clif.starts_with("function "), "{clif}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn compile_compiles_the_per_replica_program_of_a_shard_map_module() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessel"))
+        .args([
+            "compile",
+            corpus("dp_tanh_regression_r4.hlo").to_str().unwrap(),
+            "--replicas",
+            "4",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(value(&stdout, "jit_kernels").parse::<usize>().unwrap() > 0);
+}
+
+#[test]
+fn compile_rejects_a_module_with_64_bit_values() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessel"))
+        .args(["compile", corpus("x64_mean.hlo").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("E0201"), "{stderr}");
+    assert!(
+        stderr.contains("cannot be compiled for the device"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "nothing is compiled");
+}

@@ -1,0 +1,107 @@
+//! Collectives in compiled code: all-reduce, all-gather, reduce-scatter, collective-permute,
+//! replica-id and partition-id are host routines.
+//!
+//! The program calls `collective_routine(plan, arena)`. The routine reads the operand buffers,
+//! hands them to the interpreter's [`CollectiveStep`] with the calling thread's replica
+//! context (set by [`crate::executable::Executable::run_replicated`]; outside a replicated
+//! run it is replica 0 of one), and writes the result buffers. The step meets the other
+//! members of the replica group at the run's rendezvous and reduces in replica-id order, so
+//! the JIT and the interpreter give bitwise the same values on every replica. A replica
+//! that failed elsewhere makes the rendezvous fail here, which returns an error status and
+//! leaves the program at once.
+
+use super::buffer::{Buffer, Loc};
+use super::host::{guarded, resolve, Status};
+use super::JitError;
+use std::sync::Arc;
+use tessel_compiler::interpreter::CollectiveStep;
+use tessel_compiler::ir::{Array, ArrayData, ComputationId, InstrId, Literal, Module};
+
+/// One collective instruction: where its operands and result live.
+pub(crate) struct CollectivePlan {
+    name: String,
+    step: CollectiveStep,
+    operands: Vec<Buffer>,
+    results: Vec<Buffer>,
+}
+
+impl CollectivePlan {
+    pub(crate) fn new(
+        name: &str,
+        module: Arc<Module>,
+        comp: ComputationId,
+        id: InstrId,
+        operands: Vec<Buffer>,
+        result: &Loc,
+    ) -> Result<CollectivePlan, JitError> {
+        let step = CollectiveStep::new(module, comp, id)
+            .map_err(|e| JitError::Invalid(format!("{name}: {e}")))?;
+        let results: Vec<Buffer> = result.leaves().into_iter().cloned().collect();
+        Ok(CollectivePlan {
+            name: name.to_string(),
+            step,
+            operands,
+            results,
+        })
+    }
+
+    /// # Safety
+    /// `arena` must be the program's arena, holding every buffer of the plan.
+    unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
+        let values: Vec<Literal> = self
+            .operands
+            .iter()
+            .map(|b| unsafe { read(b, arena) }.map(Literal::Array))
+            .collect::<Result<_, _>>()?;
+        let refs: Vec<&Literal> = values.iter().collect();
+        let out = crate::replicas::with_current(|env| {
+            env.before_collective()?;
+            self.step
+                .run(&env.context, &refs)
+                .map_err(|e| e.to_string())
+        })?;
+        let leaves = out.leaves();
+        if leaves.len() != self.results.len() {
+            return Err(format!(
+                "gave {} values for {} result buffers",
+                leaves.len(),
+                self.results.len()
+            ));
+        }
+        for (value, buffer) in leaves.into_iter().zip(&self.results) {
+            if value.shape != buffer.shape {
+                return Err(format!(
+                    "gave {} for a result of {}",
+                    value.shape, buffer.shape
+                ));
+            }
+            let bytes = value.data.to_le_bytes();
+            let dst = resolve(buffer.addr, arena);
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+        }
+        Ok(())
+    }
+}
+
+/// # Safety
+/// `b` must be a live buffer of `arena` (or absolute memory the program owns).
+unsafe fn read(b: &Buffer, arena: *mut u8) -> Result<Array, String> {
+    let n = b.byte_size();
+    let src = resolve(b.addr, arena);
+    let bytes = unsafe { std::slice::from_raw_parts(src as *const u8, n) };
+    let data = ArrayData::from_le_bytes(b.shape.element_type, bytes)
+        .ok_or_else(|| format!("operand buffer of {} has a partial element", b.shape))?;
+    Ok(Array::new(b.shape.clone(), data))
+}
+
+/// The routine the program calls for a collective.
+///
+/// # Safety
+/// `plan` must point to a live `CollectivePlan` and `arena` be the program's arena.
+pub(crate) unsafe extern "C" fn collective_routine(
+    plan: *const CollectivePlan,
+    arena: *mut u8,
+) -> Status {
+    let plan = unsafe { &*plan };
+    guarded(&plan.name, || unsafe { plan.run(arena) })
+}

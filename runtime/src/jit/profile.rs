@@ -1,0 +1,172 @@
+//! Per-kernel time profile of a compiled program (`JitOptions::profile`, `tessel run --profile`),
+//! the JIT's counterpart of XLA's `--xla_hlo_profile`.
+//!
+//! When profiling is on, the program calls [`tessel_profile_mark`] once at its start and once
+//! after every kernel or routine call. Each mark charges the time since the previous mark on
+//! the same thread to the step that just finished, so a slot's time includes the in-line
+//! buffer copies the program made just before that step. A mark costs one clock read (about
+//! 20 ns), so the profile barely changes the time it measures.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// The slot number that only restarts the thread's clock (the program's first mark).
+pub const RESTART: u64 = u64::MAX;
+
+/// One profiled step of the program: a kernel function or a Rust routine.
+#[derive(Debug)]
+pub struct ProfileSlot {
+    /// The kernel's symbol (`k12_fusion_3`) or the instruction a routine computes.
+    pub name: String,
+    /// What it is: `kernel` or the routine's opcode (`dot`, `convolution`, ...).
+    pub kind: String,
+    nanos: AtomicU64,
+    calls: AtomicU64,
+}
+
+/// The counters of one executable; the generated code holds its address.
+#[derive(Debug, Default)]
+pub struct ProfileCounters {
+    slots: Vec<ProfileSlot>,
+}
+
+/// What one slot measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlotTime {
+    pub name: String,
+    pub kind: String,
+    pub calls: u64,
+    pub total_ms: f64,
+}
+
+impl ProfileCounters {
+    /// Adds a slot while compiling; returns its number.
+    pub fn add_slot(&mut self, name: &str, kind: &str) -> u64 {
+        self.slots.push(ProfileSlot {
+            name: name.to_string(),
+            kind: kind.to_string(),
+            nanos: AtomicU64::new(0),
+            calls: AtomicU64::new(0),
+        });
+        (self.slots.len() - 1) as u64
+    }
+
+    /// Zeroes every counter (e.g. after a warm-up run).
+    pub fn reset(&self) {
+        for s in &self.slots {
+            s.nanos.store(0, Ordering::Relaxed);
+            s.calls.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Every slot's totals, most expensive first.
+    pub fn times(&self) -> Vec<SlotTime> {
+        let mut v: Vec<SlotTime> = self
+            .slots
+            .iter()
+            .map(|s| SlotTime {
+                name: s.name.clone(),
+                kind: s.kind.clone(),
+                calls: s.calls.load(Ordering::Relaxed),
+                total_ms: s.nanos.load(Ordering::Relaxed) as f64 / 1e6,
+            })
+            .collect();
+        v.sort_by(|a, b| b.total_ms.total_cmp(&a.total_ms));
+        v
+    }
+}
+
+/// Rows of [`render`]'s table; the cheaper rest is summed in one line.
+const SHOWN: usize = 30;
+
+/// Renders a profile as a table: per-run milliseconds and share of the total, per slot, the
+/// most expensive first.
+pub fn render(times: &[SlotTime], runs: u64) -> String {
+    let runs = runs.max(1) as f64;
+    let total: f64 = times.iter().map(|t| t.total_ms).sum::<f64>() / runs;
+    let mut out = format!(
+        "{:>9} {:>6} {:>6}  {:<12} {}\n",
+        "ms/run", "%", "calls", "kind", "kernel"
+    );
+    let called: Vec<&SlotTime> = times.iter().filter(|t| t.calls > 0).collect();
+    for t in called.iter().take(SHOWN) {
+        let ms = t.total_ms / runs;
+        let share = if total > 0.0 { 100.0 * ms / total } else { 0.0 };
+        out.push_str(&format!(
+            "{ms:>9.3} {share:>5.1}% {:>6}  {:<12} {}\n",
+            (t.calls as f64 / runs).round() as u64,
+            t.kind,
+            t.name
+        ));
+    }
+    if called.len() > SHOWN {
+        let rest = &called[SHOWN..];
+        let ms = rest.iter().map(|t| t.total_ms).sum::<f64>() / runs;
+        let share = if total > 0.0 { 100.0 * ms / total } else { 0.0 };
+        out.push_str(&format!(
+            "{ms:>9.3} {share:>5.1}%          {} more kernels and routines\n",
+            rest.len()
+        ));
+    }
+    out.push_str(&format!("{total:>9.3} 100.0%          total\n"));
+    out
+}
+
+fn now_nanos() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+thread_local! {
+    static LAST_MARK: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Called by generated code: charges the time since this thread's last mark to `slot`.
+///
+/// # Safety
+/// `counters` must point to the live [`ProfileCounters`] the program was compiled with.
+pub unsafe extern "C" fn tessel_profile_mark(counters: *const ProfileCounters, slot: u64) {
+    let now = now_nanos();
+    let last = LAST_MARK.with(|l| l.replace(now));
+    if slot == RESTART {
+        return;
+    }
+    let counters = &*counters;
+    if let Some(s) = counters.slots.get(slot as usize) {
+        s.nanos
+            .fetch_add(now.saturating_sub(last), Ordering::Relaxed);
+        s.calls.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_charge_the_time_since_the_previous_mark() {
+        let mut c = ProfileCounters::default();
+        let a = c.add_slot("k0_sleep", "kernel");
+        let b = c.add_slot("dot.1", "dot");
+        unsafe {
+            tessel_profile_mark(&c, RESTART);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            tessel_profile_mark(&c, a);
+            tessel_profile_mark(&c, b);
+        }
+        let t = c.times();
+        assert_eq!(t[0].name, "k0_sleep");
+        assert!(t[0].total_ms >= 19.0, "{t:?}");
+        assert_eq!(t[1].calls, 1);
+        assert!(t[1].total_ms < 5.0, "{t:?}");
+        let table = render(&t, 1);
+        assert!(
+            table.contains("k0_sleep") && table.contains("total"),
+            "{table}"
+        );
+        c.reset();
+        assert!(c.times().iter().all(|s| s.calls == 0));
+    }
+}

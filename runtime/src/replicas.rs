@@ -1,0 +1,173 @@
+//! Running one compiled program on N replicas, one thread each.
+//!
+//! Each replica thread gets its own arena and a [`ReplicaContext`] (its id, the replica count
+//! and the rendezvous [`Hub`] shared by the run). The context reaches the JIT's collective
+//! routines through a thread-local set around the entry call ([`enter`]), so the program's
+//! entry signature `fn(arena) -> status` stays the same for one replica and for many.
+//!
+//! Faults follow the interpreter's rule: a replica that fails (an error status from a kernel
+//! or routine, a panic caught in a routine, a panic on its thread) poisons the hub, every
+//! replica waiting at (or later reaching) a rendezvous stops, and the run reports the first
+//! failure that was not itself a consequence of another replica stopping, naming its replica.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use tessel_compiler::interpreter::{is_stop_message, EvalError, ReplicaContext};
+use tessel_compiler::ir::Literal;
+
+/// Why a replicated run failed, and on which replica.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplicaError {
+    /// The replica whose failure stopped the run (`None`: the run could not start).
+    pub replica: Option<usize>,
+    pub message: String,
+}
+
+impl ReplicaError {
+    pub fn new(replica: Option<usize>, message: impl Into<String>) -> ReplicaError {
+        ReplicaError {
+            replica,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ReplicaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(r) = self.replica {
+            write!(f, "replica {r}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ReplicaError {}
+
+impl From<EvalError> for ReplicaError {
+    fn from(e: EvalError) -> Self {
+        let replica = e.replica;
+        let message = EvalError { replica: None, ..e }.to_string();
+        ReplicaError { replica, message }
+    }
+}
+
+/// Something that runs one per-replica program on N replicas: `args[r]` are replica r's
+/// arguments, the result is every replica's output in replica order. The interpreter and the
+/// JIT's [`crate::executable::Executable`] both are.
+pub trait ReplicaBackend {
+    fn run_replicas(&self, args: Vec<Vec<Literal>>) -> Result<Vec<Literal>, ReplicaError>;
+}
+
+/// The reference interpreter running `module`'s entry on the replicas.
+pub struct Interpreted<'m>(pub &'m tessel_compiler::ir::Module);
+
+impl ReplicaBackend for Interpreted<'_> {
+    fn run_replicas(&self, args: Vec<Vec<Literal>>) -> Result<Vec<Literal>, ReplicaError> {
+        tessel_compiler::interpreter::evaluate_replicated(self.0, args).map_err(Into::into)
+    }
+}
+
+/// Picks the error to report from every replica's outcome: the first failure that did not
+/// only stop because another replica had failed.
+pub(crate) fn first_failure<T>(results: &[Result<T, ReplicaError>]) -> Option<ReplicaError> {
+    let errors = || results.iter().filter_map(|r| r.as_ref().err());
+    errors()
+        .find(|e| !is_stop_message(&e.message))
+        .or_else(|| errors().next())
+        .cloned()
+}
+
+/// A fault injected into one replica, to test that a failure anywhere stops every replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The replica's n-th collective routine returns an error status (a failing kernel).
+    KernelError,
+    /// The replica's n-th collective routine panics (caught in the routine, never unwound
+    /// through generated code).
+    RoutinePanic,
+    /// The replica's thread panics before entering the program.
+    ThreadPanic,
+}
+
+/// Where to inject a [`Fault`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Injection {
+    pub replica: usize,
+    /// Which collective routine call fails (1 = the first), for the routine faults.
+    pub at_collective: u64,
+    pub fault: Fault,
+}
+
+/// Options of a replicated run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplicaOptions {
+    /// A fault to inject (tests only; `None` in real runs).
+    pub inject: Option<Injection>,
+}
+
+/// What a replica thread's routines see: its context and its injected fault, if any.
+pub(crate) struct ReplicaEnv {
+    pub(crate) context: ReplicaContext,
+    collectives: Cell<u64>,
+    fault: Option<(u64, Fault)>,
+}
+
+impl ReplicaEnv {
+    /// Counts one collective call; fails it when the injected fault says so.
+    pub(crate) fn before_collective(&self) -> Result<(), String> {
+        let n = self.collectives.get() + 1;
+        self.collectives.set(n);
+        match self.fault {
+            Some((at, Fault::KernelError)) if at == n => {
+                Err(format!("injected kernel error at collective {n}"))
+            }
+            Some((at, Fault::RoutinePanic)) if at == n => {
+                panic!("injected panic at collective {n}")
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<ReplicaEnv>> = const { RefCell::new(None) };
+}
+
+/// Makes `context` the current thread's replica until the guard is dropped.
+pub(crate) fn enter(context: ReplicaContext, inject: Option<Injection>) -> Entered {
+    let fault = inject
+        .filter(|i| i.replica == context.id())
+        .map(|i| (i.at_collective, i.fault));
+    CURRENT.with(|c| {
+        *c.borrow_mut() = Some(ReplicaEnv {
+            context,
+            collectives: Cell::new(0),
+            fault,
+        })
+    });
+    Entered { _private: () }
+}
+
+/// Clears the thread's replica context when dropped.
+pub(crate) struct Entered {
+    _private: (),
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.borrow_mut().take());
+    }
+}
+
+/// Runs `f` with the current thread's replica; outside a replicated run that is replica 0 of
+/// one (collectives over one replica are the identity).
+pub(crate) fn with_current<R>(f: impl FnOnce(&ReplicaEnv) -> R) -> R {
+    CURRENT.with(|c| match &*c.borrow() {
+        Some(env) => f(env),
+        None => f(&ReplicaEnv {
+            context: ReplicaContext::single(),
+            collectives: Cell::new(0),
+            fault: None,
+        }),
+    })
+}
