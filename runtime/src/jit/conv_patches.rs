@@ -87,6 +87,9 @@ impl PatchGrid {
         let outer: usize = self.lists[..nsp - 1].iter().map(|l| l.len()).product();
         let unit = self.unit_start.filter(|_| pixel_stride == run);
         let last_size = self.in_spatial[nsp - 1] as i64;
+        if let (2, Some(start)) = (nsp, unit) {
+            return self.gather_row_2d(img, run, fixed, start, dst);
+        }
         // No heap allocation per row: this runs for every patch row.
         let mut idx = [0usize; MAX_SPATIAL];
         let idx = &mut idx[..nsp - 1];
@@ -140,6 +143,45 @@ impl PatchGrid {
                     break;
                 }
                 idx[d] = 0;
+            }
+        }
+    }
+}
+
+impl PatchGrid {
+    /// `gather_row` for two spatial dimensions with a unit-step inner list and one run per
+    /// pixel (the usual NHWC image): the clipping of the inner line is the same for every
+    /// outer position, so it is worked out once per row.
+    #[inline]
+    unsafe fn gather_row_2d(
+        &self,
+        img: *const f32,
+        run: usize,
+        fixed: &[i64],
+        start: i64,
+        dst: *mut f32,
+    ) {
+        let inner_len = self.lists[1].len();
+        let line = inner_len * run;
+        let width = self.in_spatial[1] as i64;
+        let c0 = fixed[1] + start;
+        let lo = (-c0).clamp(0, inner_len as i64) as usize;
+        let hi = (width - c0).clamp(lo as i64, inner_len as i64) as usize;
+        let (head, body, tail) = (lo * run, (hi - lo) * run, (inner_len - hi) * run);
+        let first = (c0 + lo as i64) as usize;
+        for (o, &off) in self.lists[0].iter().enumerate() {
+            let out_line = dst.add(o * line);
+            match self.coord(0, fixed[0] + off) {
+                Some(y) if body > 0 => {
+                    zero_floats(out_line, head);
+                    copy_floats(
+                        img.add((y * width as usize + first) * run),
+                        out_line.add(head),
+                        body,
+                    );
+                    zero_floats(out_line.add(head + body), tail);
+                }
+                _ => zero_floats(out_line, line),
             }
         }
     }
