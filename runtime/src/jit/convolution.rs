@@ -220,8 +220,13 @@ impl ConvPlan {
         let per_worker = rows_total.div_ceil(threads).max(1);
         let rows_per_chunk = (PATCH_ELEMS / cols.max(1)).clamp(1, per_worker);
         let patch_elems = rows_per_chunk * cols.max(1);
-        let chunks = rows_total.div_ceil(rows_per_chunk);
-        let workers = threads.min(chunks).max(1);
+        // Work items: chunks (Rows: for every feature / batch group).
+        let items = rows_total.div_ceil(rows_per_chunk)
+            * match form {
+                Form::Rows => groups * batch_groups,
+                Form::Columns => 1,
+            };
+        let workers = threads.min(items).max(1);
         let patches = alloc(patch_elems * workers * 4);
         let out_elems = out_sp * n_out * o_total;
         let partials = if form == Form::Columns && workers > 1 {
