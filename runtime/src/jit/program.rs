@@ -680,7 +680,7 @@ impl<'m> ProgramCx<'m> {
             Op::SelectAndScatter { .. } => {
                 let o = addrs[0];
                 self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| {
-                    window::emit_select_and_scatter(e, root, o)
+                    window::emit_select_and_scatter(e, root, o, vec)
                 })
             }
             _ => {
