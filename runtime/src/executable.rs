@@ -13,7 +13,7 @@ use crate::replicas::{self, first_failure, Fault, ReplicaBackend, ReplicaError, 
 use cranelift_jit::JITModule;
 use std::any::Any;
 use std::sync::{Arc, Mutex};
-use tessel_compiler::interpreter::{HostFeed, Hub, PoisonOnDrop, ReplicaContext};
+use tessel_compiler::interpreter::{stopped_message, HostFeed, Hub, PoisonOnDrop, ReplicaContext};
 use tessel_compiler::ir::{Array, ArrayData, Literal};
 
 /// Numbers about a compiled program.
@@ -148,10 +148,11 @@ impl Executable {
                     .zip(arenas)
                     .enumerate()
                     .map(|(r, (replica_args, mut arena))| {
-                        let hub = hub.clone();
+                        let own_hub = hub.clone();
                         std::thread::Builder::new()
                             .name(format!("replica-{r}"))
                             .spawn_scoped(scope, move || {
+                                let hub = own_hub;
                                 // Poisons the hub if this thread ends without a result.
                                 let guard = PoisonOnDrop::new(&hub, r);
                                 let feed_guard = AbortFeedOnDrop::new(feed, r);
@@ -182,17 +183,19 @@ impl Executable {
                                 }
                                 (out, arena)
                             })
-                            .map_err(|e| ReplicaError::new(Some(r), format!("no thread: {e}")))
+                            .map_err(|e| {
+                                // Replicas already started must not wait for this one.
+                                let e = ReplicaError::new(Some(r), format!("no thread: {e}"));
+                                hub.poison(stopped_message(r, &e.message));
+                                e
+                            })
                     })
                     .collect();
                 handles
                     .into_iter()
                     .enumerate()
                     .map(|(r, h)| match h {
-                        Err(e) => {
-                            hub.poison(format!("stopped because replica {r} failed: {e}"));
-                            (Err(e), None)
-                        }
+                        Err(e) => (Err(e), None),
                         Ok(h) => match h.join() {
                             Ok((out, arena)) => (
                                 out.map_err(|e| ReplicaError::new(Some(r), e.to_string())),

@@ -648,6 +648,15 @@ pub fn run_sharded(
     sharded.run(&Interpreted(sharded.body()), global_args)
 }
 
+/// The per-replica program of a shard_map module: the module with the manual computation's
+/// body as its entry (what every replica runs; `tessel compile` compiles this).
+pub fn per_replica_module(module: &Module) -> Result<Module, ShardMapError> {
+    let form = find_form(module)?;
+    let mut body = module.clone();
+    body.entry = form.body;
+    Ok(body)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -746,13 +755,4 @@ mod tests {
         let e = Mesh::of_module(&Module::new("m")).unwrap_err();
         assert!(e.message.contains("xla.sdy.meshes"), "{e}");
     }
-}
-
-/// The per-replica program of a shard_map module: the module with the manual computation's
-/// body as its entry (what every replica runs; `tessel compile` compiles this).
-pub fn per_replica_module(module: &Module) -> Result<Module, ShardMapError> {
-    let form = find_form(module)?;
-    let mut body = module.clone();
-    body.entry = form.body;
-    Ok(body)
 }

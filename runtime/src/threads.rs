@@ -13,6 +13,11 @@
 //!   the budget when N ≤ budget, and each replica runs single-threaded when N > budget.
 //! - The feed threads (one infeed, one outfeed per host) only move data and wait; they are
 //!   not counted.
+//!
+//! Where it is applied: the JIT's GEMM threads are fixed when a program is compiled
+//! (`JitOptions::gemm_threads`), so whoever compiles a program for N replicas sets
+//! `gemm_threads = budget.per_replica(N)` (`tessel run --backend jit --replicas N` does;
+//! `gemm` runs single-threaded when that is 1). The interpreter has no intra-op threads.
 
 use std::num::NonZeroUsize;
 

@@ -3,7 +3,10 @@
 //! Inputs are keyed `"0"`, `"1"`, ... by entry parameter number; outputs by the flattened
 //! leaves of the entry's root. With `--replicas N`, a shard_map module takes and gives the
 //! global arrays; a module that is already per-replica takes `"I"` for every replica, `"R/I"`
-//! overriding it for replica R, and writes `"R/I"`.
+//! overriding it for replica R, and writes `"R/I"`. Both backends run replicas: the JIT
+//! compiles the per-replica program once and runs it on N threads with
+//! `Executable::run_replicated`, each replica's GEMM using `ThreadBudget::per_replica(N)`
+//! threads.
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,7 +14,9 @@ use std::time::Instant;
 use tessel_compiler::interpreter::{evaluate, evaluate_replicated};
 use tessel_compiler::ir::{Array, ArrayShape, Literal, Module, Shape};
 use tessel_runtime::host_io::{read_safetensors, write_safetensors};
-use tessel_runtime::shard_map::{is_shard_map_module, run_sharded, Mesh};
+use tessel_runtime::jit::{Executable, JitOptions};
+use tessel_runtime::shard_map::{is_shard_map_module, run_sharded, Mesh, ShardMap};
+use tessel_runtime::threads::ThreadBudget;
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -23,7 +28,7 @@ pub struct RunArgs {
     /// Where to write the results, keyed by the flattened leaves of the root ("0", "1", ...).
     #[arg(long)]
     pub outputs: PathBuf,
-    /// `interp` (the reference interpreter) or `jit` (optimizer + Cranelift, one replica).
+    /// `interp` (the reference interpreter) or `jit` (optimizer + Cranelift).
     #[arg(long, default_value = "interp")]
     pub backend: String,
     /// Number of replicas: a shard_map module takes and gives global arrays.
@@ -151,51 +156,103 @@ fn execute(args: &RunArgs) -> Result<(), String> {
     write_safetensors(&args.outputs, &outputs).map_err(|e| e.to_string())
 }
 
-/// `--backend jit`: the optimization pipeline, then the Cranelift JIT, on one replica.
+/// `--backend jit`: the optimization pipeline, then the Cranelift JIT, on one replica or N.
 fn execute_jit(
     args: &RunArgs,
     module: &Module,
     job: &Job,
     load_start: Instant,
 ) -> Result<(), String> {
-    let Job::Single { args: inputs, .. } = job else {
-        return Err(
-            "the jit backend runs one replica (use --backend interp with --replicas)".into(),
-        );
-    };
-    let mut optimized = module.clone();
-    tessel_compiler::passes::pipeline::optimize(&mut optimized, &Default::default())
-        .map_err(|e| e.to_string())?;
-    let options = tessel_runtime::jit::JitOptions {
-        profile: args.profile,
-        ..Default::default()
-    };
-    let exe = tessel_runtime::jit::compile(&optimized, &options).map_err(|e| e.to_string())?;
+    let budget = ThreadBudget::from_env()?;
+    let compiled = JitJob::new(module, job, &budget, args.profile)?;
     let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
-    let out = exe.run(inputs).map_err(|e| e.to_string())?;
-    if let (Some(profile), Some(_)) = (exe.profile(), args.repeat) {
+    let outputs = compiled.run()?;
+    if let (Some(profile), Some(_)) = (compiled.exe.profile(), args.repeat) {
         profile.reset();
     }
     if let Some(repeat) = args.repeat {
         let mut times = Vec::with_capacity(repeat);
         for _ in 0..repeat {
             let start = Instant::now();
-            exe.run(inputs).map_err(|e| e.to_string())?;
+            compiled.run()?;
             times.push(start.elapsed().as_secs_f64() * 1e3);
         }
         times.sort_by(f64::total_cmp);
         println!("compile_ms: {compile_ms:.3}");
         println!("run_ms_median: {:.3}", median(&times));
     }
-    if let Some(profile) = exe.profile() {
+    if let Some(profile) = compiled.exe.profile() {
         let runs = args.repeat.unwrap_or(1) as u64;
         print!(
             "{}",
             tessel_runtime::jit::profile::render(&profile.times(), runs)
         );
     }
-    let outputs = keyed(None, out.leaves().into_iter().cloned().collect());
     write_safetensors(&args.outputs, &outputs).map_err(|e| e.to_string())
+}
+
+/// A [`Job`] whose per-replica program is compiled by the JIT, ready to run (again).
+struct JitJob<'j> {
+    job: &'j Job<'j>,
+    exe: Executable,
+    /// For a shard_map module: how global arrays split and assemble.
+    sharded: Option<ShardMap>,
+}
+
+impl<'j> JitJob<'j> {
+    /// Optimizes and compiles the program one replica runs. With N replicas, each replica's
+    /// GEMM may use the budget's share `per_replica(N)` of threads, so N replicas do not
+    /// oversubscribe the machine.
+    /// `profile` compiles the per-kernel time marks in (summed over replicas).
+    fn new(
+        module: &Module,
+        job: &'j Job<'j>,
+        budget: &ThreadBudget,
+        profile: bool,
+    ) -> Result<Self, String> {
+        let (sharded, replicas) = match job {
+            Job::Single { .. } => (None, 1),
+            Job::Sharded { replicas, .. } => (
+                Some(ShardMap::new(module, *replicas).map_err(|e| e.to_string())?),
+                *replicas,
+            ),
+            Job::Replicated { args, .. } => (None, args.len()),
+        };
+        let mut program = match &sharded {
+            Some(s) => s.body().clone(),
+            None => module.clone(),
+        };
+        tessel_compiler::passes::pipeline::optimize(&mut program, &Default::default())
+            .map_err(|e| e.to_string())?;
+        let options = JitOptions {
+            gemm_threads: budget.per_replica(replicas),
+            profile,
+            ..JitOptions::default()
+        };
+        let exe = tessel_runtime::jit::compile(&program, &options).map_err(|e| e.to_string())?;
+        Ok(JitJob { job, exe, sharded })
+    }
+
+    fn run(&self) -> Result<Vec<(String, Array)>, String> {
+        match (self.job, &self.sharded) {
+            (Job::Single { args, .. }, _) => {
+                let out = self.exe.run(args).map_err(|e| e.to_string())?;
+                Ok(keyed(None, out.leaves().into_iter().cloned().collect()))
+            }
+            (Job::Sharded { args, .. }, Some(sharded)) => {
+                let out = sharded.run(&self.exe, args).map_err(|e| e.to_string())?;
+                Ok(keyed(None, out))
+            }
+            (Job::Replicated { args, .. }, _) => {
+                let outs = self
+                    .exe
+                    .run_replicated(args.clone())
+                    .map_err(|e| e.to_string())?;
+                Ok(replica_outputs(&outs))
+            }
+            (Job::Sharded { .. }, None) => Err("a shard_map job without its split".into()),
+        }
+    }
 }
 
 fn median(sorted: &[f64]) -> f64 {
@@ -284,14 +341,18 @@ impl<'m> Job<'m> {
             }
             Job::Replicated { module, args } => {
                 let outs = evaluate_replicated(module, args.clone()).map_err(|e| e.to_string())?;
-                Ok(outs
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(r, o)| keyed(Some(r), leaves(o)))
-                    .collect())
+                Ok(replica_outputs(&outs))
             }
         }
     }
+}
+
+/// Every replica's result leaves keyed `"R/I"`.
+fn replica_outputs(outs: &[Literal]) -> Vec<(String, Array)> {
+    outs.iter()
+        .enumerate()
+        .flat_map(|(r, o)| keyed(Some(r), o.leaves().into_iter().cloned().collect()))
+        .collect()
 }
 
 fn keyed(replica: Option<usize>, arrays: Vec<Array>) -> Vec<(String, Array)> {
@@ -570,16 +631,21 @@ mod tests {
         )
         .unwrap();
         let outputs = dir.join("out.safetensors");
-        execute(&args(hlo, inputs, outputs.clone(), 2)).unwrap();
-        let mut out = read_safetensors(&outputs).unwrap();
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(
-            out,
-            vec![
-                ("0/0".into(), f(&[11., 22.])),
-                ("1/0".into(), f(&[11., 22.]))
-            ]
-        );
+        for backend in ["interp", "jit"] {
+            let mut run = args(hlo.clone(), inputs.clone(), outputs.clone(), 2);
+            run.backend = backend.into();
+            execute(&run).unwrap();
+            let mut out = read_safetensors(&outputs).unwrap();
+            out.sort_by(|a, b| a.0.cmp(&b.0));
+            assert_eq!(
+                out,
+                vec![
+                    ("0/0".into(), f(&[11., 22.])),
+                    ("1/0".into(), f(&[11., 22.]))
+                ],
+                "{backend}"
+            );
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

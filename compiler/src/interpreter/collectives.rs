@@ -322,19 +322,15 @@ impl CollectiveStep {
     /// Computes the instruction's value on replica `ctx` from its operand values; blocks at
     /// the group's rendezvous until every member has arrived (or the run was stopped).
     pub fn run(&self, ctx: &ReplicaContext, operands: &[&Literal]) -> Result<Literal, EvalError> {
+        // A reducer that is not one binary op is evaluated by the interpreter, per element.
+        let evaluator = std::cell::OnceCell::new();
         let combine = |to_apply: ComputationId, parts: &[&[Literal]], k: usize| {
-            if self.simple.is_some() {
-                let unused = |_: Literal, _: Literal| -> EvalResult<Literal> {
-                    err("a simple reducer is applied directly")
-                };
-                return combine(self.simple, &unused, parts, k);
-            }
-            // A general reducer computation: evaluated by the interpreter, per element.
-            let ev = Evaluator::new(&self.module, ReplicaContext::single());
             let reduce = |acc: Literal, x: Literal| -> EvalResult<Literal> {
-                Ok(call_reducer(&ev, to_apply, &[acc], &[x])?.pop().unwrap())
+                let ev = evaluator
+                    .get_or_init(|| Evaluator::new(&self.module, ReplicaContext::single()));
+                Ok(call_reducer(ev, to_apply, &[acc], &[x])?.pop().unwrap())
             };
-            combine(None, &reduce, parts, k)
+            combine(self.simple, &reduce, parts, k)
         };
         collective(ctx, &combine, self.comp, self.id, &self.op, operands)
     }

@@ -1,25 +1,46 @@
-//! Convolution as im2col + GEMM, for any `dim_labels`, padding, stride, base (lhs) and window
-//! (rhs) dilation, window reversal, feature groups and batch groups.
+//! Convolution as patch matrix + GEMM, for any `dim_labels`, padding, stride, base (lhs) and
+//! window (rhs) dilation, window reversal, feature groups and batch groups.
 //!
-//! Operands are first brought to the canonical layouts input `[N, spatial..., C]`, kernel
-//! `[spatial..., I, O]`, output `[N, spatial..., O]` (a permuting copy into scratch space only
-//! when the labels differ). Then, in chunks of output rows, the patches of the input are
-//! gathered into a `[rows, window * I]` matrix (contiguous channel runs, zeros for padding)
-//! and multiplied by the kernel seen as `[window * I, O]`. The gradient convolutions JAX emits
-//! (`f01b_i01o->01bf`, `b01f_01oi->b01f` with a reversed kernel) are just other labels.
+//! Two formulations (`Form`), each with its canonical layouts; a permuting copy into scratch
+//! space brings an operand to them only when its labels differ:
+//! - `Rows` (im2col): input `[N, spatial..., C]`, kernel `[spatial..., I, O]`, output
+//!   `[N, spatial..., O]`. In chunks of output points, the patches of the input are gathered
+//!   into a `[rows, window * I]` matrix and multiplied by the kernel seen as `[window * I, O]`.
+//!   Forward convolutions and the data gradient (`b01f_01oi->b01f`, reversed kernel) use it.
+//! - `Columns`: input `[C, spatial..., N]`, kernel `[I, spatial..., O]`, output
+//!   `[spatial..., N, O]`, i.e. exactly the weight-gradient labels JAX emits
+//!   (`f01b_i01o->01bf`), so nothing is permuted. The patch matrix has one row per (input
+//!   feature, kernel position) and one column per (output position, batch):
+//!   `out = patches^T * kernel`, gathered and multiplied in chunks of rows with the products
+//!   accumulated. It is chosen when the kernel window is larger than the output (a weight
+//!   gradient), without feature or batch groups.
+//!
+//! Chunks are shared among `threads` workers (`jit::parallel`), each with its own patch
+//! buffer and a single-threaded GEMM, so gathering runs in parallel too.
 
 use super::buffer::Addr;
+use super::conv_patches::{PatchGrid, MAX_SPATIAL};
 use super::gemm::{sgemm, GemmBackend};
 use super::host::{guarded, permute_copy, resolve, Status};
+use super::parallel::{for_each_worker, Shared};
 use super::JitError;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tessel_compiler::ir::{ArrayShape, Convolution, ElementType};
 
-/// Largest patch matrix gathered at once, in elements.
-const PATCH_ELEMS: usize = 1 << 20;
+/// Largest patch matrix chunk one worker gathers at once, in elements (fits in L2 cache).
+const PATCH_ELEMS: usize = 1 << 17;
+
+/// Which GEMM formulation a convolution uses (see the module comment).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    Rows,
+    Columns,
+}
 
 #[derive(Clone, Debug)]
 pub struct ConvPlan {
     pub name: String,
+    form: Form,
     input: Addr,
     kernel: Addr,
     output: Addr,
@@ -28,10 +49,17 @@ pub struct ConvPlan {
     kernel_perm: Option<(Vec<usize>, Vec<usize>, Addr)>,
     /// Canonical output scratch and the permutation from it to the real output.
     output_perm: Option<(Vec<usize>, Vec<usize>, Addr)>,
+    /// One patch chunk per worker, `patch_elems` floats apart.
     patches: Addr,
+    patch_elems: usize,
+    /// Patch rows per chunk.
     rows_per_chunk: usize,
+    /// `Columns` form: partial products of workers 1.. (`out_elems` floats each).
+    partials: Addr,
+    workers: usize,
     in_spatial: Vec<usize>,
     c_in: usize,
+    n_in: usize,
     k_spatial: Vec<usize>,
     i_per_group: usize,
     o_total: usize,
@@ -45,7 +73,6 @@ pub struct ConvPlan {
     groups: usize,
     batch_groups: usize,
     backend: GemmBackend,
-    threads: usize,
 }
 
 fn udims(s: &ArrayShape) -> Vec<usize> {
@@ -77,16 +104,86 @@ impl ConvPlan {
         let d = &conv.dims;
         let nsp = d.input_spatial.len();
         let u = |v: &[i64]| v.iter().map(|&x| x as usize).collect::<Vec<_>>();
-        let mut in_order = vec![d.input_batch as usize];
-        in_order.extend(u(&d.input_spatial));
-        in_order.push(d.input_feature as usize);
-        let mut k_order = u(&d.kernel_spatial);
-        k_order.push(d.kernel_input_feature as usize);
-        k_order.push(d.kernel_output_feature as usize);
-        let mut out_order = vec![d.output_batch as usize];
-        out_order.extend(u(&d.output_spatial));
-        out_order.push(d.output_feature as usize);
         let (idims, kdims, odims) = (udims(input.1), udims(kernel.1), udims(output.1));
+        let in_spatial: Vec<usize> = u(&d.input_spatial).iter().map(|&i| idims[i]).collect();
+        let k_spatial: Vec<usize> = u(&d.kernel_spatial).iter().map(|&i| kdims[i]).collect();
+        let out_spatial: Vec<usize> = u(&d.output_spatial).iter().map(|&i| odims[i]).collect();
+        let n_in = idims[d.input_batch as usize];
+        let c_in = idims[d.input_feature as usize];
+        let i_per_group = kdims[d.kernel_input_feature as usize];
+        let o_total = kdims[d.kernel_output_feature as usize];
+        let n_out = odims[d.output_batch as usize];
+        let groups = conv.feature_group_count.max(1) as usize;
+        let batch_groups = conv.batch_group_count.max(1) as usize;
+        if groups > 1 && batch_groups > 1 {
+            return Err(JitError::Unsupported(format!(
+                "{name}: feature and batch groups together"
+            )));
+        }
+        if c_in != i_per_group * groups
+            || o_total % (groups * batch_groups) != 0
+            || n_in != n_out * batch_groups
+        {
+            return Err(JitError::Invalid(format!(
+                "{name}: convolution group sizes do not match the operands"
+            )));
+        }
+        let wdims = &conv.window.dims;
+        if nsp > MAX_SPATIAL {
+            return Err(JitError::Unsupported(format!(
+                "{name}: convolution with more than {MAX_SPATIAL} spatial dimensions"
+            )));
+        }
+        if wdims.len() != nsp {
+            return Err(JitError::Invalid(format!(
+                "{name}: window rank does not match"
+            )));
+        }
+        let window: usize = k_spatial.iter().product();
+        let out_sp: usize = out_spatial.iter().product();
+        let form = if groups == 1 && batch_groups == 1 && window > out_sp {
+            Form::Columns
+        } else {
+            Form::Rows
+        };
+        let (in_order, k_order, out_order) = match form {
+            Form::Rows => (
+                [
+                    vec![d.input_batch as usize],
+                    u(&d.input_spatial),
+                    vec![d.input_feature as usize],
+                ],
+                [
+                    u(&d.kernel_spatial),
+                    vec![d.kernel_input_feature as usize],
+                    vec![d.kernel_output_feature as usize],
+                ],
+                [
+                    vec![d.output_batch as usize],
+                    u(&d.output_spatial),
+                    vec![d.output_feature as usize],
+                ],
+            ),
+            Form::Columns => (
+                [
+                    vec![d.input_feature as usize],
+                    u(&d.input_spatial),
+                    vec![d.input_batch as usize],
+                ],
+                [
+                    vec![d.kernel_input_feature as usize],
+                    u(&d.kernel_spatial),
+                    vec![d.kernel_output_feature as usize],
+                ],
+                [
+                    u(&d.output_spatial),
+                    vec![d.output_batch as usize],
+                    vec![d.output_feature as usize],
+                ],
+            ),
+        };
+        let (in_order, k_order, out_order) =
+            (in_order.concat(), k_order.concat(), out_order.concat());
         let in_perm = (!is_identity(&in_order)).then(|| {
             (
                 idims.clone(),
@@ -114,42 +211,32 @@ impl ConvPlan {
                 alloc(output.1.byte_size() as usize),
             )
         });
-        let n_in = idims[in_order[0]];
-        let c_in = idims[in_order[nsp + 1]];
-        let in_spatial: Vec<usize> = in_order[1..=nsp].iter().map(|&i| idims[i]).collect();
-        let k_spatial: Vec<usize> = k_order[..nsp].iter().map(|&i| kdims[i]).collect();
-        let i_per_group = kdims[k_order[nsp]];
-        let o_total = kdims[k_order[nsp + 1]];
-        let n_out = canon_out[0];
-        let out_spatial = canon_out[1..=nsp].to_vec();
-        let groups = conv.feature_group_count.max(1) as usize;
-        let batch_groups = conv.batch_group_count.max(1) as usize;
-        if groups > 1 && batch_groups > 1 {
-            return Err(JitError::Unsupported(format!(
-                "{name}: feature and batch groups together"
-            )));
-        }
-        if c_in != i_per_group * groups
-            || o_total % (groups * batch_groups) != 0
-            || n_in != n_out * batch_groups
-        {
-            return Err(JitError::Invalid(format!(
-                "{name}: convolution group sizes do not match the operands"
-            )));
-        }
-        let wdims = &conv.window.dims;
-        if wdims.len() != nsp {
-            return Err(JitError::Invalid(format!(
-                "{name}: window rank does not match"
-            )));
-        }
-        let window: usize = k_spatial.iter().product();
-        let kcols = window * i_per_group;
-        let rows_total = n_out * out_spatial.iter().product::<usize>();
-        let rows_per_chunk = (PATCH_ELEMS / kcols.max(1)).max(64).min(rows_total.max(1));
-        let patches = alloc(rows_per_chunk * kcols.max(1) * 4);
+        // Patch matrix: rows x cols, chunked along the rows.
+        let (rows_total, cols) = match form {
+            Form::Rows => (n_out * out_sp, window * i_per_group),
+            Form::Columns => (c_in * window, out_sp * n_out),
+        };
+        let threads = threads.max(1);
+        let per_worker = rows_total.div_ceil(threads).max(1);
+        let rows_per_chunk = (PATCH_ELEMS / cols.max(1)).clamp(1, per_worker);
+        let patch_elems = rows_per_chunk * cols.max(1);
+        // Work items: chunks (Rows: for every feature / batch group).
+        let items = rows_total.div_ceil(rows_per_chunk)
+            * match form {
+                Form::Rows => groups * batch_groups,
+                Form::Columns => 1,
+            };
+        let workers = threads.min(items).max(1);
+        let patches = alloc(patch_elems * workers * 4);
+        let out_elems = out_sp * n_out * o_total;
+        let partials = if form == Form::Columns && workers > 1 {
+            alloc(out_elems * (workers - 1) * 4)
+        } else {
+            patches
+        };
         Ok(ConvPlan {
             name: name.to_string(),
+            form,
             input: input.0,
             kernel: kernel.0,
             output: output.0,
@@ -157,9 +244,13 @@ impl ConvPlan {
             kernel_perm: k_perm,
             output_perm: out_perm,
             patches,
+            patch_elems,
             rows_per_chunk,
+            partials,
+            workers,
             in_spatial,
             c_in,
+            n_in,
             k_spatial,
             i_per_group,
             o_total,
@@ -173,7 +264,6 @@ impl ConvPlan {
             groups,
             batch_groups,
             backend,
-            threads,
         })
     }
 
@@ -198,7 +288,13 @@ impl ConvPlan {
             Some((_, _, scratch)) => resolve(*scratch, arena),
         } as *mut f32;
         let patches = resolve(self.patches, arena) as *mut f32;
-        self.compute(input, kernel, out, patches);
+        match self.form {
+            Form::Rows => self.compute_rows(input, kernel, out, patches),
+            Form::Columns => {
+                let partials = resolve(self.partials, arena) as *mut f32;
+                self.compute_columns(input, kernel, out, patches, partials)
+            }
+        }
         if let Some((dims, order, scratch)) = &self.output_perm {
             permute_copy(
                 resolve(*scratch, arena),
@@ -211,23 +307,11 @@ impl ConvPlan {
         Ok(())
     }
 
-    unsafe fn compute(
-        &self,
-        input: *const f32,
-        kernel: *const f32,
-        out: *mut f32,
-        patches: *mut f32,
-    ) {
+    /// Per kernel position and spatial dimension: the input offset `k * rhs_dilation - pad_low`
+    /// (with the window reversed where asked).
+    fn window_offsets(&self) -> Vec<i64> {
         let nsp = self.in_spatial.len();
         let window: usize = self.k_spatial.iter().product();
-        let ig = self.i_per_group;
-        let kcols = window * ig;
-        let out_sp: usize = self.out_spatial.iter().product();
-        let in_sp: usize = self.in_spatial.iter().product();
-        let rows_total = self.n_out * out_sp;
-        let o_per = self.o_total / (self.groups * self.batch_groups);
-        // Per window position and spatial dimension: the offset `k * rhs_dilation - pad_low`
-        // (with the window reversed where asked), computed once.
         let mut woff = vec![0i64; window * nsp];
         for w in 0..window {
             let mut wr = w;
@@ -242,80 +326,200 @@ impl ConvPlan {
                 woff[w * nsp + d] = k * self.rhs_dil[d] - self.pad_low[d];
             }
         }
-        let dilated = self.lhs_dil.iter().any(|&l| l != 1);
-        let mut base = vec![0i64; nsp];
-        for bg in 0..self.batch_groups {
-            for g in 0..self.groups {
+        woff
+    }
+
+    /// Per output position and spatial dimension: `out * stride`.
+    fn output_offsets(&self) -> Vec<i64> {
+        let nsp = self.in_spatial.len();
+        let out_sp: usize = self.out_spatial.iter().product();
+        let mut ooff = vec![0i64; out_sp * nsp];
+        for p in 0..out_sp {
+            let mut rem = p;
+            for d in (0..nsp).rev() {
+                ooff[p * nsp + d] = (rem % self.out_spatial[d]) as i64 * self.stride[d];
+                rem /= self.out_spatial[d];
+            }
+        }
+        ooff
+    }
+
+    /// The positions one patch row visits: the window offsets (`Rows`) or the output
+    /// positions times the stride (`Columns`), per spatial dimension.
+    fn grid(&self) -> PatchGrid {
+        let nsp = self.in_spatial.len();
+        let lists = (0..nsp)
+            .map(|d| match self.form {
+                Form::Rows => (0..self.k_spatial[d])
+                    .map(|k| {
+                        let k = if self.reversal[d] {
+                            self.k_spatial[d] - 1 - k
+                        } else {
+                            k
+                        };
+                        k as i64 * self.rhs_dil[d] - self.pad_low[d]
+                    })
+                    .collect(),
+                Form::Columns => (0..self.out_spatial[d])
+                    .map(|p| p as i64 * self.stride[d])
+                    .collect(),
+            })
+            .collect();
+        PatchGrid::new(self.in_spatial.clone(), self.lhs_dil.clone(), lists)
+    }
+
+    /// `Rows` form: chunks of output points, taken by the workers in turn.
+    unsafe fn compute_rows(
+        &self,
+        input: *const f32,
+        kernel: *const f32,
+        out: *mut f32,
+        patches: *mut f32,
+    ) {
+        let nsp = self.in_spatial.len();
+        let ig = self.i_per_group;
+        let window: usize = self.k_spatial.iter().product();
+        let kcols = window * ig;
+        let out_sp: usize = self.out_spatial.iter().product();
+        let in_sp: usize = self.in_spatial.iter().product();
+        let rows_total = self.n_out * out_sp;
+        let o_per = self.o_total / (self.groups * self.batch_groups);
+        let ooff = self.output_offsets();
+        let grid = self.grid();
+        let chunks = rows_total.div_ceil(self.rows_per_chunk);
+        let items = self.batch_groups * self.groups * chunks;
+        let next = AtomicUsize::new(0);
+        let (input, kernel, out, patches) = (
+            Shared(input as *mut f32),
+            Shared(kernel as *mut f32),
+            Shared(out),
+            Shared(patches),
+        );
+        for_each_worker(self.workers, |w| {
+            let patch = patches.get().add(w * self.patch_elems);
+            loop {
+                let item = next.fetch_add(1, Ordering::Relaxed);
+                if item >= items {
+                    break;
+                }
+                let (bgg, chunk) = (item / chunks, item % chunks);
+                let (bg, g) = (bgg / self.groups, bgg % self.groups);
                 let chan0 = g * ig;
                 let ocol0 = (g + bg) * o_per;
-                let mut row0 = 0;
-                while row0 < rows_total {
-                    let rows = self.rows_per_chunk.min(rows_total - row0);
-                    // Gather the patch matrix for rows [row0, row0 + rows).
-                    for r in 0..rows {
-                        let row = row0 + r;
-                        let n = row / out_sp + bg * self.n_out;
-                        let mut rem = row % out_sp;
-                        for d in (0..nsp).rev() {
-                            base[d] = (rem % self.out_spatial[d]) as i64 * self.stride[d];
-                            rem /= self.out_spatial[d];
-                        }
-                        let img = input.add(n * in_sp * self.c_in + chan0);
-                        let prow = patches.add(r * kcols);
-                        for w in 0..window {
-                            let offs = &woff[w * nsp..(w + 1) * nsp];
-                            let mut in_off = 0usize;
-                            let mut valid = true;
-                            for d in 0..nsp {
-                                let mut p = base[d] + offs[d];
-                                if dilated {
-                                    let ld = self.lhs_dil[d];
-                                    if p < 0 || p % ld != 0 {
-                                        valid = false;
-                                        break;
-                                    }
-                                    p /= ld;
-                                }
-                                if p < 0 || p >= self.in_spatial[d] as i64 {
-                                    valid = false;
-                                    break;
-                                }
-                                in_off = in_off * self.in_spatial[d] + p as usize;
-                            }
-                            let dst = prow.add(w * ig);
-                            if valid {
-                                let src = img.add(in_off * self.c_in);
-                                if ig == 1 {
-                                    *dst = *src;
-                                } else {
-                                    std::ptr::copy_nonoverlapping(src, dst, ig);
-                                }
-                            } else if ig == 1 {
-                                *dst = 0.0;
-                            } else {
-                                std::ptr::write_bytes(dst, 0, ig);
-                            }
-                        }
-                    }
-                    sgemm(
-                        self.backend,
-                        self.threads,
-                        rows,
-                        o_per,
-                        kcols,
-                        patches,
-                        kcols as isize,
-                        1,
-                        kernel.add(ocol0),
-                        self.o_total as isize,
-                        1,
-                        out.add(row0 * self.o_total + ocol0),
-                        self.o_total as isize,
-                        1,
-                        false,
+                let row0 = chunk * self.rows_per_chunk;
+                let rows = self.rows_per_chunk.min(rows_total - row0);
+                for r in 0..rows {
+                    let row = row0 + r;
+                    let n = row / out_sp + bg * self.n_out;
+                    let p = row % out_sp;
+                    let img = input.get().add(n * in_sp * self.c_in + chan0);
+                    grid.gather_row(
+                        img,
+                        self.c_in,
+                        ig,
+                        &ooff[p * nsp..(p + 1) * nsp],
+                        patch.add(r * kcols),
                     );
-                    row0 += rows;
                 }
+                sgemm(
+                    self.backend,
+                    1,
+                    rows,
+                    o_per,
+                    kcols,
+                    patch,
+                    kcols as isize,
+                    1,
+                    kernel.get().add(ocol0),
+                    self.o_total as isize,
+                    1,
+                    out.get().add(row0 * self.o_total + ocol0),
+                    self.o_total as isize,
+                    1,
+                    false,
+                );
+            }
+        });
+    }
+
+    /// `Columns` form: worker `w` takes a contiguous share of the patch rows (input feature,
+    /// kernel position) and accumulates its products into the output (worker 0) or its
+    /// partial buffer; the partials are added at the end.
+    unsafe fn compute_columns(
+        &self,
+        input: *const f32,
+        kernel: *const f32,
+        out: *mut f32,
+        patches: *mut f32,
+        partials: *mut f32,
+    ) {
+        let nsp = self.in_spatial.len();
+        let window: usize = self.k_spatial.iter().product();
+        let out_sp: usize = self.out_spatial.iter().product();
+        let in_sp: usize = self.in_spatial.iter().product();
+        let batch = self.n_in;
+        let m = out_sp * batch;
+        let o = self.o_total;
+        let out_elems = m * o;
+        let rows_total = self.c_in * window;
+        let woff = self.window_offsets();
+        let grid = self.grid();
+        let chunks = rows_total.div_ceil(self.rows_per_chunk);
+        let workers = self.workers;
+        let (input, kernel, out, patches, partials) = (
+            Shared(input as *mut f32),
+            Shared(kernel as *mut f32),
+            Shared(out),
+            Shared(patches),
+            Shared(partials),
+        );
+        for_each_worker(workers, |w| {
+            let patch = patches.get().add(w * self.patch_elems);
+            let acc = if w == 0 {
+                out.get()
+            } else {
+                partials.get().add((w - 1) * out_elems)
+            };
+            let (c0, c1) = (chunks * w / workers, chunks * (w + 1) / workers);
+            if c0 == c1 {
+                std::ptr::write_bytes(acc, 0, out_elems);
+            }
+            for chunk in c0..c1 {
+                let row0 = chunk * self.rows_per_chunk;
+                let rows = self.rows_per_chunk.min(rows_total - row0);
+                for r in 0..rows {
+                    let (i, k) = ((row0 + r) / window, (row0 + r) % window);
+                    grid.gather_row(
+                        input.get().add(i * in_sp * batch),
+                        batch,
+                        batch,
+                        &woff[k * nsp..(k + 1) * nsp],
+                        patch.add(r * m),
+                    );
+                }
+                sgemm(
+                    self.backend,
+                    1,
+                    m,
+                    o,
+                    rows,
+                    patch,
+                    1,
+                    m as isize,
+                    kernel.get().add(row0 * o),
+                    o as isize,
+                    1,
+                    acc,
+                    o as isize,
+                    1,
+                    chunk != c0,
+                );
+            }
+        });
+        for w in 1..workers {
+            let part = partials.get().add((w - 1) * out_elems);
+            for j in 0..out_elems {
+                *out.get().add(j) += *part.add(j);
             }
         }
     }

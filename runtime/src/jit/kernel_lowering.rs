@@ -67,6 +67,31 @@ fn is_flat(e: &Elemental, instrs: &[InstrId]) -> bool {
     })
 }
 
+/// Where an elementwise kernel may be cut in two parts that run on different threads, as
+/// `(mid, end)`: the parts `[0, mid)` and `[mid, end)` of the outermost loop, each writing only
+/// its own elements.
+pub fn split_point(
+    e: &Elemental,
+    outputs: &[KernelOutput],
+    shape: &ArrayShape,
+) -> Option<(i64, i64)> {
+    let roots: Vec<InstrId> = outputs.iter().map(|o| o.root).collect();
+    let instrs = kernel_instructions(e, &roots);
+    let count = shape.element_count();
+    if shape.rank() == 0 || count <= 1 {
+        return None;
+    }
+    if is_flat(e, &instrs) {
+        // A multiple of 4, so the first part has no scalar tail.
+        let mid = count / 2 / 4 * 4;
+        (mid > 0).then_some((mid, count))
+    } else if shape.rank() >= 2 && shape.dims[0] >= 2 {
+        Some((shape.dims[0] / 2, shape.dims[0]))
+    } else {
+        None
+    }
+}
+
 /// Emits the loop nest computing every output of an elementwise kernel. All outputs have the
 /// dimensions of `shape`.
 pub fn emit_elementwise(
@@ -74,6 +99,18 @@ pub fn emit_elementwise(
     outputs: &[KernelOutput],
     shape: &ArrayShape,
     allow_vector: bool,
+) -> Result<(), JitError> {
+    emit_elementwise_part(e, outputs, shape, allow_vector, None)
+}
+
+/// [`emit_elementwise`] restricted to `part`, a range of the outermost loop (of the flat index
+/// when the kernel is one flat loop, else of the first dimension) cut at a [`split_point`].
+pub fn emit_elementwise_part(
+    e: &mut Elemental,
+    outputs: &[KernelOutput],
+    shape: &ArrayShape,
+    allow_vector: bool,
+    part: Option<(i64, i64)>,
 ) -> Result<(), JitError> {
     let roots: Vec<InstrId> = outputs.iter().map(|o| o.root).collect();
     let instrs = kernel_instructions(e, &roots);
@@ -98,11 +135,12 @@ pub fn emit_elementwise(
         return store_point(e, &idx, zero, 1);
     }
     if is_flat(e, &instrs) {
+        let (lo, hi) = part.unwrap_or((0, count));
         let vec_end = if lanes_ok { count / 4 * 4 } else { 0 };
-        counted_loop(e, 0, vec_end, 4, &mut |e, j| {
+        counted_loop(e, lo, vec_end.min(hi), 4, &mut |e, j| {
             store_point(e, &Index::Linear((j, 1)), j, 4)
         })?;
-        counted_loop(e, vec_end, count, 1, &mut |e, j| {
+        counted_loop(e, vec_end.max(lo), hi, 1, &mut |e, j| {
             store_point(e, &Index::Linear((j, 0)), j, 1)
         })?;
         return Ok(());
@@ -134,7 +172,18 @@ pub fn emit_elementwise(
         counted_loop(e, 0, vec_end, 4, &mut |e, j| point(e, j, 4))?;
         counted_loop(e, vec_end, inner, 1, &mut |e, j| point(e, j, 1))
     };
-    nest(e, &shape.dims[..rank - 1], &mut Vec::new(), &mut row)
+    match part {
+        None => nest(e, &shape.dims[..rank - 1], &mut Vec::new(), &mut row),
+        Some((lo, hi)) => {
+            let mut ivs = Vec::new();
+            counted_loop(e, lo, hi, 1, &mut |e, iv| {
+                ivs.push(iv);
+                let r = nest(e, &shape.dims[1..rank - 1], &mut ivs, &mut row);
+                ivs.pop();
+                r
+            })
+        }
+    }
 }
 
 /// The body of a loop nest: called with the induction variables, outermost first.

@@ -9,6 +9,7 @@
 
 pub mod buffer;
 pub mod collectives;
+pub mod conv_patches;
 pub mod convolution;
 pub mod elemental;
 pub mod elementwise;
@@ -20,12 +21,14 @@ pub mod isa;
 pub mod kernel_lowering;
 pub mod loop_state;
 pub mod loops;
+pub mod parallel;
 pub mod profile;
 pub mod program;
 pub mod reduce;
 pub mod types;
 pub mod vector_math;
 pub mod window;
+pub mod window_tiled;
 
 pub use crate::executable::Executable;
 pub use gemm::GemmBackend;

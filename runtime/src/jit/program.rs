@@ -15,8 +15,9 @@ use super::elementwise::Libcalls;
 use super::feed_ops::{infeed_routine, outfeed_routine, InfeedPlan, OutfeedPlan};
 use super::gemm::{dot_routine, DotPlan};
 use super::isa::{host_isa, HostFeatures};
-use super::kernel_lowering::{emit_elementwise, KernelOutput};
+use super::kernel_lowering::{emit_elementwise, emit_elementwise_part, split_point, KernelOutput};
 use super::loop_state;
+use super::parallel::tessel_run_kernel_pair;
 use super::profile::{tessel_profile_mark, ProfileCounters, RESTART};
 use super::{reduce, window, JitError, JitOptions};
 use crate::arena::ArenaLayout;
@@ -34,7 +35,12 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
-use tessel_compiler::ir::{Computation, ComputationId, InstrId, Literal, Module, Op, Shape};
+use tessel_compiler::ir::{
+    ArrayShape, Computation, ComputationId, InstrId, Literal, Module, Op, Shape,
+};
+
+/// Elementwise kernels at least this large run as two halves on two threads.
+const PARALLEL_KERNEL_ELEMENTS: i64 = 1 << 16;
 
 /// State while lowering one module.
 struct ProgramCx<'m> {
@@ -296,6 +302,80 @@ impl<'m> ProgramCx<'m> {
         outputs: &[Addr],
         body: &mut dyn FnMut(&mut Elemental) -> Result<(), JitError>,
     ) -> Result<(), JitError> {
+        let (id, fname) = self.build_kernel(name, comp, leaves, outputs, body)?;
+        let fref = self.jit.declare_func_in_func(id, fb.func);
+        fb.ins().call(fref, &[arena]);
+        if let Some(p) = &mut self.profile {
+            let slot = p.add_slot(&fname, self.current_op);
+            self.profile_mark(fb, slot);
+        }
+        Ok(())
+    }
+
+    /// An elementwise kernel computing `outputs` over `shape`. When the GEMM may use several
+    /// threads and the kernel is large, it is built as two kernels over the two halves of its
+    /// outermost loop, which run on two threads (`tessel_run_kernel_pair`).
+    #[allow(clippy::too_many_arguments)]
+    fn elementwise_kernel(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        comp: ComputationId,
+        leaves: HashMap<InstrId, Leaf>,
+        outputs: &[KernelOutput],
+        shape: &ArrayShape,
+    ) -> Result<(), JitError> {
+        let vec = self.options.vectorize;
+        let addrs: Vec<Addr> = outputs.iter().map(|o| o.addr).collect();
+        if self.options.gemm_threads < 2 || shape.element_count() < PARALLEL_KERNEL_ELEMENTS {
+            return self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| {
+                emit_elementwise(e, outputs, shape, vec)
+            });
+        }
+        let mut split = None;
+        let (first, fname) = self.build_kernel(name, comp, leaves.clone(), &addrs, &mut |e| {
+            split = split_point(e, outputs, shape);
+            let part = split.map(|(mid, _)| (0, mid));
+            emit_elementwise_part(e, outputs, shape, vec, part)
+        })?;
+        let first_ref = self.jit.declare_func_in_func(first, fb.func);
+        match split {
+            None => {
+                fb.ins().call(first_ref, &[arena]);
+            }
+            Some((mid, end)) => {
+                let (second, _) = self.build_kernel(name, comp, leaves, &addrs, &mut |e| {
+                    emit_elementwise_part(e, outputs, shape, vec, Some((mid, end)))
+                })?;
+                let second_ref = self.jit.declare_func_in_func(second, fb.func);
+                let a = fb.ins().func_addr(types::I64, first_ref);
+                let b = fb.ins().func_addr(types::I64, second_ref);
+                let mut sig = Signature::new(self.libcalls.call_conv);
+                sig.params.extend([AbiParam::new(types::I64); 3]);
+                let sigref = fb.import_signature(sig);
+                let callee = fb
+                    .ins()
+                    .iconst(types::I64, tessel_run_kernel_pair as *const () as i64);
+                fb.ins().call_indirect(sigref, callee, &[a, b, arena]);
+            }
+        }
+        if let Some(p) = &mut self.profile {
+            let slot = p.add_slot(&fname, self.current_op);
+            self.profile_mark(fb, slot);
+        }
+        Ok(())
+    }
+
+    /// Builds a kernel function `kernel(arena)` with `body`; returns it and its symbol.
+    fn build_kernel(
+        &mut self,
+        name: &str,
+        comp: ComputationId,
+        leaves: HashMap<InstrId, Leaf>,
+        outputs: &[Addr],
+        body: &mut dyn FnMut(&mut Elemental) -> Result<(), JitError>,
+    ) -> Result<(cranelift_module::FuncId, String), JitError> {
         let mut sig = Signature::new(self.libcalls.call_conv);
         sig.params.push(AbiParam::new(types::I64));
         let fname = format!("k{}_{}", self.kernels, sanitize(name));
@@ -330,13 +410,7 @@ impl<'m> ProgramCx<'m> {
             kfb.finalize(self.isa.frontend_config());
         }
         self.define(id, func, &fname)?;
-        let fref = self.jit.declare_func_in_func(id, fb.func);
-        fb.ins().call(fref, &[arena]);
-        if let Some(p) = &mut self.profile {
-            let slot = p.add_slot(&fname, self.current_op);
-            self.profile_mark(fb, slot);
-        }
-        Ok(())
+        Ok((id, fname))
     }
 
     /// Emits a call to [`tessel_profile_mark`] when profiling (see `profile.rs`).
@@ -680,7 +754,7 @@ impl<'m> ProgramCx<'m> {
             Op::SelectAndScatter { .. } => {
                 let o = addrs[0];
                 self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| {
-                    window::emit_select_and_scatter(e, root, o)
+                    window::emit_select_and_scatter(e, root, o, vec)
                 })
             }
             _ => {
@@ -695,9 +769,7 @@ impl<'m> ProgramCx<'m> {
                     root,
                     addr: addrs[0],
                 }];
-                self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| {
-                    emit_elementwise(e, &outputs, &shape, vec)
-                })
+                self.elementwise_kernel(fb, arena, name, comp, leaves, &outputs, &shape)
             }
         }
     }
@@ -748,11 +820,7 @@ impl<'m> ProgramCx<'m> {
             }
             if !shared.is_empty() {
                 let shape = first_shape.expect("array");
-                let addrs: Vec<Addr> = shared.iter().map(|o| o.addr).collect();
-                let vec = self.options.vectorize;
-                self.kernel(fb, arena, name, calls, leaves, &addrs, &mut |e| {
-                    emit_elementwise(e, &shared, &shape, vec)
-                })?;
+                self.elementwise_kernel(fb, arena, name, calls, leaves, &shared, &shape)?;
             }
             return Ok(out);
         }

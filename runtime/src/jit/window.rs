@@ -4,6 +4,7 @@
 //! divided by the base dilation; positions outside the input (padding, dilation holes) are
 //! skipped with a branch-free select. Reduce-window runs four lanes along the innermost
 //! dimension when the window does not move along it (the channel dimension of NHWC pooling).
+//! Select-and-scatter with disjoint windows (max-pool gradients) goes to `window_tiled`.
 
 use super::buffer::Addr;
 use super::elemental::{Comp, Elemental, Index};
@@ -20,7 +21,7 @@ use tessel_compiler::ir::{ArrayShape, InstrId, Op, Window, WindowDim};
 const MAX_WINDOW: i64 = 4096;
 
 /// All window offsets, row-major.
-fn window_positions(w: &Window) -> Vec<Vec<i64>> {
+pub(super) fn window_positions(w: &Window) -> Vec<Vec<i64>> {
     let mut out = vec![vec![]];
     for d in &w.dims {
         let mut next = Vec::new();
@@ -191,6 +192,7 @@ pub fn emit_select_and_scatter(
     e: &mut Elemental,
     ss: InstrId,
     output: Addr,
+    allow_vector: bool,
 ) -> Result<(), JitError> {
     let instr = e.comp.get(ss);
     let Op::SelectAndScatter {
@@ -221,6 +223,16 @@ pub fn emit_select_and_scatter(
     }
     let rank = in_shape.rank();
     let (select, scatter) = (*select, *scatter);
+    if rank > 0 && super::window_tiled::windows_disjoint(window, &in_shape, &src_shape) {
+        return super::window_tiled::emit_disjoint_select_and_scatter(
+            e,
+            [operand, source, init],
+            window,
+            [select, scatter],
+            output,
+            allow_vector,
+        );
+    }
     let empty = Index::Multi(SmallVec::new());
     let init_v = e.emit(init, &empty, 1)?;
     let count = in_shape.element_count();

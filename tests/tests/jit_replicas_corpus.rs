@@ -1,0 +1,93 @@
+//! The data-parallel corpus modules on the JIT: the shard_map body is optimized and compiled
+//! once, run on 4 replicas with `Executable::run_replicated` (each replica's GEMM on the
+//! thread budget's share), and must give JAX's numbers (floats within 1e-5 + 1e-4 |b|, 1e-3
+//! relative after the CNN's convolutions), bitwise the same on a second run.
+
+use tessel_compiler::hlo_text::parse_module_file;
+use tessel_compiler::ir::{Array, Module};
+use tessel_compiler::passes::pipeline::{optimize, CompileOptions};
+use tessel_runtime::host_io::read_safetensors;
+use tessel_runtime::jit::{compile, JitOptions};
+use tessel_runtime::shard_map::ShardMap;
+use tessel_runtime::threads::ThreadBudget;
+
+fn load(name: &str) -> Module {
+    let dir = tessel_tests::corpus_dir().expect("../shared/hlo is missing");
+    parse_module_file(&dir.join(format!("{name}.hlo"))).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Arrays of a corpus safetensors file in key order "0", "1", ...
+fn numbered(file: &str) -> Vec<Array> {
+    let dir = tessel_tests::corpus_dir().expect("../shared/hlo is missing");
+    let mut v = read_safetensors(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    v.sort_by_key(|(k, _)| k.parse::<usize>().expect("numeric keys"));
+    v.into_iter().map(|(_, a)| a).collect()
+}
+
+fn compare(name: &str, got: &[Array], want: &[Array], rel: f64) {
+    assert_eq!(got.len(), want.len(), "{name}: output count");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.shape, w.shape, "{name}: output {i} shape");
+        for j in 0..w.len() {
+            let (a, b) = (g.data.get_f64(j), w.data.get_f64(j));
+            if w.element_type().is_float() {
+                let ok = (a - b).abs() <= 1e-5 + rel * b.abs() || (a.is_nan() && b.is_nan());
+                assert!(ok, "{name}: output {i}[{j}] = {a}, JAX {b}");
+            } else {
+                assert_eq!(
+                    g.data.get_i64(j),
+                    w.data.get_i64(j),
+                    "{name}: output {i}[{j}]"
+                );
+            }
+        }
+    }
+}
+
+fn check(name: &str, rel: f64) {
+    let module = load(name);
+    let sharded = ShardMap::new(&module, 4).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut body = sharded.body().clone();
+    optimize(&mut body, &CompileOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let options = JitOptions {
+        gemm_threads: ThreadBudget::new(2).per_replica(4),
+        ..JitOptions::default()
+    };
+    let exe = compile(&body, &options).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let inputs = numbered(&format!("{name}.inputs.safetensors"));
+    let a = sharded
+        .run(&exe, &inputs)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    compare(
+        name,
+        &a,
+        &numbered(&format!("{name}.outputs.safetensors")),
+        rel,
+    );
+    let b = sharded.run(&exe, &inputs).unwrap();
+    for (k, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert_eq!(
+            x.data.to_le_bytes(),
+            y.data.to_le_bytes(),
+            "{name}: output {k} differs between two runs"
+        );
+    }
+}
+
+#[test]
+fn dp_tanh_regression_r4_on_the_jit() {
+    check("dp_tanh_regression_r4", 1e-4);
+}
+
+#[test]
+fn dp_mnist_cnn_train_step_r4_b32_on_the_jit() {
+    check("dp_mnist_cnn_train_step_r4_b32", 1e-3);
+}
+
+#[test]
+fn the_jit_needs_the_meshs_replica_count() {
+    let e = ShardMap::new(&load("dp_tanh_regression_r4"), 2)
+        .err()
+        .unwrap();
+    assert!(e.message.contains("4 devices"), "{e}");
+}
