@@ -90,3 +90,57 @@ fn multi_output_fusion() {
         &[f32s(&[129, 1001], 6), f32s(&[129, 1001], 7)],
     );
 }
+
+/// A max-pool gradient (2x2 windows, stride 2, tiling the operand) with an odd batch and ties
+/// in many windows: the two halves of the batch run on two threads.
+#[test]
+fn max_pool_gradient_split_over_the_batch() {
+    let text = "HloModule m
+ge {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=GE
+}
+add {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT s = f32[] add(p, q)
+}
+ENTRY e {
+  x = f32[9,30,30,16] parameter(0)
+  g = f32[9,15,15,16] parameter(1)
+  zero = f32[] constant(0)
+  ROOT r = f32[9,30,30,16] select-and-scatter(x, g, zero), window={size=1x2x2x1 stride=1x2x2x1}, select=ge, scatter=add
+}
+";
+    // Few distinct values, so that many windows hold equal maxima.
+    let x = match f32s(&[9, 30, 30, 16], 8) {
+        Literal::Array(a) => {
+            let v: Vec<f32> = (0..a.len())
+                .map(|i| (a.data.get_f64(i) * 2.0).round() as f32)
+                .collect();
+            Literal::Array(Array::f32(&[9, 30, 30, 16], v))
+        }
+        other => other,
+    };
+    check(text, &[x, f32s(&[9, 15, 15, 16], 9)]);
+}
+
+/// A padded, overlapping max-pool (3x3 windows, stride 2) with an odd batch: the two halves of
+/// the output's first dimension run on two threads.
+#[test]
+fn padded_max_pool_split_over_the_batch() {
+    let text = "HloModule m
+max {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT s = f32[] maximum(p, q)
+}
+ENTRY e {
+  x = f32[9,33,33,32] parameter(0)
+  lowest = f32[] constant(-inf)
+  ROOT r = f32[9,17,17,32] reduce-window(x, lowest), window={size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0}, to_apply=max
+}
+";
+    check(text, &[f32s(&[9, 33, 33, 32], 10)]);
+}

@@ -15,7 +15,7 @@ use super::elementwise::Libcalls;
 use super::feed_ops::{infeed_routine, outfeed_routine, InfeedPlan, OutfeedPlan};
 use super::gemm::{dot_routine, DotPlan};
 use super::isa::{host_isa, HostFeatures};
-use super::kernel_lowering::{emit_elementwise, emit_elementwise_part, split_point, KernelOutput};
+use super::kernel_lowering::{emit_elementwise_part, split_point, KernelOutput};
 use super::loop_state;
 use super::parallel::tessel_run_kernel_pair;
 use super::profile::{tessel_profile_mark, ProfileCounters, RESTART};
@@ -39,7 +39,13 @@ use tessel_compiler::ir::{
     ArrayShape, Computation, ComputationId, InstrId, Literal, Module, Op, Shape,
 };
 
-/// Elementwise kernels at least this large run as two halves on two threads.
+/// A range `[lo, hi)` of a kernel's outermost loop.
+type Part = (i64, i64);
+
+/// Emits a kernel's body, over all of it (`None`) or over one part.
+type PartBody<'b> = dyn FnMut(&mut Elemental, Option<Part>) -> Result<(), JitError> + 'b;
+
+/// Kernels at least this large run as two halves on two threads.
 const PARALLEL_KERNEL_ELEMENTS: i64 = 1 << 16;
 
 /// State while lowering one module.
@@ -312,9 +318,7 @@ impl<'m> ProgramCx<'m> {
         Ok(())
     }
 
-    /// An elementwise kernel computing `outputs` over `shape`. When the GEMM may use several
-    /// threads and the kernel is large, it is built as two kernels over the two halves of its
-    /// outermost loop, which run on two threads (`tessel_run_kernel_pair`).
+    /// An elementwise kernel computing `outputs` over `shape` (see [`Self::split_kernel`]).
     #[allow(clippy::too_many_arguments)]
     fn elementwise_kernel(
         &mut self,
@@ -328,25 +332,52 @@ impl<'m> ProgramCx<'m> {
     ) -> Result<(), JitError> {
         let vec = self.options.vectorize;
         let addrs: Vec<Addr> = outputs.iter().map(|o| o.addr).collect();
-        if self.options.gemm_threads < 2 || shape.element_count() < PARALLEL_KERNEL_ELEMENTS {
-            return self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| {
-                emit_elementwise(e, outputs, shape, vec)
-            });
+        self.split_kernel(
+            fb,
+            arena,
+            name,
+            comp,
+            leaves,
+            &addrs,
+            shape.element_count(),
+            &|e| split_point(e, outputs, shape),
+            &mut |e, part| emit_elementwise_part(e, outputs, shape, vec, part),
+        )
+    }
+
+    /// A kernel that writes `elements` values. When the GEMM may use several threads, the
+    /// kernel is large and `split` finds a cut `(mid, end)` of its outermost loop, it is built
+    /// as two kernels, `body` over `[0, mid)` and over `[mid, end)`, which run on two threads
+    /// (`tessel_run_kernel_pair`); otherwise as one kernel, `body` with no part.
+    #[allow(clippy::too_many_arguments)]
+    fn split_kernel(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        comp: ComputationId,
+        leaves: HashMap<InstrId, Leaf>,
+        addrs: &[Addr],
+        elements: i64,
+        split: &dyn Fn(&Elemental) -> Option<Part>,
+        body: &mut PartBody,
+    ) -> Result<(), JitError> {
+        if self.options.gemm_threads < 2 || elements < PARALLEL_KERNEL_ELEMENTS {
+            return self.kernel(fb, arena, name, comp, leaves, addrs, &mut |e| body(e, None));
         }
-        let mut split = None;
-        let (first, fname) = self.build_kernel(name, comp, leaves.clone(), &addrs, &mut |e| {
-            split = split_point(e, outputs, shape);
-            let part = split.map(|(mid, _)| (0, mid));
-            emit_elementwise_part(e, outputs, shape, vec, part)
+        let mut cut = None;
+        let (first, fname) = self.build_kernel(name, comp, leaves.clone(), addrs, &mut |e| {
+            cut = split(e);
+            body(e, cut.map(|(mid, _)| (0, mid)))
         })?;
         let first_ref = self.jit.declare_func_in_func(first, fb.func);
-        match split {
+        match cut {
             None => {
                 fb.ins().call(first_ref, &[arena]);
             }
             Some((mid, end)) => {
-                let (second, _) = self.build_kernel(name, comp, leaves, &addrs, &mut |e| {
-                    emit_elementwise_part(e, outputs, shape, vec, Some((mid, end)))
+                let (second, _) = self.build_kernel(name, comp, leaves, addrs, &mut |e| {
+                    body(e, Some((mid, end)))
                 })?;
                 let second_ref = self.jit.declare_func_in_func(second, fb.func);
                 let a = fb.ins().func_addr(types::I64, first_ref);
@@ -747,15 +778,33 @@ impl<'m> ProgramCx<'m> {
             }
             Op::ReduceWindow { .. } => {
                 let o = addrs[0];
-                self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| {
-                    window::emit_reduce_window(e, root, o, vec)
-                })
+                let elements = instr.shape.as_array().map_or(0, |a| a.element_count());
+                self.split_kernel(
+                    fb,
+                    arena,
+                    name,
+                    comp,
+                    leaves,
+                    &addrs,
+                    elements,
+                    &|e| window::reduce_window_split(e, root),
+                    &mut |e, part| window::emit_reduce_window_part(e, root, o, vec, part),
+                )
             }
             Op::SelectAndScatter { .. } => {
                 let o = addrs[0];
-                self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| {
-                    window::emit_select_and_scatter(e, root, o, vec)
-                })
+                let elements = instr.shape.as_array().map_or(0, |a| a.element_count());
+                self.split_kernel(
+                    fb,
+                    arena,
+                    name,
+                    comp,
+                    leaves,
+                    &addrs,
+                    elements,
+                    &|e| window::select_and_scatter_split(e, root),
+                    &mut |e, part| window::emit_select_and_scatter_part(e, root, o, vec, part),
+                )
             }
             _ => {
                 let shape = instr.shape.as_array().cloned().ok_or_else(|| {

@@ -95,6 +95,26 @@ pub fn emit_reduce_window(
     output: Addr,
     allow_vector: bool,
 ) -> Result<(), JitError> {
+    emit_reduce_window_part(e, rw, output, allow_vector, None)
+}
+
+/// Where a reduce-window may be cut in two parts for two threads, as `(mid, end)` of the
+/// output's first dimension: every output element is computed on its own, so any cut of an
+/// outer dimension works.
+pub fn reduce_window_split(e: &Elemental, rw: InstrId) -> Option<(i64, i64)> {
+    let out = e.comp.get(rw).shape.as_array()?;
+    (out.rank() >= 2 && out.dims[0] >= 2).then(|| (out.dims[0] / 2, out.dims[0]))
+}
+
+/// [`emit_reduce_window`] over `part` of the output's first dimension, cut at a
+/// [`reduce_window_split`].
+pub fn emit_reduce_window_part(
+    e: &mut Elemental,
+    rw: InstrId,
+    output: Addr,
+    allow_vector: bool,
+    part: Option<(i64, i64)>,
+) -> Result<(), JitError> {
     let instr = e.comp.get(rw);
     let Op::ReduceWindow { window, to_apply } = &instr.op else {
         return Err(JitError::Invalid(format!(
@@ -184,7 +204,22 @@ pub fn emit_reduce_window(
         counted_loop(e, 0, vec_end, 4, &mut |e, j| point(e, j, 4))?;
         counted_loop(e, vec_end, inner, 1, &mut |e, j| point(e, j, 1))
     };
-    nest(e, &out_shape.dims[..rank - 1], &mut Vec::new(), &mut row)
+    match part {
+        None => nest(e, &out_shape.dims[..rank - 1], &mut Vec::new(), &mut row),
+        Some((lo, hi)) if rank >= 2 => {
+            let mut ivs = Vec::new();
+            counted_loop(e, lo, hi, 1, &mut |e, iv| {
+                ivs.push(iv);
+                let r = nest(e, &out_shape.dims[1..rank - 1], &mut ivs, &mut row);
+                ivs.pop();
+                r
+            })
+        }
+        Some(_) => Err(JitError::Invalid(format!(
+            "{}: a rank-1 reduce-window cannot be split",
+            instr.name
+        ))),
+    }
 }
 
 /// Emits `select-and-scatter` instruction `ss` storing into `output`.
@@ -193,6 +228,38 @@ pub fn emit_select_and_scatter(
     ss: InstrId,
     output: Addr,
     allow_vector: bool,
+) -> Result<(), JitError> {
+    emit_select_and_scatter_part(e, ss, output, allow_vector, None)
+}
+
+/// Where a select-and-scatter may be cut in two parts for two threads, as `(mid, end)` of the
+/// source's first dimension: when its windows tile the operand without overlap and do not
+/// move along the first dimension (max-pool gradients), so each part writes its own rows.
+pub fn select_and_scatter_split(e: &Elemental, ss: InstrId) -> Option<(i64, i64)> {
+    let instr = e.comp.get(ss);
+    let Op::SelectAndScatter { window, .. } = &instr.op else {
+        return None;
+    };
+    let in_shape = e.comp.get(instr.operands()[0]).shape.as_array()?;
+    let src_shape = e.comp.get(instr.operands()[1]).shape.as_array()?;
+    let first = window.dims.first()?;
+    let ok = in_shape.rank() >= 2
+        && super::window_tiled::windows_disjoint(window, in_shape, src_shape)
+        && super::window_tiled::windows_tile(window, in_shape, src_shape)
+        && first.size == 1
+        && first.stride == 1
+        && src_shape.dims[0] >= 2;
+    ok.then(|| (src_shape.dims[0] / 2, src_shape.dims[0]))
+}
+
+/// [`emit_select_and_scatter`] over `part` of the source's first dimension, cut at a
+/// [`select_and_scatter_split`].
+pub fn emit_select_and_scatter_part(
+    e: &mut Elemental,
+    ss: InstrId,
+    output: Addr,
+    allow_vector: bool,
+    part: Option<(i64, i64)>,
 ) -> Result<(), JitError> {
     let instr = e.comp.get(ss);
     let Op::SelectAndScatter {
@@ -231,7 +298,14 @@ pub fn emit_select_and_scatter(
             [select, scatter],
             output,
             allow_vector,
+            part,
         );
+    }
+    if part.is_some() {
+        return Err(JitError::Invalid(format!(
+            "{}: only a select-and-scatter with tiling windows can be split",
+            instr.name
+        )));
     }
     let empty = Index::Multi(SmallVec::new());
     let init_v = e.emit(init, &empty, 1)?;

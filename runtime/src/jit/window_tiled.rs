@@ -41,7 +41,7 @@ pub fn windows_disjoint(window: &Window, operand: &ArrayShape, source: &ArraySha
 }
 
 /// Whether the windows cover every operand element (then no separate fill with `init`).
-fn windows_tile(window: &Window, operand: &ArrayShape, source: &ArrayShape) -> bool {
+pub fn windows_tile(window: &Window, operand: &ArrayShape, source: &ArrayShape) -> bool {
     window
         .dims
         .iter()
@@ -50,7 +50,8 @@ fn windows_tile(window: &Window, operand: &ArrayShape, source: &ArrayShape) -> b
 }
 
 /// Emits a select-and-scatter whose windows are disjoint ([`windows_disjoint`]).
-/// `operands` are (operand, source, init), `regions` (select, scatter).
+/// `operands` are (operand, source, init), `regions` (select, scatter); `part` restricts it to
+/// rows of the source's first dimension (only when the windows tile the operand).
 pub fn emit_disjoint_select_and_scatter(
     e: &mut Elemental,
     operands: [InstrId; 3],
@@ -58,6 +59,7 @@ pub fn emit_disjoint_select_and_scatter(
     regions: [ComputationId; 2],
     output: Addr,
     allow_vector: bool,
+    part: Option<(i64, i64)>,
 ) -> Result<(), JitError> {
     let [operand, source, init] = operands;
     let [select, scatter] = regions;
@@ -157,7 +159,19 @@ pub fn emit_disjoint_select_and_scatter(
         counted_loop(e, 0, vec_end, 4, &mut |e, j| point(e, j, 4))?;
         counted_loop(e, vec_end, inner, 1, &mut |e, j| point(e, j, 1))
     };
-    nest(e, &src_shape.dims[..rank - 1], &mut Vec::new(), &mut row)
+    match part {
+        None => nest(e, &src_shape.dims[..rank - 1], &mut Vec::new(), &mut row),
+        // Rows [lo, hi) of the first dimension (the windows tile, so there was no fill).
+        Some((lo, hi)) => {
+            let mut ivs = Vec::new();
+            counted_loop(e, lo, hi, 1, &mut |e, iv| {
+                ivs.push(iv);
+                let r = nest(e, &src_shape.dims[1..rank - 1], &mut ivs, &mut row);
+                ivs.pop();
+                r
+            })
+        }
+    }
 }
 
 /// Window position number `p` as an `i32` (one lane) or `i32x4`.
