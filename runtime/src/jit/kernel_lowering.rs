@@ -92,19 +92,10 @@ pub fn split_point(
     }
 }
 
-/// Emits the loop nest computing every output of an elementwise kernel. All outputs have the
-/// dimensions of `shape`.
-pub fn emit_elementwise(
-    e: &mut Elemental,
-    outputs: &[KernelOutput],
-    shape: &ArrayShape,
-    allow_vector: bool,
-) -> Result<(), JitError> {
-    emit_elementwise_part(e, outputs, shape, allow_vector, None)
-}
-
-/// [`emit_elementwise`] restricted to `part`, a range of the outermost loop (of the flat index
-/// when the kernel is one flat loop, else of the first dimension) cut at a [`split_point`].
+/// Emits the loop nest computing every output of an elementwise kernel (all outputs have the
+/// dimensions of `shape`), whole or over `part`, a range of the outermost loop (of the flat
+/// index when the kernel is one flat loop, else of the first dimension) cut at a
+/// [`split_point`].
 pub fn emit_elementwise_part(
     e: &mut Elemental,
     outputs: &[KernelOutput],

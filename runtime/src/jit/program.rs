@@ -776,7 +776,7 @@ impl<'m> ProgramCx<'m> {
                     reduce::emit_reduce(e, root, &outs, vec)
                 })
             }
-            Op::ReduceWindow { .. } => {
+            Op::ReduceWindow { .. } | Op::SelectAndScatter { .. } => {
                 let o = addrs[0];
                 let elements = instr.shape.as_array().map_or(0, |a| a.element_count());
                 self.split_kernel(
@@ -787,23 +787,8 @@ impl<'m> ProgramCx<'m> {
                     leaves,
                     &addrs,
                     elements,
-                    &|e| window::reduce_window_split(e, root),
-                    &mut |e, part| window::emit_reduce_window_part(e, root, o, vec, part),
-                )
-            }
-            Op::SelectAndScatter { .. } => {
-                let o = addrs[0];
-                let elements = instr.shape.as_array().map_or(0, |a| a.element_count());
-                self.split_kernel(
-                    fb,
-                    arena,
-                    name,
-                    comp,
-                    leaves,
-                    &addrs,
-                    elements,
-                    &|e| window::select_and_scatter_split(e, root),
-                    &mut |e, part| window::emit_select_and_scatter_part(e, root, o, vec, part),
+                    &|e| window::window_split(e, root),
+                    &mut |e, part| window::emit_window_part(e, root, o, vec, part),
                 )
             }
             _ => {

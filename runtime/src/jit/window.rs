@@ -88,14 +88,29 @@ fn and_opt(e: &mut Elemental, a: Option<Value>, b: Option<Value>) -> Option<Valu
     }
 }
 
-/// Emits `reduce-window` instruction `rw` storing into `output`.
-pub fn emit_reduce_window(
+/// Where a reduce-window or select-and-scatter kernel may be cut in two parts for two threads
+/// (see [`reduce_window_split`] and [`select_and_scatter_split`]).
+pub fn window_split(e: &Elemental, id: InstrId) -> Option<(i64, i64)> {
+    match e.comp.get(id).op {
+        Op::ReduceWindow { .. } => reduce_window_split(e, id),
+        Op::SelectAndScatter { .. } => select_and_scatter_split(e, id),
+        _ => None,
+    }
+}
+
+/// Emits a reduce-window or select-and-scatter kernel, whole or over one part of a
+/// [`window_split`].
+pub fn emit_window_part(
     e: &mut Elemental,
-    rw: InstrId,
+    id: InstrId,
     output: Addr,
     allow_vector: bool,
+    part: Option<(i64, i64)>,
 ) -> Result<(), JitError> {
-    emit_reduce_window_part(e, rw, output, allow_vector, None)
+    match e.comp.get(id).op {
+        Op::ReduceWindow { .. } => emit_reduce_window_part(e, id, output, allow_vector, part),
+        _ => emit_select_and_scatter_part(e, id, output, allow_vector, part),
+    }
 }
 
 /// Where a reduce-window may be cut in two parts for two threads, as `(mid, end)` of the
@@ -106,8 +121,8 @@ pub fn reduce_window_split(e: &Elemental, rw: InstrId) -> Option<(i64, i64)> {
     (out.rank() >= 2 && out.dims[0] >= 2).then(|| (out.dims[0] / 2, out.dims[0]))
 }
 
-/// [`emit_reduce_window`] over `part` of the output's first dimension, cut at a
-/// [`reduce_window_split`].
+/// Emits `reduce-window` instruction `rw` storing into `output`, whole or over `part` of the
+/// output's first dimension, cut at a [`reduce_window_split`].
 pub fn emit_reduce_window_part(
     e: &mut Elemental,
     rw: InstrId,
@@ -222,16 +237,6 @@ pub fn emit_reduce_window_part(
     }
 }
 
-/// Emits `select-and-scatter` instruction `ss` storing into `output`.
-pub fn emit_select_and_scatter(
-    e: &mut Elemental,
-    ss: InstrId,
-    output: Addr,
-    allow_vector: bool,
-) -> Result<(), JitError> {
-    emit_select_and_scatter_part(e, ss, output, allow_vector, None)
-}
-
 /// Where a select-and-scatter may be cut in two parts for two threads, as `(mid, end)` of the
 /// source's first dimension: when its windows tile the operand without overlap and do not
 /// move along the first dimension (max-pool gradients), so each part writes its own rows.
@@ -252,8 +257,8 @@ pub fn select_and_scatter_split(e: &Elemental, ss: InstrId) -> Option<(i64, i64)
     ok.then(|| (src_shape.dims[0] / 2, src_shape.dims[0]))
 }
 
-/// [`emit_select_and_scatter`] over `part` of the source's first dimension, cut at a
-/// [`select_and_scatter_split`].
+/// Emits `select-and-scatter` instruction `ss` storing into `output`, whole or over `part` of
+/// the source's first dimension, cut at a [`select_and_scatter_split`].
 pub fn emit_select_and_scatter_part(
     e: &mut Elemental,
     ss: InstrId,
