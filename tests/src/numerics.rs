@@ -1,5 +1,5 @@
 //! Comparing values computed two ways (interpreter before and after optimization, or
-//! against JAX's outputs) with the corpus tolerance.
+//! against JAX's outputs) with the corpus tolerance, and pseudo-random test inputs.
 
 use tessel_compiler::ir::{Array, Literal};
 
@@ -48,4 +48,25 @@ pub fn compare_literals(a: &Literal, b: &Literal, tol: Tolerance) -> Result<(), 
         compare_arrays(&format!("output {i}"), x, y, tol)?;
     }
     Ok(())
+}
+
+/// Reproducible pseudo-random f32 values of shape `dims` (xorshift from `seed`): in [-2, 2)
+/// when `levels` is 0, else only `levels` distinct integers from -1 on (many ties, as a
+/// max-pool's windows need to test the select order).
+pub fn pseudo_random_f32(dims: &[i64], seed: u32, levels: u32) -> Literal {
+    let n: i64 = dims.iter().product();
+    let mut s = seed.wrapping_mul(2654435761).wrapping_add(12345);
+    let v = (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            if levels > 0 {
+                (s % levels) as f32 - 1.0
+            } else {
+                (s % 2000) as f32 / 500.0 - 2.0
+            }
+        })
+        .collect();
+    Literal::Array(Array::f32(dims, v))
 }

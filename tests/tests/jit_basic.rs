@@ -5,6 +5,7 @@
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::*;
 use tessel_runtime::jit::{compile, JitOptions};
+use tessel_tests::numerics::pseudo_random_f32;
 
 /// A tiny module builder: instructions with explicit shapes in the entry computation.
 struct B {
@@ -59,17 +60,7 @@ impl B {
 }
 
 fn f32s(dims: &[i64], seed: u32) -> Literal {
-    let n: i64 = dims.iter().product();
-    let mut s = seed.wrapping_mul(2654435761).wrapping_add(12345);
-    let v = (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s % 2000) as f32 / 500.0 - 2.0
-        })
-        .collect();
-    Literal::Array(Array::f32(dims, v))
+    pseudo_random_f32(dims, seed, 0)
 }
 
 fn close(a: &Literal, b: &Literal, tol: f32) {

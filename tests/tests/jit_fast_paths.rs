@@ -6,6 +6,7 @@
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::*;
 use tessel_runtime::jit::{compile, JitOptions};
+use tessel_tests::numerics::pseudo_random_f32;
 
 /// A tiny module builder: instructions with explicit shapes in the entry computation.
 struct B {
@@ -62,28 +63,9 @@ impl B {
     }
 }
 
-/// Pseudo-random f32 values; with `levels` > 0 only that many distinct values (many ties).
-fn values(dims: &[i64], seed: u32, levels: u32) -> Literal {
-    let n: i64 = dims.iter().product();
-    let mut s = seed.wrapping_mul(2654435761).wrapping_add(12345);
-    let v = (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            if levels > 0 {
-                (s % levels) as f32 - 1.0
-            } else {
-                (s % 2000) as f32 / 500.0 - 2.0
-            }
-        })
-        .collect();
-    Literal::Array(Array::f32(dims, v))
-}
-
 fn with_nans(lit: Literal, every: usize) -> Literal {
     let Literal::Array(a) = lit else {
-        unreachable!("values() makes arrays")
+        unreachable!("pseudo_random_f32() makes arrays")
     };
     let dims = a.shape.dims.clone();
     let v: Vec<f32> = (0..a.len())
@@ -180,14 +162,14 @@ fn check_select_and_scatter(
     let m = select_and_scatter_module(in_dims, src_dims, w, dir, init);
     // Ties (3 levels), NaNs among the operand, and distinct values.
     for (k, x) in [
-        values(in_dims, 1, 3),
-        with_nans(values(in_dims, 2, 5), 7),
-        values(in_dims, 3, 0),
+        pseudo_random_f32(in_dims, 1, 3),
+        with_nans(pseudo_random_f32(in_dims, 2, 5), 7),
+        pseudo_random_f32(in_dims, 3, 0),
     ]
     .into_iter()
     .enumerate()
     {
-        check(&m, &[x, values(src_dims, 10 + k as u32, 0)], 0.0);
+        check(&m, &[x, pseudo_random_f32(src_dims, 10 + k as u32, 0)], 0.0);
     }
 }
 
@@ -291,7 +273,10 @@ fn check_conv(
     let m = conv_module(shapes[0], shapes[1], shapes[2], conv);
     check(
         &m,
-        &[values(shapes[0], 21, 0), values(shapes[1], 22, 0)],
+        &[
+            pseudo_random_f32(shapes[0], 21, 0),
+            pseudo_random_f32(shapes[1], 22, 0),
+        ],
         tol,
     );
 }

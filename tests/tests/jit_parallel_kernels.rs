@@ -6,22 +6,13 @@
 
 use tessel_compiler::hlo_text::parse_module;
 use tessel_compiler::interpreter::evaluate;
-use tessel_compiler::ir::{Array, Literal};
+use tessel_compiler::ir::Literal;
 use tessel_compiler::passes::pipeline::{optimize, CompileOptions};
 use tessel_runtime::jit::{compile, JitOptions};
+use tessel_tests::numerics::pseudo_random_f32;
 
 fn f32s(dims: &[i64], seed: u32) -> Literal {
-    let n: i64 = dims.iter().product();
-    let mut s = seed.wrapping_mul(2654435761).wrapping_add(12345);
-    let v = (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s % 2000) as f32 / 500.0 - 2.0
-        })
-        .collect();
-    Literal::Array(Array::f32(dims, v))
+    pseudo_random_f32(dims, seed, 0)
 }
 
 fn bits(l: &Literal) -> Vec<Vec<u8>> {
@@ -114,15 +105,7 @@ ENTRY e {
 }
 ";
     // Few distinct values, so that many windows hold equal maxima.
-    let x = match f32s(&[9, 30, 30, 16], 8) {
-        Literal::Array(a) => {
-            let v: Vec<f32> = (0..a.len())
-                .map(|i| (a.data.get_f64(i) * 2.0).round() as f32)
-                .collect();
-            Literal::Array(Array::f32(&[9, 30, 30, 16], v))
-        }
-        other => other,
-    };
+    let x = pseudo_random_f32(&[9, 30, 30, 16], 8, 9);
     check(text, &[x, f32s(&[9, 15, 15, 16], 9)]);
 }
 
