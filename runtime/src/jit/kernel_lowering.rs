@@ -163,22 +163,36 @@ pub fn emit_elementwise_part(
         counted_loop(e, 0, vec_end, 4, &mut |e, j| point(e, j, 4))?;
         counted_loop(e, vec_end, inner, 1, &mut |e, j| point(e, j, 1))
     };
-    match part {
-        None => nest(e, &shape.dims[..rank - 1], &mut Vec::new(), &mut row),
-        Some((lo, hi)) => {
-            let mut ivs = Vec::new();
-            counted_loop(e, lo, hi, 1, &mut |e, iv| {
-                ivs.push(iv);
-                let r = nest(e, &shape.dims[1..rank - 1], &mut ivs, &mut row);
-                ivs.pop();
-                r
-            })
-        }
-    }
+    nest_part(e, &shape.dims[..rank - 1], part, &mut row)
 }
 
 /// The body of a loop nest: called with the induction variables, outermost first.
 pub type NestBody<'b> = dyn FnMut(&mut Elemental, &[Value]) -> Result<(), JitError> + 'b;
+
+/// [`nest`] over `dims`, or with `part = Some((lo, hi))` only over `[lo, hi)` of the first
+/// dimension (one half of a kernel split for two threads).
+pub fn nest_part(
+    e: &mut Elemental,
+    dims: &[i64],
+    part: Option<(i64, i64)>,
+    body: &mut NestBody,
+) -> Result<(), JitError> {
+    let Some((lo, hi)) = part else {
+        return nest(e, dims, &mut Vec::new(), body);
+    };
+    if dims.is_empty() {
+        return Err(JitError::Invalid(
+            "a kernel with no outer loop cannot be split".into(),
+        ));
+    }
+    let mut ivs = Vec::new();
+    counted_loop(e, lo, hi, 1, &mut |e, iv| {
+        ivs.push(iv);
+        let r = nest(e, &dims[1..], &mut ivs, body);
+        ivs.pop();
+        r
+    })
+}
 
 /// Loops over `dims` (outermost first), calling `body` with the induction variables.
 pub fn nest(

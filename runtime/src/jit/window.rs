@@ -9,7 +9,7 @@
 use super::buffer::Addr;
 use super::elemental::{Comp, Elemental, Index};
 use super::elementwise::{scalar_cond_for, select_values, splat_if};
-use super::kernel_lowering::{can_vectorize, kernel_instructions, nest};
+use super::kernel_lowering::{can_vectorize, kernel_instructions, nest, nest_part};
 use super::loops::counted_loop;
 use super::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -219,22 +219,7 @@ pub fn emit_reduce_window_part(
         counted_loop(e, 0, vec_end, 4, &mut |e, j| point(e, j, 4))?;
         counted_loop(e, vec_end, inner, 1, &mut |e, j| point(e, j, 1))
     };
-    match part {
-        None => nest(e, &out_shape.dims[..rank - 1], &mut Vec::new(), &mut row),
-        Some((lo, hi)) if rank >= 2 => {
-            let mut ivs = Vec::new();
-            counted_loop(e, lo, hi, 1, &mut |e, iv| {
-                ivs.push(iv);
-                let r = nest(e, &out_shape.dims[1..rank - 1], &mut ivs, &mut row);
-                ivs.pop();
-                r
-            })
-        }
-        Some(_) => Err(JitError::Invalid(format!(
-            "{}: a rank-1 reduce-window cannot be split",
-            instr.name
-        ))),
-    }
+    nest_part(e, &out_shape.dims[..rank - 1], part, &mut row)
 }
 
 /// Where a select-and-scatter may be cut in two parts for two threads, as `(mid, end)` of the

@@ -11,7 +11,7 @@
 use super::buffer::Addr;
 use super::elemental::{Comp, Elemental, Index};
 use super::elementwise::{select_values, splat_if};
-use super::kernel_lowering::{can_vectorize, kernel_instructions, nest};
+use super::kernel_lowering::{can_vectorize, kernel_instructions, nest_part};
 use super::loops::counted_loop;
 use super::window::window_positions;
 use super::JitError;
@@ -159,19 +159,8 @@ pub fn emit_disjoint_select_and_scatter(
         counted_loop(e, 0, vec_end, 4, &mut |e, j| point(e, j, 4))?;
         counted_loop(e, vec_end, inner, 1, &mut |e, j| point(e, j, 1))
     };
-    match part {
-        None => nest(e, &src_shape.dims[..rank - 1], &mut Vec::new(), &mut row),
-        // Rows [lo, hi) of the first dimension (the windows tile, so there was no fill).
-        Some((lo, hi)) => {
-            let mut ivs = Vec::new();
-            counted_loop(e, lo, hi, 1, &mut |e, iv| {
-                ivs.push(iv);
-                let r = nest(e, &src_shape.dims[1..rank - 1], &mut ivs, &mut row);
-                ivs.pop();
-                r
-            })
-        }
-    }
+    // With a part, only rows [lo, hi) of the first dimension (the windows tile: no fill).
+    nest_part(e, &src_shape.dims[..rank - 1], part, &mut row)
 }
 
 /// Window position number `p` as an `i32` (one lane) or `i32x4`.
