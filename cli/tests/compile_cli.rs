@@ -1,17 +1,11 @@
 //! `tessel compile` on the command line: the optimizer's and the JIT's figures, the JIT's CLIF
 //! dumps, and the rejection of what the device cannot run.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
-fn corpus(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hlo");
-    assert!(
-        dir.is_dir(),
-        "../shared/hlo is missing: this test needs the corpus"
-    );
-    dir.join(name)
-}
+use common::corpus;
+
+use std::process::Command;
 
 fn value<'a>(stdout: &'a str, key: &str) -> &'a str {
     stdout

@@ -1,18 +1,12 @@
 //! `tessel grad` on the command line: HLO text out, errors with exit code 1.
 
-use std::path::PathBuf;
+mod common;
+
+use common::corpus;
+
 use std::process::Command;
 use tessel_compiler::hlo_text::parse_module;
 use tessel_compiler::ir::Shape;
-
-fn corpus(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hlo");
-    assert!(
-        dir.is_dir(),
-        "../shared/hlo is missing: this test needs the corpus"
-    );
-    dir.join(name)
-}
 
 #[test]
 fn grad_prints_a_module_returning_value_and_gradients() {

@@ -2,19 +2,14 @@
 //! numbers, bitwise the same on two runs; the wrong replica count and a failing replica are
 //! explained, naming the replica.
 
+mod common;
+
+use common::corpus;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use tessel_compiler::ir::Array;
 use tessel_runtime::host_io::{read_safetensors, write_safetensors};
-
-fn corpus(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hlo");
-    assert!(
-        dir.is_dir(),
-        "../shared/hlo is missing: this test needs the corpus"
-    );
-    dir.join(name)
-}
 
 fn temp(tag: &str) -> PathBuf {
     std::env::temp_dir().join(format!("tessel_jit_replicas_{}_{tag}", std::process::id()))

@@ -1,17 +1,11 @@
 //! `tessel run --backend jit` on the command line: JAX's numbers out, timings with --repeat.
 
-use std::path::PathBuf;
+mod common;
+
+use common::corpus;
+
 use std::process::Command;
 use tessel_runtime::host_io::read_safetensors;
-
-fn corpus(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hlo");
-    assert!(
-        dir.is_dir(),
-        "../shared/hlo is missing: this test needs the corpus"
-    );
-    dir.join(name)
-}
 
 #[test]
 fn jit_backend_writes_jax_outputs_and_timings() {

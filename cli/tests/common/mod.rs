@@ -1,0 +1,14 @@
+//! Shared by the command-line tests.
+
+use std::path::PathBuf;
+
+/// A file of the JAX corpus (`../shared/hlo` beside the repository); panics when the corpus is
+/// missing, so that a test meant to cover it cannot pass without it.
+pub fn corpus(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hlo");
+    assert!(
+        dir.is_dir(),
+        "../shared/hlo is missing: this test needs the corpus"
+    );
+    dir.join(name)
+}
