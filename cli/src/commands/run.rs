@@ -14,7 +14,7 @@ use std::time::Instant;
 use tessel_compiler::interpreter::{evaluate, evaluate_replicated};
 use tessel_compiler::ir::{Array, ArrayShape, Literal, Module, Shape};
 use tessel_runtime::host_io::{read_safetensors, write_safetensors};
-use tessel_runtime::jit::{Executable, JitOptions};
+use tessel_runtime::jit::{ConvAlgorithm, Executable, JitOptions};
 use tessel_runtime::shard_map::{is_shard_map_module, run_sharded, Mesh, ShardMap};
 use tessel_runtime::threads::ThreadBudget;
 
@@ -50,6 +50,10 @@ pub struct RunArgs {
     /// (the warm-up run is not counted when --repeat is given).
     #[arg(long)]
     pub profile: bool,
+    /// With --backend jit: `auto` (specialized convolution routines where they fit) or `gemm`
+    /// (always the general patch-matrix GEMM).
+    #[arg(long, default_value = "auto")]
+    pub conv_algorithm: ConvAlgorithm,
 }
 
 /// What executes the module. The JIT plugs in here when the runtime offers it.
@@ -133,6 +137,7 @@ fn execute(args: &RunArgs) -> Result<(), String> {
             repeat: args.repeat,
             nan_check: args.nan_check,
             profile: args.profile,
+            conv_algorithm: args.conv_algorithm,
         };
         let outputs = super::run_loop::run_loop(&module, inputs, &req, load_start)?;
         return write_safetensors(&args.outputs, &outputs).map_err(|e| e.to_string());
@@ -164,7 +169,12 @@ fn execute_jit(
     load_start: Instant,
 ) -> Result<(), String> {
     let budget = ThreadBudget::from_env()?;
-    let compiled = JitJob::new(module, job, &budget, args.profile)?;
+    let base = JitOptions {
+        profile: args.profile,
+        conv_algorithm: args.conv_algorithm,
+        ..JitOptions::default()
+    };
+    let compiled = JitJob::new(module, job, &budget, base)?;
     let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
     let outputs = compiled.run()?;
     if let (Some(profile), Some(_)) = (compiled.exe.profile(), args.repeat) {
@@ -203,12 +213,12 @@ impl<'j> JitJob<'j> {
     /// Optimizes and compiles the program one replica runs. With N replicas, each replica's
     /// GEMM may use the budget's share `per_replica(N)` of threads, so N replicas do not
     /// oversubscribe the machine.
-    /// `profile` compiles the per-kernel time marks in (summed over replicas).
+    /// `base` gives every option but the thread count.
     fn new(
         module: &Module,
         job: &'j Job<'j>,
         budget: &ThreadBudget,
-        profile: bool,
+        base: JitOptions,
     ) -> Result<Self, String> {
         let (sharded, replicas) = match job {
             Job::Single { .. } => (None, 1),
@@ -226,8 +236,7 @@ impl<'j> JitJob<'j> {
             .map_err(|e| e.to_string())?;
         let options = JitOptions {
             gemm_threads: budget.per_replica(replicas),
-            profile,
-            ..JitOptions::default()
+            ..base
         };
         let exe = tessel_runtime::jit::compile(&program, &options).map_err(|e| e.to_string())?;
         Ok(JitJob { job, exe, sharded })
@@ -611,6 +620,7 @@ mod tests {
             repeat: None,
             nan_check: false,
             profile: false,
+            conv_algorithm: ConvAlgorithm::Auto,
         }
     }
 

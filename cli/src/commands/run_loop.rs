@@ -11,7 +11,7 @@
 use std::time::Instant;
 use tessel_compiler::ir::{Array, Module, Shape};
 use tessel_runtime::jit::profile::render;
-use tessel_runtime::jit::JitOptions;
+use tessel_runtime::jit::{ConvAlgorithm, JitOptions};
 use tessel_runtime::shard_map::is_shard_map_module;
 use tessel_runtime::sharded_loop::ShardedLoop;
 use tessel_runtime::training_loop::{LoopBackend, LoopOptions, TrainingLoop};
@@ -27,6 +27,8 @@ pub struct LoopRequest<'a> {
     pub nan_check: bool,
     /// With the JIT: print the time of every kernel and routine per iteration.
     pub profile: bool,
+    /// With the JIT: which convolution routines it may use.
+    pub conv_algorithm: ConvAlgorithm,
 }
 
 /// Runs the loop (and `--repeat` timings); returns the outputs to write.
@@ -39,6 +41,7 @@ pub fn run_loop(
     let backend = if req.jit {
         LoopBackend::Jit(JitOptions {
             profile: req.profile,
+            conv_algorithm: req.conv_algorithm,
             ..JitOptions::default()
         })
     } else {
@@ -255,6 +258,7 @@ ENTRY step {
             repeat: None,
             nan_check: true,
             profile: false,
+            conv_algorithm: ConvAlgorithm::Auto,
         };
         run_loop(&step, inputs, &req, Instant::now())
     }

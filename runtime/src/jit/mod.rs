@@ -10,6 +10,7 @@
 pub mod buffer;
 pub mod collectives;
 pub mod conv_patches;
+pub mod conv_select;
 pub mod convolution;
 pub mod elemental;
 pub mod elementwise;
@@ -31,6 +32,7 @@ pub mod window;
 pub mod window_tiled;
 
 pub use crate::executable::Executable;
+pub use conv_select::ConvAlgorithm;
 pub use gemm::GemmBackend;
 
 use std::fmt;
@@ -96,6 +98,8 @@ pub struct JitOptions {
     pub gemm_threads: usize,
     /// Count the time of every kernel and routine call (see `profile.rs`).
     pub profile: bool,
+    /// Which convolution routines may be used (`conv_select.rs`).
+    pub conv_algorithm: ConvAlgorithm,
 }
 
 impl Default for JitOptions {
@@ -107,6 +111,7 @@ impl Default for JitOptions {
             gemm: GemmBackend::default(),
             gemm_threads: 2,
             profile: false,
+            conv_algorithm: ConvAlgorithm::Auto,
         }
     }
 }

@@ -9,7 +9,7 @@
 
 use super::buffer::{Addr, Buffer, ConstPool, Loc};
 use super::collectives::{collective_routine, CollectivePlan};
-use super::convolution::{conv_routine, ConvPlan};
+use super::conv_select::plan_convolution;
 use super::elemental::{Elemental, Leaf};
 use super::elementwise::Libcalls;
 use super::feed_ops::{infeed_routine, outfeed_routine, InfeedPlan, OutfeedPlan};
@@ -224,8 +224,18 @@ impl<'m> ProgramCx<'m> {
         f: usize,
         plan: P,
     ) {
-        let plan = Box::new(plan);
-        let p = &*plan as *const P as usize;
+        self.call_boxed_plan(fb, arena, f, Box::new(plan));
+    }
+
+    /// [`Self::call_plan`] for a plan already boxed: `f` receives a pointer to the boxed value.
+    fn call_boxed_plan(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        f: usize,
+        plan: Box<dyn Any + Send + Sync>,
+    ) {
+        let p = &*plan as *const (dyn Any + Send + Sync) as *const () as usize;
         self.plans.push(plan);
         self.routine(fb, arena, f, p);
     }
@@ -632,20 +642,19 @@ impl<'m> ProgramCx<'m> {
                     let (l, r) = (array(0)?, array(1)?);
                     let out = self.alloc_loc(&instr.shape)?;
                     let ob = out.as_array().expect("array").clone();
-                    let (backend, threads) = (self.options.gemm, self.options.gemm_threads);
-                    let plan = self.with_scratch(|scratch| {
-                        ConvPlan::new(
+                    let options = self.options;
+                    let conv = self.with_scratch(|scratch| {
+                        plan_convolution(
                             &instr.name,
                             conv,
                             (l.addr, &l.shape),
                             (r.addr, &r.shape),
                             (ob.addr, &ob.shape),
-                            backend,
-                            threads,
+                            options,
                             scratch,
                         )
                     })?;
-                    self.call_plan(fb, arena, conv_routine as *const () as usize, plan);
+                    self.call_boxed_plan(fb, arena, conv.routine, conv.plan);
                     out
                 }
                 Op::Fusion { calls, .. } => {
