@@ -1,6 +1,6 @@
 //! `tessel run --backend jit --replicas N` on the command line: a shard_map module gives JAX's
 //! numbers, bitwise the same on two runs; the wrong replica count and a failing replica are
-//! explained, naming the replica.
+//! explained, naming the replica; `--profile` covers a shard_map step run as a loop.
 
 mod common;
 
@@ -90,4 +90,52 @@ fn a_failing_replica_is_named() {
     );
     std::fs::remove_file(&hlo).unwrap();
     std::fs::remove_file(&inputs).unwrap();
+}
+
+/// A shard_map step run as a compiled loop on 4 JIT replicas: `--profile` prints the per-kernel
+/// table per iteration, with the all-reduce once per replica per iteration (the warm-up run is
+/// not counted).
+#[test]
+fn profile_covers_a_shard_map_loop() {
+    let inputs = read_safetensors(corpus("dp_tanh_regression_r4.inputs.safetensors")).unwrap();
+    // Parameter 1 (x) is fed, two iterations deep; parameter 0 (w) is carried.
+    let stacked: Vec<(String, Array)> = inputs
+        .into_iter()
+        .map(|(k, a)| match k.as_str() {
+            "1" => (k, tessel_runtime::feed::stack(&[a.clone(), a]).unwrap()),
+            _ => (k, a),
+        })
+        .collect();
+    let (in_path, out_path) = (temp("loop_in"), temp("loop_out"));
+    write_safetensors(&in_path, &stacked).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tessel"))
+        .args(["run", corpus("dp_tanh_regression_r4.hlo").to_str().unwrap()])
+        .arg("--inputs")
+        .arg(&in_path)
+        .arg("--outputs")
+        .arg(&out_path)
+        .args(["--backend", "jit", "--replicas", "4", "--loop", "2"])
+        .args(["--infeed", "1", "--repeat", "2", "--profile"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("loop_ms_per_iteration: "), "{stdout}");
+    let rows: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.contains("ms/run"))
+        .skip(1)
+        .filter(|r| r.contains(" all-reduce "))
+        .collect();
+    assert!(!rows.is_empty(), "no all-reduce row:\n{stdout}");
+    for r in rows {
+        let calls: u64 = r.split_whitespace().nth(2).unwrap().parse().unwrap();
+        assert_eq!(calls, 4, "{r}");
+    }
+    std::fs::remove_file(&in_path).unwrap();
+    std::fs::remove_file(&out_path).unwrap();
 }

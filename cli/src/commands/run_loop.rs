@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 use tessel_compiler::ir::{Array, Module, Shape};
-use tessel_runtime::jit::profile::render;
+use tessel_runtime::jit::profile::{render, ProfileCounters};
 use tessel_runtime::jit::{ConvAlgorithm, JitOptions};
 use tessel_runtime::shard_map::is_shard_map_module;
 use tessel_runtime::sharded_loop::ShardedLoop;
@@ -59,30 +59,11 @@ pub fn run_loop(
     };
     let out = lp.run(args.clone(), &options).map_err(|e| e.to_string())?;
     let profile = lp.executable().and_then(|exe| exe.profile());
-    if let (Some(profile), Some(_)) = (profile, req.repeat) {
-        profile.reset(); // the warm-up run is not counted
-    }
-    if let Some(repeat) = req.repeat {
-        let mut times = Vec::with_capacity(repeat);
-        for _ in 0..repeat {
-            let start = Instant::now();
-            lp.run(args.clone(), &options).map_err(|e| e.to_string())?;
-            times.push(start.elapsed().as_secs_f64() * 1e3);
-        }
-        times.sort_by(f64::total_cmp);
-        let median = times[times.len() / 2];
-        println!("compile_ms: {compile_ms:.3}");
-        println!("run_ms_median: {median:.3}");
-        println!(
-            "loop_ms_per_iteration: {:.3}",
-            median / req.iterations as f64
-        );
-    }
-    if let Some(profile) = profile {
-        let iterations = req.repeat.unwrap_or(1) * req.iterations;
-        println!("per iteration:");
-        print!("{}", render(&profile.times(), iterations as u64));
-    }
+    time_and_profile(req, compile_ms, profile, || {
+        lp.run(args.clone(), &options)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    })?;
     let key = |r: usize, i: usize| {
         if req.replicas == 1 {
             i.to_string()
@@ -123,11 +104,34 @@ fn run_sharded_loop(
         ..LoopOptions::default()
     };
     let out = sl.run(args.clone(), &options)?;
+    let profile = sl.body_loop.executable().and_then(|exe| exe.profile());
+    time_and_profile(req, compile_ms, profile, || {
+        sl.run(args.clone(), &options).map(drop)
+    })?;
+    Ok(out
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| (i.to_string(), a))
+        .collect())
+}
+
+/// With `--repeat R`: runs the loop R more times and prints compile_ms, run_ms_median and
+/// loop_ms_per_iteration. With `--profile` (JIT): prints the per-kernel table per iteration,
+/// leaving out the warm-up run already made when R is given.
+fn time_and_profile(
+    req: &LoopRequest,
+    compile_ms: f64,
+    profile: Option<&ProfileCounters>,
+    mut run: impl FnMut() -> Result<(), String>,
+) -> Result<(), String> {
+    if let (Some(profile), Some(_)) = (profile, req.repeat) {
+        profile.reset();
+    }
     if let Some(repeat) = req.repeat {
         let mut times = Vec::with_capacity(repeat);
         for _ in 0..repeat {
             let start = Instant::now();
-            sl.run(args.clone(), &options)?;
+            run()?;
             times.push(start.elapsed().as_secs_f64() * 1e3);
         }
         times.sort_by(f64::total_cmp);
@@ -139,11 +143,12 @@ fn run_sharded_loop(
             median / req.iterations as f64
         );
     }
-    Ok(out
-        .into_iter()
-        .enumerate()
-        .map(|(i, a)| (i.to_string(), a))
-        .collect())
+    if let Some(profile) = profile {
+        let iterations = req.repeat.unwrap_or(1) * req.iterations;
+        println!("per iteration:");
+        print!("{}", render(&profile.times(), iterations as u64));
+    }
+    Ok(())
 }
 
 /// Each replica's step arguments in parameter order (fed ones stacked K deep), from inputs
