@@ -115,7 +115,15 @@ fn profile_covers_a_shard_map_loop() {
         .arg("--outputs")
         .arg(&out_path)
         .args(["--backend", "jit", "--replicas", "4", "--loop", "2"])
-        .args(["--infeed", "1", "--repeat", "2", "--profile"])
+        .args([
+            "--infeed",
+            "1",
+            "--infeed-depth",
+            "1",
+            "--repeat",
+            "2",
+            "--profile",
+        ])
         .output()
         .unwrap();
     assert!(
@@ -138,4 +146,35 @@ fn profile_covers_a_shard_map_loop() {
     }
     std::fs::remove_file(&in_path).unwrap();
     std::fs::remove_file(&out_path).unwrap();
+}
+
+/// `--infeed-depth` sizes the infeed queues of a loop: zero, or the flag without `--loop`, is
+/// refused with a message naming it.
+#[test]
+fn infeed_depth_is_checked() {
+    let hlo = corpus("dp_tanh_regression_r4.hlo");
+    let inputs = corpus("dp_tanh_regression_r4.inputs.safetensors");
+    for extra in [
+        &["--loop", "2", "--infeed", "1", "--infeed-depth", "0"][..],
+        &["--infeed-depth", "3"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_tessel"))
+            .args(["run", hlo.to_str().unwrap()])
+            .arg("--inputs")
+            .arg(&inputs)
+            .args([
+                "--outputs",
+                "/dev/null",
+                "--backend",
+                "jit",
+                "--replicas",
+                "4",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--infeed-depth"), "{err}");
+    }
 }

@@ -46,6 +46,9 @@ pub struct RunArgs {
     /// With --loop: fail if carried float state holds a NaN after the loop.
     #[arg(long)]
     pub nan_check: bool,
+    /// With --loop: batches each replica's infeed queue holds ahead of the device.
+    #[arg(long)]
+    pub infeed_depth: Option<usize>,
     /// With --backend jit: print the time of every kernel and GEMM call, per run, after the runs
     /// (the warm-up run is not counted when --repeat is given).
     #[arg(long)]
@@ -84,8 +87,13 @@ pub fn run(args: &RunArgs) -> ExitCode {
 
 fn execute(args: &RunArgs) -> Result<(), String> {
     let backend = Backend::parse(&args.backend)?;
-    if args.loop_iterations.is_none() && (!args.infeed.is_empty() || args.nan_check) {
-        return Err("--infeed and --nan-check go with --loop K".into());
+    if args.loop_iterations.is_none()
+        && (!args.infeed.is_empty() || args.nan_check || args.infeed_depth.is_some())
+    {
+        return Err("--infeed, --infeed-depth and --nan-check go with --loop K".into());
+    }
+    if args.infeed_depth == Some(0) {
+        return Err("--infeed-depth must be at least 1".into());
     }
     if args.replicas == 0 {
         return Err("--replicas must be at least 1".into());
@@ -136,6 +144,7 @@ fn execute(args: &RunArgs) -> Result<(), String> {
             replicas: args.replicas,
             repeat: args.repeat,
             nan_check: args.nan_check,
+            queue_depth: args.infeed_depth,
             profile: args.profile,
             conv_algorithm: args.conv_algorithm,
         };
@@ -619,6 +628,7 @@ mod tests {
             infeed: vec![],
             repeat: None,
             nan_check: false,
+            infeed_depth: None,
             profile: false,
             conv_algorithm: ConvAlgorithm::Auto,
         }

@@ -25,10 +25,22 @@ pub struct LoopRequest<'a> {
     pub replicas: usize,
     pub repeat: Option<usize>,
     pub nan_check: bool,
+    /// Infeed queue depth per replica (`LoopOptions::default()`'s when not given).
+    pub queue_depth: Option<usize>,
     /// With the JIT: print the time of every kernel and routine per iteration.
     pub profile: bool,
     /// With the JIT: which convolution routines it may use.
     pub conv_algorithm: ConvAlgorithm,
+}
+
+impl LoopRequest<'_> {
+    fn loop_options(&self) -> LoopOptions {
+        let default = LoopOptions::default();
+        LoopOptions {
+            nan_check: self.nan_check,
+            queue_depth: self.queue_depth.unwrap_or(default.queue_depth),
+        }
+    }
 }
 
 /// Runs the loop (and `--repeat` timings); returns the outputs to write.
@@ -53,10 +65,7 @@ pub fn run_loop(
     let lp = TrainingLoop::with_backend(step, req.iterations as u64, req.infeed, &backend)?;
     let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
     let args = loop_inputs(step, &lp, inputs, req.replicas)?;
-    let options = LoopOptions {
-        nan_check: req.nan_check,
-        ..LoopOptions::default()
-    };
+    let options = req.loop_options();
     let out = lp.run(args.clone(), &options).map_err(|e| e.to_string())?;
     let profile = lp.executable().and_then(|exe| exe.profile());
     time_and_profile(req, compile_ms, profile, || {
@@ -99,10 +108,7 @@ fn run_sharded_loop(
     let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
     // Global inputs: one set, keyed "I".
     let args = loop_inputs(step, &sl.body_loop, inputs, 1)?.remove(0);
-    let options = LoopOptions {
-        nan_check: req.nan_check,
-        ..LoopOptions::default()
-    };
+    let options = req.loop_options();
     let out = sl.run(args.clone(), &options)?;
     let profile = sl.body_loop.executable().and_then(|exe| exe.profile());
     time_and_profile(req, compile_ms, profile, || {
@@ -262,6 +268,7 @@ ENTRY step {
             replicas: 1,
             repeat: None,
             nan_check: true,
+            queue_depth: None,
             profile: false,
             conv_algorithm: ConvAlgorithm::Auto,
         };
