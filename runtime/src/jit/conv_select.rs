@@ -90,7 +90,10 @@ pub fn plan_convolution(
         .then(|| WinogradFilterPlan::new(name, conv, input, kernel, output, threads, alloc))
         .flatten()
     {
-        return Ok(ConvRoutine::new(winograd_filter_routine as *const () as usize, p));
+        return Ok(ConvRoutine::new(
+            winograd_filter_routine as *const () as usize,
+            p,
+        ));
     }
     let plan = ConvPlan::new(
         name,

@@ -285,7 +285,15 @@ impl WinogradPlan {
                     }
                     let t0 = b * self.tiles_per_block;
                     let count = self.tiles_per_block.min(tiles - t0);
-                    self.dispatch_block::<N, R>(&mats, xs.get(), us.get(), ys.get(), buf, t0, count);
+                    self.dispatch_block::<N, R>(
+                        &mats,
+                        xs.get(),
+                        us.get(),
+                        ys.get(),
+                        buf,
+                        t0,
+                        count,
+                    );
                 }
             });
         });
@@ -340,7 +348,9 @@ impl WinogradPlan {
                 let taps: [[Lanes; R]; R] = std::array::from_fn(|ky| {
                     std::array::from_fn(|kx| {
                         let base = k.add(
-                            tap(ky, self.reversed[0]) * sy + tap(kx, self.reversed[1]) * sx + c * si,
+                            tap(ky, self.reversed[0]) * sy
+                                + tap(kx, self.reversed[1]) * sx
+                                + c * si,
                         );
                         std::array::from_fn(|l| if l < w { *base.add((o0 + l) * so) } else { 0.0 })
                     })
@@ -412,7 +422,10 @@ impl WinogradPlan {
         for tb in 0..count {
             let t = t0 + tb;
             let (img, ty, tx) = (t / (ty_n * tx_n), t / tx_n % ty_n, t % tx_n);
-            let (y0, x0) = ((ty * TILE) as i64 - self.pad_y, (tx * TILE) as i64 - self.pad_x);
+            let (y0, x0) = (
+                (ty * TILE) as i64 - self.pad_y,
+                (tx * TILE) as i64 - self.pad_x,
+            );
             let px = tile_pixels::<N>(x, img, [self.h, self.w], c, [y0, x0], zero);
             input_tile::<N, F>(&mats.bt, &px, c, v.add(tb * c), tpb * c);
         }

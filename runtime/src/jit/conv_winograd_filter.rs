@@ -18,8 +18,7 @@
 
 use super::buffer::Addr;
 use super::conv_winograd::{
-    supported_kernel, tile_pixels, tiles_per_block, with_sizes, Mats, TransformF32,
-    MIN_CHANNELS,
+    supported_kernel, tile_pixels, tiles_per_block, with_sizes, Mats, TransformF32, MIN_CHANNELS,
 };
 use super::host::{guarded, resolve, Status};
 use super::parallel::{for_each_worker, Shared};
@@ -106,7 +105,8 @@ impl WinogradFilterPlan {
             wd.stride == 1 && wd.window_dilation == 1 && wd.base_dilation == 1 && !wd.reversal
         });
         let fits = |inp: usize, out: usize, wd: &tessel_compiler::ir::WindowDim| {
-            wd.size as usize == out && inp as i64 + wd.pad_low + wd.pad_high - out as i64 + 1 == r as i64
+            wd.size as usize == out
+                && inp as i64 + wd.pad_low + wd.pad_high - out as i64 + 1 == r as i64
         };
         if !supported_kernel(r)
             || odims[od[1]] != r
@@ -184,7 +184,16 @@ impl WinogradFilterPlan {
                 for b in b0..b1 {
                     let t0 = b * self.tiles_per_block;
                     let count = self.tiles_per_block.min(tiles - t0);
-                    self.dispatch_block::<N, R>(&mats, x.get(), dy.get(), buf, du, t0, count, b > b0);
+                    self.dispatch_block::<N, R>(
+                        &mats,
+                        x.get(),
+                        dy.get(),
+                        buf,
+                        du,
+                        t0,
+                        count,
+                        b > b0,
+                    );
                 }
             });
             // The partial sums, in worker order.
@@ -260,7 +269,14 @@ impl WinogradFilterPlan {
             let t = t0 + tb;
             let (img, ty, tx) = (t / (ty_n * tx_n), t / tx_n % ty_n, t % tx_n);
             let (oy, ox) = ((ty * TILE) as i64, (tx * TILE) as i64);
-            let px = tile_pixels::<N>(x, img, [self.h, self.w], c, [oy - self.pad_y, ox - self.pad_x], zero);
+            let px = tile_pixels::<N>(
+                x,
+                img,
+                [self.h, self.w],
+                c,
+                [oy - self.pad_y, ox - self.pad_x],
+                zero,
+            );
             input_tile::<N, F>(&mats.bt, &px, c, v.add(tb * c), tpb * c);
             let gp = tile_pixels::<TILE>(dy, img, [self.oh, self.ow], self.k, [oy, ox], zero);
             gradient_tile::<N, TILE, F>(&mats.at, &gp, self.k, yhat.add(tb * k_pad), tpb * k_pad);

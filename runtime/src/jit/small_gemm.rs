@@ -204,7 +204,15 @@ mod tests {
             .collect()
     }
 
-    fn reference(m: usize, n: usize, k: usize, a: &[f32], rsa: usize, csa: usize, b: &[f32]) -> Vec<f64> {
+    fn reference(
+        m: usize,
+        n: usize,
+        k: usize,
+        a: &[f32],
+        rsa: usize,
+        csa: usize,
+        b: &[f32],
+    ) -> Vec<f64> {
         let mut c = vec![0f64; m * n];
         for i in 0..m {
             for j in 0..n {
@@ -219,7 +227,13 @@ mod tests {
     #[test]
     fn both_paths_match_a_reference_for_odd_shapes_and_strides() {
         for simd in [Simd::detect(), Simd::Portable] {
-            for (m, n, k) in [(1, 8, 1), (7, 24, 5), (13, 40, 33), (6, 16, 64), (32, 64, 30)] {
+            for (m, n, k) in [
+                (1, 8, 1),
+                (7, 24, 5),
+                (13, 40, 33),
+                (6, 16, 64),
+                (32, 64, 30),
+            ] {
                 for transposed in [false, true] {
                     let a = data(m * k, 1);
                     let b = data(k * n, 2);
@@ -229,8 +243,18 @@ mod tests {
                     let before = c.clone();
                     unsafe {
                         small_gemm(
-                            simd, m, n, k, a.as_ptr(), rsa as isize, csa as isize, b.as_ptr(), n,
-                            c.as_mut_ptr(), n, false,
+                            simd,
+                            m,
+                            n,
+                            k,
+                            a.as_ptr(),
+                            rsa as isize,
+                            csa as isize,
+                            b.as_ptr(),
+                            n,
+                            c.as_mut_ptr(),
+                            n,
+                            false,
                         )
                     };
                     for (x, w) in c.iter().zip(&want) {
@@ -239,8 +263,18 @@ mod tests {
                     let mut c2 = before.clone();
                     unsafe {
                         small_gemm(
-                            simd, m, n, k, a.as_ptr(), rsa as isize, csa as isize, b.as_ptr(), n,
-                            c2.as_mut_ptr(), n, true,
+                            simd,
+                            m,
+                            n,
+                            k,
+                            a.as_ptr(),
+                            rsa as isize,
+                            csa as isize,
+                            b.as_ptr(),
+                            n,
+                            c2.as_mut_ptr(),
+                            n,
+                            true,
                         )
                     };
                     for ((x, w), b0) in c2.iter().zip(&want).zip(&before) {

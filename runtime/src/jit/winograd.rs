@@ -101,14 +101,7 @@ impl Transform {
         at[(m - 1) * n + fin] = 1.0;
         g[fin * r + r - 1] = 1.0;
         bt[fin * n..].copy_from_slice(&poly_from_roots(points, n));
-        Ok(Transform {
-            m,
-            r,
-            n,
-            at,
-            bt,
-            g,
-        })
+        Ok(Transform { m, r, n, at, bt, g })
     }
 
     /// The three matrices rounded to f32 (`at`, `bt`, `g`).
@@ -172,7 +165,10 @@ mod tests {
                 let y = winograd_1d(&t, &d, &g);
                 for (k, &yk) in y.iter().enumerate() {
                     let direct: f64 = (0..r).map(|j| g[j] * d[k + j]).sum();
-                    assert!((yk - direct).abs() < 1e-12, "F({m},{r}) y{k}: {yk} vs {direct}");
+                    assert!(
+                        (yk - direct).abs() < 1e-12,
+                        "F({m},{r}) y{k}: {yk} vs {direct}"
+                    );
                 }
             }
         }
@@ -253,7 +249,8 @@ mod tests {
                     let (mut exact, mut mag) = (0.0f64, 0.0f64);
                     for ky in 0..r {
                         for kx in 0..r {
-                            let term = (d32[(i + ky) * n + j + kx] as f64) * w32[ky * r + kx] as f64;
+                            let term =
+                                (d32[(i + ky) * n + j + kx] as f64) * w32[ky * r + kx] as f64;
                             exact += term;
                             mag += term.abs();
                         }
@@ -282,9 +279,13 @@ mod tests {
         ];
         for (m, r) in [(2, 5), (4, 3)] {
             let (cmax, cmean) = tile_error_f32(&Transform::standard(m, r).unwrap(), 20000);
-            println!("F({m},{r}) chosen {:?}: max {cmax:.3e} mean {cmean:.3e}", points_for(m, r));
+            println!(
+                "F({m},{r}) chosen {:?}: max {cmax:.3e} mean {cmean:.3e}",
+                points_for(m, r)
+            );
             for pts in candidates {
-                let (emax, emean) = tile_error_f32(&Transform::cook_toom(m, r, pts).unwrap(), 20000);
+                let (emax, emean) =
+                    tile_error_f32(&Transform::cook_toom(m, r, pts).unwrap(), 20000);
                 println!("F({m},{r}) {pts:?}: max {emax:.3e} mean {emean:.3e}");
                 assert!(cmean <= emean * 1.02, "F({m},{r}): {pts:?} is better");
             }

@@ -119,7 +119,8 @@ pub unsafe fn output_tile<const N: usize, const M: usize, const F: bool>(
         // tmp[b][i] = (A^T Mt)[i][b]
         let mut tmp = [[ZERO; M]; N];
         for (b, t) in tmp.iter_mut().enumerate() {
-            let col: [Lanes; N] = std::array::from_fn(|a| load(mm.add((a * N + b) * plane + c0), LANES));
+            let col: [Lanes; N] =
+                std::array::from_fn(|a| load(mm.add((a * N + b) * plane + c0), LANES));
             *t = mat_vec::<M, N, F>(at, &col);
         }
         for i in 0..M {
