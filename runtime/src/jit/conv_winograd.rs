@@ -20,8 +20,10 @@ use super::buffer::Addr;
 use super::host::{guarded, resolve, Status};
 use super::parallel::{for_each_worker, Shared};
 use super::small_gemm::{small_gemm, Simd, COLUMN_GROUP};
-use super::winograd::Transform;
-use super::winograd_tiles::{input_tile, kernel_tile, output_tile, Lanes, LANES};
+use super::winograd::Matrices;
+#[cfg(target_arch = "x86_64")]
+use super::winograd_tiles::Avx;
+use super::winograd_tiles::{input_tile, kernel_tile, output_tile, Portable, Vector, LANES};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tessel_compiler::ir::{ArrayShape, Convolution, ElementType};
 
@@ -40,51 +42,7 @@ pub fn supported_kernel(r: usize) -> bool {
     matches!(r, 3 | 5)
 }
 
-/// The transform matrices as fixed-size arrays for one (N, M, R).
-pub(crate) struct Mats<const N: usize, const M: usize, const R: usize> {
-    pub at: [[f32; N]; M],
-    pub bt: [[f32; N]; N],
-    pub g: [[f32; R]; N],
-}
-
-impl<const N: usize, const M: usize, const R: usize> Mats<N, M, R> {
-    pub fn new(t: &TransformF32) -> Self {
-        assert!(t.n == N && t.m == M && t.r == R, "transform size mismatch");
-        Mats {
-            at: std::array::from_fn(|i| std::array::from_fn(|j| t.at[i * N + j])),
-            bt: std::array::from_fn(|i| std::array::from_fn(|j| t.bt[i * N + j])),
-            g: std::array::from_fn(|i| std::array::from_fn(|j| t.g[i * R + j])),
-        }
-    }
-}
-
-/// F(m, r) rounded to f32.
-#[derive(Clone, Debug)]
-pub(crate) struct TransformF32 {
-    pub m: usize,
-    pub r: usize,
-    pub n: usize,
-    pub at: Vec<f32>,
-    pub bt: Vec<f32>,
-    pub g: Vec<f32>,
-}
-
-impl TransformF32 {
-    pub fn standard(m: usize, r: usize) -> Option<TransformF32> {
-        let t = Transform::standard(m, r)?;
-        let (at, bt, g) = t.to_f32();
-        Some(TransformF32 {
-            m,
-            r,
-            n: t.n,
-            at,
-            bt,
-            g,
-        })
-    }
-}
-
-/// Runs `$body` with `N`, `R` bound to the constants of the plan's kernel size (F(2, r)).
+/// Runs `$body` with `N`, `R` bound to the sizes of F(2, r).
 macro_rules! with_sizes {
     ($r:expr, |$n:ident, $rr:ident| $body:expr) => {
         match $r {
@@ -107,7 +65,7 @@ pub(crate) use with_sizes;
 pub struct WinogradPlan {
     pub name: String,
     simd: Simd,
-    tf: TransformF32,
+    r: usize,
     input: Addr,
     kernel: Addr,
     output: Addr,
@@ -212,8 +170,7 @@ impl WinogradPlan {
         {
             return None;
         }
-        let tf = TransformF32::standard(TILE, r)?;
-        let n = tf.n;
+        let n = TILE + r - 1;
         let kstrides = row_major_strides(&kdims);
         let o_pad = o.next_multiple_of(COLUMN_GROUP);
         let tiles_per_block = tiles_per_block(n, c + o_pad, BLOCK_BYTES);
@@ -225,7 +182,7 @@ impl WinogradPlan {
         Some(WinogradPlan {
             name: name.to_string(),
             simd: Simd::detect(),
-            tf,
+            r,
             input: input.0,
             kernel: kernel.0,
             output: output.0,
@@ -258,8 +215,7 @@ impl WinogradPlan {
         let y = resolve(self.output, arena) as *mut f32;
         let u = resolve(self.u, arena) as *mut f32;
         let scratch = resolve(self.scratch, arena) as *mut f32;
-        with_sizes!(self.tf.r, |N, R| {
-            let mats = Mats::<N, TILE, R>::new(&self.tf);
+        with_sizes!(self.r, |N, R| {
             let (xs, ks, ys, us, ss) = (
                 Shared(x as *mut f32),
                 Shared(k as *mut f32),
@@ -270,7 +226,7 @@ impl WinogradPlan {
             // 1. U, the transformed kernel: input channels split among the workers.
             for_each_worker(self.workers, |wk| {
                 let (c0, c1) = (self.c * wk / self.workers, self.c * (wk + 1) / self.workers);
-                self.dispatch_kernel::<N, R>(&mats, ks.get(), us.get(), c0, c1);
+                self.dispatch_kernel::<N, R>(ks.get(), us.get(), c0, c1);
             });
             // 2. Blocks of tiles, taken in turn.
             let tiles = self.batch * self.oh.div_ceil(TILE) * self.ow.div_ceil(TILE);
@@ -285,15 +241,7 @@ impl WinogradPlan {
                     }
                     let t0 = b * self.tiles_per_block;
                     let count = self.tiles_per_block.min(tiles - t0);
-                    self.dispatch_block::<N, R>(
-                        &mats,
-                        xs.get(),
-                        us.get(),
-                        ys.get(),
-                        buf,
-                        t0,
-                        count,
-                    );
+                    self.dispatch_block::<N, R>(xs.get(), us.get(), ys.get(), buf, t0, count);
                 }
             });
         });
@@ -302,7 +250,6 @@ impl WinogradPlan {
 
     unsafe fn dispatch_kernel<const N: usize, const R: usize>(
         &self,
-        mats: &Mats<N, TILE, R>,
         k: *const f32,
         u: *mut f32,
         c0: usize,
@@ -310,8 +257,8 @@ impl WinogradPlan {
     ) {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2Fma => self.kernel_avx2(mats, k, u, c0, c1),
-            _ => self.kernel_part::<N, R, false>(mats, k, u, c0, c1),
+            Simd::Avx2Fma => self.kernel_avx2::<N, R>(k, u, c0, c1),
+            _ => self.kernel_part::<N, R, Portable>(k, u, c0, c1),
         }
     }
 
@@ -319,47 +266,51 @@ impl WinogradPlan {
     #[target_feature(enable = "avx2,fma")]
     unsafe fn kernel_avx2<const N: usize, const R: usize>(
         &self,
-        mats: &Mats<N, TILE, R>,
         k: *const f32,
         u: *mut f32,
         c0: usize,
         c1: usize,
     ) {
-        self.kernel_part::<N, R, true>(mats, k, u, c0, c1)
+        self.kernel_part::<N, R, Avx>(k, u, c0, c1)
     }
 
     /// `U[xi][c][o] = (G g G^T)[xi]` for input channels `c0..c1`, 8 output channels at a
     /// time (zeros in the padding columns).
     #[inline(always)]
-    unsafe fn kernel_part<const N: usize, const R: usize, const F: bool>(
+    unsafe fn kernel_part<const N: usize, const R: usize, V: Vector>(
         &self,
-        mats: &Mats<N, TILE, R>,
         k: *const f32,
         u: *mut f32,
         c0: usize,
         c1: usize,
     ) {
+        // The matrices as compile-time constants, so that their 0 / 1 / -1 entries fold.
+        let mats: &'static Matrices<N, TILE, R> = const { &Matrices::standard() };
         let [sy, sx, si, so] = self.kstride;
         let plane = self.c * self.o_pad;
         let tap = |t: usize, rev: bool| if rev { R - 1 - t } else { t };
         for c in c0..c1 {
             for o0 in (0..self.o_pad).step_by(LANES) {
                 let w = (self.o - o0.min(self.o)).min(LANES);
-                let taps: [[Lanes; R]; R] = std::array::from_fn(|ky| {
-                    std::array::from_fn(|kx| {
+                let mut taps = [[V::zero(); R]; R];
+                for (ky, row) in taps.iter_mut().enumerate() {
+                    for (kx, t) in row.iter_mut().enumerate() {
                         let base = k.add(
                             tap(ky, self.reversed[0]) * sy
                                 + tap(kx, self.reversed[1]) * sx
                                 + c * si,
                         );
-                        std::array::from_fn(|l| if l < w { *base.add((o0 + l) * so) } else { 0.0 })
-                    })
-                });
-                let t = kernel_tile::<N, R, F>(&mats.g, &taps);
+                        let mut lanes = [0f32; LANES];
+                        for (l, x) in lanes.iter_mut().take(w).enumerate() {
+                            *x = *base.add((o0 + l) * so);
+                        }
+                        *t = V::load(lanes.as_ptr(), LANES);
+                    }
+                }
+                let t = kernel_tile::<N, R, V>(&mats.g, &taps);
                 for (i, ti) in t.iter().enumerate() {
                     for (j, tij) in ti.iter().enumerate() {
-                        let dst = u.add((i * N + j) * plane + c * self.o_pad + o0);
-                        std::ptr::write_unaligned(dst as *mut Lanes, *tij);
+                        tij.store(u.add((i * N + j) * plane + c * self.o_pad + o0), LANES);
                     }
                 }
             }
@@ -369,7 +320,6 @@ impl WinogradPlan {
     #[allow(clippy::too_many_arguments)]
     unsafe fn dispatch_block<const N: usize, const R: usize>(
         &self,
-        mats: &Mats<N, TILE, R>,
         x: *const f32,
         u: *const f32,
         y: *mut f32,
@@ -379,8 +329,8 @@ impl WinogradPlan {
     ) {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2Fma => self.block_avx2(mats, x, u, y, buf, t0, count),
-            _ => self.block::<N, R, false>(mats, x, u, y, buf, t0, count),
+            Simd::Avx2Fma => self.block_avx2::<N, R>(x, u, y, buf, t0, count),
+            _ => self.block::<N, R, Portable>(x, u, y, buf, t0, count),
         }
     }
 
@@ -389,7 +339,6 @@ impl WinogradPlan {
     #[allow(clippy::too_many_arguments)]
     unsafe fn block_avx2<const N: usize, const R: usize>(
         &self,
-        mats: &Mats<N, TILE, R>,
         x: *const f32,
         u: *const f32,
         y: *mut f32,
@@ -397,15 +346,14 @@ impl WinogradPlan {
         t0: usize,
         count: usize,
     ) {
-        self.block::<N, R, true>(mats, x, u, y, buf, t0, count)
+        self.block::<N, R, Avx>(x, u, y, buf, t0, count)
     }
 
     /// Tiles `t0..t0 + count`: input transform, the `N * N` products, output transform.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn block<const N: usize, const R: usize, const F: bool>(
+    unsafe fn block<const N: usize, const R: usize, V: Vector>(
         &self,
-        mats: &Mats<N, TILE, R>,
         x: *const f32,
         u: *const f32,
         y: *mut f32,
@@ -413,6 +361,8 @@ impl WinogradPlan {
         t0: usize,
         count: usize,
     ) {
+        // The matrices as compile-time constants, so that their 0 / 1 / -1 entries fold.
+        let mats: &'static Matrices<N, TILE, R> = const { &Matrices::standard() };
         let tpb = self.tiles_per_block;
         let (c, o_pad) = (self.c, self.o_pad);
         let v = buf;
@@ -427,7 +377,7 @@ impl WinogradPlan {
                 (tx * TILE) as i64 - self.pad_x,
             );
             let px = tile_pixels::<N>(x, img, [self.h, self.w], c, [y0, x0], zero);
-            input_tile::<N, F>(&mats.bt, &px, c, v.add(tb * c), tpb * c);
+            input_tile::<N, V>(&mats.bt, &px, c, v.add(tb * c), tpb * c);
         }
         for xi in 0..N * N {
             small_gemm(
@@ -459,7 +409,7 @@ impl WinogradPlan {
                     }
                 })
             });
-            output_tile::<N, TILE, F>(&mats.at, mm.add(tb * o_pad), tpb * o_pad, self.o, &out);
+            output_tile::<N, TILE, V>(&mats.at, mm.add(tb * o_pad), tpb * o_pad, self.o, &out);
         }
     }
 }

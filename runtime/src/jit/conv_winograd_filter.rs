@@ -18,12 +18,15 @@
 
 use super::buffer::Addr;
 use super::conv_winograd::{
-    supported_kernel, tile_pixels, tiles_per_block, with_sizes, Mats, TransformF32, MIN_CHANNELS,
+    supported_kernel, tile_pixels, tiles_per_block, with_sizes, MIN_CHANNELS,
 };
 use super::host::{guarded, resolve, Status};
 use super::parallel::{for_each_worker, Shared};
 use super::small_gemm::{small_gemm, Simd, COLUMN_GROUP};
-use super::winograd_tiles::{filter_tile, gradient_tile, input_tile, LANES};
+use super::winograd::Matrices;
+#[cfg(target_arch = "x86_64")]
+use super::winograd_tiles::Avx;
+use super::winograd_tiles::{filter_tile, gradient_tile, input_tile, Portable, Vector, LANES};
 use tessel_compiler::ir::{ArrayShape, Convolution, ElementType};
 
 /// Output tile size of the forward convolution (F(2x2, r x r)).
@@ -36,7 +39,7 @@ const BLOCK_BYTES: usize = 512 << 10;
 pub struct WinogradFilterPlan {
     pub name: String,
     simd: Simd,
-    tf: TransformF32,
+    r: usize,
     input: Addr,
     grad: Addr,
     output: Addr,
@@ -121,8 +124,7 @@ impl WinogradFilterPlan {
         {
             return None;
         }
-        let tf = TransformF32::standard(TILE, r)?;
-        let n = tf.n;
+        let n = TILE + r - 1;
         let k_pad = k.next_multiple_of(COLUMN_GROUP);
         let tiles_per_block = tiles_per_block(n, c + k_pad, BLOCK_BYTES);
         let tiles = batch * oh.div_ceil(TILE) * ow.div_ceil(TILE);
@@ -137,7 +139,7 @@ impl WinogradFilterPlan {
         Some(WinogradFilterPlan {
             name: name.to_string(),
             simd: Simd::detect(),
-            tf,
+            r,
             input: input.0,
             grad: grad.0,
             output: output.0,
@@ -170,8 +172,7 @@ impl WinogradFilterPlan {
         let tiles = self.batch * self.oh.div_ceil(TILE) * self.ow.div_ceil(TILE);
         let blocks = tiles.div_ceil(self.tiles_per_block);
         let workers = self.workers;
-        with_sizes!(self.tf.r, |N, R| {
-            let mats = Mats::<N, TILE, R>::new(&self.tf);
+        with_sizes!(self.r, |N, R| {
             let du_floats = N * N * self.c * self.k_pad;
             let du_of = |wk: usize| scratch.get().add((wk + 1) * self.worker_floats - du_floats);
             for_each_worker(workers, |wk| {
@@ -184,16 +185,7 @@ impl WinogradFilterPlan {
                 for b in b0..b1 {
                     let t0 = b * self.tiles_per_block;
                     let count = self.tiles_per_block.min(tiles - t0);
-                    self.dispatch_block::<N, R>(
-                        &mats,
-                        x.get(),
-                        dy.get(),
-                        buf,
-                        du,
-                        t0,
-                        count,
-                        b > b0,
-                    );
+                    self.dispatch_block::<N, R>(x.get(), dy.get(), buf, du, t0, count, b > b0);
                 }
             });
             // The partial sums, in worker order.
@@ -204,7 +196,7 @@ impl WinogradFilterPlan {
                     *total.add(i) += *part.add(i);
                 }
             }
-            self.write_output::<N, R>(&mats, total, out);
+            self.write_output::<N, R>(total, out);
         });
         Ok(())
     }
@@ -212,7 +204,6 @@ impl WinogradFilterPlan {
     #[allow(clippy::too_many_arguments)]
     unsafe fn dispatch_block<const N: usize, const R: usize>(
         &self,
-        mats: &Mats<N, TILE, R>,
         x: *const f32,
         dy: *const f32,
         buf: *mut f32,
@@ -223,8 +214,8 @@ impl WinogradFilterPlan {
     ) {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2Fma => self.block_avx2(mats, x, dy, buf, du, t0, count, accumulate),
-            _ => self.block::<N, R, false>(mats, x, dy, buf, du, t0, count, accumulate),
+            Simd::Avx2Fma => self.block_avx2::<N, R>(x, dy, buf, du, t0, count, accumulate),
+            _ => self.block::<N, R, Portable>(x, dy, buf, du, t0, count, accumulate),
         }
     }
 
@@ -233,7 +224,6 @@ impl WinogradFilterPlan {
     #[allow(clippy::too_many_arguments)]
     unsafe fn block_avx2<const N: usize, const R: usize>(
         &self,
-        mats: &Mats<N, TILE, R>,
         x: *const f32,
         dy: *const f32,
         buf: *mut f32,
@@ -242,15 +232,14 @@ impl WinogradFilterPlan {
         count: usize,
         accumulate: bool,
     ) {
-        self.block::<N, R, true>(mats, x, dy, buf, du, t0, count, accumulate)
+        self.block::<N, R, Avx>(x, dy, buf, du, t0, count, accumulate)
     }
 
     /// Tiles `t0..t0 + count` into `du` (overwritten unless `accumulate`).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn block<const N: usize, const R: usize, const F: bool>(
+    unsafe fn block<const N: usize, const R: usize, V: Vector>(
         &self,
-        mats: &Mats<N, TILE, R>,
         x: *const f32,
         dy: *const f32,
         buf: *mut f32,
@@ -259,6 +248,8 @@ impl WinogradFilterPlan {
         count: usize,
         accumulate: bool,
     ) {
+        // The matrices as compile-time constants, so that their 0 / 1 / -1 entries fold.
+        let mats: &'static Matrices<N, TILE, R> = const { &Matrices::standard() };
         let tpb = self.tiles_per_block;
         let (c, k_pad) = (self.c, self.k_pad);
         let v = buf;
@@ -277,9 +268,9 @@ impl WinogradFilterPlan {
                 [oy - self.pad_y, ox - self.pad_x],
                 zero,
             );
-            input_tile::<N, F>(&mats.bt, &px, c, v.add(tb * c), tpb * c);
+            input_tile::<N, V>(&mats.bt, &px, c, v.add(tb * c), tpb * c);
             let gp = tile_pixels::<TILE>(dy, img, [self.oh, self.ow], self.k, [oy, ox], zero);
-            gradient_tile::<N, TILE, F>(&mats.at, &gp, self.k, yhat.add(tb * k_pad), tpb * k_pad);
+            gradient_tile::<N, TILE, V>(&mats.at, &gp, self.k, yhat.add(tb * k_pad), tpb * k_pad);
         }
         for xi in 0..N * N {
             small_gemm(
@@ -300,20 +291,19 @@ impl WinogradFilterPlan {
     }
 
     /// `dW = G^T dU G`, 8 output features at a time, stored through the output's strides.
-    unsafe fn write_output<const N: usize, const R: usize>(
-        &self,
-        mats: &Mats<N, TILE, R>,
-        du: *const f32,
-        out: *mut f32,
-    ) {
+    unsafe fn write_output<const N: usize, const R: usize>(&self, du: *const f32, out: *mut f32) {
+        // The matrices as compile-time constants, so that their 0 / 1 / -1 entries fold.
+        let mats: &'static Matrices<N, TILE, R> = const { &Matrices::standard() };
         let [sy, sx, sc, sk] = self.ostride;
         let plane = self.c * self.k_pad;
         for c in 0..self.c {
             for k0 in (0..self.k).step_by(LANES) {
                 let w = (self.k - k0).min(LANES);
-                let dw = filter_tile::<N, R, false>(&mats.g, du.add(c * self.k_pad + k0), plane);
+                let dw = filter_tile::<N, R, Portable>(&mats.g, du.add(c * self.k_pad + k0), plane);
                 for (ky, row) in dw.iter().enumerate() {
-                    for (kx, lanes) in row.iter().enumerate() {
+                    for (kx, v) in row.iter().enumerate() {
+                        let mut lanes = [0f32; LANES];
+                        v.store(lanes.as_mut_ptr(), LANES);
                         let base = out.add(ky * sy + kx * sx + c * sc + k0 * sk);
                         for (l, &val) in lanes.iter().take(w).enumerate() {
                             *base.add(l * sk) = val;

@@ -43,10 +43,110 @@ pub struct Transform {
 ///   `{0, +-1, +-1/2}` (see `docs/jit.md` for the figures).
 pub fn points_for(m: usize, r: usize) -> Option<&'static [f64]> {
     match (m, r) {
-        (2, 3) => Some(&[0.0, 1.0, -1.0]),
-        (2, 5) | (4, 3) => Some(&[0.0, 1.0, -1.0, 2.0, -0.5]),
+        (2, 3) => Some(&POINTS_3),
+        (2, 5) | (4, 3) => Some(&POINTS_5),
         _ => None,
     }
+}
+
+/// The finite points of F(2, 3).
+pub const POINTS_3: [f64; 3] = [0.0, 1.0, -1.0];
+/// The finite points of F(2, 5) and F(4, 3).
+pub const POINTS_5: [f64; 5] = [0.0, 1.0, -1.0, 2.0, -0.5];
+
+/// F(M, R) (N = M + R - 1) rounded to f32, as fixed-size arrays. The routines evaluate
+/// [`Matrices::standard`] at compile time (`const { .. }`), so that in their unrolled loops
+/// the multiplications by 0, 1 and -1 fold away (`winograd_tiles.rs`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Matrices<const N: usize, const M: usize, const R: usize> {
+    pub at: [[f32; N]; M],
+    pub bt: [[f32; N]; N],
+    pub g: [[f32; R]; N],
+}
+
+impl<const N: usize, const M: usize, const R: usize> Matrices<N, M, R> {
+    /// F(M, R) with the points of [`points_for`] (F(2, 3), F(2, 5) or F(4, 3)).
+    pub const fn standard() -> Self {
+        let points: &[f64] = match (M, R) {
+            (2, 3) => &POINTS_3,
+            _ => &POINTS_5,
+        };
+        Self::cook_toom(points)
+    }
+
+    /// The Cook-Toom construction of the module comment in f64, rounded to f32; the same
+    /// arithmetic as [`Transform::cook_toom`] (a test checks they agree), written for `const`
+    /// evaluation. `points` must be `N - 1` distinct finite values.
+    pub const fn cook_toom(points: &[f64]) -> Self {
+        assert!(N == M + R - 1 && points.len() == N - 1);
+        let mut at = [[0f32; N]; M];
+        let mut bt = [[0f32; N]; N];
+        let mut g = [[0f32; R]; N];
+        let mut i = 0;
+        while i < N - 1 {
+            let a = points[i];
+            let (mut f, mut l) = (1.0f64, 0);
+            while l < N - 1 {
+                if l != i {
+                    f *= a - points[l];
+                }
+                l += 1;
+            }
+            assert!(f != 0.0, "repeated interpolation point");
+            let (mut pow, mut k) = (1.0f64, 0);
+            while k < M || k < R {
+                if k < M {
+                    at[k][i] = pow as f32;
+                }
+                if k < R {
+                    g[i][k] = (pow / f) as f32;
+                }
+                pow *= a;
+                k += 1;
+            }
+            let row = poly_from_roots_const::<N>(points, i);
+            let mut p = 0;
+            while p < N {
+                bt[i][p] = row[p] as f32;
+                p += 1;
+            }
+            i += 1;
+        }
+        at[M - 1][N - 1] = 1.0;
+        g[N - 1][R - 1] = 1.0;
+        let row = poly_from_roots_const::<N>(points, N);
+        let mut p = 0;
+        while p < N {
+            bt[N - 1][p] = row[p] as f32;
+            p += 1;
+        }
+        Matrices { at, bt, g }
+    }
+}
+
+/// Coefficients (constant term first) of `prod (x - points[l])` over `l != skip`.
+const fn poly_from_roots_const<const N: usize>(points: &[f64], skip: usize) -> [f64; N] {
+    let mut c = [0f64; N];
+    c[0] = 1.0;
+    let (mut deg, mut l) = (0, 0);
+    while l < points.len() {
+        if l != skip {
+            let mut p = deg + 1;
+            loop {
+                let shifted = if p > 0 { c[p - 1] } else { 0.0 };
+                if p < N {
+                    c[p] = shifted - points[l] * c[p];
+                }
+                if p == 0 {
+                    break;
+                }
+                p -= 1;
+            }
+            deg += 1;
+        }
+        l += 1;
+    }
+    c
 }
 
 impl Transform {
@@ -193,6 +293,22 @@ mod tests {
                 assert!((yk - direct).abs() < 1e-12, "{pts:?}");
             }
         }
+    }
+
+    #[test]
+    fn compile_time_matrices_equal_the_runtime_construction() {
+        fn flat<const A: usize, const B: usize>(m: &[[f32; B]; A]) -> Vec<f32> {
+            m.iter().flatten().copied().collect()
+        }
+        let f23 = Matrices::<4, 2, 3>::standard();
+        let (at, bt, g) = Transform::standard(2, 3).unwrap().to_f32();
+        assert_eq!((flat(&f23.at), flat(&f23.bt), flat(&f23.g)), (at, bt, g));
+        let f25 = Matrices::<6, 2, 5>::standard();
+        let (at, bt, g) = Transform::standard(2, 5).unwrap().to_f32();
+        assert_eq!((flat(&f25.at), flat(&f25.bt), flat(&f25.g)), (at, bt, g));
+        let f43 = Matrices::<6, 4, 3>::standard();
+        let (at, bt, g) = Transform::standard(4, 3).unwrap().to_f32();
+        assert_eq!((flat(&f43.at), flat(&f43.bt), flat(&f43.g)), (at, bt, g));
     }
 
     #[test]
