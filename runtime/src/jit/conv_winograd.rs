@@ -35,7 +35,7 @@ const TILE: usize = 2;
 pub const MIN_CHANNELS: usize = 2;
 
 /// Scratch bytes a worker's block may use (V and M), so that they stay in the L2 cache.
-const BLOCK_BYTES: usize = 384 << 10;
+const BLOCK_BYTES: usize = 512 << 10;
 
 /// The kernel sizes with a transform.
 pub fn supported_kernel(r: usize) -> bool {

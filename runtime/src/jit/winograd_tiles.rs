@@ -145,6 +145,26 @@ macro_rules! unroll {
     };
 }
 
+/// Runs `$body` for every group of 8 channels below `$ch` with `$c0` its first channel and
+/// `$w` its width: the full groups in a loop where `$w` is the constant 8 (so the loads and
+/// stores have no tail test), then the partial last group, if any.
+macro_rules! by_chunks {
+    ($ch:expr, |$c0:ident, $w:ident| $body:block) => {{
+        let ch: usize = $ch;
+        let full = ch / LANES * LANES;
+        let mut $c0 = 0;
+        while $c0 < full {
+            let $w = LANES;
+            $body
+            $c0 += LANES;
+        }
+        if $c0 < ch {
+            let $w = ch - $c0;
+            $body
+        }
+    }};
+}
+
 /// `rows[i] = sum_j mat[i][j] * cols[j]`: one matrix-vector product over lanes. With `mat` a
 /// compile-time constant, a 0 entry costs nothing and 1 / -1 an add / subtract. (Skipping
 /// `0 * x` differs from the product only for an infinite or NaN `x`, where Winograd's
@@ -184,9 +204,7 @@ pub unsafe fn input_tile<const N: usize, V: Vector>(
     v: *mut f32,
     plane: usize,
 ) {
-    let mut c0 = 0;
-    while c0 < ch {
-        let w = (ch - c0).min(LANES);
+    by_chunks!(ch, |c0, w| {
         // tmp[x][i] = (B^T d)[i][x], column by column.
         let mut tmp = [[V::zero(); N]; N];
         unroll!(N, |x| {
@@ -206,8 +224,7 @@ pub unsafe fn input_tile<const N: usize, V: Vector>(
                 out[k].store(v.add((i * N + k) * plane + c0), w);
             });
         });
-        c0 += LANES;
-    }
+    });
 }
 
 /// Output transform of one tile: `Y = A^T Mt A` where `Mt[a][b]` is read at
@@ -225,9 +242,7 @@ pub unsafe fn output_tile<const N: usize, const M: usize, V: Vector>(
     ch: usize,
     out: &[[*mut f32; M]; M],
 ) {
-    let mut c0 = 0;
-    while c0 < ch {
-        let w = (ch - c0).min(LANES);
+    by_chunks!(ch, |c0, w| {
         // tmp[b][i] = (A^T Mt)[i][b]
         let mut tmp = [[V::zero(); M]; N];
         unroll!(N, |b| {
@@ -249,8 +264,7 @@ pub unsafe fn output_tile<const N: usize, const M: usize, V: Vector>(
                 }
             });
         });
-        c0 += LANES;
-    }
+    });
 }
 
 /// Transform of an `M x M` output-gradient tile for the weight gradient: `A dy A^T`
@@ -275,9 +289,7 @@ pub unsafe fn gradient_tile<const N: usize, const M: usize, V: Vector>(
             a[p][i] = at[i][p];
         });
     });
-    let mut c0 = 0;
-    while c0 < ch {
-        let w = (ch - c0).min(LANES);
+    by_chunks!(ch, |c0, w| {
         // tmp[j][p] = (A dy)[p][j]
         let mut tmp = [[V::zero(); N]; M];
         unroll!(M, |j| {
@@ -297,8 +309,7 @@ pub unsafe fn gradient_tile<const N: usize, const M: usize, V: Vector>(
                 out[q].store(y.add((p * N + q) * plane + c0), LANES);
             });
         });
-        c0 += LANES;
-    }
+    });
 }
 
 /// Kernel transform of 8 channels at once: `G g G^T` for taps `g[ky][kx]`.
