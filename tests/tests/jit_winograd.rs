@@ -200,11 +200,14 @@ fn forward(
     )
 }
 
+/// Batch, H x W, C, O, r, padding, kernel layout, reversal.
+type ForwardCase = (i64, [i64; 2], i64, i64, i64, [(i64, i64); 2], Kernel, bool);
+
 #[test]
 fn forward_matches_the_interpreter() {
     use Kernel::*;
     let mut worst = 0.0f64;
-    let cases: &[(i64, [i64; 2], i64, i64, i64, [(i64, i64); 2], Kernel, bool)] = &[
+    let cases: &[ForwardCase] = &[
         (1, [5, 5], 3, 1, 3, [(1, 1), (1, 1)], Hwio, false),
         (3, [7, 13], 17, 3, 5, [(2, 2), (2, 2)], Hwoi, false),
         (1, [14, 14], 32, 17, 5, [(0, 0), (0, 0)], Hwio, false),
@@ -287,7 +290,11 @@ fn filter_dims(out_bf01: bool) -> ConvDimensionNumbers {
     }
 }
 
+/// Batch, H x W, C, K, r, padding, output as `bf01`.
+type FilterCase = (i64, [i64; 2], i64, i64, i64, [(i64, i64); 2], bool);
+
 /// dW of a forward convolution (batch n, H x W, C -> K, r x r, padding) in the form JAX emits.
+#[allow(clippy::too_many_arguments)]
 fn filter(
     n: i64,
     hw: [i64; 2],
@@ -318,7 +325,7 @@ fn filter(
 #[test]
 fn weight_gradient_matches_the_interpreter() {
     let mut worst = 0.0f64;
-    let cases: &[(i64, [i64; 2], i64, i64, i64, [(i64, i64); 2], bool)] = &[
+    let cases: &[FilterCase] = &[
         (3, [7, 7], 3, 5, 3, [(1, 1), (1, 1)], false),
         (1, [13, 13], 17, 17, 5, [(2, 2), (2, 2)], false),
         (2, [14, 14], 8, 16, 5, [(2, 2), (2, 2)], false),

@@ -52,7 +52,7 @@ pub unsafe fn small_gemm(
     ldc: usize,
     accumulate: bool,
 ) {
-    debug_assert!(n % COLUMN_GROUP == 0);
+    debug_assert!(n.is_multiple_of(COLUMN_GROUP));
     match simd {
         #[cfg(target_arch = "x86_64")]
         Simd::Avx2Fma => avx2::gemm(m, n, k, a, rsa, csa, b, ldb, c, ldc, accumulate),
