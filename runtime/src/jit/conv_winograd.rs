@@ -449,3 +449,190 @@ pub unsafe extern "C" fn winograd_routine(plan: *const WinogradPlan, arena: *mut
     let plan = unsafe { &*plan };
     guarded(&plan.name, || unsafe { plan.run(arena) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jit::conv_winograd_filter::WinogradFilterPlan;
+    use tessel_compiler::ir::{ConvDimensionNumbers, Window, WindowDim};
+
+    /// Buffers outside any arena, addressed absolutely (the routines resolve `Absolute`
+    /// addresses as they are).
+    struct Buffers(Vec<Vec<f32>>);
+
+    impl Buffers {
+        fn add(&mut self, v: Vec<f32>) -> Addr {
+            self.0.push(v);
+            Addr::Absolute(self.0.last().unwrap().as_ptr() as usize)
+        }
+        fn alloc(&mut self, bytes: usize) -> Addr {
+            self.add(vec![f32::NAN; bytes.div_ceil(4)])
+        }
+    }
+
+    fn data(len: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2654435761).max(1);
+        (0..len)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s % 2000) as f32 / 1000.0 - 1.0
+            })
+            .collect()
+    }
+
+    fn conv(
+        r: i64,
+        pads: [(i64, i64); 2],
+        dims: ConvDimensionNumbers,
+        size: [i64; 2],
+    ) -> Convolution {
+        let mut window = Window::default();
+        for (&(lo, hi), &sz) in pads.iter().zip(&size) {
+            let mut d = WindowDim::new(if sz > 0 { sz } else { r });
+            d.pad_low = lo;
+            d.pad_high = hi;
+            window.dims.push(d);
+        }
+        Convolution {
+            window,
+            dims,
+            feature_group_count: 1,
+            batch_group_count: 1,
+        }
+    }
+
+    /// The AVX and the portable code on the same forward and weight-gradient convolutions,
+    /// against a direct f64 sum (relative to the sum of |terms|, as in jit_winograd.rs).
+    #[test]
+    fn portable_and_avx_paths_match_the_direct_sum() {
+        let (n, h, w, c, o, r) = (2usize, 7usize, 9usize, 11usize, 13usize, 5usize);
+        let pads = [(2i64, 1i64), (1, 2)];
+        let (oh, ow) = (h + 3 - r + 1, w + 3 - r + 1);
+        let x = data(n * h * w * c, 1);
+        let k = data(r * r * c * o, 2);
+        let dy = data(n * oh * ow * o, 3);
+        let f32s = |d: &[usize]| {
+            ArrayShape::new(
+                ElementType::F32,
+                &d.iter().map(|&v| v as i64).collect::<Vec<_>>(),
+            )
+        };
+        let at = |img: usize, y: i64, xx: i64, ch: usize| -> f64 {
+            if y < 0 || xx < 0 || y >= h as i64 || xx >= w as i64 {
+                0.0
+            } else {
+                x[((img * h + y as usize) * w + xx as usize) * c + ch] as f64
+            }
+        };
+        let paths = [Simd::detect(), Simd::Portable];
+        // Forward: y[n, oy, ox, o] = sum x[n, oy + ky - 2, ox + kx - 1, c] * k[ky, kx, c, o].
+        for simd in paths {
+            let mut b = Buffers(vec![]);
+            let (xa, ka) = (b.add(x.clone()), b.add(k.clone()));
+            let ya = b.alloc(n * oh * ow * o * 4);
+            let cv = conv(r as i64, pads, ConvDimensionNumbers::nhwc_hwio(), [0, 0]);
+            let (xs, ks, ys) = (
+                f32s(&[n, h, w, c]),
+                f32s(&[r, r, c, o]),
+                f32s(&[n, oh, ow, o]),
+            );
+            let mut plan =
+                WinogradPlan::new("t", &cv, (xa, &xs), (ka, &ks), (ya, &ys), 2, &mut |s| {
+                    b.alloc(s)
+                })
+                .expect("winograd takes it");
+            plan.simd = simd;
+            unsafe { plan.run(std::ptr::null_mut()).unwrap() };
+            let Addr::Absolute(yp) = ya else {
+                unreachable!()
+            };
+            let y = unsafe { std::slice::from_raw_parts(yp as *const f32, n * oh * ow * o) };
+            for img in 0..n {
+                for oy in 0..oh {
+                    for ox in 0..ow {
+                        for oc in 0..o {
+                            let (mut want, mut mag) = (0f64, 0f64);
+                            for ky in 0..r {
+                                for kx in 0..r {
+                                    for ch in 0..c {
+                                        let t =
+                                            at(img, (oy + ky) as i64 - 2, (ox + kx) as i64 - 1, ch)
+                                                * k[((ky * r + kx) * c + ch) * o + oc] as f64;
+                                        want += t;
+                                        mag += t.abs();
+                                    }
+                                }
+                            }
+                            let got = y[((img * oh + oy) * ow + ox) * o + oc] as f64;
+                            assert!(
+                                (got - want).abs() <= 1e-5 * mag,
+                                "{simd:?} forward: {got} vs {want}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // Weight gradient: dw[ky, kx, c, o] = sum x[n, y + ky - 2, x + kx - 1, c] * dy[n, y, x, o].
+        for simd in paths {
+            let mut b = Buffers(vec![]);
+            let (xa, ga) = (b.add(x.clone()), b.add(dy.clone()));
+            let wa = b.alloc(r * r * c * o * 4);
+            let dims = ConvDimensionNumbers {
+                input_batch: 3,
+                input_feature: 0,
+                input_spatial: vec![1, 2],
+                kernel_input_feature: 0,
+                kernel_output_feature: 3,
+                kernel_spatial: vec![1, 2],
+                output_batch: 2,
+                output_feature: 3,
+                output_spatial: vec![0, 1],
+            };
+            let cv = conv(r as i64, pads, dims, [oh as i64, ow as i64]);
+            let (xs, gs, ws) = (
+                f32s(&[n, h, w, c]),
+                f32s(&[n, oh, ow, o]),
+                f32s(&[r, r, c, o]),
+            );
+            let mut plan =
+                WinogradFilterPlan::new("t", &cv, (xa, &xs), (ga, &gs), (wa, &ws), 2, &mut |s| {
+                    b.alloc(s)
+                })
+                .expect("the filter routine takes it");
+            plan.force_simd(simd);
+            unsafe { plan.run(std::ptr::null_mut()).unwrap() };
+            let Addr::Absolute(wp) = wa else {
+                unreachable!()
+            };
+            let dw = unsafe { std::slice::from_raw_parts(wp as *const f32, r * r * c * o) };
+            for ky in 0..r {
+                for kx in 0..r {
+                    for ch in 0..c {
+                        for oc in 0..o {
+                            let (mut want, mut mag) = (0f64, 0f64);
+                            for img in 0..n {
+                                for oy in 0..oh {
+                                    for ox in 0..ow {
+                                        let t =
+                                            at(img, (oy + ky) as i64 - 2, (ox + kx) as i64 - 1, ch)
+                                                * dy[((img * oh + oy) * ow + ox) * o + oc] as f64;
+                                        want += t;
+                                        mag += t.abs();
+                                    }
+                                }
+                            }
+                            let got = dw[((ky * r + kx) * c + ch) * o + oc] as f64;
+                            assert!(
+                                (got - want).abs() <= 1e-5 * mag,
+                                "{simd:?} filter: {got} vs {want}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

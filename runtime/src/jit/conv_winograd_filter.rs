@@ -162,6 +162,12 @@ impl WinogradFilterPlan {
         })
     }
 
+    /// Runs the given code path instead of the detected one (tests of the portable path).
+    #[cfg(test)]
+    pub(crate) fn force_simd(&mut self, simd: Simd) {
+        self.simd = simd;
+    }
+
     /// # Safety
     /// `arena` must be the program's arena.
     pub unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
