@@ -104,10 +104,18 @@ fn check(conv: &Convolution, dims: [&[i64]; 3], expect: &str, seed: u32) -> f64 
             gemm_threads: threads,
             ..JitOptions::default()
         };
-        let got = compile(&m, &opts)
-            .expect("compile")
-            .run(&args)
-            .expect("run");
+        let exe = compile(&m, &opts).expect("compile");
+        let got = exe.run(&args).expect("run");
+        // Deterministic for a given thread count (the weight gradient's per-worker sums are
+        // added in worker order): a second run gives the same bits.
+        let again = exe.run(&args).expect("run");
+        let bits = |l: &Literal| {
+            let a = &l.leaves()[0];
+            (0..a.len())
+                .map(|i| (a.data.get_f64(i) as f32).to_bits())
+                .collect::<Vec<u32>>()
+        };
+        assert_eq!(bits(&got), bits(&again), "{dims:?}: two runs differ");
         let (g, w, s) = (&got.leaves()[0], &want.leaves()[0], &mag.leaves()[0]);
         assert_eq!(g.shape, w.shape);
         for i in 0..g.len() {
