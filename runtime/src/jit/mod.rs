@@ -34,7 +34,7 @@ pub mod vector_math;
 pub mod window;
 pub mod window_tiled;
 pub mod winograd;
-pub mod winograd_tiles;
+pub(crate) mod winograd_tiles;
 
 pub use crate::executable::Executable;
 pub use conv_select::ConvAlgorithm;

@@ -73,8 +73,9 @@ impl Vector for Portable {
     }
 }
 
-/// One AVX register. Only to be used inside functions compiled with `avx2,fma` (on a machine
-/// that has them), where these always-inlined methods become single instructions.
+/// One AVX register. Only to be used inside functions compiled with `avx2,fma` on a machine
+/// that has them (checked by `Simd::detect` when a plan is made), where these always-inlined
+/// methods become single instructions; hence this module is private to the crate.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 pub struct Avx(std::arch::x86_64::__m256);
