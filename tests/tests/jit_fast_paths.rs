@@ -5,7 +5,7 @@
 
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::*;
-use tessel_runtime::jit::{compile, JitOptions};
+use tessel_runtime::jit::{compile, ConvAlgorithm, JitOptions};
 use tessel_tests::numerics::pseudo_random_f32;
 
 /// A tiny module builder: instructions with explicit shapes in the entry computation.
@@ -88,6 +88,9 @@ fn check(m: &Module, args: &[Literal], tol: f64) {
             let opts = JitOptions {
                 vectorize,
                 gemm_threads: threads,
+                // The patch-GEMM paths are what this file tests (Winograd, which `Auto` picks
+                // for some of these convolutions, is tested in jit_winograd.rs).
+                conv_algorithm: ConvAlgorithm::Gemm,
                 ..Default::default()
             };
             let exe = compile(m, &opts).expect("compile");

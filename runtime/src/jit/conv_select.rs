@@ -6,6 +6,8 @@
 //! anything else, so adding one never changes which convolutions compile.
 
 use super::buffer::Addr;
+use super::conv_winograd::{winograd_routine, WinogradPlan};
+use super::conv_winograd_filter::{winograd_filter_routine, WinogradFilterPlan};
 use super::convolution::{conv_routine, ConvPlan};
 use super::{JitError, JitOptions};
 use std::any::Any;
@@ -51,6 +53,20 @@ impl ConvRoutine {
     }
 }
 
+impl ConvRoutine {
+    /// Which algorithm was chosen: `winograd`, `winograd-filter` or `gemm` (for tests and
+    /// reports).
+    pub fn algorithm(&self) -> &'static str {
+        if self.plan.is::<WinogradPlan>() {
+            "winograd"
+        } else if self.plan.is::<WinogradFilterPlan>() {
+            "winograd-filter"
+        } else {
+            "gemm"
+        }
+    }
+}
+
 /// Plans convolution `name` (`input * kernel -> output`), allocating any scratch space it
 /// needs with `alloc`.
 pub fn plan_convolution(
@@ -62,6 +78,23 @@ pub fn plan_convolution(
     options: &JitOptions,
     alloc: &mut dyn FnMut(usize) -> Addr,
 ) -> Result<ConvRoutine, JitError> {
+    let auto = options.conv_algorithm == ConvAlgorithm::Auto;
+    let threads = options.gemm_threads;
+    if let Some(p) = auto
+        .then(|| WinogradPlan::new(name, conv, input, kernel, output, threads, alloc))
+        .flatten()
+    {
+        return Ok(ConvRoutine::new(winograd_routine as *const () as usize, p));
+    }
+    if let Some(p) = auto
+        .then(|| WinogradFilterPlan::new(name, conv, input, kernel, output, threads, alloc))
+        .flatten()
+    {
+        return Ok(ConvRoutine::new(
+            winograd_filter_routine as *const () as usize,
+            p,
+        ));
+    }
     let plan = ConvPlan::new(
         name,
         conv,

@@ -1,0 +1,377 @@
+//! The per-tile Winograd transforms, vectorized over channels: every function works on
+//! groups of 8 consecutive channels (NHWC keeps them contiguous) held in a [`Vector`]: one
+//! AVX2 register with fused multiply-add ([`Avx`], used when the machine has them) or an
+//! `[f32; 8]` the compiler vectorizes as it can ([`Portable`]).
+//!
+//! Matrices are passed as fixed-size arrays (`at`: M x N, `bt`: N x N, `g`: N x R), so every
+//! loop has constant bounds and unrolls.
+
+/// Channels per vector group.
+pub const LANES: usize = 8;
+
+/// 8 f32 lanes.
+pub trait Vector: Copy {
+    fn zero() -> Self;
+    /// Reads `w <= 8` floats (zeros after them).
+    ///
+    /// # Safety
+    /// `p` must address `w` readable floats.
+    unsafe fn load(p: *const f32, w: usize) -> Self;
+    /// Writes the first `w <= 8` lanes.
+    ///
+    /// # Safety
+    /// `p` must address `w` writable floats.
+    unsafe fn store(self, p: *mut f32, w: usize);
+    /// `self + x * s` per lane.
+    fn madd(self, x: Self, s: f32) -> Self;
+    fn add(self, x: Self) -> Self;
+    fn sub(self, x: Self) -> Self;
+}
+
+/// Portable lanes: plain loops.
+#[derive(Clone, Copy)]
+pub struct Portable([f32; LANES]);
+
+impl Vector for Portable {
+    #[inline(always)]
+    fn zero() -> Self {
+        Portable([0.0; LANES])
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32, w: usize) -> Self {
+        let mut v = [0.0; LANES];
+        std::ptr::copy_nonoverlapping(p, v.as_mut_ptr(), w);
+        Portable(v)
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f32, w: usize) {
+        std::ptr::copy_nonoverlapping(self.0.as_ptr(), p, w);
+    }
+    #[inline(always)]
+    fn madd(self, x: Self, s: f32) -> Self {
+        let mut out = self.0;
+        for (o, xv) in out.iter_mut().zip(x.0) {
+            *o += xv * s;
+        }
+        Portable(out)
+    }
+    #[inline(always)]
+    fn add(self, x: Self) -> Self {
+        let mut out = self.0;
+        for (o, xv) in out.iter_mut().zip(x.0) {
+            *o += xv;
+        }
+        Portable(out)
+    }
+    #[inline(always)]
+    fn sub(self, x: Self) -> Self {
+        let mut out = self.0;
+        for (o, xv) in out.iter_mut().zip(x.0) {
+            *o -= xv;
+        }
+        Portable(out)
+    }
+}
+
+/// One AVX register. Only to be used inside functions compiled with `avx2,fma` on a machine
+/// that has them (checked by `Simd::detect` when a plan is made), where these always-inlined
+/// methods become single instructions; hence this module is private to the crate.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+pub struct Avx(std::arch::x86_64::__m256);
+
+#[cfg(target_arch = "x86_64")]
+impl Vector for Avx {
+    #[inline(always)]
+    fn zero() -> Self {
+        // SAFETY: AVX is present wherever an `Avx` is used (see the type's comment).
+        Avx(unsafe { std::arch::x86_64::_mm256_setzero_ps() })
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32, w: usize) -> Self {
+        use std::arch::x86_64::*;
+        if w == LANES {
+            Avx(_mm256_loadu_ps(p))
+        } else {
+            let mut v = [0.0f32; LANES];
+            std::ptr::copy_nonoverlapping(p, v.as_mut_ptr(), w);
+            Avx(_mm256_loadu_ps(v.as_ptr()))
+        }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f32, w: usize) {
+        use std::arch::x86_64::*;
+        if w == LANES {
+            _mm256_storeu_ps(p, self.0)
+        } else {
+            let mut v = [0.0f32; LANES];
+            _mm256_storeu_ps(v.as_mut_ptr(), self.0);
+            std::ptr::copy_nonoverlapping(v.as_ptr(), p, w);
+        }
+    }
+    #[inline(always)]
+    fn madd(self, x: Self, s: f32) -> Self {
+        use std::arch::x86_64::*;
+        // SAFETY: FMA is present wherever an `Avx` is used (see the type's comment).
+        Avx(unsafe { _mm256_fmadd_ps(x.0, _mm256_set1_ps(s), self.0) })
+    }
+    #[inline(always)]
+    fn add(self, x: Self) -> Self {
+        // SAFETY: as above.
+        Avx(unsafe { std::arch::x86_64::_mm256_add_ps(self.0, x.0) })
+    }
+    #[inline(always)]
+    fn sub(self, x: Self) -> Self {
+        // SAFETY: as above.
+        Avx(unsafe { std::arch::x86_64::_mm256_sub_ps(self.0, x.0) })
+    }
+}
+
+/// Runs `$body` for `$i` in `0..$n` (`$n` at most 8, a constant in every use here) as
+/// straight-line code: the compiler's own unrolling gives up on these nests, and only
+/// unrolled, the constant matrix entries fold into the instructions.
+macro_rules! unroll {
+    ($n:expr, |$i:ident| $body:block) => {{
+        let n: usize = $n;
+        assert!(n <= 8, "unroll! supports at most 8 iterations");
+        unroll!(@step n, $i, $body, 0 1 2 3 4 5 6 7);
+    }};
+    (@step $n:ident, $i:ident, $body:block, $($k:literal)*) => {
+        $(
+            if $k < $n {
+                let $i: usize = $k;
+                $body
+            }
+        )*
+    };
+}
+
+/// Runs `$body` for every group of 8 channels below `$ch` with `$c0` its first channel and
+/// `$w` its width: the full groups in a loop where `$w` is the constant 8 (so the loads and
+/// stores have no tail test), then the partial last group, if any.
+macro_rules! by_chunks {
+    ($ch:expr, |$c0:ident, $w:ident| $body:block) => {{
+        let ch: usize = $ch;
+        let full = ch / LANES * LANES;
+        let mut $c0 = 0;
+        while $c0 < full {
+            let $w = LANES;
+            $body
+            $c0 += LANES;
+        }
+        if $c0 < ch {
+            let $w = ch - $c0;
+            $body
+        }
+    }};
+}
+
+/// `rows[i] = sum_j mat[i][j] * cols[j]`: one matrix-vector product over lanes. With `mat` a
+/// compile-time constant, a 0 entry costs nothing and 1 / -1 an add / subtract. (Skipping
+/// `0 * x` differs from the product only for an infinite or NaN `x`, where Winograd's
+/// cancellations do not reproduce the direct sum anyway.)
+#[inline(always)]
+fn mat_vec<const P: usize, const Q: usize, V: Vector>(
+    mat: &[[f32; Q]; P],
+    cols: &[V; Q],
+) -> [V; P] {
+    let mut out = [V::zero(); P];
+    unroll!(P, |i| {
+        unroll!(Q, |j| {
+            let s = mat[i][j];
+            if s == 1.0 {
+                out[i] = out[i].add(cols[j]);
+            } else if s == -1.0 {
+                out[i] = out[i].sub(cols[j]);
+            } else if s != 0.0 {
+                out[i] = out[i].madd(cols[j], s);
+            }
+        });
+    });
+    out
+}
+
+/// Input transform of one tile: `V[i*N + k] = (B^T d B)[i][k]`, written at
+/// `v + (i*N + k) * plane + c` for the channels `c < ch`. `px[y][x]` points to the `ch`
+/// channels of the tile's pixel (or to `ch` zeros outside the image).
+///
+/// # Safety
+/// Every pointer in `px` must address `ch` floats, and `v` the `N * N` planes.
+#[inline(always)]
+pub unsafe fn input_tile<const N: usize, V: Vector>(
+    bt: &[[f32; N]; N],
+    px: &[[*const f32; N]; N],
+    ch: usize,
+    v: *mut f32,
+    plane: usize,
+) {
+    by_chunks!(ch, |c0, w| {
+        // tmp[x][i] = (B^T d)[i][x], column by column.
+        let mut tmp = [[V::zero(); N]; N];
+        unroll!(N, |x| {
+            let mut col = [V::zero(); N];
+            unroll!(N, |y| {
+                col[y] = V::load(px[y][x].add(c0), w);
+            });
+            tmp[x] = mat_vec::<N, N, V>(bt, &col);
+        });
+        unroll!(N, |i| {
+            let mut row = [V::zero(); N];
+            unroll!(N, |x| {
+                row[x] = tmp[x][i];
+            });
+            let out = mat_vec::<N, N, V>(bt, &row);
+            unroll!(N, |k| {
+                out[k].store(v.add((i * N + k) * plane + c0), w);
+            });
+        });
+    });
+}
+
+/// Output transform of one tile: `Y = A^T Mt A` where `Mt[a][b]` is read at
+/// `mm + (a*N + b) * plane + o`, for the channels `o < ch`, written to `out[i][j]` where it is
+/// not null (outputs past the image edge are dropped).
+///
+/// # Safety
+/// `mm` must hold the `N * N` planes with `ch` rounded up to 8 readable floats each; every
+/// non-null `out` pointer `ch` writable floats.
+#[inline(always)]
+pub unsafe fn output_tile<const N: usize, const M: usize, V: Vector>(
+    at: &[[f32; N]; M],
+    mm: *const f32,
+    plane: usize,
+    ch: usize,
+    out: &[[*mut f32; M]; M],
+) {
+    by_chunks!(ch, |c0, w| {
+        // tmp[b][i] = (A^T Mt)[i][b]
+        let mut tmp = [[V::zero(); M]; N];
+        unroll!(N, |b| {
+            let mut col = [V::zero(); N];
+            unroll!(N, |a| {
+                col[a] = V::load(mm.add((a * N + b) * plane + c0), LANES);
+            });
+            tmp[b] = mat_vec::<M, N, V>(at, &col);
+        });
+        unroll!(M, |i| {
+            let mut row = [V::zero(); N];
+            unroll!(N, |b| {
+                row[b] = tmp[b][i];
+            });
+            let y = mat_vec::<M, N, V>(at, &row);
+            unroll!(M, |j| {
+                if !out[i][j].is_null() {
+                    y[j].store(out[i][j].add(c0), w);
+                }
+            });
+        });
+    });
+}
+
+/// Transform of an `M x M` output-gradient tile for the weight gradient: `A dy A^T`
+/// (`N x N`), written at `y + (a*N + b) * plane + k` for `k` below `ch` rounded up to 8 (the
+/// padding lanes get zeros). `px[i][j]` points to the `ch` channels of `dy` (or to zeros).
+///
+/// # Safety
+/// Every pointer in `px` must address `ch` floats; `y` the `N * N` planes with
+/// `ch.next_multiple_of(8)` floats each.
+#[inline(always)]
+pub unsafe fn gradient_tile<const N: usize, const M: usize, V: Vector>(
+    at: &[[f32; N]; M],
+    px: &[[*const f32; M]; M],
+    ch: usize,
+    y: *mut f32,
+    plane: usize,
+) {
+    // a[p][i] = at[i][p]: A as an N x M matrix.
+    let mut a = [[0f32; M]; N];
+    unroll!(M, |i| {
+        unroll!(N, |p| {
+            a[p][i] = at[i][p];
+        });
+    });
+    by_chunks!(ch, |c0, w| {
+        // tmp[j][p] = (A dy)[p][j]
+        let mut tmp = [[V::zero(); N]; M];
+        unroll!(M, |j| {
+            let mut col = [V::zero(); M];
+            unroll!(M, |i| {
+                col[i] = V::load(px[i][j].add(c0), w);
+            });
+            tmp[j] = mat_vec::<N, M, V>(&a, &col);
+        });
+        unroll!(N, |p| {
+            let mut row = [V::zero(); M];
+            unroll!(M, |j| {
+                row[j] = tmp[j][p];
+            });
+            let out = mat_vec::<N, M, V>(&a, &row);
+            unroll!(N, |q| {
+                out[q].store(y.add((p * N + q) * plane + c0), LANES);
+            });
+        });
+    });
+}
+
+/// Kernel transform of 8 channels at once: `G g G^T` for taps `g[ky][kx]`.
+#[inline(always)]
+pub fn kernel_tile<const N: usize, const R: usize, V: Vector>(
+    g: &[[f32; R]; N],
+    taps: &[[V; R]; R],
+) -> [[V; N]; N] {
+    // tmp[kx][i] = (G g)[i][kx]
+    let mut tmp = [[V::zero(); N]; R];
+    unroll!(R, |kx| {
+        let mut col = [V::zero(); R];
+        unroll!(R, |ky| {
+            col[ky] = taps[ky][kx];
+        });
+        tmp[kx] = mat_vec::<N, R, V>(g, &col);
+    });
+    let mut out = [[V::zero(); N]; N];
+    unroll!(N, |i| {
+        let mut row = [V::zero(); R];
+        unroll!(R, |kx| {
+            row[kx] = tmp[kx][i];
+        });
+        out[i] = mat_vec::<N, R, V>(g, &row);
+    });
+    out
+}
+
+/// Inverse kernel transform for the weight gradient, 8 channels at once: `G^T du G` with
+/// `du[i][j]` read at `du + (i*N + j) * plane`.
+///
+/// # Safety
+/// `du` must address the `N * N` planes with 8 readable floats each.
+#[inline(always)]
+pub unsafe fn filter_tile<const N: usize, const R: usize, V: Vector>(
+    g: &[[f32; R]; N],
+    du: *const f32,
+    plane: usize,
+) -> [[V; R]; R] {
+    let mut gt = [[0f32; N]; R];
+    unroll!(N, |i| {
+        unroll!(R, |k| {
+            gt[k][i] = g[i][k];
+        });
+    });
+    // tmp[j][ky] = (G^T du)[ky][j]
+    let mut tmp = [[V::zero(); R]; N];
+    unroll!(N, |j| {
+        let mut col = [V::zero(); N];
+        unroll!(N, |i| {
+            col[i] = V::load(du.add((i * N + j) * plane), LANES);
+        });
+        tmp[j] = mat_vec::<R, N, V>(&gt, &col);
+    });
+    let mut out = [[V::zero(); R]; R];
+    unroll!(R, |ky| {
+        let mut row = [V::zero(); N];
+        unroll!(N, |j| {
+            row[j] = tmp[j][ky];
+        });
+        out[ky] = mat_vec::<R, N, V>(&gt, &row);
+    });
+    out
+}
