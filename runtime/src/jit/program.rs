@@ -380,31 +380,93 @@ impl<'m> ProgramCx<'m> {
             cut = split(e);
             body(e, cut.map(|(mid, _)| (0, mid)))
         })?;
-        let first_ref = self.jit.declare_func_in_func(first, fb.func);
         match cut {
             None => {
+                let first_ref = self.jit.declare_func_in_func(first, fb.func);
                 fb.ins().call(first_ref, &[arena]);
             }
             Some((mid, end)) => {
                 let (second, _) = self.build_kernel(name, comp, leaves, addrs, &mut |e| {
                     body(e, Some((mid, end)))
                 })?;
-                let second_ref = self.jit.declare_func_in_func(second, fb.func);
-                let a = fb.ins().func_addr(types::I64, first_ref);
-                let b = fb.ins().func_addr(types::I64, second_ref);
-                let mut sig = Signature::new(self.libcalls.call_conv);
-                sig.params.extend([AbiParam::new(types::I64); 3]);
-                let sigref = fb.import_signature(sig);
-                let callee = fb
-                    .ins()
-                    .iconst(types::I64, tessel_run_kernel_pair as *const () as i64);
-                fb.ins().call_indirect(sigref, callee, &[a, b, arena]);
+                self.call_kernel_pair(fb, arena, first, second);
             }
         }
         if let Some(p) = &mut self.profile {
             let slot = p.add_slot(&fname, self.current_op);
             self.profile_mark(fb, slot);
         }
+        Ok(())
+    }
+
+    /// Calls two kernels that write disjoint memory on two workers
+    /// (`tessel_run_kernel_pair`).
+    fn call_kernel_pair(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        first: cranelift_module::FuncId,
+        second: cranelift_module::FuncId,
+    ) {
+        let first_ref = self.jit.declare_func_in_func(first, fb.func);
+        let second_ref = self.jit.declare_func_in_func(second, fb.func);
+        let a = fb.ins().func_addr(types::I64, first_ref);
+        let b = fb.ins().func_addr(types::I64, second_ref);
+        let mut sig = Signature::new(self.libcalls.call_conv);
+        sig.params.extend([AbiParam::new(types::I64); 3]);
+        let sigref = fb.import_signature(sig);
+        let callee = fb
+            .ins()
+            .iconst(types::I64, tessel_run_kernel_pair as *const () as i64);
+        fb.ins().call_indirect(sigref, callee, &[a, b, arena]);
+    }
+
+    /// A reduce computed in two parts cut at `(mid, end)` of its operand's first dimension
+    /// (`reduce::reduce_split`): rows `[0, mid)` into the output and `[mid, end)` into scratch,
+    /// on two workers when the GEMM may use two threads, else one after the other; then a
+    /// third kernel combines them. The parts are the same whatever the thread count.
+    #[allow(clippy::too_many_arguments)]
+    fn split_reduce(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        comp: ComputationId,
+        root: InstrId,
+        leaves: HashMap<InstrId, Leaf>,
+        out: &Loc,
+        (mid, end): Part,
+    ) -> Result<(), JitError> {
+        let vec = self.options.vectorize;
+        let outputs: Vec<Buffer> = out.leaves().into_iter().cloned().collect();
+        let addrs: Vec<Addr> = outputs.iter().map(|b| b.addr).collect();
+        let partials: Vec<Addr> = outputs.iter().map(|b| self.alloc(b.byte_size())).collect();
+        let (first, fname) = self.build_kernel(name, comp, leaves.clone(), &addrs, &mut |e| {
+            reduce::emit_reduce_part(e, root, &addrs, vec, Some((0, mid)))
+        })?;
+        let (second, _) = self.build_kernel(name, comp, leaves, &partials, &mut |e| {
+            reduce::emit_reduce_part(e, root, &partials, vec, Some((mid, end)))
+        })?;
+        if self.options.gemm_threads >= 2 {
+            self.call_kernel_pair(fb, arena, first, second);
+        } else {
+            for k in [first, second] {
+                let r = self.jit.declare_func_in_func(k, fb.func);
+                fb.ins().call(r, &[arena]);
+            }
+        }
+        let mut both = addrs.clone();
+        both.extend(&partials);
+        let (combine, _) = self.build_kernel(name, comp, HashMap::new(), &both, &mut |e| {
+            reduce::emit_reduce_combine(e, root, &addrs, &partials, vec)
+        })?;
+        let r = self.jit.declare_func_in_func(combine, fb.func);
+        fb.ins().call(r, &[arena]);
+        if let Some(p) = &mut self.profile {
+            let slot = p.add_slot(&fname, self.current_op);
+            self.profile_mark(fb, slot);
+        }
+        self.free_scratch(partials);
         Ok(())
     }
 
@@ -780,9 +842,13 @@ impl<'m> ProgramCx<'m> {
         let addrs: Vec<Addr> = out.leaves().iter().map(|b| b.addr).collect();
         match &instr.op {
             Op::Reduce { .. } => {
+                let comp_ref = self.module.computation(comp);
+                if let Some(cut) = reduce::reduce_split(self.module, comp_ref, root) {
+                    return self.split_reduce(fb, arena, name, comp, root, leaves, out, cut);
+                }
                 let outs = addrs.clone();
                 self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| {
-                    reduce::emit_reduce(e, root, &outs, vec)
+                    reduce::emit_reduce_part(e, root, &outs, vec, None)
                 })
             }
             Op::ReduceWindow { .. } | Op::SelectAndScatter { .. } => {
