@@ -177,3 +177,46 @@ ENTRY e {
     let g = pseudo_random_f32(&[9, 31, 29, 17], 21, 9);
     check(text, &[x, g], true, 3, Expect::Bitwise);
 }
+
+/// A ReLU gradient that is also an output, and its bias gradient: the fusion pass makes them
+/// one fusion with two outputs, and the JIT one loop nest that stores the gradient and folds
+/// it into the reduce (in two parts when the reduce is large).
+fn relu_gradient_and_bias_gradient(dims: &str, c: &str) -> String {
+    format!(
+        "HloModule m
+r {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}}
+ENTRY e {{
+  x = f32[{dims}] parameter(0)
+  g = f32[{dims}] parameter(1)
+  zero = f32[] constant(0)
+  zeros = f32[{dims}] broadcast(zero), dimensions={{}}
+  pos = pred[{dims}] compare(x, zeros), direction=GT
+  d = f32[{dims}] select(pos, g, zeros)
+  s = f32[{c}] reduce(d, zero), dimensions={{0,1,2}}, to_apply=r
+  ROOT t = (f32[{dims}], f32[{c}]) tuple(d, s)
+}}
+"
+    )
+}
+
+#[test]
+fn elementwise_output_and_its_reduce_in_one_split_loop() {
+    let text = relu_gradient_and_bias_gradient("9,31,29,17", "17");
+    let x = pseudo_random_f32(&[9, 31, 29, 17], 22, 0);
+    let g = pseudo_random_f32(&[9, 31, 29, 17], 23, 9);
+    check(&text, &[x.clone(), g], true, 3, Expect::Bitwise);
+    let g = pseudo_random_f32(&[9, 31, 29, 17], 24, 0);
+    check(&text, &[x, g], true, 3, Expect::Within(1e-5));
+}
+
+#[test]
+fn small_elementwise_output_and_its_reduce_keep_the_order() {
+    let text = relu_gradient_and_bias_gradient("3,5,7,5", "5");
+    let x = pseudo_random_f32(&[3, 5, 7, 5], 25, 0);
+    let g = pseudo_random_f32(&[3, 5, 7, 5], 26, 0);
+    check(&text, &[x, g], true, 1, Expect::Bitwise);
+}

@@ -11,6 +11,8 @@
 //! producer's value in registers instead of from memory (XLA's producer-consumer multi-output
 //! fusion; in the MNIST step, a bias add and the ReLU after it).
 //!
+//! A reduce of such a fusion's output joins it as a second output in the same way.
+//!
 //! Dot and convolution are never fused (they run as library calls), nor are reductions
 //! anywhere but at the root of a fusion. A producer joins its consumer's fusion when all its
 //! users are in that fusion; scalar constants, iotas and broadcasts of parameters or
@@ -44,6 +46,7 @@ impl Pass for Fusion {
             let mut groups = form_groups(m.computation(cid));
             if self.multi_output {
                 merge_producers(m.computation(cid), &mut groups);
+                absorb_reduces(m.computation(cid), &mut groups);
                 merge_siblings(m.computation(cid), &mut groups);
             }
             for g in groups {
@@ -244,6 +247,33 @@ fn merge_producers(c: &Computation, groups: &mut Vec<Group>) {
             }
             None => p += 1,
         }
+    }
+}
+
+/// Adds a reduce that reads the output of a single-output loop fusion, and is in no fusion of
+/// its own, to that fusion as a second output (a `kInput` fusion): the loop that stores the
+/// value also folds it into the reduce, instead of a second pass over it (in the MNIST step, a
+/// ReLU gradient and the bias gradient summed from it).
+fn absorb_reduces(c: &Computation, groups: &mut [Group]) {
+    let grouped: HashSet<InstrId> = groups.iter().flat_map(|g| g.members.clone()).collect();
+    for r in c.post_order() {
+        if grouped.contains(&r) || !is_fusible_reduce(c, r) {
+            continue;
+        }
+        let (x, init) = (c.get(r).operand(0), c.get(r).operand(1));
+        let Some(g) = groups
+            .iter_mut()
+            .find(|g| g.roots == [x] && g.roots.iter().all(|&y| !is_fusible_reduce(c, y)))
+        else {
+            continue;
+        };
+        if is_scalar_constant(c.get(init)) {
+            g.copies.insert(init);
+        } else if depends_on(c, &[init], &g.members) {
+            continue;
+        }
+        g.members.insert(r);
+        g.roots.push(r);
     }
 }
 

@@ -26,6 +26,7 @@ pub mod parallel;
 pub mod profile;
 pub mod program;
 pub mod reduce;
+pub mod reduce_fused;
 pub mod types;
 pub mod vector_math;
 pub mod window;

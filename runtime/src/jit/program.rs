@@ -19,7 +19,7 @@ use super::kernel_lowering::{emit_elementwise_part, split_point, KernelOutput};
 use super::loop_state;
 use super::parallel::tessel_run_kernel_pair;
 use super::profile::{tessel_profile_mark, ProfileCounters, RESTART};
-use super::{reduce, window, JitError, JitOptions};
+use super::{reduce, reduce_fused, window, JitError, JitOptions};
 use crate::arena::ArenaLayout;
 use crate::executable::{Executable, ExecutableParts, ProgramStats};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -447,21 +447,16 @@ impl<'m> ProgramCx<'m> {
         let (second, _) = self.build_kernel(name, comp, leaves, &partials, &mut |e| {
             reduce::emit_reduce_part(e, root, &partials, vec, Some((mid, end)))
         })?;
-        if self.options.gemm_threads >= 2 {
-            self.call_kernel_pair(fb, arena, first, second);
-        } else {
-            for k in [first, second] {
-                let r = self.jit.declare_func_in_func(k, fb.func);
-                fb.ins().call(r, &[arena]);
-            }
-        }
-        let mut both = addrs.clone();
-        both.extend(&partials);
-        let (combine, _) = self.build_kernel(name, comp, HashMap::new(), &both, &mut |e| {
-            reduce::emit_reduce_combine(e, root, &addrs, &partials, vec)
-        })?;
-        let r = self.jit.declare_func_in_func(combine, fb.func);
-        fb.ins().call(r, &[arena]);
+        self.call_parts_and_combine(
+            fb,
+            arena,
+            name,
+            comp,
+            root,
+            [first, second],
+            &addrs,
+            &partials,
+        )?;
         if let Some(p) = &mut self.profile {
             let slot = p.add_slot(&fname, self.current_op);
             self.profile_mark(fb, slot);
@@ -904,6 +899,9 @@ impl<'m> ProgramCx<'m> {
         if let (Op::Tuple, Loc::Tuple(outs)) = (&root_instr.op, &out) {
             // Multi-output fusion: elementwise outputs of one shape share a loop nest.
             let elems: Vec<InstrId> = root_instr.operands().to_vec();
+            if self.elementwise_with_reduce(fb, arena, name, calls, &leaves, &elems, outs)? {
+                return Ok(out);
+            }
             let mut shared: Vec<KernelOutput> = Vec::new();
             let first_shape = comp.get(elems[0]).shape.as_array().cloned();
             for (k, &el) in elems.iter().enumerate() {
@@ -942,6 +940,145 @@ impl<'m> ProgramCx<'m> {
         }
         self.emit_kernel_for(fb, arena, name, calls, root, leaves, &out)?;
         Ok(out)
+    }
+
+    /// A multi-output fusion of elementwise outputs and one reduce of their dimensions that
+    /// reduces the leading ones (`reduce_fused`): one loop nest stores the elementwise outputs
+    /// and folds the reduce, in two parts when the reduce alone would be split
+    /// (`reduce::reduce_split`), combined at the end. Returns false, emitting nothing, for any
+    /// other fusion.
+    #[allow(clippy::too_many_arguments)]
+    fn elementwise_with_reduce(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        calls: ComputationId,
+        leaves: &HashMap<InstrId, Leaf>,
+        elems: &[InstrId],
+        outs: &[Loc],
+    ) -> Result<bool, JitError> {
+        let comp = self.module.computation(calls);
+        let reduces: Vec<usize> = (0..elems.len())
+            .filter(|&k| matches!(comp.get(elems[k]).op, Op::Reduce { .. }))
+            .collect();
+        let [r] = reduces[..] else {
+            return Ok(false);
+        };
+        let red = elems[r];
+        let Some(dims) = comp.get(comp.get(red).operands()[0]).shape.as_array() else {
+            return Ok(false);
+        };
+        let mut plain = Vec::new();
+        for (k, &el) in elems.iter().enumerate() {
+            if k == r {
+                continue;
+            }
+            let same = comp
+                .get(el)
+                .shape
+                .as_array()
+                .is_some_and(|a| a.dims == dims.dims);
+            if !same || leaves.contains_key(&el) || !comp.get(el).op.is_elementwise() {
+                return Ok(false);
+            }
+            let Some(b) = outs.get(k).and_then(|l| l.as_array()) else {
+                return Ok(false);
+            };
+            plain.push(KernelOutput {
+                root: el,
+                addr: b.addr,
+            });
+        }
+        let Some(acc) = outs.get(r).and_then(|l| l.as_array()).cloned() else {
+            return Ok(false);
+        };
+        if reduce_fused::leading_reduce(comp, red, &dims.dims).is_none() {
+            return Ok(false);
+        }
+        let vec = self.options.vectorize;
+        let mut addrs: Vec<Addr> = plain.iter().map(|o| o.addr).collect();
+        let Some((mid, end)) = reduce::reduce_split(self.module, comp, red) else {
+            addrs.push(acc.addr);
+            self.kernel(fb, arena, name, calls, leaves.clone(), &addrs, &mut |e| {
+                reduce_fused::emit_elementwise_reduce_part(e, &plain, red, acc.addr, vec, None)
+            })?;
+            return Ok(true);
+        };
+        let partial = self.alloc(acc.byte_size());
+        let mut first_addrs = addrs.clone();
+        first_addrs.push(acc.addr);
+        let (first, fname) =
+            self.build_kernel(name, calls, leaves.clone(), &first_addrs, &mut |e| {
+                reduce_fused::emit_elementwise_reduce_part(
+                    e,
+                    &plain,
+                    red,
+                    acc.addr,
+                    vec,
+                    Some((0, mid)),
+                )
+            })?;
+        addrs.push(partial);
+        let (second, _) = self.build_kernel(name, calls, leaves.clone(), &addrs, &mut |e| {
+            reduce_fused::emit_elementwise_reduce_part(
+                e,
+                &plain,
+                red,
+                partial,
+                vec,
+                Some((mid, end)),
+            )
+        })?;
+        self.call_parts_and_combine(
+            fb,
+            arena,
+            name,
+            calls,
+            red,
+            [first, second],
+            &[acc.addr],
+            &[partial],
+        )?;
+        if let Some(p) = &mut self.profile {
+            let slot = p.add_slot(&fname, self.current_op);
+            self.profile_mark(fb, slot);
+        }
+        self.free_scratch(vec![partial]);
+        Ok(true)
+    }
+
+    /// Runs the two parts of a split reduce (on two workers when the GEMM may use two
+    /// threads, else one after the other), then a kernel combining `partials` into `outputs`.
+    #[allow(clippy::too_many_arguments)]
+    fn call_parts_and_combine(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        comp: ComputationId,
+        red: InstrId,
+        [first, second]: [cranelift_module::FuncId; 2],
+        outputs: &[Addr],
+        partials: &[Addr],
+    ) -> Result<(), JitError> {
+        if self.options.gemm_threads >= 2 {
+            self.call_kernel_pair(fb, arena, first, second);
+        } else {
+            for k in [first, second] {
+                let r = self.jit.declare_func_in_func(k, fb.func);
+                fb.ins().call(r, &[arena]);
+            }
+        }
+        let vec = self.options.vectorize;
+        let mut both = outputs.to_vec();
+        both.extend(partials);
+        let (combine, _) = self.build_kernel(name, comp, HashMap::new(), &both, &mut |e| {
+            reduce::emit_reduce_combine(e, red, outputs, partials, vec)
+        })?;
+        let r = self.jit.declare_func_in_func(combine, fb.func);
+        fb.ins().call(r, &[arena]);
+        Ok(())
     }
 
     fn addr_value(&self, fb: &mut FunctionBuilder, arena: Value, a: Addr) -> Value {

@@ -29,7 +29,7 @@ pub const SPLIT_REDUCE_ELEMENTS: i64 = 1 << 16;
 
 /// Most accumulators (4-lane vectors or scalars) held in registers by one chunk of
 /// [`emit_columns`]: Cranelift has 16 vector registers on x86-64, and the loads need some.
-const MAX_ACCUMULATORS: usize = 8;
+const MAX_ACCUMULATORS: usize = 16;
 
 /// Where a reduce may be computed in two parts, as `(mid, end)` of its operand's first
 /// dimension: a single-array floating-point reduce of at least [`SPLIT_REDUCE_ELEMENTS`]
