@@ -11,7 +11,9 @@
 //! producer's value in registers instead of from memory (XLA's producer-consumer multi-output
 //! fusion; in the MNIST step, a bias add and the ReLU after it).
 //!
-//! A reduce of such a fusion's output joins it as a second output in the same way.
+//! A reduce of such a fusion's output joins it as a second output in the same way. A
+//! select-and-scatter whose windows tile its operand (a max-pool gradient) may join the fusion
+//! of its only user like an elementwise producer.
 //!
 //! Dot and convolution are never fused (they run as library calls), nor are reductions
 //! anywhere but at the root of a fusion. A producer joins its consumer's fusion when all its
@@ -89,6 +91,39 @@ fn is_loop_fusible(op: &Op) -> bool {
         )
 }
 
+/// A select-and-scatter whose windows tile its operand (max-pool gradients: no padding or
+/// dilation, stride equal to the window size, the source's windows covering the operand
+/// exactly). Each output element is a function of its own window, so it can be computed inside
+/// the fusion that reads it (the ReLU gradient after it) instead of being stored and read back.
+fn is_tiling_select_and_scatter(c: &Computation, id: InstrId) -> bool {
+    let instr = c.get(id);
+    let Op::SelectAndScatter { window, .. } = &instr.op else {
+        return false;
+    };
+    let (Some(operand), Some(source)) = (
+        c.get(instr.operand(0)).shape.as_array(),
+        c.get(instr.operand(1)).shape.as_array(),
+    ) else {
+        return false;
+    };
+    window.dims.len() == operand.rank()
+        && source.rank() == operand.rank()
+        && operand.rank() > 0
+        && window
+            .dims
+            .iter()
+            .zip(operand.dims.iter().zip(&source.dims))
+            .all(|(d, (&n, &s))| {
+                d.size >= 1
+                    && d.stride == d.size
+                    && d.pad_low == 0
+                    && d.pad_high == 0
+                    && d.base_dilation == 1
+                    && d.window_dilation == 1
+                    && s * d.size == n
+            })
+}
+
 /// A single-output reduce, which may end a fusion.
 fn is_fusible_reduce(c: &Computation, id: InstrId) -> bool {
     let instr = c.get(id);
@@ -139,7 +174,9 @@ fn form_groups(c: &Computation) -> Vec<Group> {
                     g.copies.insert(p);
                     continue;
                 }
-                if !is_loop_fusible(&pi.op) || !pi.shape.is_array() {
+                if !(is_loop_fusible(&pi.op) || is_tiling_select_and_scatter(c, p))
+                    || !pi.shape.is_array()
+                {
                     continue;
                 }
                 if p != root && c.users(p).iter().all(|u| g.members.contains(u)) {
@@ -250,14 +287,14 @@ fn merge_producers(c: &Computation, groups: &mut Vec<Group>) {
     }
 }
 
-/// Adds a reduce that reads the output of a single-output loop fusion, and is in no fusion of
-/// its own, to that fusion as a second output (a `kInput` fusion): the loop that stores the
+/// Adds a reduce of leading dimensions that reads the output of a single-output loop fusion,
+/// and is in no fusion of its own, to that fusion as a second output (a `kInput` fusion): the loop that stores the
 /// value also folds it into the reduce, instead of a second pass over it (in the MNIST step, a
 /// ReLU gradient and the bias gradient summed from it).
 fn absorb_reduces(c: &Computation, groups: &mut [Group]) {
     let grouped: HashSet<InstrId> = groups.iter().flat_map(|g| g.members.clone()).collect();
     for r in c.post_order() {
-        if grouped.contains(&r) || !is_fusible_reduce(c, r) {
+        if grouped.contains(&r) || !is_fusible_reduce(c, r) || !reduces_leading_dims(c, r) {
             continue;
         }
         let (x, init) = (c.get(r).operand(0), c.get(r).operand(1));
@@ -275,6 +312,19 @@ fn absorb_reduces(c: &Computation, groups: &mut [Group]) {
         g.members.insert(r);
         g.roots.push(r);
     }
+}
+
+/// Whether reduce `r` reduces some leading dimensions of its operand and keeps the rest (a
+/// bias gradient): then one loop over the operand can store it and fold it at once. Reduces
+/// of trailing dimensions (softmax's row sums) stay separate, since that loop would have to
+/// compute the fused value twice.
+fn reduces_leading_dims(c: &Computation, r: InstrId) -> bool {
+    let Op::Reduce { dimensions, .. } = &c.get(r).op else {
+        return false;
+    };
+    let rank = c.get(c.get(r).operand(0)).shape.dims().len();
+    let n = dimensions.len();
+    n >= 1 && n < rank && (0..n).all(|d| dimensions.contains(&(d as i64)))
 }
 
 /// Whether a group is a loop fusion (no reduce among its outputs).

@@ -19,7 +19,7 @@ use super::kernel_lowering::{emit_elementwise_part, split_point, KernelOutput};
 use super::loop_state;
 use super::parallel::tessel_run_kernel_pair;
 use super::profile::{tessel_profile_mark, ProfileCounters, RESTART};
-use super::{reduce, reduce_fused, window, JitError, JitOptions};
+use super::{reduce, reduce_fused, window, window_tiled, JitError, JitOptions};
 use crate::arena::ArenaLayout;
 use crate::executable::{Executable, ExecutableParts, ProgramStats};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -873,7 +873,28 @@ impl<'m> ProgramCx<'m> {
                     root,
                     addr: addrs[0],
                 }];
-                self.elementwise_kernel(fb, arena, name, comp, leaves, &outputs, &shape)
+                // A kernel reading a tiling select-and-scatter at its own index loops over the
+                // select-and-scatter's windows (`window_tiled::emit_tiled_consumer_part`).
+                let o = addrs[0];
+                self.split_kernel(
+                    fb,
+                    arena,
+                    name,
+                    comp,
+                    leaves,
+                    &addrs,
+                    shape.element_count(),
+                    &|e| match window_tiled::tiled_consumer(e, root) {
+                        Some(ss) => window::select_and_scatter_split(e, ss),
+                        None => split_point(e, &outputs, &shape),
+                    },
+                    &mut |e, part| match window_tiled::tiled_consumer(e, root) {
+                        Some(ss) => {
+                            window_tiled::emit_tiled_consumer_part(e, ss, root, o, vec, part)
+                        }
+                        None => emit_elementwise_part(e, &outputs, &shape, vec, part),
+                    },
+                )
             }
         }
     }
@@ -997,11 +1018,35 @@ impl<'m> ProgramCx<'m> {
             return Ok(false);
         }
         let vec = self.options.vectorize;
+        let cut = reduce::reduce_split(self.module, comp, red);
+        // One part (or all) folding into `acc`: over the windows of a max-pool gradient read by
+        // the single output (when its windows cut the first dimension as the reduce does),
+        // else over the output's indices.
+        let emit_part = |e: &mut Elemental, acc: Addr, part: Option<Part>| {
+            let tiled = match &plain[..] {
+                [one] => window_tiled::tiled_consumer(e, one.root)
+                    .filter(|&ss| cut.is_none() || window::select_and_scatter_split(e, ss) == cut),
+                _ => None,
+            };
+            match tiled {
+                Some(ss) => reduce_fused::emit_tiled_consumer_reduce_part(
+                    e,
+                    ss,
+                    plain[0].root,
+                    plain[0].addr,
+                    red,
+                    acc,
+                    vec,
+                    part,
+                ),
+                None => reduce_fused::emit_elementwise_reduce_part(e, &plain, red, acc, vec, part),
+            }
+        };
         let mut addrs: Vec<Addr> = plain.iter().map(|o| o.addr).collect();
-        let Some((mid, end)) = reduce::reduce_split(self.module, comp, red) else {
+        let Some((mid, end)) = cut else {
             addrs.push(acc.addr);
             self.kernel(fb, arena, name, calls, leaves.clone(), &addrs, &mut |e| {
-                reduce_fused::emit_elementwise_reduce_part(e, &plain, red, acc.addr, vec, None)
+                emit_part(e, acc.addr, None)
             })?;
             return Ok(true);
         };
@@ -1010,25 +1055,11 @@ impl<'m> ProgramCx<'m> {
         first_addrs.push(acc.addr);
         let (first, fname) =
             self.build_kernel(name, calls, leaves.clone(), &first_addrs, &mut |e| {
-                reduce_fused::emit_elementwise_reduce_part(
-                    e,
-                    &plain,
-                    red,
-                    acc.addr,
-                    vec,
-                    Some((0, mid)),
-                )
+                emit_part(e, acc.addr, Some((0, mid)))
             })?;
         addrs.push(partial);
         let (second, _) = self.build_kernel(name, calls, leaves.clone(), &addrs, &mut |e| {
-            reduce_fused::emit_elementwise_reduce_part(
-                e,
-                &plain,
-                red,
-                partial,
-                vec,
-                Some((mid, end)),
-            )
+            emit_part(e, partial, Some((mid, end)))
         })?;
         self.call_parts_and_combine(
             fb,

@@ -3,7 +3,7 @@
 //! output with the reducer region emitted inline.
 //!
 //! When the reduced dimensions are the leading ones and the kept ones trail (bias gradients:
-//! `[N, H, W, C] -> [C]`), the kept innermost dimension is taken in chunks of up to eight
+//! `[N, H, W, C] -> [C]`), the kept innermost dimension is taken in chunks of up to sixteen
 //! 4-lane accumulators held in registers while every reduced row is folded in
 //! (`emit_columns`). Otherwise, when the innermost operand dimension is kept, four output
 //! elements are updated in memory at once; when it is reduced, the accumulators stay in
@@ -28,7 +28,9 @@ use tessel_compiler::ir::{ArrayShape, BinaryOp, Computation, ElementType, InstrI
 pub const SPLIT_REDUCE_ELEMENTS: i64 = 1 << 16;
 
 /// Most accumulators (4-lane vectors or scalars) held in registers by one chunk of
-/// [`emit_columns`]: Cranelift has 16 vector registers on x86-64, and the loads need some.
+/// [`emit_columns`]. x86-64 has 16 vector registers; 16 accumulators make one pass over a
+/// `[N, H, W, 64]` bias gradient instead of two, and measured faster than 8 on
+/// `[128, 14, 14, 64] -> [64]` (0.43-0.49 ms against 0.63-0.79 ms, on a loaded machine).
 const MAX_ACCUMULATORS: usize = 16;
 
 /// Where a reduce may be computed in two parts, as `(mid, end)` of its operand's first

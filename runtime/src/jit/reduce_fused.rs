@@ -69,16 +69,7 @@ pub fn emit_elementwise_reduce_part(
     let instrs = kernel_instructions(e, &roots);
     let vec_ok = allow_vector && can_vectorize(e, &instrs);
 
-    // Fill the accumulators with the init value.
-    let init_v = e.emit(init, &Index::Multi(SmallVec::new()), 1)?;
-    let kept: i64 = shape.dims[leading..].iter().product();
-    let fill_end = if vec_ok { kept / 4 * 4 } else { 0 };
-    let fill = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
-        let v = super::elementwise::splat_if(e.fb, ty, init_v, lanes);
-        e.store(acc, ty, j, v, lanes)
-    };
-    counted_loop(e, 0, fill_end, 4, &mut |e, j| fill(e, j, 4))?;
-    counted_loop(e, fill_end, kept, 1, &mut |e, j| fill(e, j, 1))?;
+    fill_accumulators(e, red, acc, vec_ok)?;
 
     let strides = shape.strides();
     let inner = shape.dims[rank - 1];
@@ -118,4 +109,84 @@ pub fn emit_elementwise_reduce_part(
         counted_loop(e, vec_end, inner, 1, &mut |e, j| point(e, j, 1))
     };
     nest_part(e, &shape.dims[..rank - 1], part, &mut row)
+}
+
+/// Fills the reduce's output `acc` with its init value.
+fn fill_accumulators(
+    e: &mut Elemental,
+    red: InstrId,
+    acc: Addr,
+    vec_ok: bool,
+) -> Result<(), JitError> {
+    let init = e.comp.get(red).operands()[1];
+    let shape = e.shape(red)?;
+    let (ty, count) = (shape.element_type, shape.element_count());
+    let init_v = e.emit(init, &Index::Multi(SmallVec::new()), 1)?;
+    let fill_end = if vec_ok { count / 4 * 4 } else { 0 };
+    let fill = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
+        let v = super::elementwise::splat_if(e.fb, ty, init_v, lanes);
+        e.store(acc, ty, j, v, lanes)
+    };
+    counted_loop(e, 0, fill_end, 4, &mut |e, j| fill(e, j, 4))?;
+    counted_loop(e, fill_end, count, 1, &mut |e, j| fill(e, j, 1))
+}
+
+/// [`emit_elementwise_reduce_part`] for a single output `root` that reads a select-and-scatter
+/// `ss` whose windows tile its operand (`window_tiled::tiled_consumer`): the loop runs over
+/// the windows (`window_tiled::emit_tiled_consumer_part`), and every value stored is also
+/// folded into the reduce. Within each part, an output element folds its rows window by
+/// window, not in row-major order.
+#[allow(clippy::too_many_arguments)]
+pub fn emit_tiled_consumer_reduce_part(
+    e: &mut Elemental,
+    ss: InstrId,
+    root: InstrId,
+    output: Addr,
+    red: InstrId,
+    acc: Addr,
+    allow_vector: bool,
+    part: Option<(i64, i64)>,
+) -> Result<(), JitError> {
+    let instr = e.comp.get(red);
+    let Op::Reduce { to_apply, .. } = &instr.op else {
+        return Err(JitError::Invalid(format!("{} is not a reduce", instr.name)));
+    };
+    let region = *to_apply;
+    let operand = instr.operands()[0];
+    let shape = e.shape(operand)?.clone();
+    let leading = leading_reduce(e.comp, red, &shape.dims).ok_or_else(|| {
+        JitError::Invalid(format!(
+            "{}: not a reduce of leading dimensions to fuse",
+            instr.name
+        ))
+    })?;
+    let ty = e.shape(red)?.element_type;
+    let out_ty = e.shape(root)?.element_type;
+    let extra = [root, operand];
+    let walk = super::window_tiled::walk_of(e, ss, &extra, allow_vector)?;
+    let roots = [walk.operands.as_slice(), &extra].concat();
+    let vec_ok = allow_vector && can_vectorize(e, &kernel_instructions(e, &roots));
+    fill_accumulators(e, red, acc, vec_ok)?;
+    let strides = shape.strides();
+    let mut sink = |e: &mut Elemental, lin: Value, idx: &Index, v: Value, lanes: u32| {
+        e.provide(ss, idx, lanes, v);
+        let r = e.emit(root, idx, lanes)?;
+        e.store(output, out_ty, lin, r, lanes)?;
+        let x = e.emit(operand, idx, lanes)?;
+        // The output element: the index in the kept (trailing) dimensions.
+        let Index::Multi(comps) = idx else {
+            return Err(JitError::Invalid(
+                "a window walk gives multi-indices".into(),
+            ));
+        };
+        let mut alin = e.iconst(0);
+        for (d, &(b, _)) in comps.iter().enumerate().skip(leading) {
+            let t = e.fb.ins().imul_imm_s(b, strides[d]);
+            alin = e.fb.ins().iadd(alin, t);
+        }
+        let a = e.load(acc, ty, (alin, 1), lanes)?;
+        let s = e.emit_region(region, &[a, x], lanes)?[0];
+        e.store(acc, ty, alin, s, lanes)
+    };
+    super::window_tiled::walk_windows(e, &walk, part, &mut sink)
 }
