@@ -16,6 +16,13 @@ fn bits(l: &Literal) -> Vec<Vec<u8>> {
 }
 
 fn module(n: i64, h: i64, c: i64, consumer: &str) -> Module {
+    let mut m = parsed(n, h, c, consumer);
+    optimize(&mut m, &CompileOptions::default()).unwrap();
+    m
+}
+
+/// The module as parsed: the JIT's own fusion, where the select-and-scatter is a buffer.
+fn parsed(n: i64, h: i64, c: i64, consumer: &str) -> Module {
     let text = format!(
         "HloModule m
 ge {{
@@ -41,9 +48,7 @@ ENTRY e {{
 ",
         hh = h / 2
     );
-    let mut m = parse_module(&text, None).unwrap();
-    optimize(&mut m, &CompileOptions::default()).unwrap();
-    m
+    parse_module(&text, None).unwrap()
 }
 
 /// Runs on 1 and 2 threads; both bitwise equal to each other and to the interpreter.
@@ -107,5 +112,20 @@ fn relu_gradient_and_bias_gradient_over_the_windows() {
     assert!(fused(&m), "the select-and-scatter was not fused");
     let z = pseudo_random_f32(&[9, 30, 30, 17], 35, 5);
     let g = pseudo_random_f32(&[9, 15, 15, 17], 36, 7);
+    check(&m, &[z, g]);
+}
+
+/// Unoptimized, the select-and-scatter is its own kernel and the ReLU gradient reads its
+/// buffer: the kernel must not try to loop over its windows.
+#[test]
+fn unfused_max_pool_gradient_is_read_from_its_buffer() {
+    let consumer = "pos = pred[9,30,30,17] compare(z, zeros), direction=GT
+  d = f32[9,30,30,17] select(pos, grad, zeros)
+  bias = f32[17] reduce(d, zero), dimensions={0,1,2}, to_apply=add
+  ROOT t = (f32[9,15,15,17], f32[9,30,30,17], f32[17]) tuple(pooled, d, bias)";
+    let m = parsed(9, 30, 17, consumer);
+    assert!(!fused(&m));
+    let z = pseudo_random_f32(&[9, 30, 30, 17], 37, 5);
+    let g = pseudo_random_f32(&[9, 15, 15, 17], 38, 7);
     check(&m, &[z, g]);
 }

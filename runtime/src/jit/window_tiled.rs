@@ -181,7 +181,10 @@ pub fn tiled_consumer(e: &Elemental, root: InstrId) -> Option<InstrId> {
     let out = e.comp.get(root).shape.as_array()?;
     let ss = super::kernel_lowering::kernel_instructions(e, &[root])
         .into_iter()
-        .find(|&id| matches!(e.comp.get(id).op, Op::SelectAndScatter { .. }))?;
+        .find(|&id| {
+            // A select-and-scatter computed in this kernel, not one read from its buffer.
+            !e.leaves.contains_key(&id) && matches!(e.comp.get(id).op, Op::SelectAndScatter { .. })
+        })?;
     let instr = e.comp.get(ss);
     let Op::SelectAndScatter { window, .. } = &instr.op else {
         return None;
