@@ -5,15 +5,10 @@
 //! Then sibling fusions that read the same operand over the same iteration space and do not
 //! depend on each other merge into one multi-output fusion whose root is a tuple.
 //!
-//! A loop fusion whose result is also read outside its consumer's fusion (so it could not
-//! simply join it) becomes an extra output of that consumer's fusion when both have the same
-//! output dimensions: one loop nest computes and stores both, and the consumer reads the
-//! producer's value in registers instead of from memory (XLA's producer-consumer multi-output
-//! fusion; in the MNIST step, a bias add and the ReLU after it).
-//!
-//! A reduce of such a fusion's output joins it as a second output in the same way. A
-//! select-and-scatter whose windows tile its operand (a max-pool gradient) may join the fusion
-//! of its only user like an elementwise producer.
+//! A reduce of the leading dimensions of a loop fusion's output joins that fusion as a second
+//! output (a bias gradient summed from the ReLU gradient). A select-and-scatter whose windows
+//! tile its operand (a max-pool gradient) may join the fusion of its only user like an
+//! elementwise producer.
 //!
 //! Dot and convolution are never fused (they run as library calls), nor are reductions
 //! anywhere but at the root of a fusion. A producer joins its consumer's fusion when all its
@@ -47,7 +42,6 @@ impl Pass for Fusion {
         for cid in code_computations(m) {
             let mut groups = form_groups(m.computation(cid));
             if self.multi_output {
-                merge_producers(m.computation(cid), &mut groups);
                 absorb_reduces(m.computation(cid), &mut groups);
                 merge_siblings(m.computation(cid), &mut groups);
             }
@@ -235,58 +229,6 @@ fn depends_on(c: &Computation, from: &[InstrId], targets: &HashSet<InstrId>) -> 
     false
 }
 
-/// Merges a loop fusion with a single output into the first loop fusion that reads that
-/// output, has the same output dimensions and does not depend on it in any other way (which
-/// would make a cycle): the producer's output stays an output of the merged fusion.
-fn merge_producers(c: &Computation, groups: &mut Vec<Group>) {
-    let order = c.post_order();
-    let mut p = 0;
-    while p < groups.len() {
-        let producer = &groups[p];
-        let merge_into = (producer.roots.len() == 1 && is_loop_group(c, producer))
-            .then(|| producer.roots[0])
-            .and_then(|out| {
-                let dims = c.get(out).shape.dims();
-                (0..groups.len()).find(|&q| {
-                    let consumer = &groups[q];
-                    q != p
-                        && is_loop_group(c, consumer)
-                        && consumer
-                            .roots
-                            .iter()
-                            .all(|&r| c.get(r).shape.dims() == dims)
-                        && consumer
-                            .members
-                            .iter()
-                            .any(|&x| c.get(x).operands().contains(&out))
-                        && {
-                            let others: Vec<InstrId> = inputs(c, consumer, &order)
-                                .into_iter()
-                                .filter(|&x| x != out)
-                                .collect();
-                            !depends_on(c, &others, &producer.members)
-                        }
-                })
-            });
-        match merge_into {
-            Some(q) => {
-                let g = groups.remove(p);
-                let q = if q > p { q - 1 } else { q };
-                let a = &mut groups[q];
-                a.members.extend(g.members);
-                a.copies.extend(g.copies);
-                // The producer's output first: outputs are listed in dependency order.
-                let mut roots = g.roots;
-                roots.append(&mut a.roots);
-                a.roots = roots;
-                // Restart: the merged group may now feed, or be fed by, another.
-                p = 0;
-            }
-            None => p += 1,
-        }
-    }
-}
-
 /// Adds a reduce of leading dimensions that reads the output of a single-output loop fusion,
 /// and is in no fusion of its own, to that fusion as a second output (a `kInput` fusion): the loop that stores the
 /// value also folds it into the reduce, instead of a second pass over it (in the MNIST step, a
@@ -300,7 +242,7 @@ fn absorb_reduces(c: &Computation, groups: &mut [Group]) {
         let (x, init) = (c.get(r).operand(0), c.get(r).operand(1));
         let Some(g) = groups
             .iter_mut()
-            .find(|g| g.roots == [x] && g.roots.iter().all(|&y| !is_fusible_reduce(c, y)))
+            .find(|g| g.roots == [x] && !is_fusible_reduce(c, x))
         else {
             continue;
         };
@@ -325,11 +267,6 @@ fn reduces_leading_dims(c: &Computation, r: InstrId) -> bool {
     let rank = c.get(c.get(r).operand(0)).shape.dims().len();
     let n = dimensions.len();
     n >= 1 && n < rank && (0..n).all(|d| dimensions.contains(&(d as i64)))
-}
-
-/// Whether a group is a loop fusion (no reduce among its outputs).
-fn is_loop_group(c: &Computation, g: &Group) -> bool {
-    g.roots.iter().all(|&r| !is_fusible_reduce(c, r))
 }
 
 /// Merges loop fusions with the same output dimensions that read a common array operand
