@@ -45,7 +45,16 @@ impl Pass for Fusion {
                 absorb_reduces(m.computation(cid), &mut groups);
                 merge_siblings(m.computation(cid), &mut groups);
             }
-            for g in groups {
+            for mut g in groups {
+                // A cheap instruction copied into all its users' fusions is gone by now: a
+                // group of its own has nothing left to compute.
+                let c = m.computation(cid);
+                g.roots.retain(|&r| c.contains(r));
+                g.members.retain(|&x| c.contains(x));
+                g.copies.retain(|&x| c.contains(x));
+                if g.roots.is_empty() {
+                    continue;
+                }
                 materialize(m, cid, g)?;
                 changed = true;
             }
@@ -134,8 +143,47 @@ fn is_cheap_copy(c: &Computation, id: InstrId) -> bool {
             c.get(instr.operand(0)).op,
             Op::Parameter(_) | Op::Constant(_)
         ),
-        _ => false,
+        _ => is_cheap_elementwise(c, id),
     }
+}
+
+/// One add, subtract, multiply, maximum, minimum, negate or abs of a single array with
+/// constants (a ReLU: `maximum(z, broadcast(0))`). Copying it into every fusion that reads it
+/// costs one instruction per element there, and saves storing it: in the MNIST step each
+/// ReLU is then computed inside the max-pool and inside the max-pool gradient, and never
+/// written to memory.
+fn is_cheap_elementwise(c: &Computation, id: InstrId) -> bool {
+    use crate::ir::{BinaryOp as B, UnaryOp as U};
+    let instr = c.get(id);
+    let cheap_op = matches!(
+        instr.op,
+        Op::Binary(B::Add | B::Subtract | B::Multiply | B::Maximum | B::Minimum)
+            | Op::Unary(U::Negate | U::Abs)
+    );
+    let constant = |o: InstrId| {
+        let oi = c.get(o);
+        is_scalar_constant(oi)
+            || (matches!(oi.op, Op::Broadcast { .. }) && is_scalar_constant(c.get(oi.operand(0))))
+    };
+    let arrays: Vec<InstrId> = instr
+        .operands()
+        .iter()
+        .copied()
+        .filter(|&o| !constant(o))
+        .collect();
+    cheap_op
+        && arrays.len() == 1
+        && c.get(arrays[0]).shape.dims() == instr.shape.dims()
+        && instr.shape.is_array()
+}
+
+/// A single-array reduce-window, which may end a fusion like a reduce (its operand's
+/// producers are computed at every window position it reads).
+fn is_fusible_reduce_window(c: &Computation, id: InstrId) -> bool {
+    let instr = c.get(id);
+    matches!(instr.op, Op::ReduceWindow { .. })
+        && instr.shape.is_array()
+        && instr.operands().len() == 2
 }
 
 fn form_groups(c: &Computation) -> Vec<Group> {
@@ -147,7 +195,9 @@ fn form_groups(c: &Computation) -> Vec<Group> {
         let instr = c.get(start);
         if grouped.contains(&start)
             || !instr.shape.is_array()
-            || !(is_loop_fusible(&instr.op) || is_fusible_reduce(c, start))
+            || !(is_loop_fusible(&instr.op)
+                || is_fusible_reduce(c, start)
+                || is_fusible_reduce_window(c, start))
             || matches!(instr.op, Op::Iota { .. })
         {
             continue;
@@ -178,6 +228,17 @@ fn form_groups(c: &Computation) -> Vec<Group> {
                     work.push(p);
                 } else if is_cheap_copy(c, p) {
                     g.copies.insert(p);
+                    if is_cheap_elementwise(c, p) {
+                        // Its constant operands come along (a ReLU's broadcast zero).
+                        for &q in c.get(p).operands() {
+                            let qi = c.get(q);
+                            if is_scalar_constant(qi)
+                                || (matches!(qi.op, Op::Broadcast { .. }) && is_cheap_copy(c, q))
+                            {
+                                g.copies.insert(q);
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -242,7 +303,7 @@ fn absorb_reduces(c: &Computation, groups: &mut [Group]) {
         let (x, init) = (c.get(r).operand(0), c.get(r).operand(1));
         let Some(g) = groups
             .iter_mut()
-            .find(|g| g.roots == [x] && !is_fusible_reduce(c, x))
+            .find(|g| g.roots == [x] && is_loop_fusible(&c.get(x).op))
         else {
             continue;
         };
@@ -292,7 +353,11 @@ fn merge_siblings(c: &Computation, groups: &mut Vec<Group>) {
 }
 
 fn can_merge(c: &Computation, a: &Group, b: &Group, order: &[InstrId]) -> bool {
-    let loop_kind = |g: &Group| g.roots.iter().all(|&r| !is_fusible_reduce(c, r));
+    let loop_kind = |g: &Group| {
+        g.roots
+            .iter()
+            .all(|&r| !is_fusible_reduce(c, r) && !is_fusible_reduce_window(c, r))
+    };
     if !loop_kind(a) || !loop_kind(b) {
         return false;
     }
