@@ -232,10 +232,13 @@ fn form_groups(c: &Computation) -> Vec<Group> {
                         // Its constant operands come along (a ReLU's broadcast zero).
                         for &q in c.get(p).operands() {
                             let qi = c.get(q);
-                            if is_scalar_constant(qi)
-                                || (matches!(qi.op, Op::Broadcast { .. }) && is_cheap_copy(c, q))
-                            {
+                            if is_scalar_constant(qi) {
                                 g.copies.insert(q);
+                            } else if matches!(qi.op, Op::Broadcast { .. }) && is_cheap_copy(c, q) {
+                                g.copies.insert(q);
+                                if is_scalar_constant(c.get(qi.operand(0))) {
+                                    g.copies.insert(qi.operand(0));
+                                }
                             }
                         }
                     }
