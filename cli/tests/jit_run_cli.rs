@@ -90,10 +90,8 @@ fn profile_lists_the_convolutions_and_kernels_of_a_train_step() {
         .skip(1)
         .collect();
     assert!(rows.iter().any(|r| r.contains(" convolution ")), "{stdout}");
-    assert!(
-        rows.iter().any(|r| r.contains(" select-and-scatter ")),
-        "{stdout}"
-    );
+    // (The max-pools and their gradients run inside fusions.)
+    assert!(rows.iter().any(|r| r.contains(" fusion ")), "{stdout}");
     // Each convolution runs once per step: the warm-up run was reset away.
     for r in rows.iter().filter(|r| r.contains(" convolution ")) {
         let calls: u64 = r.split_whitespace().nth(2).unwrap().parse().unwrap();

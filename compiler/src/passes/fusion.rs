@@ -5,6 +5,11 @@
 //! Then sibling fusions that read the same operand over the same iteration space and do not
 //! depend on each other merge into one multi-output fusion whose root is a tuple.
 //!
+//! A reduce of the leading dimensions of a loop fusion's output joins that fusion as a second
+//! output (a bias gradient summed from the ReLU gradient). A select-and-scatter whose windows
+//! tile its operand (a max-pool gradient) may join the fusion of its only user like an
+//! elementwise producer.
+//!
 //! Dot and convolution are never fused (they run as library calls), nor are reductions
 //! anywhere but at the root of a fusion. A producer joins its consumer's fusion when all its
 //! users are in that fusion; scalar constants, iotas and broadcasts of parameters or
@@ -37,9 +42,19 @@ impl Pass for Fusion {
         for cid in code_computations(m) {
             let mut groups = form_groups(m.computation(cid));
             if self.multi_output {
+                absorb_reduces(m.computation(cid), &mut groups);
                 merge_siblings(m.computation(cid), &mut groups);
             }
-            for g in groups {
+            for mut g in groups {
+                // A cheap instruction copied into all its users' fusions is gone by now: a
+                // group of its own has nothing left to compute.
+                let c = m.computation(cid);
+                g.roots.retain(|&r| c.contains(r));
+                g.members.retain(|&x| c.contains(x));
+                g.copies.retain(|&x| c.contains(x));
+                if g.roots.is_empty() {
+                    continue;
+                }
                 materialize(m, cid, g)?;
                 changed = true;
             }
@@ -79,6 +94,39 @@ fn is_loop_fusible(op: &Op) -> bool {
         )
 }
 
+/// A select-and-scatter whose windows tile its operand (max-pool gradients: no padding or
+/// dilation, stride equal to the window size, the source's windows covering the operand
+/// exactly). Each output element is a function of its own window, so it can be computed inside
+/// the fusion that reads it (the ReLU gradient after it) instead of being stored and read back.
+fn is_tiling_select_and_scatter(c: &Computation, id: InstrId) -> bool {
+    let instr = c.get(id);
+    let Op::SelectAndScatter { window, .. } = &instr.op else {
+        return false;
+    };
+    let (Some(operand), Some(source)) = (
+        c.get(instr.operand(0)).shape.as_array(),
+        c.get(instr.operand(1)).shape.as_array(),
+    ) else {
+        return false;
+    };
+    window.dims.len() == operand.rank()
+        && source.rank() == operand.rank()
+        && operand.rank() > 0
+        && window
+            .dims
+            .iter()
+            .zip(operand.dims.iter().zip(&source.dims))
+            .all(|(d, (&n, &s))| {
+                d.size >= 1
+                    && d.stride == d.size
+                    && d.pad_low == 0
+                    && d.pad_high == 0
+                    && d.base_dilation == 1
+                    && d.window_dilation == 1
+                    && s * d.size == n
+            })
+}
+
 /// A single-output reduce, which may end a fusion.
 fn is_fusible_reduce(c: &Computation, id: InstrId) -> bool {
     let instr = c.get(id);
@@ -95,8 +143,47 @@ fn is_cheap_copy(c: &Computation, id: InstrId) -> bool {
             c.get(instr.operand(0)).op,
             Op::Parameter(_) | Op::Constant(_)
         ),
-        _ => false,
+        _ => is_cheap_elementwise(c, id),
     }
+}
+
+/// One add, subtract, multiply, maximum, minimum, negate or abs of a single array with
+/// constants (a ReLU: `maximum(z, broadcast(0))`). Copying it into every fusion that reads it
+/// costs one instruction per element there, and saves storing it: in the MNIST step each
+/// ReLU is then computed inside the max-pool and inside the max-pool gradient, and never
+/// written to memory.
+fn is_cheap_elementwise(c: &Computation, id: InstrId) -> bool {
+    use crate::ir::{BinaryOp as B, UnaryOp as U};
+    let instr = c.get(id);
+    let cheap_op = matches!(
+        instr.op,
+        Op::Binary(B::Add | B::Subtract | B::Multiply | B::Maximum | B::Minimum)
+            | Op::Unary(U::Negate | U::Abs)
+    );
+    let constant = |o: InstrId| {
+        let oi = c.get(o);
+        is_scalar_constant(oi)
+            || (matches!(oi.op, Op::Broadcast { .. }) && is_scalar_constant(c.get(oi.operand(0))))
+    };
+    let arrays: Vec<InstrId> = instr
+        .operands()
+        .iter()
+        .copied()
+        .filter(|&o| !constant(o))
+        .collect();
+    cheap_op
+        && arrays.len() == 1
+        && c.get(arrays[0]).shape.dims() == instr.shape.dims()
+        && instr.shape.is_array()
+}
+
+/// A single-array reduce-window, which may end a fusion like a reduce (its operand's
+/// producers are computed at every window position it reads).
+fn is_fusible_reduce_window(c: &Computation, id: InstrId) -> bool {
+    let instr = c.get(id);
+    matches!(instr.op, Op::ReduceWindow { .. })
+        && instr.shape.is_array()
+        && instr.operands().len() == 2
 }
 
 fn form_groups(c: &Computation) -> Vec<Group> {
@@ -108,7 +195,9 @@ fn form_groups(c: &Computation) -> Vec<Group> {
         let instr = c.get(start);
         if grouped.contains(&start)
             || !instr.shape.is_array()
-            || !(is_loop_fusible(&instr.op) || is_fusible_reduce(c, start))
+            || !(is_loop_fusible(&instr.op)
+                || is_fusible_reduce(c, start)
+                || is_fusible_reduce_window(c, start))
             || matches!(instr.op, Op::Iota { .. })
         {
             continue;
@@ -129,7 +218,9 @@ fn form_groups(c: &Computation) -> Vec<Group> {
                     g.copies.insert(p);
                     continue;
                 }
-                if !is_loop_fusible(&pi.op) || !pi.shape.is_array() {
+                if !(is_loop_fusible(&pi.op) || is_tiling_select_and_scatter(c, p))
+                    || !pi.shape.is_array()
+                {
                     continue;
                 }
                 if p != root && c.users(p).iter().all(|u| g.members.contains(u)) {
@@ -137,6 +228,20 @@ fn form_groups(c: &Computation) -> Vec<Group> {
                     work.push(p);
                 } else if is_cheap_copy(c, p) {
                     g.copies.insert(p);
+                    if is_cheap_elementwise(c, p) {
+                        // Its constant operands come along (a ReLU's broadcast zero).
+                        for &q in c.get(p).operands() {
+                            let qi = c.get(q);
+                            if is_scalar_constant(qi) {
+                                g.copies.insert(q);
+                            } else if matches!(qi.op, Op::Broadcast { .. }) && is_cheap_copy(c, q) {
+                                g.copies.insert(q);
+                                if is_scalar_constant(c.get(qi.operand(0))) {
+                                    g.copies.insert(qi.operand(0));
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -188,6 +293,46 @@ fn depends_on(c: &Computation, from: &[InstrId], targets: &HashSet<InstrId>) -> 
     false
 }
 
+/// Adds a reduce of leading dimensions that reads the output of a single-output loop fusion,
+/// and is in no fusion of its own, to that fusion as a second output (a `kInput` fusion): the loop that stores the
+/// value also folds it into the reduce, instead of a second pass over it (in the MNIST step, a
+/// ReLU gradient and the bias gradient summed from it).
+fn absorb_reduces(c: &Computation, groups: &mut [Group]) {
+    let grouped: HashSet<InstrId> = groups.iter().flat_map(|g| g.members.clone()).collect();
+    for r in c.post_order() {
+        if grouped.contains(&r) || !is_fusible_reduce(c, r) || !reduces_leading_dims(c, r) {
+            continue;
+        }
+        let (x, init) = (c.get(r).operand(0), c.get(r).operand(1));
+        let Some(g) = groups
+            .iter_mut()
+            .find(|g| g.roots == [x] && is_loop_fusible(&c.get(x).op))
+        else {
+            continue;
+        };
+        if is_scalar_constant(c.get(init)) {
+            g.copies.insert(init);
+        } else if depends_on(c, &[init], &g.members) {
+            continue;
+        }
+        g.members.insert(r);
+        g.roots.push(r);
+    }
+}
+
+/// Whether reduce `r` reduces some leading dimensions of its operand and keeps the rest (a
+/// bias gradient): then one loop over the operand can store it and fold it at once. Reduces
+/// of trailing dimensions (softmax's row sums) stay separate, since that loop would have to
+/// compute the fused value twice.
+fn reduces_leading_dims(c: &Computation, r: InstrId) -> bool {
+    let Op::Reduce { dimensions, .. } = &c.get(r).op else {
+        return false;
+    };
+    let rank = c.get(c.get(r).operand(0)).shape.dims().len();
+    let n = dimensions.len();
+    n >= 1 && n < rank && (0..n).all(|d| dimensions.contains(&(d as i64)))
+}
+
 /// Merges loop fusions with the same output dimensions that read a common array operand
 /// and are independent of each other.
 fn merge_siblings(c: &Computation, groups: &mut Vec<Group>) {
@@ -211,7 +356,11 @@ fn merge_siblings(c: &Computation, groups: &mut Vec<Group>) {
 }
 
 fn can_merge(c: &Computation, a: &Group, b: &Group, order: &[InstrId]) -> bool {
-    let loop_kind = |g: &Group| g.roots.iter().all(|&r| !is_fusible_reduce(c, r));
+    let loop_kind = |g: &Group| {
+        g.roots
+            .iter()
+            .all(|&r| !is_fusible_reduce(c, r) && !is_fusible_reduce_window(c, r))
+    };
     if !loop_kind(a) || !loop_kind(b) {
         return false;
     }

@@ -84,6 +84,13 @@ impl<'a, 'f> Elemental<'a, 'f> {
         }
     }
 
+    /// Records `v` as the value of `id` at `idx` for `lanes` lanes in the current block: a
+    /// later [`Self::emit`] of the same instruction at the same index uses it (a kernel driven
+    /// by another instruction's loop provides that instruction's value this way).
+    pub fn provide(&mut self, id: InstrId, idx: &Index, lanes: u32, v: Value) {
+        self.cache.insert((id, idx.clone(), lanes), v);
+    }
+
     /// Forgets values computed in another block (call when starting a new loop body).
     pub fn new_scope(&mut self) {
         self.cache.clear();
@@ -190,7 +197,8 @@ impl<'a, 'f> Elemental<'a, 'f> {
         Some(out)
     }
 
-    fn multi(
+    /// `idx` as one component per dimension of `shape`, or `None` when lanes would cross rows.
+    pub fn multi(
         &mut self,
         idx: &Index,
         shape: &ArrayShape,
@@ -501,6 +509,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
                 }))
             }
             Op::Copy => self.emit(ops[0], idx, lanes).map(Some),
+            Op::SelectAndScatter { .. } => super::window_tiled::tiled_value(self, id, idx, lanes),
             op if op.is_elementwise() => {
                 let mut args = Vec::with_capacity(ops.len());
                 let mut arg_tys = Vec::with_capacity(ops.len());

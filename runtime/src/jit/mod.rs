@@ -29,6 +29,7 @@ pub mod profile;
 pub mod program;
 pub mod reduce;
 pub mod small_gemm;
+pub mod reduce_fused;
 pub mod types;
 pub mod vector_math;
 pub mod window;

@@ -19,7 +19,7 @@ use super::kernel_lowering::{emit_elementwise_part, split_point, KernelOutput};
 use super::loop_state;
 use super::parallel::tessel_run_kernel_pair;
 use super::profile::{tessel_profile_mark, ProfileCounters, RESTART};
-use super::{reduce, window, JitError, JitOptions};
+use super::{reduce, reduce_fused, window, window_tiled, JitError, JitOptions};
 use crate::arena::ArenaLayout;
 use crate::executable::{Executable, ExecutableParts, ProgramStats};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -380,31 +380,88 @@ impl<'m> ProgramCx<'m> {
             cut = split(e);
             body(e, cut.map(|(mid, _)| (0, mid)))
         })?;
-        let first_ref = self.jit.declare_func_in_func(first, fb.func);
         match cut {
             None => {
+                let first_ref = self.jit.declare_func_in_func(first, fb.func);
                 fb.ins().call(first_ref, &[arena]);
             }
             Some((mid, end)) => {
                 let (second, _) = self.build_kernel(name, comp, leaves, addrs, &mut |e| {
                     body(e, Some((mid, end)))
                 })?;
-                let second_ref = self.jit.declare_func_in_func(second, fb.func);
-                let a = fb.ins().func_addr(types::I64, first_ref);
-                let b = fb.ins().func_addr(types::I64, second_ref);
-                let mut sig = Signature::new(self.libcalls.call_conv);
-                sig.params.extend([AbiParam::new(types::I64); 3]);
-                let sigref = fb.import_signature(sig);
-                let callee = fb
-                    .ins()
-                    .iconst(types::I64, tessel_run_kernel_pair as *const () as i64);
-                fb.ins().call_indirect(sigref, callee, &[a, b, arena]);
+                self.call_kernel_pair(fb, arena, first, second);
             }
         }
         if let Some(p) = &mut self.profile {
             let slot = p.add_slot(&fname, self.current_op);
             self.profile_mark(fb, slot);
         }
+        Ok(())
+    }
+
+    /// Calls two kernels that write disjoint memory on two workers
+    /// (`tessel_run_kernel_pair`).
+    fn call_kernel_pair(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        first: cranelift_module::FuncId,
+        second: cranelift_module::FuncId,
+    ) {
+        let first_ref = self.jit.declare_func_in_func(first, fb.func);
+        let second_ref = self.jit.declare_func_in_func(second, fb.func);
+        let a = fb.ins().func_addr(types::I64, first_ref);
+        let b = fb.ins().func_addr(types::I64, second_ref);
+        let mut sig = Signature::new(self.libcalls.call_conv);
+        sig.params.extend([AbiParam::new(types::I64); 3]);
+        let sigref = fb.import_signature(sig);
+        let callee = fb
+            .ins()
+            .iconst(types::I64, tessel_run_kernel_pair as *const () as i64);
+        fb.ins().call_indirect(sigref, callee, &[a, b, arena]);
+    }
+
+    /// A reduce computed in two parts cut at `(mid, end)` of its operand's first dimension
+    /// (`reduce::reduce_split`): rows `[0, mid)` into the output and `[mid, end)` into scratch,
+    /// on two workers when the GEMM may use two threads, else one after the other; then a
+    /// third kernel combines them. The parts are the same whatever the thread count.
+    #[allow(clippy::too_many_arguments)]
+    fn split_reduce(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        comp: ComputationId,
+        root: InstrId,
+        leaves: HashMap<InstrId, Leaf>,
+        out: &Loc,
+        (mid, end): Part,
+    ) -> Result<(), JitError> {
+        let vec = self.options.vectorize;
+        let outputs: Vec<Buffer> = out.leaves().into_iter().cloned().collect();
+        let addrs: Vec<Addr> = outputs.iter().map(|b| b.addr).collect();
+        let partials: Vec<Addr> = outputs.iter().map(|b| self.alloc(b.byte_size())).collect();
+        let (first, fname) = self.build_kernel(name, comp, leaves.clone(), &addrs, &mut |e| {
+            reduce::emit_reduce_part(e, root, &addrs, vec, Some((0, mid)))
+        })?;
+        let (second, _) = self.build_kernel(name, comp, leaves, &partials, &mut |e| {
+            reduce::emit_reduce_part(e, root, &partials, vec, Some((mid, end)))
+        })?;
+        self.call_parts_and_combine(
+            fb,
+            arena,
+            name,
+            comp,
+            root,
+            [first, second],
+            &addrs,
+            &partials,
+        )?;
+        if let Some(p) = &mut self.profile {
+            let slot = p.add_slot(&fname, self.current_op);
+            self.profile_mark(fb, slot);
+        }
+        self.free_scratch(partials);
         Ok(())
     }
 
@@ -780,9 +837,13 @@ impl<'m> ProgramCx<'m> {
         let addrs: Vec<Addr> = out.leaves().iter().map(|b| b.addr).collect();
         match &instr.op {
             Op::Reduce { .. } => {
+                let comp_ref = self.module.computation(comp);
+                if let Some(cut) = reduce::reduce_split(self.module, comp_ref, root) {
+                    return self.split_reduce(fb, arena, name, comp, root, leaves, out, cut);
+                }
                 let outs = addrs.clone();
                 self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| {
-                    reduce::emit_reduce(e, root, &outs, vec)
+                    reduce::emit_reduce_part(e, root, &outs, vec, None)
                 })
             }
             Op::ReduceWindow { .. } | Op::SelectAndScatter { .. } => {
@@ -812,7 +873,28 @@ impl<'m> ProgramCx<'m> {
                     root,
                     addr: addrs[0],
                 }];
-                self.elementwise_kernel(fb, arena, name, comp, leaves, &outputs, &shape)
+                // A kernel reading a tiling select-and-scatter at its own index loops over the
+                // select-and-scatter's windows (`window_tiled::emit_tiled_consumer_part`).
+                let o = addrs[0];
+                self.split_kernel(
+                    fb,
+                    arena,
+                    name,
+                    comp,
+                    leaves,
+                    &addrs,
+                    shape.element_count(),
+                    &|e| match window_tiled::tiled_consumer(e, root) {
+                        Some(ss) => window::select_and_scatter_split(e, ss),
+                        None => split_point(e, &outputs, &shape),
+                    },
+                    &mut |e, part| match window_tiled::tiled_consumer(e, root) {
+                        Some(ss) => {
+                            window_tiled::emit_tiled_consumer_part(e, ss, root, o, vec, part)
+                        }
+                        None => emit_elementwise_part(e, &outputs, &shape, vec, part),
+                    },
+                )
             }
         }
     }
@@ -838,6 +920,9 @@ impl<'m> ProgramCx<'m> {
         if let (Op::Tuple, Loc::Tuple(outs)) = (&root_instr.op, &out) {
             // Multi-output fusion: elementwise outputs of one shape share a loop nest.
             let elems: Vec<InstrId> = root_instr.operands().to_vec();
+            if self.elementwise_with_reduce(fb, arena, name, calls, &leaves, &elems, outs)? {
+                return Ok(out);
+            }
             let mut shared: Vec<KernelOutput> = Vec::new();
             let first_shape = comp.get(elems[0]).shape.as_array().cloned();
             for (k, &el) in elems.iter().enumerate() {
@@ -876,6 +961,155 @@ impl<'m> ProgramCx<'m> {
         }
         self.emit_kernel_for(fb, arena, name, calls, root, leaves, &out)?;
         Ok(out)
+    }
+
+    /// A multi-output fusion of elementwise outputs and one reduce of their dimensions that
+    /// reduces the leading ones (`reduce_fused`): one loop nest stores the elementwise outputs
+    /// and folds the reduce, in two parts when the reduce alone would be split
+    /// (`reduce::reduce_split`), combined at the end. Returns false, emitting nothing, for any
+    /// other fusion.
+    #[allow(clippy::too_many_arguments)]
+    fn elementwise_with_reduce(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        calls: ComputationId,
+        leaves: &HashMap<InstrId, Leaf>,
+        elems: &[InstrId],
+        outs: &[Loc],
+    ) -> Result<bool, JitError> {
+        let comp = self.module.computation(calls);
+        let reduces: Vec<usize> = (0..elems.len())
+            .filter(|&k| matches!(comp.get(elems[k]).op, Op::Reduce { .. }))
+            .collect();
+        let [r] = reduces[..] else {
+            return Ok(false);
+        };
+        let red = elems[r];
+        let Some(dims) = comp.get(comp.get(red).operands()[0]).shape.as_array() else {
+            return Ok(false);
+        };
+        let mut plain = Vec::new();
+        for (k, &el) in elems.iter().enumerate() {
+            if k == r {
+                continue;
+            }
+            let same = comp
+                .get(el)
+                .shape
+                .as_array()
+                .is_some_and(|a| a.dims == dims.dims);
+            if !same || leaves.contains_key(&el) || !comp.get(el).op.is_elementwise() {
+                return Ok(false);
+            }
+            let Some(b) = outs.get(k).and_then(|l| l.as_array()) else {
+                return Ok(false);
+            };
+            plain.push(KernelOutput {
+                root: el,
+                addr: b.addr,
+            });
+        }
+        let Some(acc) = outs.get(r).and_then(|l| l.as_array()).cloned() else {
+            return Ok(false);
+        };
+        if reduce_fused::leading_reduce(comp, red, &dims.dims).is_none() {
+            return Ok(false);
+        }
+        let vec = self.options.vectorize;
+        let cut = reduce::reduce_split(self.module, comp, red);
+        // One part (or all) folding into `acc`: over the windows of a max-pool gradient read by
+        // the single output (when its windows cut the first dimension as the reduce does),
+        // else over the output's indices.
+        let emit_part = |e: &mut Elemental, acc: Addr, part: Option<Part>| {
+            let tiled = match &plain[..] {
+                [one] => window_tiled::tiled_consumer(e, one.root)
+                    .filter(|&ss| cut.is_none() || window::select_and_scatter_split(e, ss) == cut),
+                _ => None,
+            };
+            match tiled {
+                Some(ss) => reduce_fused::emit_tiled_consumer_reduce_part(
+                    e,
+                    ss,
+                    plain[0].root,
+                    plain[0].addr,
+                    red,
+                    acc,
+                    vec,
+                    part,
+                ),
+                None => reduce_fused::emit_elementwise_reduce_part(e, &plain, red, acc, vec, part),
+            }
+        };
+        let mut addrs: Vec<Addr> = plain.iter().map(|o| o.addr).collect();
+        let Some((mid, end)) = cut else {
+            addrs.push(acc.addr);
+            self.kernel(fb, arena, name, calls, leaves.clone(), &addrs, &mut |e| {
+                emit_part(e, acc.addr, None)
+            })?;
+            return Ok(true);
+        };
+        let partial = self.alloc(acc.byte_size());
+        let mut first_addrs = addrs.clone();
+        first_addrs.push(acc.addr);
+        let (first, fname) =
+            self.build_kernel(name, calls, leaves.clone(), &first_addrs, &mut |e| {
+                emit_part(e, acc.addr, Some((0, mid)))
+            })?;
+        addrs.push(partial);
+        let (second, _) = self.build_kernel(name, calls, leaves.clone(), &addrs, &mut |e| {
+            emit_part(e, partial, Some((mid, end)))
+        })?;
+        self.call_parts_and_combine(
+            fb,
+            arena,
+            name,
+            calls,
+            red,
+            [first, second],
+            &[acc.addr],
+            &[partial],
+        )?;
+        if let Some(p) = &mut self.profile {
+            let slot = p.add_slot(&fname, self.current_op);
+            self.profile_mark(fb, slot);
+        }
+        self.free_scratch(vec![partial]);
+        Ok(true)
+    }
+
+    /// Runs the two parts of a split reduce (on two workers when the GEMM may use two
+    /// threads, else one after the other), then a kernel combining `partials` into `outputs`.
+    #[allow(clippy::too_many_arguments)]
+    fn call_parts_and_combine(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        comp: ComputationId,
+        red: InstrId,
+        [first, second]: [cranelift_module::FuncId; 2],
+        outputs: &[Addr],
+        partials: &[Addr],
+    ) -> Result<(), JitError> {
+        if self.options.gemm_threads >= 2 {
+            self.call_kernel_pair(fb, arena, first, second);
+        } else {
+            for k in [first, second] {
+                let r = self.jit.declare_func_in_func(k, fb.func);
+                fb.ins().call(r, &[arena]);
+            }
+        }
+        let vec = self.options.vectorize;
+        let mut both = outputs.to_vec();
+        both.extend(partials);
+        let (combine, _) = self.build_kernel(name, comp, HashMap::new(), &both, &mut |e| {
+            reduce::emit_reduce_combine(e, red, outputs, partials, vec)
+        })?;
+        let r = self.jit.declare_func_in_func(combine, fb.func);
+        fb.ins().call(r, &[arena]);
+        Ok(())
     }
 
     fn addr_value(&self, fb: &mut FunctionBuilder, arena: Value, a: Addr) -> Value {

@@ -2,24 +2,105 @@
 //! row-major order (contiguous reads, whatever dimensions are reduced) and folded into the
 //! output with the reducer region emitted inline.
 //!
-//! When the innermost operand dimension is kept, four output elements are updated at once.
-//! When it is reduced, the accumulators stay in registers across the inner loop.
+//! When the reduced dimensions are the leading ones and the kept ones trail (bias gradients:
+//! `[N, H, W, C] -> [C]`), the kept innermost dimension is taken in chunks of up to sixteen
+//! 4-lane accumulators held in registers while every reduced row is folded in
+//! (`emit_columns`). Otherwise, when the innermost operand dimension is kept, four output
+//! elements are updated in memory at once; when it is reduced, the accumulators stay in
+//! registers across the inner loop.
+//!
+//! A large reduce over its first dimension is computed in two parts (`reduce_split`): the
+//! rows `[0, mid)` into the output, the rows `[mid, end)` into a scratch buffer, then the
+//! two are combined (`emit_reduce_combine`). The cut depends only on the shapes, never on
+//! the thread count, so one thread and two threads give bitwise the same result.
 
 use super::buffer::Addr;
 use super::elemental::{Comp, Elemental, Index};
-use super::kernel_lowering::{can_vectorize, kernel_instructions, nest};
+use super::kernel_lowering::{can_vectorize, kernel_instructions, nest, nest_part};
 use super::loops::counted_loop;
+use super::types::vectorizable_type;
 use super::JitError;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use smallvec::SmallVec;
-use tessel_compiler::ir::{ArrayShape, ElementType, InstrId, Op};
+use tessel_compiler::ir::{ArrayShape, BinaryOp, Computation, ElementType, InstrId, Module, Op};
 
-/// Emits a reduce instruction `red` whose outputs go to `outputs` (one per reduced array).
-pub fn emit_reduce(
+/// Operands at least this large are reduced in two parts (see [`reduce_split`]).
+pub const SPLIT_REDUCE_ELEMENTS: i64 = 1 << 16;
+
+/// Most accumulators (4-lane vectors or scalars) held in registers by one chunk of
+/// [`emit_columns`]. x86-64 has 16 vector registers; 16 accumulators make one pass over a
+/// `[N, H, W, 64]` bias gradient instead of two, and measured faster than 8 on
+/// `[128, 14, 14, 64] -> [64]` (0.43-0.49 ms against 0.63-0.79 ms, on a loaded machine).
+const MAX_ACCUMULATORS: usize = 16;
+
+/// Where a reduce may be computed in two parts, as `(mid, end)` of its operand's first
+/// dimension: a single-array floating-point reduce of at least [`SPLIT_REDUCE_ELEMENTS`]
+/// elements that reduces its first dimension, whose reducer is add, multiply, maximum or
+/// minimum and whose init value is that reducer's identity (so that each part may start from
+/// it: the result is the same reduction with the rows summed in two groups).
+pub fn reduce_split(module: &Module, comp: &Computation, red: InstrId) -> Option<(i64, i64)> {
+    let instr = comp.get(red);
+    let Op::Reduce {
+        dimensions,
+        to_apply,
+    } = &instr.op
+    else {
+        return None;
+    };
+    if instr.operands().len() != 2 || !dimensions.contains(&0) {
+        return None;
+    }
+    let shape = comp.get(instr.operands()[0]).shape.as_array()?;
+    let float = matches!(shape.element_type, ElementType::F32 | ElementType::F64);
+    if !float
+        || shape.rank() < 2
+        || shape.dims[0] < 2
+        || shape.element_count() < SPLIT_REDUCE_ELEMENTS
+    {
+        return None;
+    }
+    let op = binary_reducer(module.computation(*to_apply))?;
+    let init = match &comp.get(instr.operands()[1]).op {
+        Op::Constant(lit) => lit.as_array().filter(|a| a.len() == 1)?.data.get_f64(0),
+        _ => return None,
+    };
+    let identity = match op {
+        BinaryOp::Add => init == 0.0,
+        BinaryOp::Multiply => init == 1.0,
+        BinaryOp::Maximum => init == f64::NEG_INFINITY,
+        BinaryOp::Minimum => init == f64::INFINITY,
+        _ => false,
+    };
+    identity.then_some((shape.dims[0] / 2, shape.dims[0]))
+}
+
+/// The binary op of a reducer `f(a, b) = a op b` (either operand order), if it is one.
+fn binary_reducer(region: &Computation) -> Option<BinaryOp> {
+    let root = region.get(region.root());
+    let Op::Binary(op) = root.op else {
+        return None;
+    };
+    let params: Vec<u32> = root
+        .operands()
+        .iter()
+        .filter_map(|&o| match region.get(o).op {
+            Op::Parameter(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    let both = params.len() == 2 && params.contains(&0) && params.contains(&1);
+    (both && region.parameters().len() == 2).then_some(op)
+}
+
+/// Emits a reduce instruction `red` whose outputs go to `outputs` (one per reduced array),
+/// over the whole operand or, with `part = Some((lo, hi))`, over the rows `[lo, hi)` of its
+/// first dimension (which must be reduced: see [`reduce_split`]).
+pub fn emit_reduce_part(
     e: &mut Elemental,
     red: InstrId,
     outputs: &[Addr],
     allow_vector: bool,
+    part: Option<(i64, i64)>,
 ) -> Result<(), JitError> {
     let comp = e.comp;
     let instr = comp.get(red);
@@ -47,17 +128,42 @@ pub fn emit_reduce(
     let reduced: Vec<bool> = (0..rank)
         .map(|d| dimensions.contains(&(d as i64)))
         .collect();
+    if part.is_some() && (rank < 2 || !reduced[0]) {
+        return Err(JitError::Invalid(format!(
+            "{}: only a reduce of its first dimension can be split",
+            instr.name
+        )));
+    }
 
     let mut instrs = kernel_instructions(e, &arrays);
     instrs.extend(kernel_instructions(e, &inits));
     let vec_ok = allow_vector && can_vectorize(e, &instrs);
 
-    // 1. Fill with the init values (computed once, before any loop).
+    // The init values, computed once, before any loop.
     let empty = Index::Multi(SmallVec::new());
     let mut init_vals = Vec::with_capacity(n);
     for &i in &inits {
         init_vals.push(e.emit(i, &empty, 1)?);
     }
+    let region = *to_apply;
+
+    // Leading dimensions reduced, trailing ones kept: accumulate in registers.
+    let leading = reduced.iter().take_while(|&&r| r).count();
+    if leading >= 1 && leading < rank && reduced[leading..].iter().all(|&r| !r) {
+        let columns = Columns {
+            arrays: &arrays,
+            init_vals: &init_vals,
+            tys: &tys,
+            outputs,
+            region,
+            in_shape: &in_shape,
+            leading,
+            vec_ok,
+        };
+        return emit_columns(e, &columns, part);
+    }
+
+    // 1. Fill with the init values.
     let count = out_shape.element_count();
     let fill_vec_end = if vec_ok { count / 4 * 4 } else { 0 };
     let fill = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
@@ -98,7 +204,6 @@ pub fn emit_reduce(
         acc.unwrap_or_else(|| e.iconst(0))
     };
 
-    let region = *to_apply;
     if rank == 0 {
         let x: Vec<Value> = arrays
             .iter()
@@ -144,7 +249,7 @@ pub fn emit_reduce(
             counted_loop(e, 0, vec_end, 4, &mut |e, j| point(e, j, 4))?;
             counted_loop(e, vec_end, inner, 1, &mut |e, j| point(e, j, 1))
         };
-        return nest(e, &in_shape.dims[..rank - 1], &mut Vec::new(), &mut row);
+        return nest_part(e, &in_shape.dims[..rank - 1], part, &mut row);
     }
     // Innermost dimension reduced: accumulate in variables across the inner loop.
     let mut row = |e: &mut Elemental, outer: &[Value]| -> Result<(), JitError> {
@@ -177,5 +282,142 @@ pub fn emit_reduce(
         }
         Ok(())
     };
-    nest(e, &in_shape.dims[..rank - 1], &mut Vec::new(), &mut row)
+    nest_part(e, &in_shape.dims[..rank - 1], part, &mut row)
+}
+
+/// A reduce whose `leading` first operand dimensions are reduced and the rest kept.
+struct Columns<'c> {
+    arrays: &'c [InstrId],
+    init_vals: &'c [Value],
+    tys: &'c [ElementType],
+    outputs: &'c [Addr],
+    region: tessel_compiler::ir::ComputationId,
+    in_shape: &'c ArrayShape,
+    leading: usize,
+    vec_ok: bool,
+}
+
+/// Emits a [`Columns`] reduce: for every index of the kept dimensions but the innermost, the
+/// innermost is cut into chunks of at most [`MAX_ACCUMULATORS`] accumulators (4 lanes each
+/// where it can, then single elements), which start at the init values, fold every reduced
+/// row (`part`: only rows `[lo, hi)` of the first dimension) and are stored once. Each output
+/// element still folds the rows in row-major order.
+fn emit_columns(e: &mut Elemental, c: &Columns, part: Option<(i64, i64)>) -> Result<(), JitError> {
+    let n = c.arrays.len();
+    let dims = &c.in_shape.dims;
+    let rank = dims.len();
+    let inner = dims[rank - 1];
+    let vec_end = if c.vec_ok { inner / 4 * 4 } else { 0 };
+    // (offset along the innermost dimension, lanes) of every accumulator, in chunks.
+    let mut slots: Vec<(i64, u32)> = (0..vec_end).step_by(4).map(|j| (j, 4)).collect();
+    slots.extend((vec_end..inner).map(|j| (j, 1)));
+    let per_chunk = (MAX_ACCUMULATORS / n).max(1);
+    let chunks: Vec<&[(i64, u32)]> = slots.chunks(per_chunk).collect();
+    // Row-major strides of the output (the kept dimensions).
+    let kept = &dims[c.leading..];
+    let mut out_strides = vec![1i64; kept.len()];
+    for d in (0..kept.len().saturating_sub(1)).rev() {
+        out_strides[d] = out_strides[d + 1] * kept[d + 1];
+    }
+    let mut kept_body = |e: &mut Elemental, kept_ivs: &[Value]| -> Result<(), JitError> {
+        let mut base: Option<Value> = None;
+        for (d, &v) in kept_ivs.iter().enumerate() {
+            let t = e.fb.ins().imul_imm_s(v, out_strides[d]);
+            base = Some(match base {
+                None => t,
+                Some(b) => e.fb.ins().iadd(b, t),
+            });
+        }
+        let base = base.unwrap_or_else(|| e.iconst(0));
+        for chunk in &chunks {
+            // vars[s * n + k]: accumulator of array k at slot s.
+            let mut vars = Vec::with_capacity(chunk.len() * n);
+            for &(_, lanes) in chunk.iter() {
+                for k in 0..n {
+                    let v = super::elementwise::splat_if(e.fb, c.tys[k], c.init_vals[k], lanes);
+                    let ty = e.fb.func.dfg.value_type(v);
+                    let var = e.fb.declare_var(ty);
+                    e.fb.def_var(var, v);
+                    vars.push(var);
+                }
+            }
+            let mut fold = |e: &mut Elemental, red_ivs: &[Value]| -> Result<(), JitError> {
+                for (s, &(j, lanes)) in chunk.iter().enumerate() {
+                    let mut comps: SmallVec<[Comp; 4]> =
+                        red_ivs.iter().chain(kept_ivs).map(|&v| (v, 0)).collect();
+                    let jv = e.iconst(j);
+                    comps.push((jv, if lanes == 4 { 1 } else { 0 }));
+                    let idx = Index::Multi(comps);
+                    let mut args: Vec<Value> =
+                        (0..n).map(|k| e.fb.use_var(vars[s * n + k])).collect();
+                    for &a in c.arrays {
+                        args.push(e.emit(a, &idx, lanes)?);
+                    }
+                    let r = e.emit_region(c.region, &args, lanes)?;
+                    for k in 0..n {
+                        e.fb.def_var(vars[s * n + k], r[k]);
+                    }
+                }
+                Ok(())
+            };
+            nest_part(e, &dims[..c.leading], part, &mut fold)?;
+            for (s, &(j, lanes)) in chunk.iter().enumerate() {
+                let lin = e.fb.ins().iadd_imm_s(base, j);
+                for k in 0..n {
+                    let v = e.fb.use_var(vars[s * n + k]);
+                    e.store(c.outputs[k], c.tys[k], lin, v, lanes)?;
+                }
+            }
+        }
+        Ok(())
+    };
+    nest(
+        e,
+        &dims[c.leading..rank - 1],
+        &mut Vec::new(),
+        &mut kept_body,
+    )
+}
+
+/// Combines the two parts of a split reduce ([`reduce_split`]): `outputs[k] =
+/// reducer(outputs[k], partials[k])` element by element.
+pub fn emit_reduce_combine(
+    e: &mut Elemental,
+    red: InstrId,
+    outputs: &[Addr],
+    partials: &[Addr],
+    allow_vector: bool,
+) -> Result<(), JitError> {
+    let instr = e.comp.get(red);
+    let Op::Reduce { to_apply, .. } = &instr.op else {
+        return Err(JitError::Invalid(format!("{} is not a reduce", instr.name)));
+    };
+    let region = *to_apply;
+    let out_shapes: Vec<ArrayShape> = instr.shape.leaves().into_iter().cloned().collect();
+    if out_shapes.len() != outputs.len() || partials.len() != outputs.len() {
+        return Err(JitError::Invalid(format!(
+            "{}: reduce outputs do not match its parts",
+            instr.name
+        )));
+    }
+    let tys: Vec<ElementType> = out_shapes.iter().map(|s| s.element_type).collect();
+    let count = out_shapes.first().map_or(0, |s| s.element_count());
+    let vec_ok = allow_vector && tys.iter().all(|&t| vectorizable_type(t));
+    let vec_end = if vec_ok { count / 4 * 4 } else { 0 };
+    let point = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
+        let mut args = Vec::with_capacity(2 * tys.len());
+        for (k, &ty) in tys.iter().enumerate() {
+            args.push(e.load(outputs[k], ty, (j, 1), lanes)?);
+        }
+        for (k, &ty) in tys.iter().enumerate() {
+            args.push(e.load(partials[k], ty, (j, 1), lanes)?);
+        }
+        let r = e.emit_region(region, &args, lanes)?;
+        for (k, &ty) in tys.iter().enumerate() {
+            e.store(outputs[k], ty, j, r[k], lanes)?;
+        }
+        Ok(())
+    };
+    counted_loop(e, 0, vec_end, 4, &mut |e, j| point(e, j, 4))?;
+    counted_loop(e, vec_end, count, 1, &mut |e, j| point(e, j, 1))
 }

@@ -7,6 +7,11 @@
 //! that position and `init` at the others. Nothing is read back from the output, the stores
 //! go to known addresses, and when the window does not move along the innermost dimension
 //! (the channel dimension of NHWC pooling) four source points run in the lanes of one vector.
+//!
+//! When the windows also tile the operand, the value at one output index is a pure function of
+//! its window (`tiled_value`), so such a select-and-scatter can be computed inside the kernel
+//! of the fusion that reads it (the fusion pass puts a max-pool gradient and the ReLU gradient
+//! after it together), and its output is never stored.
 
 use super::buffer::Addr;
 use super::elemental::{Comp, Elemental, Index};
@@ -18,7 +23,7 @@ use super::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, InstBuilder, Value};
 use smallvec::SmallVec;
-use tessel_compiler::ir::{ArrayShape, ComputationId, InstrId, Window};
+use tessel_compiler::ir::{ArrayShape, ComputationId, InstrId, Op, Window};
 
 /// Whether every window lies inside the operand (no padding or dilation) and no two windows
 /// overlap (stride at least the size in every dimension).
@@ -61,8 +66,149 @@ pub fn emit_disjoint_select_and_scatter(
     allow_vector: bool,
     part: Option<(i64, i64)>,
 ) -> Result<(), JitError> {
-    let [operand, source, init] = operands;
-    let [select, scatter] = regions;
+    let ty = e.shape(operands[0])?.element_type;
+    let mut store = |e: &mut Elemental, lin: Value, _: &Index, v: Value, lanes: u32| {
+        e.store(output, ty, lin, v, lanes)
+    };
+    let walk = Walk {
+        operands,
+        window,
+        regions,
+        allow_vector,
+        extra: &[],
+    };
+    walk_windows(e, &walk, part, &mut store)
+}
+
+/// Receives each value of a select-and-scatter walked by [`walk_windows`]: its linear index
+/// in the operand's shape, its multi-index, the value and the lane count.
+pub(super) type Sink<'s> =
+    dyn FnMut(&mut Elemental, Value, &Index, Value, u32) -> Result<(), JitError> + 's;
+
+/// A select-and-scatter to walk window by window.
+pub(super) struct Walk<'w> {
+    pub operands: [InstrId; 3],
+    pub window: &'w Window,
+    pub regions: [ComputationId; 2],
+    pub allow_vector: bool,
+    /// Other instructions evaluated at each point (for the 4-lane check).
+    pub extra: &'w [InstrId],
+}
+
+/// Emits a kernel for fusion root `root` that reads select-and-scatter `ss`, whose windows
+/// tile its operand, at its own index through elementwise ops (the ReLU gradient after a
+/// max-pool gradient): the loop runs over the select-and-scatter's windows as its own kernel
+/// does, and at each position the root is computed with the select-and-scatter's value
+/// provided from registers, so that value is never stored. `part` restricts it to rows of the
+/// source's first dimension (`window::select_and_scatter_split`).
+pub fn emit_tiled_consumer_part(
+    e: &mut Elemental,
+    ss: InstrId,
+    root: InstrId,
+    output: Addr,
+    allow_vector: bool,
+    part: Option<(i64, i64)>,
+) -> Result<(), JitError> {
+    let instr = e.comp.get(ss);
+    let Op::SelectAndScatter {
+        window,
+        select,
+        scatter,
+    } = &instr.op
+    else {
+        return Err(JitError::Invalid(format!(
+            "{} is not a select-and-scatter",
+            instr.name
+        )));
+    };
+    let operands = [
+        instr.operands()[0],
+        instr.operands()[1],
+        instr.operands()[2],
+    ];
+    let ty = e.shape(root)?.element_type;
+    let mut store = |e: &mut Elemental, lin: Value, idx: &Index, v: Value, lanes: u32| {
+        e.provide(ss, idx, lanes, v);
+        let r = e.emit(root, idx, lanes)?;
+        e.store(output, ty, lin, r, lanes)
+    };
+    let walk = Walk {
+        operands,
+        window,
+        regions: [*select, *scatter],
+        allow_vector,
+        extra: &[root],
+    };
+    walk_windows(e, &walk, part, &mut store)
+}
+
+/// The [`Walk`] of select-and-scatter `ss`, with `extra` evaluated at each point.
+pub(super) fn walk_of<'w>(
+    e: &Elemental<'w, '_>,
+    ss: InstrId,
+    extra: &'w [InstrId],
+    allow_vector: bool,
+) -> Result<Walk<'w>, JitError> {
+    let comp: &'w tessel_compiler::ir::Computation = e.comp;
+    let instr = comp.get(ss);
+    let Op::SelectAndScatter {
+        window,
+        select,
+        scatter,
+    } = &instr.op
+    else {
+        return Err(JitError::Invalid(format!(
+            "{} is not a select-and-scatter",
+            instr.name
+        )));
+    };
+    Ok(Walk {
+        operands: [
+            instr.operands()[0],
+            instr.operands()[1],
+            instr.operands()[2],
+        ],
+        window,
+        regions: [*select, *scatter],
+        allow_vector,
+        extra,
+    })
+}
+
+/// Whether [`emit_tiled_consumer_part`] applies to fusion root `root`: it has the shape of a
+/// select-and-scatter `ss` with tiling windows that it reads.
+pub fn tiled_consumer(e: &Elemental, root: InstrId) -> Option<InstrId> {
+    let out = e.comp.get(root).shape.as_array()?;
+    let ss = super::kernel_lowering::kernel_instructions(e, &[root])
+        .into_iter()
+        .find(|&id| {
+            // A select-and-scatter computed in this kernel, not one read from its buffer.
+            !e.leaves.contains_key(&id) && matches!(e.comp.get(id).op, Op::SelectAndScatter { .. })
+        })?;
+    let instr = e.comp.get(ss);
+    let Op::SelectAndScatter { window, .. } = &instr.op else {
+        return None;
+    };
+    let operand = e.comp.get(instr.operands()[0]).shape.as_array()?;
+    let source = e.comp.get(instr.operands()[1]).shape.as_array()?;
+    let ok = operand.dims == out.dims
+        && operand.rank() > 0
+        && windows_disjoint(window, operand, source)
+        && windows_tile(window, operand, source);
+    ok.then_some(ss)
+}
+
+/// The loop of [`emit_disjoint_select_and_scatter`] over the source points (rows `part` of the
+/// first dimension only), giving every window position's value to `sink`.
+pub(super) fn walk_windows(
+    e: &mut Elemental,
+    walk: &Walk,
+    part: Option<(i64, i64)>,
+    sink: &mut Sink,
+) -> Result<(), JitError> {
+    let (window, allow_vector) = (walk.window, walk.allow_vector);
+    let [operand, source, init] = walk.operands;
+    let [select, scatter] = walk.regions;
     let in_shape: ArrayShape = e.shape(operand)?.clone();
     let src_shape: ArrayShape = e.shape(source)?.clone();
     let ty = in_shape.element_type;
@@ -72,7 +218,7 @@ pub fn emit_disjoint_select_and_scatter(
     let init_v = e.emit(init, &empty, 1)?;
     if !windows_tile(window, &in_shape, &src_shape) {
         counted_loop(e, 0, in_shape.element_count(), 1, &mut |e, j| {
-            e.store(output, ty, j, init_v, 1)
+            sink(e, j, &Index::Linear((j, 0)), init_v, 1)
         })?;
     }
     if src_shape.element_count() == 0 {
@@ -81,7 +227,9 @@ pub fn emit_disjoint_select_and_scatter(
     let last = &window.dims[rank - 1];
     let inner_fixed = last.size == 1 && last.stride == 1;
     let inner = src_shape.dims[rank - 1];
-    let instrs = kernel_instructions(e, &[operand, source, init]);
+    let mut roots = vec![operand, source, init];
+    roots.extend(walk.extra);
+    let instrs = kernel_instructions(e, &roots);
     let vec_end = if allow_vector && inner_fixed && inner >= 4 && can_vectorize(e, &instrs) {
         inner / 4 * 4
     } else {
@@ -89,7 +237,7 @@ pub fn emit_disjoint_select_and_scatter(
     };
     let in_strides = in_shape.strides();
     let mut row = |e: &mut Elemental, outer: &[Value]| -> Result<(), JitError> {
-        let point = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
+        let mut point = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
             let mut o: Vec<Value> = outer.to_vec();
             o.push(j);
             let lane_coef = |d: usize| if d == rank - 1 && lanes == 4 { 1 } else { 0 };
@@ -100,8 +248,10 @@ pub fn emit_disjoint_select_and_scatter(
                     .collect(),
             );
             let s = e.emit(source, &src_idx, lanes)?;
-            // Per window position: its linear operand index; the select's running choice.
+            // Per window position: its linear operand index and multi-index; the select's
+            // running choice.
             let mut lins: Vec<Value> = Vec::with_capacity(positions.len());
+            let mut idxs: Vec<Index> = Vec::with_capacity(positions.len());
             let mut cur: Option<Value> = None;
             let mut chosen: Option<Value> = None;
             for (p, pos) in positions.iter().enumerate() {
@@ -125,6 +275,7 @@ pub fn emit_disjoint_select_and_scatter(
                     });
                 }
                 lins.push(lin.expect("rank > 0"));
+                idxs.push(Index::Multi(comps.clone()));
                 let x = e.emit(operand, &Index::Multi(comps), lanes)?;
                 let here = position_value(e, p as i64, lanes);
                 match (cur, chosen) {
@@ -152,7 +303,7 @@ pub fn emit_disjoint_select_and_scatter(
                 let here = position_value(e, p as i64, lanes);
                 let is_here = e.fb.ins().icmp(IntCC::Equal, chosen, here);
                 let v = select_values(e.fb, is_here, hit, init_l, lanes);
-                e.store(output, ty, lin, v, lanes)?;
+                sink(e, lin, &idxs[p], v, lanes)?;
             }
             Ok(())
         };
@@ -171,4 +322,123 @@ fn position_value(e: &mut Elemental, p: i64, lanes: u32) -> Value {
     } else {
         e.fb.ins().splat(types::I32X4, v)
     }
+}
+
+/// The value at `idx` of select-and-scatter `id` whose windows tile its operand
+/// ([`windows_disjoint`] and [`windows_tile`]), computed from the index's window alone:
+/// `scatter(init, source[window])` if the select picks this position of its window, else
+/// `init`. `None` when the lanes of `idx` would cross windows (then lane by lane).
+pub fn tiled_value(
+    e: &mut Elemental,
+    id: InstrId,
+    idx: &Index,
+    lanes: u32,
+) -> Result<Option<Value>, JitError> {
+    let instr = e.comp.get(id);
+    let Op::SelectAndScatter {
+        window,
+        select,
+        scatter,
+    } = &instr.op
+    else {
+        return Err(JitError::Invalid(format!(
+            "{} is not a select-and-scatter",
+            instr.name
+        )));
+    };
+    let (select, scatter) = (*select, *scatter);
+    let (operand, source, init) = (
+        instr.operands()[0],
+        instr.operands()[1],
+        instr.operands()[2],
+    );
+    let in_shape: ArrayShape = e.shape(operand)?.clone();
+    let src_shape: ArrayShape = e.shape(source)?.clone();
+    if !windows_disjoint(window, &in_shape, &src_shape)
+        || !windows_tile(window, &in_shape, &src_shape)
+    {
+        return Err(JitError::Unsupported(format!(
+            "{}: a select-and-scatter inside a kernel must have windows that tile its operand",
+            instr.name
+        )));
+    }
+    let ty = in_shape.element_type;
+    let Some(m) = e.multi(idx, &in_shape, lanes) else {
+        return Ok(None);
+    };
+    // Per dimension: the window's index (source coordinate) and the position inside it.
+    let mut window_idx: SmallVec<[Comp; 4]> = SmallVec::new();
+    let mut self_pos: Option<Value> = None;
+    for (d, wd) in window.dims.iter().enumerate() {
+        let (b, c) = m[d];
+        if wd.stride == 1 {
+            window_idx.push((b, c));
+            continue;
+        }
+        if c != 0 {
+            return Ok(None);
+        }
+        let o = e.fb.ins().udiv_imm_s(b, wd.stride);
+        let r = e.fb.ins().urem_imm_s(b, wd.stride);
+        window_idx.push((o, 0));
+        // Row-major number of the position: later dimensions' sizes multiply this one.
+        let later: i64 = window.dims[d + 1..].iter().map(|w| w.size).product();
+        let t = e.fb.ins().imul_imm_s(r, later);
+        self_pos = Some(match self_pos {
+            None => t,
+            Some(p) => e.fb.ins().iadd(p, t),
+        });
+    }
+    let self_pos = match self_pos {
+        Some(p) => e.fb.ins().ireduce(types::I32, p),
+        None => e.fb.ins().iconst(types::I32, 0),
+    };
+    let self_pos = if lanes == 1 {
+        self_pos
+    } else {
+        e.fb.ins().splat(types::I32X4, self_pos)
+    };
+    // The select's choice among the window's positions, as in the kernel above.
+    let mut cur: Option<Value> = None;
+    let mut chosen: Option<Value> = None;
+    for (p, pos) in window_positions(window).iter().enumerate() {
+        let mut comps: SmallVec<[Comp; 4]> = SmallVec::new();
+        for (d, wd) in window.dims.iter().enumerate() {
+            let (o, c) = window_idx[d];
+            let mut x = if wd.stride != 1 {
+                e.fb.ins().imul_imm_s(o, wd.stride)
+            } else {
+                o
+            };
+            if pos[d] != 0 {
+                x = e.fb.ins().iadd_imm_s(x, pos[d]);
+            }
+            comps.push((x, c));
+        }
+        let x = e.emit(operand, &Index::Multi(comps), lanes)?;
+        let here = position_value(e, p as i64, lanes);
+        match (cur, chosen) {
+            (Some(c), Some(ch)) => {
+                let keep = e.emit_region(select, &[c, x], lanes)?[0];
+                let take = if lanes == 1 {
+                    e.fb.ins().icmp_imm_s(IntCC::Equal, keep, 0)
+                } else {
+                    e.fb.ins().bnot(keep)
+                };
+                cur = Some(select_values(e.fb, take, x, c, lanes));
+                chosen = Some(select_values(e.fb, take, here, ch, lanes));
+            }
+            _ => {
+                cur = Some(x);
+                chosen = Some(here);
+            }
+        }
+    }
+    let chosen = chosen.expect("a window has a position");
+    let init_v = e.emit(init, &Index::Multi(SmallVec::new()), 1)?;
+    let init_l = splat_if(e.fb, ty, init_v, lanes);
+    let s = e.emit(source, &Index::Multi(window_idx), lanes)?;
+    let hit = e.emit_region(scatter, &[init_l, s], lanes)?[0];
+    let is_self = e.fb.ins().icmp(IntCC::Equal, chosen, self_pos);
+    Ok(Some(select_values(e.fb, is_self, hit, init_l, lanes)))
 }
