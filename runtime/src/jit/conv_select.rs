@@ -62,6 +62,16 @@ pub fn plan_convolution(
     options: &JitOptions,
     alloc: &mut dyn FnMut(usize) -> Addr,
 ) -> Result<ConvRoutine, JitError> {
+    if let Some(r) =
+        super::conv_direct::plan_direct_conv(name, conv, input, kernel, output, options, alloc)
+    {
+        return Ok(r);
+    }
+    if let Some(r) = super::conv_direct_wgrad::plan_direct_weight_grad(
+        name, conv, input, kernel, output, options, alloc,
+    ) {
+        return Ok(r);
+    }
     let plan = ConvPlan::new(
         name,
         conv,

@@ -9,6 +9,9 @@
 
 pub mod buffer;
 pub mod collectives;
+pub mod conv_direct;
+pub mod conv_direct_tile;
+pub mod conv_direct_wgrad;
 pub mod conv_patches;
 pub mod conv_select;
 pub mod convolution;

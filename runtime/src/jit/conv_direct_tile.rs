@@ -1,0 +1,318 @@
+//! The register-blocked inner kernel of the direct convolutions (`conv_direct.rs`,
+//! `conv_direct_wgrad.rs`), and the padded input rows they read.
+//!
+//! A [`Tile`] is an outer-product accumulation: `acc[r][j] += a_r(t) * b(t)[j]` over a
+//! two-level step `t` (an outer and an inner count, each with its own pointer steps), where
+//! `a_r(t)` is one scalar per row `r` (broadcast to all lanes) and `b(t)` a run of up to 16
+//! contiguous floats (the output channels). The `R x V` accumulators (V vectors of 8 lanes)
+//! stay in registers for the whole tile; at the end they are stored, or added, to `dst`.
+//!
+//! With AVX2+FMA (`is_x86_feature_detected!`) the tile is compiled per `(R, V, masked)`, so
+//! the loops over rows and vectors unroll and 6 x 2 accumulators + 2 `b` vectors + one
+//! broadcast use 15 of the 16 `ymm` registers. Elsewhere a portable loop computes the same
+//! sums (separately rounded multiply and add instead of FMA).
+
+/// Most rows (scalar sources) a tile has: 6 x 2 accumulators fit the 16 AVX2 registers.
+pub const MAX_ROWS: usize = 6;
+/// Most output channels a tile covers (two 8-lane vectors).
+pub const MAX_LANES: usize = 16;
+
+/// One tile's sources, steps and destination; pointer steps are in floats.
+#[derive(Clone, Copy, Debug)]
+pub struct Tile {
+    /// Row 0's scalar source at step 0; row `r` reads `a + r * a_row`.
+    pub a: *const f32,
+    pub a_row: isize,
+    /// The vector source (`lanes` contiguous floats) at step 0.
+    pub b: *const f32,
+    pub outer: usize,
+    pub a_outer: isize,
+    pub b_outer: isize,
+    pub inner: usize,
+    pub a_inner: isize,
+    pub b_inner: isize,
+    /// Row `r`'s result goes to `dst + r * dst_row` (`lanes` floats).
+    pub dst: *mut f32,
+    pub dst_row: isize,
+    /// Rows, at most [`MAX_ROWS`].
+    pub rows: usize,
+    /// Channels, 1..=[`MAX_LANES`]; lanes past it are neither read from `b` nor written.
+    pub lanes: usize,
+    /// Add the sums to `dst` instead of storing them.
+    pub accumulate: bool,
+}
+
+/// Which instructions the tiles use, decided once when a convolution is planned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    Avx2Fma,
+    Portable,
+}
+
+impl Isa {
+    /// The best this machine has.
+    pub fn detect() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                return Isa::Avx2Fma;
+            }
+        }
+        Isa::Portable
+    }
+}
+
+/// Computes one tile.
+///
+/// # Safety
+/// Every address the tile's steps reach must be readable (`a`, and `lanes` floats at `b`) or
+/// writable (`lanes` floats per destination row); `rows` and `lanes` within their bounds.
+pub unsafe fn run_tile(isa: Isa, t: &Tile) {
+    debug_assert!((1..=MAX_ROWS).contains(&t.rows) && (1..=MAX_LANES).contains(&t.lanes));
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => avx2::dispatch(t),
+        _ => portable(t),
+    }
+}
+
+/// The reference form of a tile: the same sums in the same order, one lane at a time.
+unsafe fn portable(t: &Tile) {
+    let mut acc = [[0f32; MAX_LANES]; MAX_ROWS];
+    let (mut a_o, mut b_o) = (t.a, t.b);
+    for _ in 0..t.outer {
+        let (mut a, mut b) = (a_o, b_o);
+        for _ in 0..t.inner {
+            for (r, row) in acc.iter_mut().enumerate().take(t.rows) {
+                let s = *a.offset(r as isize * t.a_row);
+                for (j, x) in row.iter_mut().enumerate().take(t.lanes) {
+                    *x += s * *b.add(j);
+                }
+            }
+            a = a.offset(t.a_inner);
+            b = b.offset(t.b_inner);
+        }
+        a_o = a_o.offset(t.a_outer);
+        b_o = b_o.offset(t.b_outer);
+    }
+    for (r, row) in acc.iter().enumerate().take(t.rows) {
+        let d = t.dst.offset(r as isize * t.dst_row);
+        for (j, &x) in row.iter().enumerate().take(t.lanes) {
+            if t.accumulate {
+                *d.add(j) += x;
+            } else {
+                *d.add(j) = x;
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::Tile;
+    use std::arch::x86_64::*;
+
+    /// `MASK_SOURCE[8 - k..16 - k]` is the mask of the first `k` lanes.
+    static MASK_SOURCE: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
+
+    /// Picks the instance for the tile's rows, vectors and tail.
+    pub unsafe fn dispatch(t: &Tile) {
+        let vectors = t.lanes.div_ceil(8);
+        let masked = !t.lanes.is_multiple_of(8);
+        macro_rules! pick {
+            ($($r:literal)*) => {
+                match (t.rows, vectors, masked) {
+                    $(
+                        ($r, 1, false) => tile::<$r, 1, false>(t),
+                        ($r, 1, true) => tile::<$r, 1, true>(t),
+                        ($r, 2, false) => tile::<$r, 2, false>(t),
+                        ($r, 2, true) => tile::<$r, 2, true>(t),
+                    )*
+                    _ => super::portable(t),
+                }
+            };
+        }
+        pick!(1 2 3 4 5 6)
+    }
+
+    /// `R` rows of `V` vectors; with `MASKED` the last vector covers `t.lanes % 8` lanes.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn tile<const R: usize, const V: usize, const MASKED: bool>(t: &Tile) {
+        let tail = t.lanes - 8 * (V - 1);
+        let mask = _mm256_loadu_si256(MASK_SOURCE.as_ptr().add(8 - tail.min(8)) as *const __m256i);
+        let mut acc = [[_mm256_setzero_ps(); V]; R];
+        let mut rows = [0isize; R];
+        for (r, off) in rows.iter_mut().enumerate() {
+            *off = r as isize * t.a_row;
+        }
+        let (mut a_o, mut b_o) = (t.a, t.b);
+        for _ in 0..t.outer {
+            let (mut a, mut b) = (a_o, b_o);
+            for _ in 0..t.inner {
+                let mut bv = [_mm256_setzero_ps(); V];
+                for (v, x) in bv.iter_mut().enumerate() {
+                    *x = if MASKED && v == V - 1 {
+                        _mm256_maskload_ps(b.add(8 * v), mask)
+                    } else {
+                        _mm256_loadu_ps(b.add(8 * v))
+                    };
+                }
+                for r in 0..R {
+                    let s = _mm256_broadcast_ss(&*a.offset(rows[r]));
+                    for v in 0..V {
+                        acc[r][v] = _mm256_fmadd_ps(s, bv[v], acc[r][v]);
+                    }
+                }
+                a = a.offset(t.a_inner);
+                b = b.offset(t.b_inner);
+            }
+            a_o = a_o.offset(t.a_outer);
+            b_o = b_o.offset(t.b_outer);
+        }
+        for (r, row) in acc.iter().enumerate() {
+            let d = t.dst.offset(r as isize * t.dst_row);
+            for (v, &x) in row.iter().enumerate() {
+                let p = d.add(8 * v);
+                let last_masked = MASKED && v == V - 1;
+                let x = if t.accumulate {
+                    let old = if last_masked {
+                        _mm256_maskload_ps(p, mask)
+                    } else {
+                        _mm256_loadu_ps(p)
+                    };
+                    _mm256_add_ps(old, x)
+                } else {
+                    x
+                };
+                if last_masked {
+                    _mm256_maskstore_ps(p, mask, x);
+                } else {
+                    _mm256_storeu_ps(p, x);
+                }
+            }
+        }
+    }
+}
+
+/// Writes `rows` zero-padded input rows of one image into `dst` (`width` pixels of `channels`
+/// floats each): band row `j` is input row `first_row + j` and band column `x` input column
+/// `x - pad_left`; rows and columns outside the image are zeros.
+///
+/// # Safety
+/// `image` must hold `height * image_width * channels` floats and `dst` `rows * width *
+/// channels`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn fill_band(
+    image: *const f32,
+    height: usize,
+    image_width: usize,
+    channels: usize,
+    first_row: isize,
+    rows: usize,
+    pad_left: isize,
+    width: usize,
+    dst: *mut f32,
+) {
+    let line = width * channels;
+    // Band columns [lo, hi) come from the image; the rest are padding.
+    let lo = pad_left.clamp(0, width as isize) as usize;
+    let hi = (pad_left + image_width as isize).clamp(lo as isize, width as isize) as usize;
+    let src_col = (lo as isize - pad_left) as usize;
+    for j in 0..rows {
+        let d = dst.add(j * line);
+        let y = first_row + j as isize;
+        if y < 0 || y >= height as isize || hi == lo {
+            std::ptr::write_bytes(d, 0, line);
+            continue;
+        }
+        std::ptr::write_bytes(d, 0, lo * channels);
+        std::ptr::copy_nonoverlapping(
+            image.add((y as usize * image_width + src_col) * channels),
+            d.add(lo * channels),
+            (hi - lo) * channels,
+        );
+        std::ptr::write_bytes(d.add(hi * channels), 0, (width - hi) * channels);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2654435761) | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s % 2000) as f32 / 500.0 - 2.0
+            })
+            .collect()
+    }
+
+    /// Every instance against the portable loop, storing and accumulating, with a guard band
+    /// after each destination row that must stay untouched.
+    #[test]
+    fn simd_tiles_match_the_portable_loop() {
+        let isa = Isa::detect();
+        let a = values(400, 1);
+        let b = values(600, 2);
+        for rows in 1..=MAX_ROWS {
+            for lanes in 1..=MAX_LANES {
+                for accumulate in [false, true] {
+                    let dst_row = 20isize;
+                    let mut got = values(MAX_ROWS * 20, 3);
+                    let mut want = got.clone();
+                    let mut t = Tile {
+                        a: a.as_ptr(),
+                        a_row: 3,
+                        b: b.as_ptr(),
+                        outer: 3,
+                        a_outer: 40,
+                        b_outer: 100,
+                        inner: 5,
+                        a_inner: 2,
+                        b_inner: 17,
+                        dst: got.as_mut_ptr(),
+                        dst_row,
+                        rows,
+                        lanes,
+                        accumulate,
+                    };
+                    unsafe { run_tile(isa, &t) };
+                    t.dst = want.as_mut_ptr();
+                    unsafe { portable(&t) };
+                    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                        // 15 products of values below 2 in magnitude: sums below 60.
+                        assert!(
+                            (g - w).abs() <= 60.0 * 16.0 * f32::EPSILON,
+                            "rows {rows} lanes {lanes} acc {accumulate} [{i}]: {g} vs {w}"
+                        );
+                        if (i as isize % dst_row) as usize >= lanes {
+                            assert_eq!(g.to_bits(), w.to_bits(), "guard lane {i} written");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn band_rows_are_padded_with_zeros() {
+        // A 2 x 3 image of 2 channels; band of 4 rows from row -1, 6 columns, 2 on the left.
+        let image: Vec<f32> = (1..=12).map(|v| v as f32).collect();
+        let mut band = vec![f32::NAN; 4 * 6 * 2];
+        unsafe { fill_band(image.as_ptr(), 2, 3, 2, -1, 4, 2, 6, band.as_mut_ptr()) };
+        let row = |j: usize| band[j * 12..(j + 1) * 12].to_vec();
+        assert_eq!(row(0), vec![0.0; 12]);
+        let z = [0.0f32; 4];
+        assert_eq!(row(1), [&z[..], &image[0..6], &[0.0, 0.0]].concat());
+        assert_eq!(row(2), [&z[..], &image[6..12], &[0.0, 0.0]].concat());
+        assert_eq!(row(3), vec![0.0; 12]);
+        // Negative padding crops: column 0 of the band is input column 1.
+        let mut band = vec![f32::NAN; 2 * 2];
+        unsafe { fill_band(image.as_ptr(), 2, 3, 2, 0, 1, -1, 2, band.as_mut_ptr()) };
+        assert_eq!(band, vec![3.0, 4.0, 5.0, 6.0]);
+    }
+}

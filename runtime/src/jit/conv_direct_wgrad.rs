@@ -1,0 +1,248 @@
+//! Direct weight gradient of a convolution with few input channels, in the layouts JAX emits
+//! (`dim_labels=f01b_i01o->01bf`): input `[F, H, W, B]` (F = the images, B = the forward
+//! convolution's input channels, at most [`MAX_CHANNELS`]), kernel `[F, WH, WW, O]` (the
+//! output gradient), output `[OH, OW, B, O]` (the weight gradient). 2-D, stride 1, no
+//! dilation or reversal, one group, any padding:
+//!
+//! `out[oy, ox, b, o] = sum_{f, y, x} in[f, oy + y - pad_top, ox + x - pad_left, b] * k[f, y, x, o]`
+//!
+//! As a GEMM this has M = OH * OW * B = 25 for MNIST's conv 1, too few rows for packing to pay.
+//! Here the output gradient is streamed in chunks of [`CHUNK_ROWS`] rows of one image (small
+//! enough to stay in L1 cache); for every output row `oy` a register tile
+//! (`conv_direct_tile.rs`) keeps up to 6 (ox, b) x 16 channels of sums in registers while it
+//! runs over the chunk, broadcasting input values and multiplying them with the gradient's
+//! channel vectors, then adds them to the worker's partial sums. Workers take contiguous
+//! ranges of chunks; their partials are added in worker order, so the result is the same for
+//! a given thread count.
+
+use super::buffer::Addr;
+use super::conv_direct::{channel_blocks, f32_dims, plain_window, window_output, MAX_CHANNELS};
+use super::conv_direct_tile::{fill_band, run_tile, Isa, Tile, MAX_ROWS};
+use super::conv_select::{ConvAlgorithm, ConvRoutine};
+use super::host::{guarded, resolve, Status};
+use super::parallel::{for_each_worker, Shared};
+use super::JitOptions;
+use tessel_compiler::ir::{ArrayShape, ConvDimensionNumbers, Convolution};
+
+/// Output-gradient rows per chunk: 4 rows of 28 x 32 floats are 14 KB.
+const CHUNK_ROWS: usize = 4;
+
+/// `f01b_i01o->01bf`, the weight-gradient labels.
+fn weight_gradient_labels() -> ConvDimensionNumbers {
+    ConvDimensionNumbers {
+        input_batch: 3,
+        input_feature: 0,
+        input_spatial: vec![1, 2],
+        kernel_input_feature: 0,
+        kernel_output_feature: 3,
+        kernel_spatial: vec![1, 2],
+        output_batch: 2,
+        output_feature: 3,
+        output_spatial: vec![0, 1],
+    }
+}
+
+/// Everything the weight-gradient routine needs, decided at compile time.
+#[derive(Clone, Debug)]
+pub struct DirectWeightGradPlan {
+    name: String,
+    isa: Isa,
+    input: Addr,
+    grad: Addr,
+    output: Addr,
+    /// One partial sum `[OH, OW, B, O]` per worker, `out_elems` floats apart.
+    partials: Addr,
+    out_elems: usize,
+    /// One band of padded input rows per worker, `band_elems` floats apart.
+    bands: Addr,
+    band_elems: usize,
+    workers: usize,
+    images: usize,
+    height: usize,
+    width: usize,
+    channels: usize,
+    grad_h: usize,
+    grad_w: usize,
+    out_h: usize,
+    out_w: usize,
+    out_channels: usize,
+    pad_top: isize,
+    pad_left: isize,
+}
+
+impl DirectWeightGradPlan {
+    /// Plans convolution `name` if it meets the preconditions (module comment), else `None`.
+    pub fn new(
+        name: &str,
+        conv: &Convolution,
+        input: (Addr, &ArrayShape),
+        grad: (Addr, &ArrayShape),
+        output: (Addr, &ArrayShape),
+        threads: usize,
+        alloc: &mut dyn FnMut(usize) -> Addr,
+    ) -> Option<DirectWeightGradPlan> {
+        if conv.dims != weight_gradient_labels() {
+            return None;
+        }
+        let pads = plain_window(conv)?;
+        let (i, g, o) = (f32_dims(input.1)?, f32_dims(grad.1)?, f32_dims(output.1)?);
+        let [f, h, w, b] = i[..] else { return None };
+        let [gf, gh, gw, go] = g[..] else { return None };
+        let [oh, ow, ob, oc] = o[..] else { return None };
+        let sizes_match = gf == f
+            && ob == b
+            && oc == go
+            && conv.window.dims[0].size as usize == gh
+            && conv.window.dims[1].size as usize == gw
+            && window_output(h, pads[0], gh) == Some(oh)
+            && window_output(w, pads[1], gw) == Some(ow);
+        if !sizes_match || b > MAX_CHANNELS {
+            return None;
+        }
+        let items = f * gh.div_ceil(CHUNK_ROWS);
+        let workers = threads.clamp(1, items);
+        let out_elems = (oh * ow * b * oc).next_multiple_of(16);
+        let band_elems = ((CHUNK_ROWS + oh - 1) * (ow + gw - 1) * b).next_multiple_of(16);
+        Some(DirectWeightGradPlan {
+            name: name.to_string(),
+            isa: Isa::detect(),
+            input: input.0,
+            grad: grad.0,
+            output: output.0,
+            partials: alloc(out_elems * workers * 4),
+            out_elems,
+            bands: alloc(band_elems * workers * 4),
+            band_elems,
+            workers,
+            images: f,
+            height: h,
+            width: w,
+            channels: b,
+            grad_h: gh,
+            grad_w: gw,
+            out_h: oh,
+            out_w: ow,
+            out_channels: oc,
+            pad_top: pads[0].0,
+            pad_left: pads[1].0,
+        })
+    }
+
+    /// # Safety
+    /// `arena` must be the program's arena.
+    unsafe fn run(&self, arena: *mut u8) {
+        let (b, oc) = (self.channels, self.out_channels);
+        let band_w = self.out_w + self.grad_w - 1;
+        let chunks = self.grad_h.div_ceil(CHUNK_ROWS);
+        let items = self.images * chunks;
+        let image_elems = self.height * self.width * b;
+        // Tile rows are (ox, b) pairs, consecutive in both the band and the output.
+        let tile_rows = self.out_w * b;
+        let input = Shared(resolve(self.input, arena));
+        let grad = Shared(resolve(self.grad, arena));
+        let partials = Shared(resolve(self.partials, arena) as *mut f32);
+        let bands = Shared(resolve(self.bands, arena) as *mut f32);
+        let workers = self.workers;
+        for_each_worker(workers, |wk| {
+            let (input, grad) = (input.get() as *const f32, grad.get() as *const f32);
+            let part = partials.get().add(wk * self.out_elems);
+            let band = bands.get().add(wk * self.band_elems);
+            std::ptr::write_bytes(part, 0, self.out_elems);
+            for item in items * wk / workers..items * (wk + 1) / workers {
+                let (f, y0) = (item / chunks, item % chunks * CHUNK_ROWS);
+                let rows = CHUNK_ROWS.min(self.grad_h - y0);
+                fill_band(
+                    input.add(f * image_elems),
+                    self.height,
+                    self.width,
+                    b,
+                    y0 as isize - self.pad_top,
+                    rows + self.out_h - 1,
+                    self.pad_left,
+                    band_w,
+                    band,
+                );
+                let chunk = grad.add((f * self.grad_h + y0) * self.grad_w * oc);
+                for oy in 0..self.out_h {
+                    for r0 in (0..tile_rows).step_by(MAX_ROWS) {
+                        for (o0, lanes) in channel_blocks(oc) {
+                            let tile = Tile {
+                                a: band.add(oy * band_w * b + r0),
+                                a_row: 1,
+                                b: chunk.add(o0),
+                                outer: rows,
+                                a_outer: (band_w * b) as isize,
+                                b_outer: (self.grad_w * oc) as isize,
+                                inner: self.grad_w,
+                                a_inner: b as isize,
+                                b_inner: oc as isize,
+                                dst: part.add((oy * tile_rows + r0) * oc + o0),
+                                dst_row: oc as isize,
+                                rows: (tile_rows - r0).min(MAX_ROWS),
+                                lanes,
+                                accumulate: true,
+                            };
+                            run_tile(self.isa, &tile);
+                        }
+                    }
+                }
+            }
+        });
+        // The partials in worker order.
+        let out = resolve(self.output, arena) as *mut f32;
+        let n = self.out_h * tile_rows * oc;
+        let first = partials.get();
+        std::ptr::copy_nonoverlapping(first, out, n);
+        for wk in 1..workers {
+            let part = first.add(wk * self.out_elems);
+            for j in 0..n {
+                *out.add(j) += *part.add(j);
+            }
+        }
+    }
+}
+
+/// Plans the direct weight-gradient routine for `conv` under [`ConvAlgorithm::Auto`] when its
+/// preconditions hold (module comment); `None` leaves the convolution to the other routines.
+pub fn plan_direct_weight_grad(
+    name: &str,
+    conv: &Convolution,
+    input: (Addr, &ArrayShape),
+    kernel: (Addr, &ArrayShape),
+    output: (Addr, &ArrayShape),
+    options: &JitOptions,
+    alloc: &mut dyn FnMut(usize) -> Addr,
+) -> Option<ConvRoutine> {
+    if options.conv_algorithm != ConvAlgorithm::Auto {
+        return None;
+    }
+    let plan = DirectWeightGradPlan::new(
+        name,
+        conv,
+        input,
+        kernel,
+        output,
+        options.gemm_threads,
+        alloc,
+    )?;
+    Some(ConvRoutine {
+        routine: direct_weight_grad_routine as *const () as usize,
+        plan: Box::new(plan),
+    })
+}
+
+/// Called by generated code: `plan` is a `*const DirectWeightGradPlan` the executable keeps
+/// alive.
+///
+/// # Safety
+/// `plan` must point to a live `DirectWeightGradPlan` and `arena` be the program's arena.
+pub unsafe extern "C" fn direct_weight_grad_routine(
+    plan: *const DirectWeightGradPlan,
+    arena: *mut u8,
+) -> Status {
+    let plan = unsafe { &*plan };
+    guarded(&plan.name, || {
+        unsafe { plan.run(arena) };
+        Ok(())
+    })
+}
