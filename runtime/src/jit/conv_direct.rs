@@ -168,7 +168,16 @@ impl DirectConvPlan {
                 );
                 let out_row = out.get().add(row * self.out_w * oc);
                 for (o0, lanes) in channel_blocks(oc) {
-                    for x0 in (0..self.out_w).step_by(MAX_ROWS) {
+                    // Runs of 6 output pixels in one call, then the rest.
+                    let full = self.out_w / MAX_ROWS;
+                    let runs = [
+                        (0, MAX_ROWS, full),
+                        (full * MAX_ROWS, self.out_w % MAX_ROWS, 1),
+                    ];
+                    for (x0, rows, blocks) in runs {
+                        if rows == 0 || blocks == 0 {
+                            continue;
+                        }
                         let tile = Tile {
                             a: band.add(x0 * c),
                             a_row: c as isize,
@@ -181,9 +190,12 @@ impl DirectConvPlan {
                             b_inner: oc as isize,
                             dst: out_row.add(x0 * oc + o0),
                             dst_row: oc as isize,
-                            rows: (self.out_w - x0).min(MAX_ROWS),
+                            rows,
                             lanes,
                             accumulate: false,
+                            blocks,
+                            a_block: (MAX_ROWS * c) as isize,
+                            dst_block: (MAX_ROWS * oc) as isize,
                         };
                         run_tile(self.isa, &tile);
                     }

@@ -40,6 +40,11 @@ pub struct Tile {
     pub lanes: usize,
     /// Add the sums to `dst` instead of storing them.
     pub accumulate: bool,
+    /// The tile is repeated `blocks` times (at least once), with `a` and `dst` moved by
+    /// `a_block` and `dst_block` each time (one call for a whole run of output pixels).
+    pub blocks: usize,
+    pub a_block: isize,
+    pub dst_block: isize,
 }
 
 /// Which instructions the tiles use, decided once when a convolution is planned.
@@ -78,8 +83,18 @@ pub unsafe fn run_tile(isa: Isa, t: &Tile) {
 
 /// The reference form of a tile: the same sums in the same order, one lane at a time.
 unsafe fn portable(t: &Tile) {
+    for block in 0..t.blocks as isize {
+        portable_block(
+            t,
+            t.a.offset(block * t.a_block),
+            t.dst.offset(block * t.dst_block),
+        );
+    }
+}
+
+unsafe fn portable_block(t: &Tile, a: *const f32, dst: *mut f32) {
     let mut acc = [[0f32; MAX_LANES]; MAX_ROWS];
-    let (mut a_o, mut b_o) = (t.a, t.b);
+    let (mut a_o, mut b_o) = (a, t.b);
     for _ in 0..t.outer {
         let (mut a, mut b) = (a_o, b_o);
         for _ in 0..t.inner {
@@ -96,7 +111,7 @@ unsafe fn portable(t: &Tile) {
         b_o = b_o.offset(t.b_outer);
     }
     for (r, row) in acc.iter().enumerate().take(t.rows) {
-        let d = t.dst.offset(r as isize * t.dst_row);
+        let d = dst.offset(r as isize * t.dst_row);
         for (j, &x) in row.iter().enumerate().take(t.lanes) {
             if t.accumulate {
                 *d.add(j) += x;
@@ -140,12 +155,29 @@ mod avx2 {
     unsafe fn tile<const R: usize, const V: usize, const MASKED: bool>(t: &Tile) {
         let tail = t.lanes - 8 * (V - 1);
         let mask = _mm256_loadu_si256(MASK_SOURCE.as_ptr().add(8 - tail.min(8)) as *const __m256i);
-        let mut acc = [[_mm256_setzero_ps(); V]; R];
         let mut rows = [0isize; R];
         for (r, off) in rows.iter_mut().enumerate() {
             *off = r as isize * t.a_row;
         }
-        let (mut a_o, mut b_o) = (t.a, t.b);
+        for block in 0..t.blocks as isize {
+            let a = t.a.offset(block * t.a_block);
+            let dst = t.dst.offset(block * t.dst_block);
+            block_sums::<R, V, MASKED>(t, a, &rows, mask, dst);
+        }
+    }
+
+    /// One block of a tile: the sums from `a` on, stored or added at `dst`.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn block_sums<const R: usize, const V: usize, const MASKED: bool>(
+        t: &Tile,
+        a: *const f32,
+        rows: &[isize; R],
+        mask: __m256i,
+        dst: *mut f32,
+    ) {
+        let mut acc = [[_mm256_setzero_ps(); V]; R];
+        let (mut a_o, mut b_o) = (a, t.b);
         for _ in 0..t.outer {
             let (mut a, mut b) = (a_o, b_o);
             for _ in 0..t.inner {
@@ -170,7 +202,7 @@ mod avx2 {
             b_o = b_o.offset(t.b_outer);
         }
         for (r, row) in acc.iter().enumerate() {
-            let d = t.dst.offset(r as isize * t.dst_row);
+            let d = dst.offset(r as isize * t.dst_row);
             for (v, &x) in row.iter().enumerate() {
                 let p = d.add(8 * v);
                 let last_masked = MASKED && v == V - 1;
@@ -279,6 +311,9 @@ mod tests {
                         rows,
                         lanes,
                         accumulate,
+                        blocks: 2,
+                        a_block: 11,
+                        dst_block: 0,
                     };
                     unsafe { run_tile(isa, &t) };
                     t.dst = want.as_mut_ptr();

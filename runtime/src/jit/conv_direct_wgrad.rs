@@ -181,6 +181,9 @@ impl DirectWeightGradPlan {
                                 rows: (tile_rows - r0).min(MAX_ROWS),
                                 lanes,
                                 accumulate: true,
+                                blocks: 1,
+                                a_block: 0,
+                                dst_block: 0,
                             };
                             run_tile(self.isa, &tile);
                         }
