@@ -5,14 +5,14 @@
 //!
 //! With one channel and a 5x5 window the patch-matrix GEMM has K = 25: packing and memory
 //! traffic dominate it. Here each output row reads a band of `KH` zero-padded input rows
-//! (`fill_band`) and runs register tiles (`conv_direct_tile.rs`) of up to 6 output pixels x
-//! 16 output channels: per kernel tap, the 6 input values are broadcast and multiplied with
+//! (`fill_band`) and runs register tiles (`conv_direct_tile.rs`) of up to 14 output pixels x
+//! 32 output channels (AVX-512; 6 x 16 with AVX2): per kernel tap, the input values are broadcast and multiplied with
 //! the tap's weight vectors, all accumulators staying in registers until the tile's sums are
 //! stored. Output rows are split among `gemm_threads` workers in contiguous ranges; every
 //! output element is computed by the same code whatever the split.
 
 use super::buffer::Addr;
-use super::conv_direct_tile::{fill_band, run_tile, Isa, Tile, MAX_LANES, MAX_ROWS};
+use super::conv_direct_tile::{fill_band, run_tile, Isa, Tile};
 use super::conv_select::{ConvAlgorithm, ConvRoutine};
 use super::host::{guarded, resolve, Status};
 use super::parallel::{for_each_worker, Shared};
@@ -72,11 +72,11 @@ pub(crate) fn window_output(n: usize, pad: (isize, isize), k: usize) -> Option<u
     (out > 0).then_some(out as usize)
 }
 
-/// Output channels `o0..o0 + lanes` of each tile: blocks of 16, the rest in one block.
-pub(crate) fn channel_blocks(channels: usize) -> impl Iterator<Item = (usize, usize)> {
+/// Output channels `o0..o0 + lanes` of each tile: blocks of `most`, the rest in one block.
+pub(crate) fn channel_blocks(channels: usize, most: usize) -> impl Iterator<Item = (usize, usize)> {
     (0..channels)
-        .step_by(MAX_LANES)
-        .map(move |o0| (o0, (channels - o0).min(MAX_LANES)))
+        .step_by(most)
+        .map(move |o0| (o0, (channels - o0).min(most)))
 }
 
 impl DirectConvPlan {
@@ -167,13 +167,11 @@ impl DirectConvPlan {
                     band,
                 );
                 let out_row = out.get().add(row * self.out_w * oc);
-                for (o0, lanes) in channel_blocks(oc) {
-                    // Runs of 6 output pixels in one call, then the rest.
-                    let full = self.out_w / MAX_ROWS;
-                    let runs = [
-                        (0, MAX_ROWS, full),
-                        (full * MAX_ROWS, self.out_w % MAX_ROWS, 1),
-                    ];
+                for (o0, lanes) in channel_blocks(oc, self.isa.max_lanes()) {
+                    // Blocks of `most` output pixels in one call, then the rest.
+                    let most = self.isa.max_rows();
+                    let full = self.out_w / most;
+                    let runs = [(0, most, full), (full * most, self.out_w % most, 1)];
                     for (x0, rows, blocks) in runs {
                         if rows == 0 || blocks == 0 {
                             continue;
@@ -194,8 +192,8 @@ impl DirectConvPlan {
                             lanes,
                             accumulate: false,
                             blocks,
-                            a_block: (MAX_ROWS * c) as isize,
-                            dst_block: (MAX_ROWS * oc) as isize,
+                            a_block: (most * c) as isize,
+                            dst_block: (most * oc) as isize,
                         };
                         run_tile(self.isa, &tile);
                     }
@@ -247,4 +245,146 @@ pub unsafe extern "C" fn direct_conv_routine(
         unsafe { plan.run(arena) };
         Ok(())
     })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use tessel_compiler::ir::{Window, WindowDim};
+
+    /// A 2-D window of `sizes` with `pads`, stride 1.
+    pub(crate) fn window(sizes: [usize; 2], pads: [(i64, i64); 2]) -> Window {
+        let dim = |i: usize| {
+            let mut d = WindowDim::new(sizes[i] as i64);
+            (d.pad_low, d.pad_high) = pads[i];
+            d
+        };
+        Window {
+            dims: vec![dim(0), dim(1)],
+        }
+    }
+
+    pub(crate) fn values(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2654435761) | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s % 2000) as f32 / 500.0 - 2.0
+            })
+            .collect()
+    }
+
+    /// Scratch space for a plan: `alloc` hands out offsets in one arena.
+    pub(crate) struct Scratch(pub usize);
+
+    impl Scratch {
+        pub fn alloc(&mut self, bytes: usize) -> Addr {
+            let at = self.0;
+            self.0 += bytes.next_multiple_of(64);
+            Addr::Arena(at)
+        }
+
+        pub fn arena(&self) -> Vec<u64> {
+            vec![0; self.0 / 8 + 1]
+        }
+    }
+
+    pub(crate) fn shape(dims: &[usize]) -> ArrayShape {
+        let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+        ArrayShape::new(ElementType::F32, &dims)
+    }
+
+    /// The forward convolution by its definition, in f64: per output the sum and the sum of
+    /// the products' magnitudes.
+    fn reference(
+        x: &[f32],
+        xd: [usize; 4],
+        k: &[f32],
+        kd: [usize; 4],
+        pads: [(i64, i64); 2],
+    ) -> Vec<(f64, f64)> {
+        let [n, h, w, c] = xd;
+        let [kh, kw, _, o] = kd;
+        let oh = (h as i64 + pads[0].0 + pads[0].1 - kh as i64 + 1) as usize;
+        let ow = (w as i64 + pads[1].0 + pads[1].1 - kw as i64 + 1) as usize;
+        let mut out = vec![(0f64, 0f64); n * oh * ow * o];
+        for (i, (v, m)) in out.iter_mut().enumerate() {
+            let (oc, x0, y0, b) = (i % o, i / o % ow, i / o / ow % oh, i / o / ow / oh);
+            for ky in 0..kh {
+                for kx in 0..kw {
+                    let y = y0 as i64 + ky as i64 - pads[0].0;
+                    let xx = x0 as i64 + kx as i64 - pads[1].0;
+                    if y < 0 || y >= h as i64 || xx < 0 || xx >= w as i64 {
+                        continue;
+                    }
+                    for ch in 0..c {
+                        let xv = x[((b * h + y as usize) * w + xx as usize) * c + ch];
+                        let kv = k[((ky * kw + kx) * c + ch) * o + oc];
+                        *v += xv as f64 * kv as f64;
+                        *m += (xv as f64 * kv as f64).abs();
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Every instruction set, with its own row and channel blocking, against the definition:
+    /// 1 and 2 workers, widths around the 6- and 14-pixel tiles, channel tails.
+    #[test]
+    fn every_isa_matches_the_definition() {
+        let cases: [([usize; 4], [usize; 4], [(i64, i64); 2]); 4] = [
+            ([2, 5, 15, 1], [3, 3, 1, 17], [(1, 1), (1, 1)]),
+            ([1, 4, 29, 2], [2, 5, 2, 33], [(0, 1), (2, 2)]),
+            ([3, 3, 7, 3], [1, 1, 3, 5], [(0, 0), (-1, 0)]),
+            ([1, 6, 13, 4], [5, 3, 4, 40], [(2, 2), (0, 3)]),
+        ];
+        for isa in Isa::available() {
+            for (xd, kd, pads) in cases {
+                for threads in [1, 2] {
+                    let [n, h, w, _] = xd;
+                    let [kh, kw, _, o] = kd;
+                    let oh = (h as i64 + pads[0].0 + pads[0].1 - kh as i64 + 1) as usize;
+                    let ow = (w as i64 + pads[1].0 + pads[1].1 - kw as i64 + 1) as usize;
+                    let x = values(xd.iter().product(), 1);
+                    let k = values(kd.iter().product(), 2);
+                    let mut out = vec![f32::NAN; n * oh * ow * o];
+                    let conv = Convolution {
+                        window: window([kh, kw], pads),
+                        dims: ConvDimensionNumbers::nhwc_hwio(),
+                        feature_group_count: 1,
+                        batch_group_count: 1,
+                    };
+                    let mut scratch = Scratch(0);
+                    let mut plan = DirectConvPlan::new(
+                        "t",
+                        &conv,
+                        (Addr::Absolute(x.as_ptr() as usize), &shape(&xd)),
+                        (Addr::Absolute(k.as_ptr() as usize), &shape(&kd)),
+                        (
+                            Addr::Absolute(out.as_mut_ptr() as usize),
+                            &shape(&[n, oh, ow, o]),
+                        ),
+                        threads,
+                        &mut |b| scratch.alloc(b),
+                    )
+                    .expect("within the preconditions");
+                    plan.isa = isa;
+                    let mut arena = scratch.arena();
+                    unsafe { plan.run(arena.as_mut_ptr() as *mut u8) };
+                    let want = reference(&x, xd, &k, kd, pads);
+                    // A sum of n products in f32 is within n u S of the exact sum.
+                    let n_u = (kh * kw * xd[3]) as f64 * f64::from(f32::EPSILON) / 2.0;
+                    for (i, (&g, &(w, m))) in out.iter().zip(&want).enumerate() {
+                        assert!(
+                            (g as f64 - w).abs() <= 1.01 * n_u * m,
+                            "{isa:?} {xd:?} {kd:?} {threads} threads [{i}]: {g} vs {w}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

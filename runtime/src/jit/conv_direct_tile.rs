@@ -3,19 +3,18 @@
 //!
 //! A [`Tile`] is an outer-product accumulation: `acc[r][j] += a_r(t) * b(t)[j]` over a
 //! two-level step `t` (an outer and an inner count, each with its own pointer steps), where
-//! `a_r(t)` is one scalar per row `r` (broadcast to all lanes) and `b(t)` a run of up to 16
-//! contiguous floats (the output channels). The `R x V` accumulators (V vectors of 8 lanes)
-//! stay in registers for the whole tile; at the end they are stored, or added, to `dst`.
+//! `a_r(t)` is one scalar per row `r` (broadcast to all lanes) and `b(t)` a run of contiguous
+//! floats (the output channels). The accumulators stay in registers for the whole tile; at
+//! the end they are stored, or added, to `dst`.
 //!
-//! With AVX2+FMA (`is_x86_feature_detected!`) the tile is compiled per `(R, V, masked)`, so
-//! the loops over rows and vectors unroll and 6 x 2 accumulators + 2 `b` vectors + one
-//! broadcast use 15 of the 16 `ymm` registers. Elsewhere a portable loop computes the same
-//! sums (separately rounded multiply and add instead of FMA).
+//! The instruction set is chosen at run time (`is_x86_feature_detected!`): AVX-512F
+//! (`conv_direct_avx512.rs`, up to 14 rows x 32 channels), else AVX2+FMA
+//! (`conv_direct_avx2.rs`, 6 rows x 16 channels), else a portable loop that computes the same
+//! sums in the same order (separately rounded multiply and add instead of FMA).
 
-/// Most rows (scalar sources) a tile has: 6 x 2 accumulators fit the 16 AVX2 registers.
-pub const MAX_ROWS: usize = 6;
-/// Most output channels a tile covers (two 8-lane vectors).
-pub const MAX_LANES: usize = 16;
+/// The most rows and channels of a tile on any instruction set.
+const MOST_ROWS: usize = 14;
+const MOST_LANES: usize = 32;
 
 /// One tile's sources, steps and destination; pointer steps are in floats.
 #[derive(Clone, Copy, Debug)]
@@ -34,9 +33,9 @@ pub struct Tile {
     /// Row `r`'s result goes to `dst + r * dst_row` (`lanes` floats).
     pub dst: *mut f32,
     pub dst_row: isize,
-    /// Rows, at most [`MAX_ROWS`].
+    /// Rows, 1..=[`Isa::max_rows`].
     pub rows: usize,
-    /// Channels, 1..=[`MAX_LANES`]; lanes past it are neither read from `b` nor written.
+    /// Channels, 1..=[`Isa::max_lanes`]; lanes past it are neither read from `b` nor written.
     pub lanes: usize,
     /// Add the sums to `dst` instead of storing them.
     pub accumulate: bool,
@@ -50,20 +49,63 @@ pub struct Tile {
 /// Which instructions the tiles use, decided once when a convolution is planned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Isa {
+    Avx512,
     Avx2Fma,
     Portable,
 }
 
 impl Isa {
-    /// The best this machine has.
+    /// The best this machine has, or the one named by `TESSEL_CONV_ISA` (`avx512`, `avx2` or
+    /// `portable`) when this machine has it: the switch for measuring one against another.
     pub fn detect() -> Isa {
+        let available = Isa::available();
+        let wanted = std::env::var("TESSEL_CONV_ISA").ok();
+        available
+            .iter()
+            .copied()
+            .find(|isa| wanted.as_deref() == Some(isa.name()))
+            .unwrap_or(available[0])
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Avx512 => "avx512",
+            Isa::Avx2Fma => "avx2",
+            Isa::Portable => "portable",
+        }
+    }
+
+    /// Every instruction set this machine can run, the best first.
+    pub fn available() -> Vec<Isa> {
+        let mut v = Vec::new();
         #[cfg(target_arch = "x86_64")]
         {
+            if std::is_x86_feature_detected!("avx512f") {
+                v.push(Isa::Avx512);
+            }
             if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-                return Isa::Avx2Fma;
+                v.push(Isa::Avx2Fma);
             }
         }
-        Isa::Portable
+        v.push(Isa::Portable);
+        v
+    }
+
+    /// The most rows a tile may have: accumulators, `b` vectors and a broadcast fill the
+    /// vector registers.
+    pub fn max_rows(self) -> usize {
+        match self {
+            Isa::Avx512 => 14,
+            Isa::Avx2Fma | Isa::Portable => 6,
+        }
+    }
+
+    /// The most channels a tile may cover (two vectors).
+    pub fn max_lanes(self) -> usize {
+        match self {
+            Isa::Avx512 => 32,
+            Isa::Avx2Fma | Isa::Portable => 16,
+        }
     }
 }
 
@@ -71,18 +113,24 @@ impl Isa {
 ///
 /// # Safety
 /// Every address the tile's steps reach must be readable (`a`, and `lanes` floats at `b`) or
-/// writable (`lanes` floats per destination row); `rows` and `lanes` within their bounds.
+/// writable (`lanes` floats per destination row); `isa` must be one this machine runs.
 pub unsafe fn run_tile(isa: Isa, t: &Tile) {
-    debug_assert!((1..=MAX_ROWS).contains(&t.rows) && (1..=MAX_LANES).contains(&t.lanes));
+    debug_assert!((1..=isa.max_rows()).contains(&t.rows));
+    debug_assert!((1..=isa.max_lanes()).contains(&t.lanes));
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2Fma => avx2::dispatch(t),
+        Isa::Avx512 => super::conv_direct_avx512::dispatch(t),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => super::conv_direct_avx2::dispatch(t),
         _ => portable(t),
     }
 }
 
 /// The reference form of a tile: the same sums in the same order, one lane at a time.
-unsafe fn portable(t: &Tile) {
+///
+/// # Safety
+/// As [`run_tile`], with at most 14 rows and 32 channels.
+pub(crate) unsafe fn portable(t: &Tile) {
     for block in 0..t.blocks as isize {
         portable_block(
             t,
@@ -93,7 +141,7 @@ unsafe fn portable(t: &Tile) {
 }
 
 unsafe fn portable_block(t: &Tile, a: *const f32, dst: *mut f32) {
-    let mut acc = [[0f32; MAX_LANES]; MAX_ROWS];
+    let mut acc = [[0f32; MOST_LANES]; MOST_ROWS];
     let (mut a_o, mut b_o) = (a, t.b);
     for _ in 0..t.outer {
         let (mut a, mut b) = (a_o, b_o);
@@ -117,110 +165,6 @@ unsafe fn portable_block(t: &Tile, a: *const f32, dst: *mut f32) {
                 *d.add(j) += x;
             } else {
                 *d.add(j) = x;
-            }
-        }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::Tile;
-    use std::arch::x86_64::*;
-
-    /// `MASK_SOURCE[8 - k..16 - k]` is the mask of the first `k` lanes.
-    static MASK_SOURCE: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
-
-    /// Picks the instance for the tile's rows, vectors and tail.
-    pub unsafe fn dispatch(t: &Tile) {
-        let vectors = t.lanes.div_ceil(8);
-        let masked = !t.lanes.is_multiple_of(8);
-        macro_rules! pick {
-            ($($r:literal)*) => {
-                match (t.rows, vectors, masked) {
-                    $(
-                        ($r, 1, false) => tile::<$r, 1, false>(t),
-                        ($r, 1, true) => tile::<$r, 1, true>(t),
-                        ($r, 2, false) => tile::<$r, 2, false>(t),
-                        ($r, 2, true) => tile::<$r, 2, true>(t),
-                    )*
-                    _ => super::portable(t),
-                }
-            };
-        }
-        pick!(1 2 3 4 5 6)
-    }
-
-    /// `R` rows of `V` vectors; with `MASKED` the last vector covers `t.lanes % 8` lanes.
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn tile<const R: usize, const V: usize, const MASKED: bool>(t: &Tile) {
-        let tail = t.lanes - 8 * (V - 1);
-        let mask = _mm256_loadu_si256(MASK_SOURCE.as_ptr().add(8 - tail.min(8)) as *const __m256i);
-        let mut rows = [0isize; R];
-        for (r, off) in rows.iter_mut().enumerate() {
-            *off = r as isize * t.a_row;
-        }
-        for block in 0..t.blocks as isize {
-            let a = t.a.offset(block * t.a_block);
-            let dst = t.dst.offset(block * t.dst_block);
-            block_sums::<R, V, MASKED>(t, a, &rows, mask, dst);
-        }
-    }
-
-    /// One block of a tile: the sums from `a` on, stored or added at `dst`.
-    #[target_feature(enable = "avx2,fma")]
-    #[inline]
-    unsafe fn block_sums<const R: usize, const V: usize, const MASKED: bool>(
-        t: &Tile,
-        a: *const f32,
-        rows: &[isize; R],
-        mask: __m256i,
-        dst: *mut f32,
-    ) {
-        let mut acc = [[_mm256_setzero_ps(); V]; R];
-        let (mut a_o, mut b_o) = (a, t.b);
-        for _ in 0..t.outer {
-            let (mut a, mut b) = (a_o, b_o);
-            for _ in 0..t.inner {
-                let mut bv = [_mm256_setzero_ps(); V];
-                for (v, x) in bv.iter_mut().enumerate() {
-                    *x = if MASKED && v == V - 1 {
-                        _mm256_maskload_ps(b.add(8 * v), mask)
-                    } else {
-                        _mm256_loadu_ps(b.add(8 * v))
-                    };
-                }
-                for r in 0..R {
-                    let s = _mm256_broadcast_ss(&*a.offset(rows[r]));
-                    for v in 0..V {
-                        acc[r][v] = _mm256_fmadd_ps(s, bv[v], acc[r][v]);
-                    }
-                }
-                a = a.offset(t.a_inner);
-                b = b.offset(t.b_inner);
-            }
-            a_o = a_o.offset(t.a_outer);
-            b_o = b_o.offset(t.b_outer);
-        }
-        for (r, row) in acc.iter().enumerate() {
-            let d = dst.offset(r as isize * t.dst_row);
-            for (v, &x) in row.iter().enumerate() {
-                let p = d.add(8 * v);
-                let last_masked = MASKED && v == V - 1;
-                let x = if t.accumulate {
-                    let old = if last_masked {
-                        _mm256_maskload_ps(p, mask)
-                    } else {
-                        _mm256_loadu_ps(p)
-                    };
-                    _mm256_add_ps(old, x)
-                } else {
-                    x
-                };
-                if last_masked {
-                    _mm256_maskstore_ps(p, mask, x);
-                } else {
-                    _mm256_storeu_ps(p, x);
-                }
             }
         }
     }
@@ -287,14 +231,16 @@ mod tests {
     /// after each destination row that must stay untouched.
     #[test]
     fn simd_tiles_match_the_portable_loop() {
-        let isa = Isa::detect();
         let a = values(400, 1);
         let b = values(600, 2);
-        for rows in 1..=MAX_ROWS {
-            for lanes in 1..=MAX_LANES {
+        for (isa, rows, lanes) in Isa::available().into_iter().flat_map(|isa| {
+            (1..=isa.max_rows())
+                .flat_map(move |rows| (1..=isa.max_lanes()).map(move |lanes| (isa, rows, lanes)))
+        }) {
+            {
                 for accumulate in [false, true] {
-                    let dst_row = 20isize;
-                    let mut got = values(MAX_ROWS * 20, 3);
+                    let dst_row = 36isize;
+                    let mut got = values(MOST_ROWS * 36, 3);
                     let mut want = got.clone();
                     let mut t = Tile {
                         a: a.as_ptr(),
@@ -322,7 +268,7 @@ mod tests {
                         // 15 products of values below 2 in magnitude: sums below 60.
                         assert!(
                             (g - w).abs() <= 60.0 * 16.0 * f32::EPSILON,
-                            "rows {rows} lanes {lanes} acc {accumulate} [{i}]: {g} vs {w}"
+                            "{isa:?} rows {rows} lanes {lanes} acc {accumulate} [{i}]: {g} vs {w}"
                         );
                         if (i as isize % dst_row) as usize >= lanes {
                             assert_eq!(g.to_bits(), w.to_bits(), "guard lane {i} written");

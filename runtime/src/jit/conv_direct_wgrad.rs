@@ -9,7 +9,7 @@
 //! As a GEMM this has M = OH * OW * B = 25 for MNIST's conv 1, too few rows for packing to pay.
 //! Here the output gradient is streamed in chunks of [`CHUNK_ROWS`] rows of one image (small
 //! enough to stay in L1 cache); for every output row `oy` a register tile
-//! (`conv_direct_tile.rs`) keeps up to 6 (ox, b) x 16 channels of sums in registers while it
+//! (`conv_direct_tile.rs`) keeps up to 14 (ox, b) x 32 channels of sums (6 x 16 with AVX2) in registers while it
 //! runs over the chunk, broadcasting input values and multiplying them with the gradient's
 //! channel vectors, then adds them to the worker's partial sums. Workers take contiguous
 //! ranges of chunks; their partials are added in worker order, so the result is the same for
@@ -17,7 +17,7 @@
 
 use super::buffer::Addr;
 use super::conv_direct::{channel_blocks, f32_dims, plain_window, window_output, MAX_CHANNELS};
-use super::conv_direct_tile::{fill_band, run_tile, Isa, Tile, MAX_ROWS};
+use super::conv_direct_tile::{fill_band, run_tile, Isa, Tile};
 use super::conv_select::{ConvAlgorithm, ConvRoutine};
 use super::host::{guarded, resolve, Status};
 use super::parallel::{for_each_worker, Shared};
@@ -143,6 +143,7 @@ impl DirectWeightGradPlan {
         let partials = Shared(resolve(self.partials, arena) as *mut f32);
         let bands = Shared(resolve(self.bands, arena) as *mut f32);
         let workers = self.workers;
+        let most_rows = self.isa.max_rows();
         for_each_worker(workers, |wk| {
             let (input, grad) = (input.get() as *const f32, grad.get() as *const f32);
             let part = partials.get().add(wk * self.out_elems);
@@ -164,8 +165,8 @@ impl DirectWeightGradPlan {
                 );
                 let chunk = grad.add((f * self.grad_h + y0) * self.grad_w * oc);
                 for oy in 0..self.out_h {
-                    for r0 in (0..tile_rows).step_by(MAX_ROWS) {
-                        for (o0, lanes) in channel_blocks(oc) {
+                    for r0 in (0..tile_rows).step_by(most_rows) {
+                        for (o0, lanes) in channel_blocks(oc, self.isa.max_lanes()) {
                             let tile = Tile {
                                 a: band.add(oy * band_w * b + r0),
                                 a_row: 1,
@@ -178,7 +179,7 @@ impl DirectWeightGradPlan {
                                 b_inner: oc as isize,
                                 dst: part.add((oy * tile_rows + r0) * oc + o0),
                                 dst_row: oc as isize,
-                                rows: (tile_rows - r0).min(MAX_ROWS),
+                                rows: (tile_rows - r0).min(most_rows),
                                 lanes,
                                 accumulate: true,
                                 blocks: 1,
@@ -248,4 +249,100 @@ pub unsafe extern "C" fn direct_weight_grad_routine(
         unsafe { plan.run(arena) };
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jit::conv_direct::tests::{shape, values, window, Scratch};
+
+    /// The weight gradient by its definition, in f64: per output the sum and the sum of the
+    /// products' magnitudes.
+    fn reference(
+        x: &[f32],
+        xd: [usize; 4],
+        g: &[f32],
+        gd: [usize; 4],
+        out: [usize; 2],
+        pads: [(i64, i64); 2],
+    ) -> Vec<(f64, f64)> {
+        let [f, h, w, b] = xd;
+        let [_, gh, gw, o] = gd;
+        let mut sums = vec![(0f64, 0f64); out[0] * out[1] * b * o];
+        for (i, (v, m)) in sums.iter_mut().enumerate() {
+            let (oc, bb, ox, oy) = (i % o, i / o % b, i / o / b % out[1], i / o / b / out[1]);
+            for img in 0..f {
+                for y in 0..gh {
+                    for xx in 0..gw {
+                        let iy = (oy + y) as i64 - pads[0].0;
+                        let ix = (ox + xx) as i64 - pads[1].0;
+                        if iy < 0 || iy >= h as i64 || ix < 0 || ix >= w as i64 {
+                            continue;
+                        }
+                        let xv = x[((img * h + iy as usize) * w + ix as usize) * b + bb];
+                        let gv = g[((img * gh + y) * gw + xx) * o + oc];
+                        *v += xv as f64 * gv as f64;
+                        *m += (xv as f64 * gv as f64).abs();
+                    }
+                }
+            }
+        }
+        sums
+    }
+
+    /// Every instruction set, with its own row and channel blocking, against the definition:
+    /// 1, 2 and 3 workers (partials added), chunks of rows with a short last one, channel
+    /// tails, more (ox, b) rows than one tile holds.
+    #[test]
+    fn every_isa_matches_the_definition() {
+        // (input dims, gradient dims, output spatial, pads)
+        let cases: [([usize; 4], [usize; 4], [usize; 2], [(i64, i64); 2]); 4] = [
+            ([3, 9, 9, 1], [3, 9, 9, 32], [5, 5], [(2, 2), (2, 2)]),
+            ([2, 7, 11, 2], [2, 6, 9, 17], [4, 4], [(1, 1), (0, 1)]),
+            ([1, 5, 20, 3], [1, 7, 4, 3], [2, 18], [(1, 2), (1, 0)]),
+            ([4, 6, 5, 4], [4, 5, 5, 40], [2, 3], [(-1, 1), (1, 1)]),
+        ];
+        for isa in Isa::available() {
+            for (xd, gd, os, pads) in cases {
+                for threads in [1, 2, 3] {
+                    let (b, o) = (xd[3], gd[3]);
+                    let x = values(xd.iter().product(), 3);
+                    let g = values(gd.iter().product(), 4);
+                    let mut out = vec![f32::NAN; os[0] * os[1] * b * o];
+                    let conv = Convolution {
+                        window: window([gd[1], gd[2]], pads),
+                        dims: weight_gradient_labels(),
+                        feature_group_count: 1,
+                        batch_group_count: 1,
+                    };
+                    let mut scratch = Scratch(0);
+                    let mut plan = DirectWeightGradPlan::new(
+                        "t",
+                        &conv,
+                        (Addr::Absolute(x.as_ptr() as usize), &shape(&xd)),
+                        (Addr::Absolute(g.as_ptr() as usize), &shape(&gd)),
+                        (
+                            Addr::Absolute(out.as_mut_ptr() as usize),
+                            &shape(&[os[0], os[1], b, o]),
+                        ),
+                        threads,
+                        &mut |n| scratch.alloc(n),
+                    )
+                    .expect("within the preconditions");
+                    plan.isa = isa;
+                    let mut arena = scratch.arena();
+                    unsafe { plan.run(arena.as_mut_ptr() as *mut u8) };
+                    let want = reference(&x, xd, &g, gd, os, pads);
+                    // A sum of n products in f32 is within n u S of the exact sum.
+                    let n_u = (xd[0] * gd[1] * gd[2]) as f64 * f64::from(f32::EPSILON) / 2.0;
+                    for (i, (&got, &(w, m))) in out.iter().zip(&want).enumerate() {
+                        assert!(
+                            (got as f64 - w).abs() <= 1.01 * n_u * m,
+                            "{isa:?} {xd:?} {gd:?} {threads} threads [{i}]: {got} vs {w}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

@@ -10,6 +10,10 @@
 pub mod buffer;
 pub mod collectives;
 pub mod conv_direct;
+#[cfg(target_arch = "x86_64")]
+pub mod conv_direct_avx2;
+#[cfg(target_arch = "x86_64")]
+pub mod conv_direct_avx512;
 pub mod conv_direct_tile;
 pub mod conv_direct_wgrad;
 pub mod conv_patches;
