@@ -335,7 +335,8 @@ pub(crate) mod tests {
     /// 1 and 2 workers, widths around the 6- and 14-pixel tiles, channel tails.
     #[test]
     fn every_isa_matches_the_definition() {
-        let cases: [([usize; 4], [usize; 4], [(i64, i64); 2]); 4] = [
+        type Case = ([usize; 4], [usize; 4], [(i64, i64); 2]);
+        let cases: [Case; 4] = [
             ([2, 5, 15, 1], [3, 3, 1, 17], [(1, 1), (1, 1)]),
             ([1, 4, 29, 2], [2, 5, 2, 33], [(0, 1), (2, 2)]),
             ([3, 3, 7, 3], [1, 1, 3, 5], [(0, 0), (-1, 0)]),

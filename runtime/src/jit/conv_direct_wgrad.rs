@@ -296,7 +296,8 @@ mod tests {
     #[test]
     fn every_isa_matches_the_definition() {
         // (input dims, gradient dims, output spatial, pads)
-        let cases: [([usize; 4], [usize; 4], [usize; 2], [(i64, i64); 2]); 4] = [
+        type Case = ([usize; 4], [usize; 4], [usize; 2], [(i64, i64); 2]);
+        let cases: [Case; 4] = [
             ([3, 9, 9, 1], [3, 9, 9, 32], [5, 5], [(2, 2), (2, 2)]),
             ([2, 7, 11, 2], [2, 6, 9, 17], [4, 4], [(1, 1), (0, 1)]),
             ([1, 5, 20, 3], [1, 7, 4, 3], [2, 18], [(1, 2), (1, 0)]),
