@@ -1,7 +1,8 @@
 //! The direct convolutions for few input channels (`jit/conv_direct.rs`, forward NHWC / HWIO,
 //! and `jit/conv_direct_wgrad.rs`, the weight gradient `f01b_i01o->01bf`) against the
 //! interpreter, over odd sizes, channel counts that are not multiples of 8, several kernel
-//! shapes and paddings (asymmetric and negative), on 1, 2 and 3 workers. Each case first
+//! shapes and paddings (asymmetric and negative), on 1, 2 and 3 workers (bitwise the same
+//! result on each). Each case first
 //! checks that `ConvAlgorithm::Auto` really plans the direct routine (and `Gemm` the patch
 //! GEMM), so a silent fallback cannot pass.
 //!
@@ -200,6 +201,7 @@ fn check(
         (ConvAlgorithm::Auto, 3),
         (ConvAlgorithm::Gemm, 2),
     ];
+    let mut first_auto: Option<Array> = None;
     for (algorithm, threads) in runs {
         let options = JitOptions {
             conv_algorithm: algorithm,
@@ -218,6 +220,17 @@ fn check(
                 (g - w).abs() <= bound,
                 "{what} ({algorithm:?}, {threads} threads) element {i}: jit {g} vs interpreter {w}, bound {bound}"
             );
+        }
+        // The direct routines give bitwise the same result on any number of workers.
+        if algorithm == ConvAlgorithm::Auto {
+            match &first_auto {
+                None => first_auto = Some(got),
+                Some(first) => assert!(
+                    (0..got.len())
+                        .all(|i| got.data.get_f64(i).to_bits() == first.data.get_f64(i).to_bits()),
+                    "{what}: {threads} threads differ from 1 thread"
+                ),
+            }
         }
     }
 }

@@ -8,8 +8,9 @@
 //! (`fill_band`) and runs register tiles (`conv_direct_tile.rs`) of up to 14 output pixels x
 //! 32 output channels (AVX-512; 6 x 16 with AVX2): per kernel tap, the input values are broadcast and multiplied with
 //! the tap's weight vectors, all accumulators staying in registers until the tile's sums are
-//! stored. Output rows are split among `gemm_threads` workers in contiguous ranges; every
-//! output element is computed by the same code whatever the split.
+//! stored. `gemm_threads` workers take runs of [`ROWS_PER_TAKE`] output rows as they become
+//! free; every output element is computed by the same code whoever computes it, so the
+//! result is bitwise the same for any thread count.
 
 use super::buffer::Addr;
 use super::conv_direct_tile::{fill_band, run_tile, Isa, Tile};
@@ -17,10 +18,13 @@ use super::conv_select::{ConvAlgorithm, ConvRoutine};
 use super::host::{guarded, resolve, Status};
 use super::parallel::{for_each_worker, Shared};
 use super::JitOptions;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tessel_compiler::ir::{ArrayShape, ConvDimensionNumbers, Convolution, ElementType};
 
 /// Most input channels the direct routines take; beyond it the GEMM's K is large enough.
 pub const MAX_CHANNELS: usize = 4;
+/// Output rows a worker takes at a time.
+const ROWS_PER_TAKE: usize = 4;
 
 /// Everything the forward routine needs, decided at compile time.
 #[derive(Clone, Debug)]
@@ -150,52 +154,58 @@ impl DirectConvPlan {
             Shared(weights as *mut f32),
             Shared(out),
         );
-        let workers = self.workers;
-        for_each_worker(workers, |wk| {
+        let next_row = AtomicUsize::new(0);
+        for_each_worker(self.workers, |wk| {
             let band = bands.get().add(wk * self.band_elems);
-            for row in rows_total * wk / workers..rows_total * (wk + 1) / workers {
-                let (n, y) = (row / self.out_h, row % self.out_h);
-                fill_band(
-                    input.get().add(n * image_elems),
-                    self.height,
-                    self.width,
-                    c,
-                    y as isize - self.pad_top,
-                    self.kh,
-                    self.pad_left,
-                    band_w,
-                    band,
-                );
-                let out_row = out.get().add(row * self.out_w * oc);
-                for (o0, lanes) in channel_blocks(oc, self.isa.max_lanes()) {
-                    // Blocks of `most` output pixels in one call, then the rest.
-                    let most = self.isa.max_rows();
-                    let full = self.out_w / most;
-                    let runs = [(0, most, full), (full * most, self.out_w % most, 1)];
-                    for (x0, rows, blocks) in runs {
-                        if rows == 0 || blocks == 0 {
-                            continue;
+            loop {
+                let row0 = next_row.fetch_add(ROWS_PER_TAKE, Ordering::Relaxed);
+                if row0 >= rows_total {
+                    break;
+                }
+                for row in row0..(row0 + ROWS_PER_TAKE).min(rows_total) {
+                    let (n, y) = (row / self.out_h, row % self.out_h);
+                    fill_band(
+                        input.get().add(n * image_elems),
+                        self.height,
+                        self.width,
+                        c,
+                        y as isize - self.pad_top,
+                        self.kh,
+                        self.pad_left,
+                        band_w,
+                        band,
+                    );
+                    let out_row = out.get().add(row * self.out_w * oc);
+                    for (o0, lanes) in channel_blocks(oc, self.isa.max_lanes()) {
+                        // Blocks of `most` output pixels in one call, then the rest.
+                        let most = self.isa.max_rows();
+                        let full = self.out_w / most;
+                        let runs = [(0, most, full), (full * most, self.out_w % most, 1)];
+                        for (x0, rows, blocks) in runs {
+                            if rows == 0 || blocks == 0 {
+                                continue;
+                            }
+                            let tile = Tile {
+                                a: band.add(x0 * c),
+                                a_row: c as isize,
+                                b: weights.get().add(o0),
+                                outer: self.kh,
+                                a_outer: (band_w * c) as isize,
+                                b_outer: (self.kw * c * oc) as isize,
+                                inner: self.kw * c,
+                                a_inner: 1,
+                                b_inner: oc as isize,
+                                dst: out_row.add(x0 * oc + o0),
+                                dst_row: oc as isize,
+                                rows,
+                                lanes,
+                                accumulate: false,
+                                blocks,
+                                a_block: (most * c) as isize,
+                                dst_block: (most * oc) as isize,
+                            };
+                            run_tile(self.isa, &tile);
                         }
-                        let tile = Tile {
-                            a: band.add(x0 * c),
-                            a_row: c as isize,
-                            b: weights.get().add(o0),
-                            outer: self.kh,
-                            a_outer: (band_w * c) as isize,
-                            b_outer: (self.kw * c * oc) as isize,
-                            inner: self.kw * c,
-                            a_inner: 1,
-                            b_inner: oc as isize,
-                            dst: out_row.add(x0 * oc + o0),
-                            dst_row: oc as isize,
-                            rows,
-                            lanes,
-                            accumulate: false,
-                            blocks,
-                            a_block: (most * c) as isize,
-                            dst_block: (most * oc) as isize,
-                        };
-                        run_tile(self.isa, &tile);
                     }
                 }
             }

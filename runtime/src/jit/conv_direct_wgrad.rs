@@ -11,9 +11,12 @@
 //! enough to stay in L1 cache); for every output row `oy` a register tile
 //! (`conv_direct_tile.rs`) keeps up to 14 (ox, b) x 32 channels of sums (6 x 16 with AVX2) in registers while it
 //! runs over the chunk, broadcasting input values and multiplying them with the gradient's
-//! channel vectors, then adds them to the worker's partial sums. Workers take contiguous
-//! ranges of chunks; their partials are added in worker order, so the result is the same for
-//! a given thread count.
+//! channel vectors, then adds them to partial sums. The chunks are cut into at most
+//! [`GROUPS`] fixed groups of consecutive chunks, each with its own partial; workers take
+//! whole groups as they become free (a worker that is slowed down by another process does
+//! not hold the others up), and the partials are added in group order at the end. The groups
+//! do not depend on the number of workers, so the result is bitwise the same for any thread
+//! count.
 
 use super::buffer::Addr;
 use super::conv_direct::{channel_blocks, f32_dims, plain_window, window_output, MAX_CHANNELS};
@@ -22,10 +25,13 @@ use super::conv_select::{ConvAlgorithm, ConvRoutine};
 use super::host::{guarded, resolve, Status};
 use super::parallel::{for_each_worker, Shared};
 use super::JitOptions;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tessel_compiler::ir::{ArrayShape, ConvDimensionNumbers, Convolution};
 
 /// Output-gradient rows per chunk: 4 rows of 28 x 32 floats are 14 KB.
 const CHUNK_ROWS: usize = 4;
+/// The chunks are cut into at most this many groups, each summed into its own partial.
+const GROUPS: usize = 16;
 
 /// `f01b_i01o->01bf`, the weight-gradient labels.
 fn weight_gradient_labels() -> ConvDimensionNumbers {
@@ -50,8 +56,9 @@ pub struct DirectWeightGradPlan {
     input: Addr,
     grad: Addr,
     output: Addr,
-    /// One partial sum `[OH, OW, B, O]` per worker, `out_elems` floats apart.
+    /// One partial sum `[OH, OW, B, O]` per group, `out_elems` floats apart.
     partials: Addr,
+    groups: usize,
     out_elems: usize,
     /// One band of padded input rows per worker, `band_elems` floats apart.
     bands: Addr,
@@ -99,8 +106,8 @@ impl DirectWeightGradPlan {
         if !sizes_match || b > MAX_CHANNELS {
             return None;
         }
-        let items = f * gh.div_ceil(CHUNK_ROWS);
-        let workers = threads.clamp(1, items);
+        let groups = (f * gh.div_ceil(CHUNK_ROWS)).min(GROUPS);
+        let workers = threads.clamp(1, groups);
         let out_elems = (oh * ow * b * oc).next_multiple_of(16);
         let band_elems = ((CHUNK_ROWS + oh - 1) * (ow + gw - 1) * b).next_multiple_of(16);
         Some(DirectWeightGradPlan {
@@ -109,7 +116,8 @@ impl DirectWeightGradPlan {
             input: input.0,
             grad: grad.0,
             output: output.0,
-            partials: alloc(out_elems * workers * 4),
+            partials: alloc(out_elems * groups * 4),
+            groups,
             out_elems,
             bands: alloc(band_elems * workers * 4),
             band_elems,
@@ -142,63 +150,70 @@ impl DirectWeightGradPlan {
         let grad = Shared(resolve(self.grad, arena));
         let partials = Shared(resolve(self.partials, arena) as *mut f32);
         let bands = Shared(resolve(self.bands, arena) as *mut f32);
-        let workers = self.workers;
         let most_rows = self.isa.max_rows();
-        for_each_worker(workers, |wk| {
+        let groups = self.groups;
+        let next_group = AtomicUsize::new(0);
+        for_each_worker(self.workers, |wk| {
             let (input, grad) = (input.get() as *const f32, grad.get() as *const f32);
-            let part = partials.get().add(wk * self.out_elems);
             let band = bands.get().add(wk * self.band_elems);
-            std::ptr::write_bytes(part, 0, self.out_elems);
-            for item in items * wk / workers..items * (wk + 1) / workers {
-                let (f, y0) = (item / chunks, item % chunks * CHUNK_ROWS);
-                let rows = CHUNK_ROWS.min(self.grad_h - y0);
-                fill_band(
-                    input.add(f * image_elems),
-                    self.height,
-                    self.width,
-                    b,
-                    y0 as isize - self.pad_top,
-                    rows + self.out_h - 1,
-                    self.pad_left,
-                    band_w,
-                    band,
-                );
-                let chunk = grad.add((f * self.grad_h + y0) * self.grad_w * oc);
-                for oy in 0..self.out_h {
-                    for r0 in (0..tile_rows).step_by(most_rows) {
-                        for (o0, lanes) in channel_blocks(oc, self.isa.max_lanes()) {
-                            let tile = Tile {
-                                a: band.add(oy * band_w * b + r0),
-                                a_row: 1,
-                                b: chunk.add(o0),
-                                outer: rows,
-                                a_outer: (band_w * b) as isize,
-                                b_outer: (self.grad_w * oc) as isize,
-                                inner: self.grad_w,
-                                a_inner: b as isize,
-                                b_inner: oc as isize,
-                                dst: part.add((oy * tile_rows + r0) * oc + o0),
-                                dst_row: oc as isize,
-                                rows: (tile_rows - r0).min(most_rows),
-                                lanes,
-                                accumulate: true,
-                                blocks: 1,
-                                a_block: 0,
-                                dst_block: 0,
-                            };
-                            run_tile(self.isa, &tile);
+            loop {
+                let g = next_group.fetch_add(1, Ordering::Relaxed);
+                if g >= groups {
+                    break;
+                }
+                let part = partials.get().add(g * self.out_elems);
+                std::ptr::write_bytes(part, 0, self.out_elems);
+                for item in items * g / groups..items * (g + 1) / groups {
+                    let (f, y0) = (item / chunks, item % chunks * CHUNK_ROWS);
+                    let rows = CHUNK_ROWS.min(self.grad_h - y0);
+                    fill_band(
+                        input.add(f * image_elems),
+                        self.height,
+                        self.width,
+                        b,
+                        y0 as isize - self.pad_top,
+                        rows + self.out_h - 1,
+                        self.pad_left,
+                        band_w,
+                        band,
+                    );
+                    let chunk = grad.add((f * self.grad_h + y0) * self.grad_w * oc);
+                    for oy in 0..self.out_h {
+                        for r0 in (0..tile_rows).step_by(most_rows) {
+                            for (o0, lanes) in channel_blocks(oc, self.isa.max_lanes()) {
+                                let tile = Tile {
+                                    a: band.add(oy * band_w * b + r0),
+                                    a_row: 1,
+                                    b: chunk.add(o0),
+                                    outer: rows,
+                                    a_outer: (band_w * b) as isize,
+                                    b_outer: (self.grad_w * oc) as isize,
+                                    inner: self.grad_w,
+                                    a_inner: b as isize,
+                                    b_inner: oc as isize,
+                                    dst: part.add((oy * tile_rows + r0) * oc + o0),
+                                    dst_row: oc as isize,
+                                    rows: (tile_rows - r0).min(most_rows),
+                                    lanes,
+                                    accumulate: true,
+                                    blocks: 1,
+                                    a_block: 0,
+                                    dst_block: 0,
+                                };
+                                run_tile(self.isa, &tile);
+                            }
                         }
                     }
                 }
             }
         });
-        // The partials in worker order.
+        // The partials in group order.
         let out = resolve(self.output, arena) as *mut f32;
         let n = self.out_h * tile_rows * oc;
         let first = partials.get();
         std::ptr::copy_nonoverlapping(first, out, n);
-        for wk in 1..workers {
-            let part = first.add(wk * self.out_elems);
+        for g in 1..groups {
+            let part = first.add(g * self.out_elems);
             for j in 0..n {
                 *out.add(j) += *part.add(j);
             }
