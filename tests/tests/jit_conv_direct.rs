@@ -2,9 +2,8 @@
 //! and `jit/conv_direct_wgrad.rs`, the weight gradient `f01b_i01o->01bf`) against the
 //! interpreter, over odd sizes, channel counts that are not multiples of 8, several kernel
 //! shapes and paddings (asymmetric and negative), on 1, 2 and 3 workers (bitwise the same
-//! result on each). Each case first
-//! checks that `ConvAlgorithm::Auto` really plans the direct routine (and `Gemm` the patch
-//! GEMM), so a silent fallback cannot pass.
+//! result on each). Each case first checks that `ConvAlgorithm::Auto` really plans the direct
+//! routine (and `Gemm` the patch GEMM), so a silent fallback cannot pass.
 //!
 //! Tolerance: every output is a sum of at most `n` products (n = KH*KW*C forward, F*GH*GW for
 //! the weight gradient). In f32, any summation order of `n` products, with or without FMA,
