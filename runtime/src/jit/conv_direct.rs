@@ -4,13 +4,14 @@
 //! [`MAX_CHANNELS`] input channels.
 //!
 //! With one channel and a 5x5 window the patch-matrix GEMM has K = 25: packing and memory
-//! traffic dominate it. Here each output row reads a band of `KH` zero-padded input rows
-//! (`fill_band`) and runs register tiles (`conv_direct_tile.rs`) of up to 14 output pixels x
-//! 32 output channels (AVX-512; 6 x 16 with AVX2): per kernel tap, the input values are broadcast and multiplied with
-//! the tap's weight vectors, all accumulators staying in registers until the tile's sums are
-//! stored. `gemm_threads` workers take runs of [`ROWS_PER_TAKE`] output rows as they become
-//! free; every output element is computed by the same code whoever computes it, so the
-//! result is bitwise the same for any thread count.
+//! traffic dominate it. Here a run of output rows reads a band of zero-padded input rows
+//! (`fill_band`), and register tiles (`conv_direct_tile.rs`) of up to 14 output pixels x 32
+//! output channels (AVX-512; 6 x 16 with AVX2) run along each row: per kernel tap, the input
+//! values are broadcast and multiplied with the tap's weight vectors, all accumulators
+//! staying in registers until the tile's sums are stored. `gemm_threads` workers take runs of
+//! [`ROWS_PER_TAKE`] output rows of one image as they become free; every output element is
+//! computed by the same code whoever computes it, so the result is bitwise the same for any
+//! thread count.
 
 use super::buffer::Addr;
 use super::conv_direct_tile::{fill_band, run_tile, Isa, Tile};
@@ -23,7 +24,7 @@ use tessel_compiler::ir::{ArrayShape, ConvDimensionNumbers, Convolution, Element
 
 /// Most input channels the direct routines take; beyond it the GEMM's K is large enough.
 pub const MAX_CHANNELS: usize = 4;
-/// Output rows a worker takes at a time.
+/// Output rows a worker takes at a time, all from one image.
 const ROWS_PER_TAKE: usize = 4;
 
 /// Everything the forward routine needs, decided at compile time.
@@ -112,8 +113,8 @@ impl DirectConvPlan {
         if !sizes_match || c > MAX_CHANNELS {
             return None;
         }
-        let band_elems = (kh * (ow + kw - 1) * c).next_multiple_of(16);
-        let workers = threads.clamp(1, n * oh);
+        let band_elems = ((ROWS_PER_TAKE + kh - 1) * (ow + kw - 1) * c).next_multiple_of(16);
+        let workers = threads.clamp(1, n * oh.div_ceil(ROWS_PER_TAKE));
         Some(DirectConvPlan {
             name: name.to_string(),
             isa: Isa::detect(),
@@ -146,7 +147,8 @@ impl DirectConvPlan {
         // [kh, kw, c, oc]: a tile's weight vector for one tap is contiguous.
         let weights = resolve(self.kernel, arena) as *const f32;
         let band_w = self.out_w + self.kw - 1;
-        let rows_total = self.batch * self.out_h;
+        let runs = self.out_h.div_ceil(ROWS_PER_TAKE);
+        let items = self.batch * runs;
         let image_elems = self.height * self.width * c;
         let bands = Shared(resolve(self.bands, arena) as *mut f32);
         let (input, weights, out) = (
@@ -154,28 +156,32 @@ impl DirectConvPlan {
             Shared(weights as *mut f32),
             Shared(out),
         );
-        let next_row = AtomicUsize::new(0);
+        let next_item = AtomicUsize::new(0);
         for_each_worker(self.workers, |wk| {
             let band = bands.get().add(wk * self.band_elems);
             loop {
-                let row0 = next_row.fetch_add(ROWS_PER_TAKE, Ordering::Relaxed);
-                if row0 >= rows_total {
+                let item = next_item.fetch_add(1, Ordering::Relaxed);
+                if item >= items {
                     break;
                 }
-                for row in row0..(row0 + ROWS_PER_TAKE).min(rows_total) {
-                    let (n, y) = (row / self.out_h, row % self.out_h);
-                    fill_band(
-                        input.get().add(n * image_elems),
-                        self.height,
-                        self.width,
-                        c,
-                        y as isize - self.pad_top,
-                        self.kh,
-                        self.pad_left,
-                        band_w,
-                        band,
-                    );
-                    let out_row = out.get().add(row * self.out_w * oc);
+                // Output rows y0..y1 of image n read input rows y0 - pad_top .. y1 - 1 +
+                // kh - 1 - pad_top: one band for the run.
+                let (n, y0) = (item / runs, item % runs * ROWS_PER_TAKE);
+                let y1 = (y0 + ROWS_PER_TAKE).min(self.out_h);
+                fill_band(
+                    input.get().add(n * image_elems),
+                    self.height,
+                    self.width,
+                    c,
+                    y0 as isize - self.pad_top,
+                    y1 - y0 + self.kh - 1,
+                    self.pad_left,
+                    band_w,
+                    band,
+                );
+                for y in y0..y1 {
+                    let band = band.add((y - y0) * band_w * c);
+                    let out_row = out.get().add((n * self.out_h + y) * self.out_w * oc);
                     for (o0, lanes) in channel_blocks(oc, self.isa.max_lanes()) {
                         // Blocks of `most` output pixels in one call, then the rest.
                         let most = self.isa.max_rows();
