@@ -35,7 +35,8 @@ pub struct DirectConvPlan {
     input: Addr,
     kernel: Addr,
     output: Addr,
-    /// One band of `kh` padded input rows per worker, `band_elems` floats apart.
+    /// One band of `ROWS_PER_TAKE + kh - 1` padded input rows per worker, `band_elems` floats
+    /// apart.
     bands: Addr,
     band_elems: usize,
     workers: usize,
