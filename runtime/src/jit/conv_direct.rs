@@ -9,7 +9,7 @@
 //! output channels (AVX-512; 6 x 16 with AVX2) run along each row: per kernel tap, the input
 //! values are broadcast and multiplied with the tap's weight vectors, all accumulators
 //! staying in registers until the tile's sums are stored. `gemm_threads` workers take runs of
-//! [`ROWS_PER_TAKE`] output rows of one image as they become free; every output element is
+//! `ROWS_PER_TAKE` output rows of one image as they become free; every output element is
 //! computed by the same code whoever computes it, so the result is bitwise the same for any
 //! thread count.
 

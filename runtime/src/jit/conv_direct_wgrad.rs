@@ -7,12 +7,12 @@
 //! `out[oy, ox, b, o] = sum_{f, y, x} in[f, oy + y - pad_top, ox + x - pad_left, b] * k[f, y, x, o]`
 //!
 //! As a GEMM this has M = OH * OW * B = 25 for MNIST's conv 1, too few rows for packing to pay.
-//! Here the output gradient is streamed in chunks of [`CHUNK_ROWS`] rows of one image (small
+//! Here the output gradient is streamed in chunks of `CHUNK_ROWS` rows of one image (small
 //! enough to stay in L1 cache); for every output row `oy` a register tile
 //! (`conv_direct_tile.rs`) keeps up to 14 (ox, b) x 32 channels of sums (6 x 16 with AVX2)
 //! in registers while it runs over the chunk, broadcasting input values and multiplying them
 //! with the gradient's channel vectors, then adds them to partial sums. The chunks are cut
-//! into at most [`GROUPS`] fixed groups of consecutive chunks, each with its own partial;
+//! into at most `GROUPS` fixed groups of consecutive chunks, each with its own partial;
 //! workers take whole groups as they become free (a worker slowed down by another process
 //! does not hold the others up), and the partials are added in group order at the end. The
 //! groups do not depend on the number of workers, so the result is bitwise the same for any
