@@ -216,10 +216,10 @@ fn forward_matches_the_interpreter() {
     use Kernel::*;
     let mut worst = 0.0f64;
     let cases: &[ForwardCase] = &[
-        (1, [5, 5], 3, 1, 3, [(1, 1), (1, 1)], Hwio, false),
+        (1, [5, 5], 5, 1, 3, [(1, 1), (1, 1)], Hwio, false),
         (3, [7, 13], 17, 3, 5, [(2, 2), (2, 2)], Hwoi, false),
         (1, [14, 14], 32, 17, 5, [(0, 0), (0, 0)], Hwio, false),
-        (3, [17, 5], 3, 17, 3, [(0, 2), (1, 0)], Hwio, false),
+        (3, [17, 5], 6, 17, 3, [(0, 2), (1, 0)], Hwio, false),
         (1, [13, 7], 17, 8, 5, [(2, 1), (0, 2)], Hwoi, false),
         (1, [7, 7], 4, 5, 3, [(1, 1), (1, 1)], Oihw, true),
         (3, [14, 14], 9, 16, 5, [(2, 2), (2, 2)], Hwoi, false),
@@ -237,11 +237,11 @@ fn forward_matches_the_interpreter() {
 #[test]
 fn forward_shapes_it_cannot_take_fall_back_and_stay_correct() {
     use Kernel::*;
-    // One input channel: declined on purpose (too thin to pay for the transforms).
-    forward(2, [7, 7], 1, 8, 5, [(2, 2), (2, 2)], Hwio, false, "gemm");
+    // Few input channels go to the direct loops (too thin to pay for the transforms).
+    forward(2, [7, 7], 1, 8, 5, [(2, 2), (2, 2)], Hwio, false, "direct");
     // r = 4 and r = 1 have no transform.
-    forward(1, [6, 6], 4, 4, 4, [(1, 2), (1, 2)], Hwio, false, "gemm");
-    forward(1, [6, 6], 4, 4, 1, [(0, 0), (0, 0)], Hwio, false, "gemm");
+    forward(1, [6, 6], 5, 4, 4, [(1, 2), (1, 2)], Hwio, false, "gemm");
+    forward(1, [6, 6], 5, 4, 1, [(0, 0), (0, 0)], Hwio, false, "gemm");
     // Stride 2, window dilation, feature groups, a non-square window.
     let dims = ConvDimensionNumbers::nhwc_hwio();
     let mut w = window(3, [(1, 1), (1, 1)], false);
@@ -267,7 +267,7 @@ fn forward_shapes_it_cannot_take_fall_back_and_stay_correct() {
     w.dims[1].size = 5;
     check(
         &conv(w, dims.clone()),
-        [&[1, 7, 7, 4], &[3, 5, 4, 4], &[1, 7, 7, 4]],
+        [&[1, 7, 7, 5], &[3, 5, 5, 4], &[1, 7, 7, 4]],
         "gemm",
         4,
     );
@@ -334,10 +334,10 @@ fn filter(
 fn weight_gradient_matches_the_interpreter() {
     let mut worst = 0.0f64;
     let cases: &[FilterCase] = &[
-        (3, [7, 7], 3, 5, 3, [(1, 1), (1, 1)], false),
+        (3, [7, 7], 5, 5, 3, [(1, 1), (1, 1)], false),
         (1, [13, 13], 17, 17, 5, [(2, 2), (2, 2)], false),
         (2, [14, 14], 8, 16, 5, [(2, 2), (2, 2)], false),
-        (2, [5, 17], 3, 1, 5, [(0, 2), (1, 1)], false),
+        (2, [5, 17], 5, 1, 5, [(0, 2), (1, 1)], false),
         (3, [9, 6], 4, 9, 3, [(0, 0), (2, 0)], true),
         (1, [14, 14], 32, 64, 5, [(2, 2), (2, 2)], false),
     ];
@@ -351,9 +351,19 @@ fn weight_gradient_matches_the_interpreter() {
 
 #[test]
 fn weight_gradients_it_cannot_take_fall_back() {
-    // One channel (MNIST's first layer), and an output size without a transform.
-    filter(2, [9, 9], 1, 4, 5, [(2, 2), (2, 2)], false, "gemm");
-    filter(1, [8, 8], 3, 4, 4, [(1, 2), (1, 2)], false, "gemm");
+    // One channel (MNIST's first layer) goes to the direct loops; an output size without a
+    // transform to the GEMM.
+    filter(
+        2,
+        [9, 9],
+        1,
+        4,
+        5,
+        [(2, 2), (2, 2)],
+        false,
+        "direct-weight-grad",
+    );
+    filter(1, [8, 8], 5, 4, 4, [(1, 2), (1, 2)], false, "gemm");
     // A window stride: not the weight-gradient form.
     let mut w = window(1, [(1, 1), (1, 1)], false);
     for d in &mut w.dims {

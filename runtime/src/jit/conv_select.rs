@@ -6,6 +6,8 @@
 //! anything else, so adding one never changes which convolutions compile.
 
 use super::buffer::Addr;
+use super::conv_direct::{direct_conv_routine, DirectConvPlan};
+use super::conv_direct_wgrad::{direct_weight_grad_routine, DirectWeightGradPlan};
 use super::conv_winograd::{winograd_routine, WinogradPlan};
 use super::conv_winograd_filter::{winograd_filter_routine, WinogradFilterPlan};
 use super::convolution::{conv_routine, ConvPlan};
@@ -54,10 +56,14 @@ impl ConvRoutine {
 }
 
 impl ConvRoutine {
-    /// Which algorithm was chosen: `winograd`, `winograd-filter` or `gemm` (for tests and
-    /// reports).
+    /// Which algorithm was chosen: `direct`, `direct-weight-grad`, `winograd`,
+    /// `winograd-filter` or `gemm` (for tests and reports).
     pub fn algorithm(&self) -> &'static str {
-        if self.plan.is::<WinogradPlan>() {
+        if self.plan.is::<DirectConvPlan>() {
+            "direct"
+        } else if self.plan.is::<DirectWeightGradPlan>() {
+            "direct-weight-grad"
+        } else if self.plan.is::<WinogradPlan>() {
             "winograd"
         } else if self.plan.is::<WinogradFilterPlan>() {
             "winograd-filter"
@@ -69,6 +75,10 @@ impl ConvRoutine {
 
 /// Plans convolution `name` (`input * kernel -> output`), allocating any scratch space it
 /// needs with `alloc`.
+///
+/// Under [`ConvAlgorithm::Auto`] the specialized routines are tried in order: the direct loops
+/// for few input channels (at most `conv_direct::MAX_CHANNELS`, where Winograd's transforms
+/// cost more than they save), then Winograd for stride-1 3x3 and 5x5 windows.
 pub fn plan_convolution(
     name: &str,
     conv: &Convolution,
@@ -78,22 +88,28 @@ pub fn plan_convolution(
     options: &JitOptions,
     alloc: &mut dyn FnMut(usize) -> Addr,
 ) -> Result<ConvRoutine, JitError> {
-    let auto = options.conv_algorithm == ConvAlgorithm::Auto;
-    let threads = options.gemm_threads;
-    if let Some(p) = auto
-        .then(|| WinogradPlan::new(name, conv, input, kernel, output, threads, alloc))
-        .flatten()
-    {
-        return Ok(ConvRoutine::new(winograd_routine as *const () as usize, p));
-    }
-    if let Some(p) = auto
-        .then(|| WinogradFilterPlan::new(name, conv, input, kernel, output, threads, alloc))
-        .flatten()
-    {
-        return Ok(ConvRoutine::new(
-            winograd_filter_routine as *const () as usize,
-            p,
-        ));
+    if options.conv_algorithm == ConvAlgorithm::Auto {
+        let threads = options.gemm_threads;
+        if let Some(p) = DirectConvPlan::new(name, conv, input, kernel, output, threads, alloc) {
+            return Ok(ConvRoutine::new(
+                direct_conv_routine as *const () as usize,
+                p,
+            ));
+        }
+        if let Some(p) =
+            DirectWeightGradPlan::new(name, conv, input, kernel, output, threads, alloc)
+        {
+            let routine = direct_weight_grad_routine as *const () as usize;
+            return Ok(ConvRoutine::new(routine, p));
+        }
+        if let Some(p) = WinogradPlan::new(name, conv, input, kernel, output, threads, alloc) {
+            return Ok(ConvRoutine::new(winograd_routine as *const () as usize, p));
+        }
+        if let Some(p) = WinogradFilterPlan::new(name, conv, input, kernel, output, threads, alloc)
+        {
+            let routine = winograd_filter_routine as *const () as usize;
+            return Ok(ConvRoutine::new(routine, p));
+        }
     }
     let plan = ConvPlan::new(
         name,

@@ -30,8 +30,9 @@ use tessel_compiler::ir::{ArrayShape, Convolution, ElementType};
 /// Output tile size per dimension (F(2x2, r x r)).
 const TILE: usize = 2;
 
-/// Input channels below this take the general GEMM: the transforms work on 8 channels at a
-/// time, and with one channel the Winograd products are too thin to pay for them.
+/// Input channels below this are declined: the transforms work on 8 channels at a time, and
+/// with one channel the Winograd products are too thin to pay for them. (Under `Auto`,
+/// `conv_select` gives up to `conv_direct::MAX_CHANNELS` channels to the direct loops first.)
 pub const MIN_CHANNELS: usize = 2;
 
 /// Scratch bytes a worker's block may use (V and M), so that they stay in the L2 cache.

@@ -9,6 +9,13 @@
 
 pub mod buffer;
 pub mod collectives;
+pub mod conv_direct;
+#[cfg(target_arch = "x86_64")]
+pub mod conv_direct_avx2;
+#[cfg(target_arch = "x86_64")]
+pub mod conv_direct_avx512;
+pub mod conv_direct_tile;
+pub mod conv_direct_wgrad;
 pub mod conv_patches;
 pub mod conv_select;
 pub mod conv_winograd;

@@ -1,0 +1,333 @@
+//! Direct weight gradient of a convolution with few input channels, in the layouts JAX emits
+//! (`dim_labels=f01b_i01o->01bf`): input `[F, H, W, B]` (F = the images, B = the forward
+//! convolution's input channels, at most [`MAX_CHANNELS`]), kernel `[F, WH, WW, O]` (the
+//! output gradient), output `[OH, OW, B, O]` (the weight gradient). 2-D, stride 1, no
+//! dilation or reversal, one group, any padding:
+//!
+//! `out[oy, ox, b, o] = sum_{f, y, x} in[f, oy + y - pad_top, ox + x - pad_left, b] * k[f, y, x, o]`
+//!
+//! As a GEMM this has M = OH * OW * B = 25 for MNIST's conv 1, too few rows for packing to pay.
+//! Here the output gradient is streamed in chunks of `CHUNK_ROWS` rows of one image (small
+//! enough to stay in L1 cache); for every output row `oy` a register tile
+//! (`conv_direct_tile.rs`) keeps up to 14 (ox, b) x 32 channels of sums (6 x 16 with AVX2)
+//! in registers while it runs over the chunk, broadcasting input values and multiplying them
+//! with the gradient's channel vectors, then adds them to partial sums. The chunks are cut
+//! into at most `GROUPS` fixed groups of consecutive chunks, each with its own partial;
+//! workers take whole groups as they become free (a worker slowed down by another process
+//! does not hold the others up), and the partials are added in group order at the end. The
+//! groups do not depend on the number of workers, so the result is bitwise the same for any
+//! thread count.
+
+use super::buffer::Addr;
+use super::conv_direct::{channel_blocks, f32_dims, plain_window, window_output, MAX_CHANNELS};
+use super::conv_direct_tile::{fill_band, run_tile, Isa, Tile};
+use super::host::{guarded, resolve, Status};
+use super::parallel::{for_each_worker, Shared};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tessel_compiler::ir::{ArrayShape, ConvDimensionNumbers, Convolution};
+
+/// Output-gradient rows per chunk: 4 rows of 28 x 32 floats are 14 KB.
+const CHUNK_ROWS: usize = 4;
+/// The chunks are cut into at most this many groups, each summed into its own partial.
+const GROUPS: usize = 16;
+
+/// `f01b_i01o->01bf`, the weight-gradient labels.
+fn weight_gradient_labels() -> ConvDimensionNumbers {
+    ConvDimensionNumbers {
+        input_batch: 3,
+        input_feature: 0,
+        input_spatial: vec![1, 2],
+        kernel_input_feature: 0,
+        kernel_output_feature: 3,
+        kernel_spatial: vec![1, 2],
+        output_batch: 2,
+        output_feature: 3,
+        output_spatial: vec![0, 1],
+    }
+}
+
+/// Everything the weight-gradient routine needs, decided at compile time.
+#[derive(Clone, Debug)]
+pub struct DirectWeightGradPlan {
+    name: String,
+    isa: Isa,
+    input: Addr,
+    grad: Addr,
+    output: Addr,
+    /// One partial sum `[OH, OW, B, O]` per group, `out_elems` floats apart.
+    partials: Addr,
+    groups: usize,
+    out_elems: usize,
+    /// One band of padded input rows per worker, `band_elems` floats apart.
+    bands: Addr,
+    band_elems: usize,
+    workers: usize,
+    images: usize,
+    height: usize,
+    width: usize,
+    channels: usize,
+    grad_h: usize,
+    grad_w: usize,
+    out_h: usize,
+    out_w: usize,
+    out_channels: usize,
+    pad_top: isize,
+    pad_left: isize,
+}
+
+impl DirectWeightGradPlan {
+    /// Plans convolution `name` if it meets the preconditions (module comment), else `None`.
+    pub fn new(
+        name: &str,
+        conv: &Convolution,
+        input: (Addr, &ArrayShape),
+        grad: (Addr, &ArrayShape),
+        output: (Addr, &ArrayShape),
+        threads: usize,
+        alloc: &mut dyn FnMut(usize) -> Addr,
+    ) -> Option<DirectWeightGradPlan> {
+        if conv.dims != weight_gradient_labels() {
+            return None;
+        }
+        let pads = plain_window(conv)?;
+        let (i, g, o) = (f32_dims(input.1)?, f32_dims(grad.1)?, f32_dims(output.1)?);
+        let [f, h, w, b] = i[..] else { return None };
+        let [gf, gh, gw, go] = g[..] else { return None };
+        let [oh, ow, ob, oc] = o[..] else { return None };
+        let sizes_match = gf == f
+            && ob == b
+            && oc == go
+            && conv.window.dims[0].size as usize == gh
+            && conv.window.dims[1].size as usize == gw
+            && window_output(h, pads[0], gh) == Some(oh)
+            && window_output(w, pads[1], gw) == Some(ow);
+        if !sizes_match || b > MAX_CHANNELS {
+            return None;
+        }
+        let groups = (f * gh.div_ceil(CHUNK_ROWS)).min(GROUPS);
+        let workers = threads.clamp(1, groups);
+        let out_elems = (oh * ow * b * oc).next_multiple_of(16);
+        let band_elems = ((CHUNK_ROWS + oh - 1) * (ow + gw - 1) * b).next_multiple_of(16);
+        Some(DirectWeightGradPlan {
+            name: name.to_string(),
+            isa: Isa::detect(),
+            input: input.0,
+            grad: grad.0,
+            output: output.0,
+            partials: alloc(out_elems * groups * 4),
+            groups,
+            out_elems,
+            bands: alloc(band_elems * workers * 4),
+            band_elems,
+            workers,
+            images: f,
+            height: h,
+            width: w,
+            channels: b,
+            grad_h: gh,
+            grad_w: gw,
+            out_h: oh,
+            out_w: ow,
+            out_channels: oc,
+            pad_top: pads[0].0,
+            pad_left: pads[1].0,
+        })
+    }
+
+    /// # Safety
+    /// `arena` must be the program's arena.
+    unsafe fn run(&self, arena: *mut u8) {
+        let (b, oc) = (self.channels, self.out_channels);
+        let band_w = self.out_w + self.grad_w - 1;
+        let chunks = self.grad_h.div_ceil(CHUNK_ROWS);
+        let items = self.images * chunks;
+        let image_elems = self.height * self.width * b;
+        // Tile rows are (ox, b) pairs, consecutive in both the band and the output.
+        let tile_rows = self.out_w * b;
+        let input = Shared(resolve(self.input, arena));
+        let grad = Shared(resolve(self.grad, arena));
+        let partials = Shared(resolve(self.partials, arena) as *mut f32);
+        let bands = Shared(resolve(self.bands, arena) as *mut f32);
+        let most_rows = self.isa.max_rows();
+        let groups = self.groups;
+        let next_group = AtomicUsize::new(0);
+        for_each_worker(self.workers, |wk| {
+            let (input, grad) = (input.get() as *const f32, grad.get() as *const f32);
+            let band = bands.get().add(wk * self.band_elems);
+            loop {
+                let g = next_group.fetch_add(1, Ordering::Relaxed);
+                if g >= groups {
+                    break;
+                }
+                let part = partials.get().add(g * self.out_elems);
+                std::ptr::write_bytes(part, 0, self.out_elems);
+                for item in items * g / groups..items * (g + 1) / groups {
+                    let (f, y0) = (item / chunks, item % chunks * CHUNK_ROWS);
+                    let rows = CHUNK_ROWS.min(self.grad_h - y0);
+                    fill_band(
+                        input.add(f * image_elems),
+                        self.height,
+                        self.width,
+                        b,
+                        y0 as isize - self.pad_top,
+                        rows + self.out_h - 1,
+                        self.pad_left,
+                        band_w,
+                        band,
+                    );
+                    let chunk = grad.add((f * self.grad_h + y0) * self.grad_w * oc);
+                    for oy in 0..self.out_h {
+                        for r0 in (0..tile_rows).step_by(most_rows) {
+                            for (o0, lanes) in channel_blocks(oc, self.isa.max_lanes()) {
+                                let tile = Tile {
+                                    a: band.add(oy * band_w * b + r0),
+                                    a_row: 1,
+                                    b: chunk.add(o0),
+                                    outer: rows,
+                                    a_outer: (band_w * b) as isize,
+                                    b_outer: (self.grad_w * oc) as isize,
+                                    inner: self.grad_w,
+                                    a_inner: b as isize,
+                                    b_inner: oc as isize,
+                                    dst: part.add((oy * tile_rows + r0) * oc + o0),
+                                    dst_row: oc as isize,
+                                    rows: (tile_rows - r0).min(most_rows),
+                                    lanes,
+                                    accumulate: true,
+                                    blocks: 1,
+                                    a_block: 0,
+                                    dst_block: 0,
+                                };
+                                run_tile(self.isa, &tile);
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        // The partials in group order.
+        let out = resolve(self.output, arena) as *mut f32;
+        let n = self.out_h * tile_rows * oc;
+        let first = partials.get();
+        std::ptr::copy_nonoverlapping(first, out, n);
+        for g in 1..groups {
+            let part = first.add(g * self.out_elems);
+            for j in 0..n {
+                *out.add(j) += *part.add(j);
+            }
+        }
+    }
+}
+
+/// Called by generated code: `plan` is a `*const DirectWeightGradPlan` the executable keeps
+/// alive.
+///
+/// # Safety
+/// `plan` must point to a live `DirectWeightGradPlan` and `arena` be the program's arena.
+pub unsafe extern "C" fn direct_weight_grad_routine(
+    plan: *const DirectWeightGradPlan,
+    arena: *mut u8,
+) -> Status {
+    let plan = unsafe { &*plan };
+    guarded(&plan.name, || {
+        unsafe { plan.run(arena) };
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jit::conv_direct::tests::{shape, values, window, Scratch};
+
+    /// The weight gradient by its definition, in f64: per output the sum and the sum of the
+    /// products' magnitudes.
+    fn reference(
+        x: &[f32],
+        xd: [usize; 4],
+        g: &[f32],
+        gd: [usize; 4],
+        out: [usize; 2],
+        pads: [(i64, i64); 2],
+    ) -> Vec<(f64, f64)> {
+        let [f, h, w, b] = xd;
+        let [_, gh, gw, o] = gd;
+        let mut sums = vec![(0f64, 0f64); out[0] * out[1] * b * o];
+        for (i, (v, m)) in sums.iter_mut().enumerate() {
+            let (oc, bb, ox, oy) = (i % o, i / o % b, i / o / b % out[1], i / o / b / out[1]);
+            for img in 0..f {
+                for y in 0..gh {
+                    for xx in 0..gw {
+                        let iy = (oy + y) as i64 - pads[0].0;
+                        let ix = (ox + xx) as i64 - pads[1].0;
+                        if iy < 0 || iy >= h as i64 || ix < 0 || ix >= w as i64 {
+                            continue;
+                        }
+                        let xv = x[((img * h + iy as usize) * w + ix as usize) * b + bb];
+                        let gv = g[((img * gh + y) * gw + xx) * o + oc];
+                        *v += xv as f64 * gv as f64;
+                        *m += (xv as f64 * gv as f64).abs();
+                    }
+                }
+            }
+        }
+        sums
+    }
+
+    /// Every instruction set, with its own row and channel blocking, against the definition:
+    /// 1, 2 and 3 workers (partials added), chunks of rows with a short last one, channel
+    /// tails, more (ox, b) rows than one tile holds.
+    #[test]
+    fn every_isa_matches_the_definition() {
+        // (input dims, gradient dims, output spatial, pads)
+        type Case = ([usize; 4], [usize; 4], [usize; 2], [(i64, i64); 2]);
+        let cases: [Case; 4] = [
+            ([3, 9, 9, 1], [3, 9, 9, 32], [5, 5], [(2, 2), (2, 2)]),
+            ([2, 7, 11, 2], [2, 6, 9, 17], [4, 4], [(1, 1), (0, 1)]),
+            ([1, 5, 20, 3], [1, 7, 4, 3], [2, 18], [(1, 2), (1, 0)]),
+            ([4, 6, 5, 4], [4, 5, 5, 40], [2, 3], [(-1, 1), (1, 1)]),
+        ];
+        for isa in Isa::available() {
+            for (xd, gd, os, pads) in cases {
+                for threads in [1, 2, 3] {
+                    let (b, o) = (xd[3], gd[3]);
+                    let x = values(xd.iter().product(), 3);
+                    let g = values(gd.iter().product(), 4);
+                    let mut out = vec![f32::NAN; os[0] * os[1] * b * o];
+                    let conv = Convolution {
+                        window: window([gd[1], gd[2]], pads),
+                        dims: weight_gradient_labels(),
+                        feature_group_count: 1,
+                        batch_group_count: 1,
+                    };
+                    let mut scratch = Scratch(0);
+                    let mut plan = DirectWeightGradPlan::new(
+                        "t",
+                        &conv,
+                        (Addr::Absolute(x.as_ptr() as usize), &shape(&xd)),
+                        (Addr::Absolute(g.as_ptr() as usize), &shape(&gd)),
+                        (
+                            Addr::Absolute(out.as_mut_ptr() as usize),
+                            &shape(&[os[0], os[1], b, o]),
+                        ),
+                        threads,
+                        &mut |n| scratch.alloc(n),
+                    )
+                    .expect("within the preconditions");
+                    plan.isa = isa;
+                    let mut arena = scratch.arena();
+                    unsafe { plan.run(arena.as_mut_ptr() as *mut u8) };
+                    let want = reference(&x, xd, &g, gd, os, pads);
+                    // A sum of n products in f32 is within n u S of the exact sum.
+                    let n_u = (xd[0] * gd[1] * gd[2]) as f64 * f64::from(f32::EPSILON) / 2.0;
+                    for (i, (&got, &(w, m))) in out.iter().zip(&want).enumerate() {
+                        assert!(
+                            (got as f64 - w).abs() <= 1.01 * n_u * m,
+                            "{isa:?} {xd:?} {gd:?} {threads} threads [{i}]: {got} vs {w}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
