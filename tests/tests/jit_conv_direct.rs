@@ -19,7 +19,7 @@ use tessel_compiler::ir::*;
 use tessel_runtime::jit::buffer::Addr;
 use tessel_runtime::jit::conv_direct::direct_conv_routine;
 use tessel_runtime::jit::conv_direct_wgrad::direct_weight_grad_routine;
-use tessel_runtime::jit::conv_select::plan_convolution;
+use tessel_runtime::jit::conv_select::{plan_convolution, ConvPrecision};
 use tessel_runtime::jit::convolution::conv_routine;
 use tessel_runtime::jit::{compile, ConvAlgorithm, JitOptions};
 use tessel_tests::numerics::pseudo_random_f32;
@@ -142,6 +142,7 @@ fn planned_routine(conv: &Convolution, dims: &[Vec<i64>; 3], algorithm: ConvAlgo
     let routine = plan_convolution(
         "conv",
         conv,
+        ConvPrecision::Fast,
         (Addr::Arena(0), &shapes[0]),
         (Addr::Arena(1 << 28), &shapes[1]),
         (Addr::Arena(1 << 29), &shapes[2]),

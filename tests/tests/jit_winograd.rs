@@ -14,7 +14,7 @@
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::*;
 use tessel_runtime::jit::buffer::Addr;
-use tessel_runtime::jit::conv_select::plan_convolution;
+use tessel_runtime::jit::conv_select::{plan_convolution, ConvPrecision};
 use tessel_runtime::jit::{compile, ConvAlgorithm, JitOptions};
 use tessel_tests::numerics::pseudo_random_f32;
 
@@ -51,13 +51,24 @@ fn module(in_dims: &[i64], k_dims: &[i64], out_dims: &[i64], conv: &Convolution)
     m
 }
 
-/// The algorithm `plan_convolution` picks under `options` (scratch addresses are dummies).
+/// The algorithm `plan_convolution` picks under `options` at `DEFAULT` precision (scratch
+/// addresses are dummies).
 fn chosen(conv: &Convolution, dims: [&[i64]; 3], options: &JitOptions) -> &'static str {
+    chosen_at(conv, dims, options, ConvPrecision::Fast)
+}
+
+fn chosen_at(
+    conv: &Convolution,
+    dims: [&[i64]; 3],
+    options: &JitOptions,
+    precision: ConvPrecision,
+) -> &'static str {
     let s = dims.map(|d| ArrayShape::new(ElementType::F32, d));
     let a = Addr::Arena(0);
     plan_convolution(
         "conv",
         conv,
+        precision,
         (a, &s[0]),
         (a, &s[1]),
         (a, &s[2]),
@@ -376,4 +387,51 @@ fn weight_gradients_it_cannot_take_fall_back() {
         "gemm",
         9,
     );
+}
+
+/// `operand_precision={highest,highest}` (or `high`) asks for an exact sum, as XLA's
+/// PrecisionConfig does: Winograd is then not used, and the JIT's result is the patch GEMM's,
+/// bit for bit. Without the attribute (or at `default`) Winograd takes the same convolution.
+#[test]
+fn high_precision_convolutions_keep_a_direct_sum() {
+    let dims = ConvDimensionNumbers::nhwc_hwio();
+    let cv = conv(window(5, [(2, 2), (2, 2)], false), dims);
+    let shapes: [&[i64]; 3] = [&[2, 9, 9, 8], &[5, 5, 8, 6], &[2, 9, 9, 6]];
+    let auto = JitOptions::default();
+    assert_eq!(
+        chosen_at(&cv, shapes, &auto, ConvPrecision::Fast),
+        "winograd"
+    );
+    assert_eq!(chosen_at(&cv, shapes, &auto, ConvPrecision::Exact), "gemm");
+    for (attr, want) in [
+        ("{highest,highest}", ConvPrecision::Exact),
+        ("{default,high}", ConvPrecision::Exact),
+        ("{DEFAULT,DEFAULT}", ConvPrecision::Fast),
+    ] {
+        let attrs = vec![("operand_precision".to_string(), attr.to_string())];
+        assert_eq!(ConvPrecision::of(&attrs), want, "{attr}");
+    }
+    assert_eq!(ConvPrecision::of(&[]), ConvPrecision::Fast);
+
+    // End to end: the attribute on the instruction reaches the JIT.
+    let mut m = module(shapes[0], shapes[1], shapes[2], &cv);
+    let root = m.entry().root();
+    m.entry_mut().get_mut(root).extra_attrs =
+        vec![("operand_precision".into(), "{highest,highest}".into())];
+    let args = [
+        pseudo_random_f32(shapes[0], 41, 0),
+        pseudo_random_f32(shapes[1], 42, 0),
+    ];
+    let bits = |opts: &JitOptions| -> Vec<u32> {
+        let out = compile(&m, opts).expect("compile").run(&args).expect("run");
+        let a = &out.leaves()[0];
+        (0..a.len())
+            .map(|i| (a.data.get_f64(i) as f32).to_bits())
+            .collect()
+    };
+    let gemm = JitOptions {
+        conv_algorithm: ConvAlgorithm::Gemm,
+        ..JitOptions::default()
+    };
+    assert_eq!(bits(&auto), bits(&gemm));
 }

@@ -38,6 +38,40 @@ impl std::str::FromStr for ConvAlgorithm {
     }
 }
 
+/// How exactly the HLO asks a convolution to be computed: its `operand_precision`
+/// attribute, XLA's `PrecisionConfig`.
+///
+/// XLA lets `DEFAULT` be the fastest algorithm the backend has, even one that gives up
+/// precision (on a TPU, f32 operands are then multiplied in one bfloat16 pass), and reserves
+/// `HIGH` and `HIGHEST` for users who need more. tessel follows the same contract: Winograd,
+/// whose transforms round more than a direct sum, is used only at `DEFAULT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvPrecision {
+    /// `DEFAULT` on both operands, or no attribute: any algorithm.
+    Fast,
+    /// `HIGH` or `HIGHEST` (or a value tessel does not know) on either operand: only the
+    /// algorithms that sum the products directly (the direct loops and the patch GEMM).
+    Exact,
+}
+
+impl ConvPrecision {
+    /// Reads `operand_precision={..}` from an instruction's uninterpreted attributes.
+    pub fn of(extra_attrs: &[(String, String)]) -> ConvPrecision {
+        let Some((_, value)) = extra_attrs.iter().find(|(k, _)| k == "operand_precision") else {
+            return ConvPrecision::Fast;
+        };
+        let fast = value
+            .trim_matches(|c| c == '{' || c == '}')
+            .split(',')
+            .all(|p| p.trim().eq_ignore_ascii_case("default"));
+        if fast {
+            ConvPrecision::Fast
+        } else {
+            ConvPrecision::Exact
+        }
+    }
+}
+
 /// A planned convolution: the routine generated code calls, and the plan it is passed.
 pub struct ConvRoutine {
     /// Address of an `unsafe extern "C" fn(plan: *const P, arena: *mut u8) -> Status`.
@@ -78,10 +112,13 @@ impl ConvRoutine {
 ///
 /// Under [`ConvAlgorithm::Auto`] the specialized routines are tried in order: the direct loops
 /// for few input channels (at most `conv_direct::MAX_CHANNELS`, where Winograd's transforms
-/// cost more than they save), then Winograd for stride-1 3x3 and 5x5 windows.
+/// cost more than they save), then, at [`ConvPrecision::Fast`], Winograd for stride-1 3x3 and
+/// 5x5 windows.
+#[allow(clippy::too_many_arguments)]
 pub fn plan_convolution(
     name: &str,
     conv: &Convolution,
+    precision: ConvPrecision,
     input: (Addr, &ArrayShape),
     kernel: (Addr, &ArrayShape),
     output: (Addr, &ArrayShape),
@@ -102,6 +139,9 @@ pub fn plan_convolution(
             let routine = direct_weight_grad_routine as *const () as usize;
             return Ok(ConvRoutine::new(routine, p));
         }
+    }
+    if options.conv_algorithm == ConvAlgorithm::Auto && precision == ConvPrecision::Fast {
+        let threads = options.gemm_threads;
         if let Some(p) = WinogradPlan::new(name, conv, input, kernel, output, threads, alloc) {
             return Ok(ConvRoutine::new(winograd_routine as *const () as usize, p));
         }

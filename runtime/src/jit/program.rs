@@ -9,7 +9,7 @@
 
 use super::buffer::{Addr, Buffer, ConstPool, Loc};
 use super::collectives::{collective_routine, CollectivePlan};
-use super::conv_select::plan_convolution;
+use super::conv_select::{plan_convolution, ConvPrecision};
 use super::elemental::{Elemental, Leaf};
 use super::elementwise::Libcalls;
 use super::feed_ops::{infeed_routine, outfeed_routine, InfeedPlan, OutfeedPlan};
@@ -700,10 +700,12 @@ impl<'m> ProgramCx<'m> {
                     let out = self.alloc_loc(&instr.shape)?;
                     let ob = out.as_array().expect("array").clone();
                     let options = self.options;
+                    let precision = ConvPrecision::of(&instr.extra_attrs);
                     let conv = self.with_scratch(|scratch| {
                         plan_convolution(
                             &instr.name,
                             conv,
+                            precision,
                             (l.addr, &l.shape),
                             (r.addr, &r.shape),
                             (ob.addr, &ob.shape),
