@@ -15,10 +15,11 @@
 
 use super::buffer::Addr;
 use super::conv_direct_tile::{fill_band, run_tile, Isa, Tile};
+use super::conv_shape::{f32_dims, plain_window, window_output};
 use super::host::{guarded, resolve, Status};
 use super::parallel::{for_each_worker, Shared};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tessel_compiler::ir::{ArrayShape, ConvDimensionNumbers, Convolution, ElementType};
+use tessel_compiler::ir::{ArrayShape, ConvDimensionNumbers, Convolution};
 
 /// Most input channels the direct routines take; beyond it the GEMM's K is large enough.
 pub const MAX_CHANNELS: usize = 4;
@@ -49,31 +50,6 @@ pub struct DirectConvPlan {
     out_channels: usize,
     pad_top: isize,
     pad_left: isize,
-}
-
-/// The spatial sizes and padding of a 2-D stride-1 window with no dilation or reversal, one
-/// group: `Some([(pad_low, pad_high); 2])`, else `None`.
-pub(crate) fn plain_window(conv: &Convolution) -> Option<[(isize, isize); 2]> {
-    let w = &conv.window.dims;
-    let plain = w.len() == 2
-        && conv.feature_group_count <= 1
-        && conv.batch_group_count <= 1
-        && w.iter().all(|d| {
-            d.stride == 1 && d.window_dilation == 1 && d.base_dilation == 1 && !d.reversal
-        });
-    plain.then(|| [0, 1].map(|i| (w[i].pad_low as isize, w[i].pad_high as isize)))
-}
-
-/// The dims of an f32 array with no zero-sized dimension.
-pub(crate) fn f32_dims(s: &ArrayShape) -> Option<Vec<usize>> {
-    let ok = s.element_type == ElementType::F32 && s.dims.iter().all(|&d| d > 0);
-    ok.then(|| s.dims.iter().map(|&d| d as usize).collect())
-}
-
-/// The output size of a stride-1 window of `k` over `n` padded by `pad`, if positive.
-pub(crate) fn window_output(n: usize, pad: (isize, isize), k: usize) -> Option<usize> {
-    let out = n as isize + pad.0 + pad.1 - k as isize + 1;
-    (out > 0).then_some(out as usize)
 }
 
 /// Output channels `o0..o0 + lanes` of each tile: blocks of `most`, the rest in one block.
@@ -236,7 +212,7 @@ pub unsafe extern "C" fn direct_conv_routine(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use tessel_compiler::ir::{Window, WindowDim};
+    use tessel_compiler::ir::{ElementType, Window, WindowDim};
 
     /// A 2-D window of `sizes` with `pads`, stride 1.
     pub(crate) fn window(sizes: [usize; 2], pads: [(i64, i64); 2]) -> Window {

@@ -19,8 +19,9 @@
 //! thread count.
 
 use super::buffer::Addr;
-use super::conv_direct::{channel_blocks, f32_dims, plain_window, window_output, MAX_CHANNELS};
+use super::conv_direct::{channel_blocks, MAX_CHANNELS};
 use super::conv_direct_tile::{fill_band, run_tile, Isa, Tile};
+use super::conv_shape::{f32_dims, plain_window, window_output};
 use super::host::{guarded, resolve, Status};
 use super::parallel::{for_each_worker, Shared};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -17,6 +17,7 @@
 //! does not depend on the number of workers.
 
 use super::buffer::Addr;
+use super::conv_shape::f32_dims;
 use super::host::{guarded, resolve, Status};
 use super::parallel::{for_each_worker, Shared};
 use super::small_gemm::{small_gemm, Simd, COLUMN_GROUP};
@@ -25,7 +26,7 @@ use super::winograd::Matrices;
 use super::winograd_tiles::Avx;
 use super::winograd_tiles::{input_tile, kernel_tile, output_tile, Portable, Vector, LANES};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tessel_compiler::ir::{ArrayShape, Convolution, ElementType};
+use tessel_compiler::ir::{ArrayShape, Convolution};
 
 /// Output tile size per dimension (F(2x2, r x r)).
 const TILE: usize = 2;
@@ -95,10 +96,6 @@ pub struct WinogradPlan {
     zeros: Vec<f32>,
 }
 
-fn udims(s: &ArrayShape) -> Vec<usize> {
-    s.dims.iter().map(|&d| d as usize).collect()
-}
-
 fn row_major_strides(dims: &[usize]) -> Vec<usize> {
     let mut s = vec![1usize; dims.len()];
     for i in (0..dims.len().saturating_sub(1)).rev() {
@@ -126,12 +123,10 @@ impl WinogradPlan {
         threads: usize,
         alloc: &mut dyn FnMut(usize) -> Addr,
     ) -> Option<WinogradPlan> {
-        let f32s = [input.1, kernel.1, output.1]
-            .iter()
-            .all(|s| s.element_type == ElementType::F32 && s.rank() == 4);
+        let (idims, kdims, odims) = (f32_dims(input.1)?, f32_dims(kernel.1)?, f32_dims(output.1)?);
         let d = &conv.dims;
         let nhwc = |b: i64, sp: &[i64], f: i64| b == 0 && sp == [1, 2] && f == 3;
-        if !f32s
+        if [&idims, &kdims, &odims].iter().any(|dims| dims.len() != 4)
             || conv.feature_group_count != 1
             || conv.batch_group_count != 1
             || !nhwc(d.input_batch, &d.input_spatial, d.input_feature)
@@ -141,7 +136,6 @@ impl WinogradPlan {
         {
             return None;
         }
-        let (idims, kdims, odims) = (udims(input.1), udims(kernel.1), udims(output.1));
         let ks = [
             d.kernel_spatial[0] as usize,
             d.kernel_spatial[1] as usize,
@@ -167,7 +161,6 @@ impl WinogradPlan {
             || odims[0] != batch
             || out_size(h, &win[0]) != oh as i64
             || out_size(w, &win[1]) != ow as i64
-            || [batch, h, w, oh, ow, o].contains(&0)
         {
             return None;
         }
@@ -455,7 +448,7 @@ pub unsafe extern "C" fn winograd_routine(plan: *const WinogradPlan, arena: *mut
 mod tests {
     use super::*;
     use crate::jit::conv_winograd_filter::WinogradFilterPlan;
-    use tessel_compiler::ir::{ConvDimensionNumbers, Window, WindowDim};
+    use tessel_compiler::ir::{ConvDimensionNumbers, ElementType, Window, WindowDim};
 
     /// Buffers outside any arena, addressed absolutely (the routines resolve `Absolute`
     /// addresses as they are).

@@ -17,6 +17,7 @@
 //! result is always the same.
 
 use super::buffer::Addr;
+use super::conv_shape::{f32_dims, plain_window, window_output};
 use super::conv_winograd::{
     supported_kernel, tile_pixels, tiles_per_block, with_sizes, MIN_CHANNELS,
 };
@@ -27,7 +28,7 @@ use super::winograd::Matrices;
 #[cfg(target_arch = "x86_64")]
 use super::winograd_tiles::Avx;
 use super::winograd_tiles::{filter_tile, gradient_tile, input_tile, Portable, Vector, LANES};
-use tessel_compiler::ir::{ArrayShape, Convolution, ElementType};
+use tessel_compiler::ir::{ArrayShape, Convolution};
 
 /// Output tile size of the forward convolution (F(2x2, r x r)).
 const TILE: usize = 2;
@@ -75,25 +76,18 @@ impl WinogradFilterPlan {
         threads: usize,
         alloc: &mut dyn FnMut(usize) -> Addr,
     ) -> Option<WinogradFilterPlan> {
-        let f32s = [input.1, grad.1, output.1]
-            .iter()
-            .all(|s| s.element_type == ElementType::F32 && s.rank() == 4);
+        let (idims, gdims, odims) = (f32_dims(input.1)?, f32_dims(grad.1)?, f32_dims(output.1)?);
+        let pads = plain_window(conv)?;
         let d = &conv.dims;
-        if !f32s
-            || conv.feature_group_count != 1
-            || conv.batch_group_count != 1
+        if [&idims, &gdims, &odims].iter().any(|dims| dims.len() != 4)
             || (d.input_feature, d.input_batch) != (0, 3)
             || d.input_spatial != [1, 2]
             || (d.kernel_input_feature, d.kernel_output_feature) != (0, 3)
             || d.kernel_spatial != [1, 2]
             || d.output_spatial.len() != 2
-            || conv.window.dims.len() != 2
         {
             return None;
         }
-        let idims: Vec<usize> = input.1.dims.iter().map(|&x| x as usize).collect();
-        let gdims: Vec<usize> = grad.1.dims.iter().map(|&x| x as usize).collect();
-        let odims: Vec<usize> = output.1.dims.iter().map(|&x| x as usize).collect();
         let (batch, h, w, c) = (idims[0], idims[1], idims[2], idims[3]);
         let (oh, ow, k) = (gdims[1], gdims[2], gdims[3]);
         let od = [
@@ -103,24 +97,19 @@ impl WinogradFilterPlan {
             d.output_feature as usize,
         ];
         let r = odims[od[0]];
+        // The window is as large as dY and slides over r x r positions of the padded X.
         let win = &conv.window.dims;
-        let plain = win.iter().all(|wd| {
-            wd.stride == 1 && wd.window_dilation == 1 && wd.base_dilation == 1 && !wd.reversal
-        });
-        let fits = |inp: usize, out: usize, wd: &tessel_compiler::ir::WindowDim| {
-            wd.size as usize == out
-                && inp as i64 + wd.pad_low + wd.pad_high - out as i64 + 1 == r as i64
+        let fits = |dim: usize, inp: usize, out: usize| {
+            win[dim].size as usize == out && window_output(inp, pads[dim], out) == Some(r)
         };
         if !supported_kernel(r)
             || odims[od[1]] != r
-            || !plain
             || c < MIN_CHANNELS
             || gdims[0] != batch
             || odims[od[2]] != c
             || odims[od[3]] != k
-            || !fits(h, oh, &win[0])
-            || !fits(w, ow, &win[1])
-            || [batch, h, w, oh, ow, k].contains(&0)
+            || !fits(0, h, oh)
+            || !fits(1, w, ow)
         {
             return None;
         }

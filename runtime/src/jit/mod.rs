@@ -18,6 +18,7 @@ pub mod conv_direct_tile;
 pub mod conv_direct_wgrad;
 pub mod conv_patches;
 pub mod conv_select;
+pub mod conv_shape;
 pub mod conv_winograd;
 pub mod conv_winograd_filter;
 pub mod convolution;
