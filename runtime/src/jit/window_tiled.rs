@@ -252,8 +252,7 @@ pub(super) fn walk_windows(
             // running choice.
             let mut lins: Vec<Value> = Vec::with_capacity(positions.len());
             let mut idxs: Vec<Index> = Vec::with_capacity(positions.len());
-            let mut cur: Option<Value> = None;
-            let mut chosen: Option<Value> = None;
+            let mut scan: Option<(Value, Value)> = None;
             for (p, pos) in positions.iter().enumerate() {
                 let mut comps: SmallVec<[Comp; 4]> = SmallVec::new();
                 let mut lin: Option<Value> = None;
@@ -278,25 +277,9 @@ pub(super) fn walk_windows(
                 idxs.push(Index::Multi(comps.clone()));
                 let x = e.emit(operand, &Index::Multi(comps), lanes)?;
                 let here = position_value(e, p as i64, lanes);
-                match (cur, chosen) {
-                    (Some(c), Some(ch)) => {
-                        // Move to x where select(current, x) is false.
-                        let keep = e.emit_region(select, &[c, x], lanes)?[0];
-                        let take = if lanes == 1 {
-                            e.fb.ins().icmp_imm_s(IntCC::Equal, keep, 0)
-                        } else {
-                            e.fb.ins().bnot(keep)
-                        };
-                        cur = Some(select_values(e.fb, take, x, c, lanes));
-                        chosen = Some(select_values(e.fb, take, here, ch, lanes));
-                    }
-                    _ => {
-                        cur = Some(x);
-                        chosen = Some(here);
-                    }
-                }
+                scan = Some(select_step(e, select, scan, x, here, lanes)?);
             }
-            let chosen = chosen.expect("a window has a position");
+            let (_, chosen) = scan.expect("a window has a position");
             let init_l = splat_if(e.fb, ty, init_v, lanes);
             let hit = e.emit_region(scatter, &[init_l, s], lanes)?[0];
             for (p, &lin) in lins.iter().enumerate() {
@@ -312,6 +295,32 @@ pub(super) fn walk_windows(
     };
     // With a part, only rows [lo, hi) of the first dimension (the windows tile: no fill).
     nest_part(e, &src_shape.dims[..rank - 1], part, &mut row)
+}
+
+/// One position of the select's scan over a window: `scan` is the (value, position number)
+/// chosen so far, `None` before the first position. The scan moves to `(x, here)` where
+/// `select(current, x)` is false.
+fn select_step(
+    e: &mut Elemental,
+    select: ComputationId,
+    scan: Option<(Value, Value)>,
+    x: Value,
+    here: Value,
+    lanes: u32,
+) -> Result<(Value, Value), JitError> {
+    let Some((cur, chosen)) = scan else {
+        return Ok((x, here));
+    };
+    let keep = e.emit_region(select, &[cur, x], lanes)?[0];
+    let take = if lanes == 1 {
+        e.fb.ins().icmp_imm_s(IntCC::Equal, keep, 0)
+    } else {
+        e.fb.ins().bnot(keep)
+    };
+    Ok((
+        select_values(e.fb, take, x, cur, lanes),
+        select_values(e.fb, take, here, chosen, lanes),
+    ))
 }
 
 /// Window position number `p` as an `i32` (one lane) or `i32x4`.
@@ -399,8 +408,7 @@ pub fn tiled_value(
         e.fb.ins().splat(types::I32X4, self_pos)
     };
     // The select's choice among the window's positions, as in the kernel above.
-    let mut cur: Option<Value> = None;
-    let mut chosen: Option<Value> = None;
+    let mut scan: Option<(Value, Value)> = None;
     for (p, pos) in window_positions(window).iter().enumerate() {
         let mut comps: SmallVec<[Comp; 4]> = SmallVec::new();
         for (d, wd) in window.dims.iter().enumerate() {
@@ -417,24 +425,9 @@ pub fn tiled_value(
         }
         let x = e.emit(operand, &Index::Multi(comps), lanes)?;
         let here = position_value(e, p as i64, lanes);
-        match (cur, chosen) {
-            (Some(c), Some(ch)) => {
-                let keep = e.emit_region(select, &[c, x], lanes)?[0];
-                let take = if lanes == 1 {
-                    e.fb.ins().icmp_imm_s(IntCC::Equal, keep, 0)
-                } else {
-                    e.fb.ins().bnot(keep)
-                };
-                cur = Some(select_values(e.fb, take, x, c, lanes));
-                chosen = Some(select_values(e.fb, take, here, ch, lanes));
-            }
-            _ => {
-                cur = Some(x);
-                chosen = Some(here);
-            }
-        }
+        scan = Some(select_step(e, select, scan, x, here, lanes)?);
     }
-    let chosen = chosen.expect("a window has a position");
+    let (_, chosen) = scan.expect("a window has a position");
     let init_v = e.emit(init, &Index::Multi(SmallVec::new()), 1)?;
     let init_l = splat_if(e.fb, ty, init_v, lanes);
     let s = e.emit(source, &Index::Multi(window_idx), lanes)?;
