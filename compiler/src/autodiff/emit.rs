@@ -10,8 +10,8 @@ use super::AutodiffError;
 use crate::builder::Builder;
 use crate::ir::{
     Array, ArrayData, ArrayShape, BinaryOp, ComparisonDirection, ComputationId, Convolution,
-    DotDimensionNumbers, ElementType, InstrId, Literal, Metadata, Module, Op, PadDim, Shape,
-    SliceDim, UnaryOp, Window,
+    DotDimensionNumbers, ElementType, InstrId, Instruction, Literal, Metadata, Module, Op, PadDim,
+    Shape, SliceDim, UnaryOp, Window,
 };
 
 pub(crate) type R<T> = Result<T, AutodiffError>;
@@ -68,6 +68,17 @@ impl<'a> Emitter<'a> {
         let mut b = Builder::new(self.module, self.comp);
         b.metadata = self.metadata.clone();
         b.add_with_shape(op, shape, operands)
+    }
+
+    /// Gives `to` the uninterpreted attribute `key` of `from`, if `from` has it (e.g. XLA's
+    /// `operand_precision`, which the gradient convolutions of a convolution keep, as JAX's
+    /// transpose rules do).
+    pub fn copy_attr(&mut self, from: &Instruction, key: &str, to: InstrId) {
+        if let Some(attr) = from.extra_attrs.iter().find(|(k, _)| k == key) {
+            let instr = self.module.computation_mut(self.comp).get_mut(to);
+            instr.extra_attrs.retain(|(k, _)| k != key);
+            instr.extra_attrs.push(attr.clone());
+        }
     }
 
     pub fn parameter(&mut self, number: u32, shape: Shape) -> InstrId {

@@ -22,7 +22,9 @@
 
 use super::emit::{Emitter, R};
 use super::{unsupported, Contributions, Node};
-use crate::ir::{ConvDimensionNumbers, Convolution, InstrId, SliceDim, Window, WindowDim};
+use crate::ir::{
+    ConvDimensionNumbers, Convolution, InstrId, Instruction, SliceDim, Window, WindowDim,
+};
 
 pub(crate) fn vjp(
     em: &mut Emitter,
@@ -59,7 +61,7 @@ pub(crate) fn vjp(
         let w_c = em.transpose(rhs, &perm_kernel)?;
         let x_dims = em.dims(lhs)?;
         let x_c_dims: Vec<i64> = perm_lhs.iter().map(|&p| x_dims[p as usize]).collect();
-        let dx_c = input_gradient(em, g_c, w_c, &x_c_dims, &conv.window, groups)?;
+        let dx_c = input_gradient(em, g_c, w_c, &x_c_dims, &conv.window, groups, &node.instr)?;
         let dx = em.transpose(dx_c, &inverse(&perm_lhs))?;
         out.extend(node.to_operand(0, em.convert(dx, lhs_ty)?));
     }
@@ -67,7 +69,7 @@ pub(crate) fn vjp(
         let x_c = em.transpose(lhs, &perm_lhs)?;
         let w_dims = em.dims(rhs)?;
         let w_c_dims: Vec<i64> = perm_kernel.iter().map(|&p| w_dims[p as usize]).collect();
-        let dw_c = kernel_gradient(em, x_c, g_c, &w_c_dims, &conv.window, groups)?;
+        let dw_c = kernel_gradient(em, x_c, g_c, &w_c_dims, &conv.window, groups, &node.instr)?;
         let dw = em.transpose(dw_c, &inverse(&perm_kernel))?;
         out.extend(node.to_operand(1, em.convert(dw, rhs_ty)?));
     }
@@ -118,6 +120,7 @@ fn input_gradient(
     x_c_dims: &[i64],
     window: &Window,
     groups: i64,
+    forward: &Instruction,
 ) -> R<InstrId> {
     let ns = window.dims.len();
     let m_dims = em.dims(g_c)?;
@@ -166,7 +169,7 @@ fn input_gradient(
         feature_group_count: groups,
         batch_group_count: 1,
     };
-    convolution_nonneg(em, g_c, kernel, conv, &sizes)
+    convolution_nonneg(em, g_c, kernel, conv, &sizes, forward)
 }
 
 /// d loss / d kernel in the canonical layout `[O, Cg, K..]`.
@@ -177,6 +180,7 @@ fn kernel_gradient(
     w_c_dims: &[i64],
     window: &Window,
     groups: i64,
+    forward: &Instruction,
 ) -> R<InstrId> {
     let ns = window.dims.len();
     let x_dims = em.dims(x_c)?;
@@ -223,7 +227,7 @@ fn kernel_gradient(
         feature_group_count: groups,
         batch_group_count: 1,
     };
-    let dw = convolution_nonneg(em, lhs, g_c, conv, &sizes)?;
+    let dw = convolution_nonneg(em, lhs, g_c, conv, &sizes, forward)?;
     let flip: Vec<i64> = (0..ns)
         .filter(|&i| window.dims[i].reversal)
         .map(|i| 2 + i as i64)
@@ -232,13 +236,16 @@ fn kernel_gradient(
 }
 
 /// A convolution whose spatial output sizes must be `sizes`, with any negative padding
-/// replaced by extra outputs (a whole number of strides) that are sliced off afterwards.
+/// replaced by extra outputs (a whole number of strides) that are sliced off afterwards. It
+/// keeps the `forward` convolution's `operand_precision`, so a HIGHEST forward gets HIGHEST
+/// gradients (backends may use a less exact algorithm at DEFAULT).
 fn convolution_nonneg(
     em: &mut Emitter,
     lhs: InstrId,
     rhs: InstrId,
     mut conv: Convolution,
     sizes: &[i64],
+    forward: &Instruction,
 ) -> R<InstrId> {
     let mut skip = Vec::with_capacity(sizes.len());
     for w in conv.window.dims.iter_mut() {
@@ -255,6 +262,7 @@ fn convolution_nonneg(
     }
     let out_spatial = conv.dims.output_spatial.clone();
     let full = em.convolution(lhs, rhs, conv)?;
+    em.copy_attr(forward, "operand_precision", full);
     let full_dims = em.dims(full)?;
     let mut slices: Vec<SliceDim> = full_dims
         .iter()

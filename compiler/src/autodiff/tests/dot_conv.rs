@@ -276,3 +276,43 @@ fn mixed_precision_dot_gives_gradients_in_the_operand_types() {
         }
     }
 }
+
+/// The gradient convolutions keep the forward's `operand_precision` (as JAX's transpose
+/// rules do), so a HIGHEST forward does not get DEFAULT gradients that a backend may compute
+/// less exactly; without the attribute they have none.
+#[test]
+fn conv_gradients_keep_the_operand_precision() {
+    let text = |attr: &str| {
+        format!(
+            "HloModule m\n\nENTRY e {{\n  x = f32[1,6,6,2] parameter(0)\n  k = f32[3,3,2,3] parameter(1)\n  \
+             c = f32[1,6,6,3] convolution(x, k), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f{attr}\n  \
+             z = f32[] constant(0)\n  ROOT s = f32[] reduce(c, z), dimensions={{0,1,2,3}}, to_apply=add\n}}\n\n\
+             add {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = f32[] add(a, b)\n}}\n"
+        )
+    };
+    for (attr, want) in [
+        (
+            ", operand_precision={highest,highest}",
+            Some("{highest,highest}"),
+        ),
+        ("", None),
+    ] {
+        let m = crate::hlo_text::parse_module(&text(attr), None).unwrap();
+        let g = crate::autodiff::grad_module(&m, &[0, 1]).unwrap();
+        let convs: Vec<Option<&str>> = g
+            .entry()
+            .instructions()
+            .map(|(_, i)| i)
+            .filter(|i| matches!(i.op, crate::ir::Op::Convolution(_)))
+            .map(|i| {
+                i.extra_attrs
+                    .iter()
+                    .find(|(k, _)| k == "operand_precision")
+                    .map(|(_, v)| v.as_str())
+            })
+            .collect();
+        // The forward and its two gradients.
+        assert_eq!(convs.len(), 3, "{attr}");
+        assert!(convs.iter().all(|&p| p == want), "{attr}: {convs:?}");
+    }
+}
