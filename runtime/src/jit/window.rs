@@ -251,23 +251,13 @@ pub fn emit_select_and_scatter_part(
     allow_vector: bool,
     part: Option<(i64, i64)>,
 ) -> Result<(), JitError> {
-    let instr = e.comp.get(ss);
-    let Op::SelectAndScatter {
+    let super::window_tiled::Walk {
+        operands: [operand, source, init],
         window,
-        select,
-        scatter,
-    } = &instr.op
-    else {
-        return Err(JitError::Invalid(format!(
-            "{} is not a select-and-scatter",
-            instr.name
-        )));
-    };
-    let (operand, source, init) = (
-        instr.operands()[0],
-        instr.operands()[1],
-        instr.operands()[2],
-    );
+        regions: [select, scatter],
+        ..
+    } = super::window_tiled::walk_of(e, ss, &[], allow_vector)?;
+    let name = &e.comp.get(ss).name;
     let in_shape: ArrayShape = e.shape(operand)?.clone();
     let src_shape: ArrayShape = e.shape(source)?.clone();
     let ty = in_shape.element_type;
@@ -275,11 +265,10 @@ pub fn emit_select_and_scatter_part(
     if positions.len() as i64 > MAX_WINDOW {
         return Err(JitError::Unsupported(format!(
             "select-and-scatter with more than {MAX_WINDOW} window elements ({})",
-            instr.name
+            name
         )));
     }
     let rank = in_shape.rank();
-    let (select, scatter) = (*select, *scatter);
     if rank > 0 && super::window_tiled::windows_disjoint(window, &in_shape, &src_shape) {
         return super::window_tiled::emit_disjoint_select_and_scatter(
             e,
@@ -294,7 +283,7 @@ pub fn emit_select_and_scatter_part(
     if part.is_some() {
         return Err(JitError::Invalid(format!(
             "{}: only a select-and-scatter with tiling windows can be split",
-            instr.name
+            name
         )));
     }
     let empty = Index::Multi(SmallVec::new());

@@ -109,46 +109,24 @@ pub fn emit_tiled_consumer_part(
     allow_vector: bool,
     part: Option<(i64, i64)>,
 ) -> Result<(), JitError> {
-    let instr = e.comp.get(ss);
-    let Op::SelectAndScatter {
-        window,
-        select,
-        scatter,
-    } = &instr.op
-    else {
-        return Err(JitError::Invalid(format!(
-            "{} is not a select-and-scatter",
-            instr.name
-        )));
-    };
-    let operands = [
-        instr.operands()[0],
-        instr.operands()[1],
-        instr.operands()[2],
-    ];
+    let extra = [root];
+    let walk = walk_of(e, ss, &extra, allow_vector)?;
     let ty = e.shape(root)?.element_type;
     let mut store = |e: &mut Elemental, lin: Value, idx: &Index, v: Value, lanes: u32| {
         e.provide(ss, idx, lanes, v);
         let r = e.emit(root, idx, lanes)?;
         e.store(output, ty, lin, r, lanes)
     };
-    let walk = Walk {
-        operands,
-        window,
-        regions: [*select, *scatter],
-        allow_vector,
-        extra: &[root],
-    };
     walk_windows(e, &walk, part, &mut store)
 }
 
 /// The [`Walk`] of select-and-scatter `ss`, with `extra` evaluated at each point.
-pub(super) fn walk_of<'w>(
+pub(super) fn walk_of<'w: 'x, 'x>(
     e: &Elemental<'w, '_>,
     ss: InstrId,
-    extra: &'w [InstrId],
+    extra: &'x [InstrId],
     allow_vector: bool,
-) -> Result<Walk<'w>, JitError> {
+) -> Result<Walk<'x>, JitError> {
     let comp: &'w tessel_compiler::ir::Computation = e.comp;
     let instr = comp.get(ss);
     let Op::SelectAndScatter {
@@ -343,24 +321,13 @@ pub fn tiled_value(
     idx: &Index,
     lanes: u32,
 ) -> Result<Option<Value>, JitError> {
-    let instr = e.comp.get(id);
-    let Op::SelectAndScatter {
+    let Walk {
+        operands: [operand, source, init],
         window,
-        select,
-        scatter,
-    } = &instr.op
-    else {
-        return Err(JitError::Invalid(format!(
-            "{} is not a select-and-scatter",
-            instr.name
-        )));
-    };
-    let (select, scatter) = (*select, *scatter);
-    let (operand, source, init) = (
-        instr.operands()[0],
-        instr.operands()[1],
-        instr.operands()[2],
-    );
+        regions: [select, scatter],
+        ..
+    } = walk_of(e, id, &[], false)?;
+    let name = &e.comp.get(id).name;
     let in_shape: ArrayShape = e.shape(operand)?.clone();
     let src_shape: ArrayShape = e.shape(source)?.clone();
     if !windows_disjoint(window, &in_shape, &src_shape)
@@ -368,7 +335,7 @@ pub fn tiled_value(
     {
         return Err(JitError::Unsupported(format!(
             "{}: a select-and-scatter inside a kernel must have windows that tile its operand",
-            instr.name
+            name
         )));
     }
     let ty = in_shape.element_type;
