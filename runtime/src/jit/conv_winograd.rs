@@ -498,7 +498,7 @@ mod tests {
     }
 
     /// The AVX and the portable code on the same forward and weight-gradient convolutions,
-    /// against a direct f64 sum (relative to the sum of |terms|, as in jit_winograd.rs).
+    /// against a direct f64 sum (relative to the sum of |terms|, like tests/tests/jit/winograd.rs).
     #[test]
     fn portable_and_avx_paths_match_the_direct_sum() {
         let (n, h, w, c, o, r) = (2usize, 7usize, 9usize, 11usize, 13usize, 5usize);

@@ -4,7 +4,7 @@
 //!
 //! The polynomial coefficients are the classic single-precision minimax sets (the ones Cephes
 //! published); measured errors in ulps are in `docs/jit.md` and checked by
-//! `tests/tests/jit_vector_math.rs`.
+//! `tests/tests/jit/vector_math.rs`.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Type, Value};

@@ -2,9 +2,7 @@
 //! numbers, bitwise the same on two runs; the wrong replica count and a failing replica are
 //! explained, naming the replica; `--profile` covers a shard_map step run as a loop.
 
-mod common;
-
-use common::corpus;
+use crate::common::corpus;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -89,7 +89,7 @@ fn check(m: &Module, args: &[Literal], tol: f64) {
                 vectorize,
                 gemm_threads: threads,
                 // The patch-GEMM paths are what this file tests (Winograd, which `Auto` picks
-                // for some of these convolutions, is tested in jit_winograd.rs).
+                // for some of these convolutions, is tested in winograd.rs).
                 conv_algorithm: ConvAlgorithm::Gemm,
                 ..Default::default()
             };

@@ -1,9 +1,7 @@
 //! `tessel compile` on the command line: the optimizer's and the JIT's figures, the JIT's CLIF
 //! dumps, and the rejection of what the device cannot run.
 
-mod common;
-
-use common::corpus;
+use crate::common::corpus;
 
 use std::process::Command;
 

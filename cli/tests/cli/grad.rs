@@ -1,8 +1,6 @@
 //! `tessel grad` on the command line: HLO text out, errors with exit code 1.
 
-mod common;
-
-use common::corpus;
+use crate::common::corpus;
 
 use std::process::Command;
 use tessel_compiler::hlo_text::parse_module;

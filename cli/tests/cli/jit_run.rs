@@ -1,8 +1,6 @@
 //! `tessel run --backend jit` on the command line: JAX's numbers out, timings with --repeat.
 
-mod common;
-
-use common::corpus;
+use crate::common::corpus;
 
 use std::process::Command;
 use tessel_runtime::host_io::read_safetensors;

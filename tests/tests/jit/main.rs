@@ -1,0 +1,15 @@
+//! The JIT on one replica against the interpreter and JAX: hand-built modules, the corpus,
+//! random graphs, the convolution routines (direct, Winograd, patch GEMM), the fast paths,
+//! kernels split over threads, vector math, and in-place `while` updates.
+
+mod basic;
+mod conv_direct;
+mod corpus;
+mod fast_paths;
+mod parallel_kernels;
+mod pool_gradient_fusion;
+mod random_graphs;
+mod reduce_parallel;
+mod vector_math;
+mod while_in_place;
+mod winograd;

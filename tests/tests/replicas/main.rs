@@ -1,0 +1,5 @@
+//! One compiled program on N replicas: collectives against the interpreter, faults on one
+//! replica stopping the others, and the data-parallel corpus modules against JAX.
+
+mod corpus;
+mod jit;
