@@ -36,9 +36,9 @@ pub enum LoopError {
     NoIterations,
     #[error("{iterations} iterations do not fit the s32 loop counter")]
     TooManyIterations { iterations: u64 },
-    #[error("--infeed names parameter {index}, but the step has {count} parameters")]
+    #[error("the infeed names parameter {index}, but the step has {count} parameters")]
     NoSuchParameter { index: u32, count: usize },
-    #[error("--infeed names parameter {index} twice")]
+    #[error("the infeed names parameter {index} twice")]
     Repeated { index: u32 },
     #[error("parameter {index} ({name}) has shape {shape}; loop-carried and fed parameters must be arrays")]
     NotAnArray {

@@ -1,4 +1,5 @@
-//! tessel's runtime: host-side values and files, and compiled executables on replicas.
+//! tessel's runtime: host-side values and files, compiled executables on replicas, and the
+//! session API that compiles and runs programs ([`session`]).
 
 pub mod arena;
 pub mod executable;
@@ -6,7 +7,6 @@ pub mod feed;
 pub mod host_io;
 pub mod jit;
 pub mod replicas;
+pub mod session;
 pub mod shard_map;
-pub mod sharded_loop;
 pub mod threads;
-pub mod training_loop;

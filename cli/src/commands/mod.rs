@@ -1,4 +1,4 @@
-//! One module per verb.
+//! One module per verb, and what the verbs share.
 
 pub mod check;
 pub mod compile;
@@ -6,6 +6,8 @@ pub mod fmt;
 pub mod grad;
 pub mod run;
 pub mod run_loop;
+mod session_errors;
+mod timing;
 
 use std::process::ExitCode;
 

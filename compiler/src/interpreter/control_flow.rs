@@ -115,7 +115,7 @@ pub(crate) fn custom_call(
             if !super::shapes_match(&value.shape(), shape) {
                 return err(format!(
                     "{target} changes {} to {}: this is a shard_map module; run it on its replicas \
-                     with tessel_runtime::shard_map::run_sharded (`tessel run --replicas N`)",
+                     with tessel_runtime::session (`tessel run --replicas N`)",
                     value.shape().to_text(false),
                     shape.to_text(false)
                 ));

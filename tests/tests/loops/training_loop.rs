@@ -9,8 +9,38 @@ use tessel_compiler::training_loop::{wrap_in_training_loop, LoopError};
 use tessel_runtime::feed::{stacked_source, unstack, FeedSource};
 use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::jit::JitOptions;
-use tessel_runtime::sharded_loop::ShardedLoop;
-use tessel_runtime::training_loop::{LoopBackend, LoopOptions, TrainingLoop};
+use tessel_runtime::session::{
+    compile, compile_loop, Device, LoopOptions, LoopProgram, LoopSpec, Outfeed, Outputs,
+};
+
+/// `step` in a loop of `k` iterations fed with `infeed`, compiled for `device`.
+fn make_loop(step: &Module, k: u64, infeed: &[u32], device: Device) -> LoopProgram {
+    let spec = LoopSpec {
+        iterations: k,
+        infeed: infeed.to_vec(),
+    };
+    compile_loop(step, &spec, &device).unwrap()
+}
+
+/// The loop on `replicas` interpreter replicas.
+fn interp_loop(step: &Module, k: u64, infeed: &[u32], replicas: usize) -> LoopProgram {
+    make_loop(
+        step,
+        k,
+        infeed,
+        Device::interpreter().with_replicas(replicas),
+    )
+}
+
+/// A shard_map module run once on `device`: the global outputs.
+fn run_global(step: &Module, device: Device, args: &[Array]) -> Vec<Array> {
+    let program = compile(step, &device).unwrap();
+    let inputs = program.bind_ordered(args.to_vec()).unwrap();
+    match program.run(&inputs).unwrap() {
+        Outputs::Global(leaves) => leaves,
+        Outputs::PerReplica(_) => unreachable!("a shard_map program gives global arrays"),
+    }
+}
 
 /// An SGD step on 4 replicas: w -= 0.125 * all-reduce(w * x + log x); loss = sum of that.
 /// A negative x gives NaN (log). On replica `bad`, the gradient goes through a custom call
@@ -26,6 +56,14 @@ fn sgd_step(bad: Option<u32>) -> Module {
         ),
         None => "\n  g2 = f32[4] copy(gl)".to_string(),
     };
+    // Only the faulty step holds the custom call: the JIT's device refuses a module with it.
+    let missing = match bad {
+        Some(_) => {
+            "missing_kernel {\n  p2 = f32[4] parameter(0)\n  ROOT c2 = f32[4] custom-call(p2), \
+             custom_call_target=\"tessel.test.missing_kernel\"\n}\n\n"
+        }
+        None => "",
+    };
     let text = format!(
         r#"HloModule sgd_step, replica_count=4
 
@@ -40,12 +78,7 @@ identity {{
   ROOT c = f32[4] copy(p)
 }}
 
-missing_kernel {{
-  p2 = f32[4] parameter(0)
-  ROOT c2 = f32[4] custom-call(p2), custom_call_target="tessel.test.missing_kernel"
-}}
-
-ENTRY step {{
+{missing}ENTRY step {{
   w = f32[4] parameter(0)
   x = f32[4] parameter(1)
   g = f32[4] multiply(w, x)
@@ -171,7 +204,7 @@ fn bad_loop_requests_are_explained() {
 fn the_loop_equals_k_steps_on_four_replicas_and_is_deterministic() {
     let k = 6;
     let step = sgd_step(None);
-    let lp = TrainingLoop::new(&step, k as u64, &[1]).unwrap();
+    let lp = interp_loop(&step, k as u64, &[1], 4);
     let args = sgd_args(4, k);
     let a = lp.run(args.clone(), &LoopOptions::default()).unwrap();
     let b = lp.run(args.clone(), &LoopOptions::default()).unwrap();
@@ -212,16 +245,16 @@ fn assert_prompt(start: Instant) {
 
 #[test]
 fn a_kernel_failure_on_one_replica_stops_all_replicas_naming_it() {
-    let lp = TrainingLoop::new(&sgd_step(Some(2)), 4, &[1]).unwrap();
+    let lp = interp_loop(&sgd_step(Some(2)), 4, &[1], 4);
     let start = Instant::now();
     let e = lp.run(sgd_args(4, 4), &LoopOptions::default()).unwrap_err();
     assert_prompt(start);
-    assert_eq!(e.replica, Some(2), "{e}");
+    assert_eq!(e.replica(), Some(2), "{e}");
     assert!(e.to_string().contains("tessel.test.missing_kernel"), "{e}");
 }
 
 /// Sources for replicas 0..4 with `x` stacked k deep; `replace` swaps in replica r's own.
-fn sources(k: usize, r_bad: usize, bad: FeedSource) -> (Vec<Vec<Literal>>, Vec<FeedSource>) {
+fn sources(k: usize, r_bad: usize, bad: FeedSource) -> (Vec<Vec<Array>>, Vec<FeedSource>) {
     let mut bad = Some(bad);
     sgd_args(4, k)
         .into_iter()
@@ -232,7 +265,7 @@ fn sources(k: usize, r_bad: usize, bad: FeedSource) -> (Vec<Vec<Literal>>, Vec<F
             } else {
                 stacked_source(vec![a[1].clone()]).unwrap()
             };
-            (vec![Literal::Array(a[0].clone())], src)
+            (vec![a[0].clone()], src)
         })
         .unzip()
 }
@@ -243,15 +276,15 @@ fn x_value(v: f32) -> Literal {
 
 #[test]
 fn an_infeed_closed_early_is_an_error_on_that_replica_not_a_hang() {
-    let lp = TrainingLoop::new(&sgd_step(None), 5, &[1]).unwrap();
+    let lp = interp_loop(&sgd_step(None), 5, &[1], 4);
     let short: FeedSource = Box::new((0..2).map(|_| Ok(x_value(1.5))));
     let (state, srcs) = sources(5, 3, short);
     let start = Instant::now();
     let e = lp
-        .run_with_sources(state, srcs, &LoopOptions::default())
+        .run_fed(state, srcs, Outfeed::Collect, &LoopOptions::default())
         .unwrap_err();
     assert_prompt(start);
-    assert_eq!(e.replica, Some(3), "{e}");
+    assert_eq!(e.replica(), Some(3), "{e}");
     let m = e.to_string();
     assert!(
         m.contains("infeed closed after 2 values") && m.contains("ran out after 2"),
@@ -261,16 +294,16 @@ fn an_infeed_closed_early_is_an_error_on_that_replica_not_a_hang() {
 
 #[test]
 fn a_failing_data_source_and_wrongly_shaped_data_fail_their_replica() {
-    let lp = TrainingLoop::new(&sgd_step(None), 5, &[1]).unwrap();
+    let lp = interp_loop(&sgd_step(None), 5, &[1], 4);
     let failing: FeedSource =
         Box::new([Ok(x_value(1.5)), Err("cannot read shard 7".to_string())].into_iter());
     let (state, srcs) = sources(5, 1, failing);
     let start = Instant::now();
     let e = lp
-        .run_with_sources(state, srcs, &LoopOptions::default())
+        .run_fed(state, srcs, Outfeed::Collect, &LoopOptions::default())
         .unwrap_err();
     assert_prompt(start);
-    assert_eq!(e.replica, Some(1), "{e}");
+    assert_eq!(e.replica(), Some(1), "{e}");
     assert!(e.to_string().contains("cannot read shard 7"), "{e}");
 
     let wrong: FeedSource = Box::new(std::iter::once(Ok(Literal::Tuple(vec![Literal::Array(
@@ -278,9 +311,9 @@ fn a_failing_data_source_and_wrongly_shaped_data_fail_their_replica() {
     )]))));
     let (state, srcs) = sources(5, 0, wrong);
     let e = lp
-        .run_with_sources(state, srcs, &LoopOptions::default())
+        .run_fed(state, srcs, Outfeed::Collect, &LoopOptions::default())
         .unwrap_err();
-    assert_eq!(e.replica, Some(0), "{e}");
+    assert_eq!(e.replica(), Some(0), "{e}");
     assert!(
         e.to_string()
             .contains("fed (f32[3]) to an infeed of (f32[4])"),
@@ -290,7 +323,7 @@ fn a_failing_data_source_and_wrongly_shaped_data_fail_their_replica() {
 
 #[test]
 fn the_nan_check_names_the_parameter() {
-    let lp = TrainingLoop::new(&sgd_step(None), 3, &[1]).unwrap();
+    let lp = interp_loop(&sgd_step(None), 3, &[1], 4);
     let mut args = sgd_args(4, 3);
     // Replica 3's data at iteration 1 is negative: log gives NaN, all-reduce spreads it to
     // element 1 of every replica's w.
@@ -366,7 +399,7 @@ fn corpus_loop_inputs() -> Option<LoopFixture> {
 #[test]
 fn the_mnist_cnn_loop_gives_jax_numbers() {
     let (step, args, want) = corpus_loop_inputs().expect("the corpus is missing");
-    let lp = TrainingLoop::new(&step, 5, &[8, 9, 10]).unwrap();
+    let lp = interp_loop(&step, 5, &[8, 9, 10], 1);
     let got = lp
         .run(
             vec![args],
@@ -400,8 +433,8 @@ fn a_single_output_step_loops_and_infeed_needs_a_feed() {
         None,
     )
     .unwrap();
-    let lp = TrainingLoop::new(&step, 3, &[1]).unwrap();
-    assert_eq!(lp.signature.per_iteration_outputs, 0);
+    let lp = interp_loop(&step, 3, &[1], 1);
+    assert_eq!(lp.signature().per_iteration_outputs, 0);
     let args = vec![vec![
         f32s(&[2], vec![1.0, 2.0]),
         f32s(&[3, 2], vec![1.0, 10.0, 2.0, 20.0, 3.0, 30.0]),
@@ -410,7 +443,7 @@ fn a_single_output_step_loops_and_infeed_needs_a_feed() {
     assert_eq!(out.carried[0], vec![f32s(&[2], vec![7.0, 62.0])]);
     assert!(out.per_iteration[0].is_empty());
     let e = tessel_compiler::interpreter::evaluate(
-        &lp.module,
+        lp.module(),
         &[Literal::Array(f32s(&[2], vec![0.0, 0.0]))],
     )
     .unwrap_err();
@@ -450,23 +483,23 @@ ENTRY step {
     .unwrap()
 }
 
-fn jit_loop(step: &Module, k: u64, infeed: &[u32]) -> TrainingLoop {
-    TrainingLoop::with_backend(step, k, infeed, &LoopBackend::Jit(JitOptions::default())).unwrap()
+fn jit_loop(step: &Module, k: u64, infeed: &[u32], replicas: usize) -> LoopProgram {
+    make_loop(step, k, infeed, Device::jit().with_replicas(replicas))
 }
 
 /// Replica 0's state and source from `sgd_args`, with `source` replacing the data when given.
-fn one_replica(k: usize, source: Option<FeedSource>) -> (Vec<Vec<Literal>>, Vec<FeedSource>) {
+fn one_replica(k: usize, source: Option<FeedSource>) -> (Vec<Vec<Array>>, Vec<FeedSource>) {
     let a = sgd_args(1, k).remove(0);
     let src = source.unwrap_or_else(|| stacked_source(vec![a[1].clone()]).unwrap());
-    (vec![vec![Literal::Array(a[0].clone())]], vec![src])
+    (vec![vec![a[0].clone()]], vec![src])
 }
 
 #[test]
 fn the_jit_loop_gives_the_interpreters_numbers() {
     let step = sgd_step_one_replica();
     let k = 7;
-    let interp = TrainingLoop::new(&step, k, &[1]).unwrap();
-    let jit = jit_loop(&step, k, &[1]);
+    let interp = interp_loop(&step, k, &[1], 1);
+    let jit = jit_loop(&step, k, &[1], 1);
     let args = sgd_args(1, k as usize);
     let want = interp.run(args.clone(), &LoopOptions::default()).unwrap();
     let got = jit.run(args.clone(), &LoopOptions::default()).unwrap();
@@ -492,7 +525,7 @@ fn the_jit_loop_gives_the_interpreters_numbers() {
 #[test]
 fn the_mnist_cnn_loop_gives_jax_numbers_on_the_jit() {
     let (step, args, want) = corpus_loop_inputs().expect("the corpus is missing");
-    let lp = jit_loop(&step, 5, &[8, 9, 10]);
+    let lp = jit_loop(&step, 5, &[8, 9, 10], 1);
     let got = lp
         .run(
             vec![args.clone()],
@@ -538,12 +571,12 @@ fn the_mnist_cnn_loop_gives_jax_numbers_on_the_jit() {
 
 #[test]
 fn a_closed_infeed_stops_the_jit_loop_with_an_error() {
-    let lp = jit_loop(&sgd_step_one_replica(), 5, &[1]);
+    let lp = jit_loop(&sgd_step_one_replica(), 5, &[1], 1);
     let short: FeedSource = Box::new((0..2).map(|_| Ok(x_value(1.5))));
     let (state, srcs) = one_replica(5, Some(short));
     let start = Instant::now();
     let e = lp
-        .run_with_sources(state, srcs, &LoopOptions::default())
+        .run_fed(state, srcs, Outfeed::Collect, &LoopOptions::default())
         .unwrap_err()
         .to_string();
     assert_prompt(start);
@@ -553,19 +586,19 @@ fn a_closed_infeed_stops_the_jit_loop_with_an_error() {
     );
     // The executable is still usable after a failed run.
     let (state, srcs) = one_replica(5, None);
-    lp.run_with_sources(state, srcs, &LoopOptions::default())
+    lp.run_fed(state, srcs, Outfeed::Collect, &LoopOptions::default())
         .unwrap();
 }
 
 #[test]
 fn a_failing_source_or_wrongly_shaped_data_stops_the_jit_loop() {
-    let lp = jit_loop(&sgd_step_one_replica(), 5, &[1]);
+    let lp = jit_loop(&sgd_step_one_replica(), 5, &[1], 1);
     let failing: FeedSource =
         Box::new([Ok(x_value(1.5)), Err("cannot read shard 7".to_string())].into_iter());
     let (state, srcs) = one_replica(5, Some(failing));
     let start = Instant::now();
     let e = lp
-        .run_with_sources(state, srcs, &LoopOptions::default())
+        .run_fed(state, srcs, Outfeed::Collect, &LoopOptions::default())
         .unwrap_err()
         .to_string();
     assert_prompt(start);
@@ -576,7 +609,7 @@ fn a_failing_source_or_wrongly_shaped_data_stops_the_jit_loop() {
     )]))));
     let (state, srcs) = one_replica(5, Some(wrong));
     let e = lp
-        .run_with_sources(state, srcs, &LoopOptions::default())
+        .run_fed(state, srcs, Outfeed::Collect, &LoopOptions::default())
         .unwrap_err()
         .to_string();
     assert!(e.contains("fed (f32[3]) to an infeed of (f32[4])"), "{e}");
@@ -584,7 +617,7 @@ fn a_failing_source_or_wrongly_shaped_data_stops_the_jit_loop() {
 
 #[test]
 fn the_nan_check_stops_the_jit_loop_naming_the_parameter() {
-    let lp = jit_loop(&sgd_step_one_replica(), 3, &[1]);
+    let lp = jit_loop(&sgd_step_one_replica(), 3, &[1], 1);
     let mut args = sgd_args(1, 3);
     // Iteration 1's x[1] is negative: log gives NaN, which reaches w[1].
     if let ArrayData::F32(v) = &mut args[0][1].data {
@@ -606,7 +639,7 @@ fn the_nan_check_stops_the_jit_loop_naming_the_parameter() {
 
 #[test]
 fn a_compiled_infeed_without_a_host_feed_is_an_error() {
-    let lp = jit_loop(&sgd_step_one_replica(), 2, &[1]);
+    let lp = jit_loop(&sgd_step_one_replica(), 2, &[1], 1);
     let w = Literal::Array(f32s(&[4], vec![1.0; 4]));
     let e = lp.executable().unwrap().run(&[w]).unwrap_err().to_string();
     assert!(e.contains("no host feed"), "{e}");
@@ -644,12 +677,12 @@ fn the_jit_loop_updates_its_state_in_place() {
     )
     .unwrap();
     let dir = std::env::temp_dir().join(format!("tessel_loop_state_{}", std::process::id()));
-    let options = JitOptions {
+    let device = Device {
         dump_to: Some(dir.clone()),
-        ..JitOptions::default()
+        ..Device::jit()
     };
-    let lp = TrainingLoop::with_backend(&step, 4, &[2], &LoopBackend::Jit(options)).unwrap();
-    let copies = memcpy_calls_in_program(&dir);
+    let lp = make_loop(&step, 4, &[2], device);
+    let copies = memcpy_calls_in_program(&dir.join("jit"));
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(
         copies, 3,
@@ -677,8 +710,8 @@ fn the_jit_loop_updates_its_state_in_place() {
 fn the_jit_loop_runs_on_four_replicas_like_the_interpreter() {
     let k = 6;
     let step = sgd_step(None);
-    let jit = jit_loop(&step, k as u64, &[1]);
-    let interp = TrainingLoop::new(&step, k as u64, &[1]).unwrap();
+    let jit = jit_loop(&step, k as u64, &[1], 4);
+    let interp = interp_loop(&step, k as u64, &[1], 4);
     let args = sgd_args(4, k);
     let a = jit.run(args.clone(), &LoopOptions::default()).unwrap();
     let b = jit.run(args.clone(), &LoopOptions::default()).unwrap();
@@ -701,16 +734,16 @@ fn the_jit_loop_runs_on_four_replicas_like_the_interpreter() {
 
 #[test]
 fn faults_on_one_replica_stop_the_jit_loop_on_every_replica() {
-    let lp = jit_loop(&sgd_step(None), 5, &[1]);
+    let lp = jit_loop(&sgd_step(None), 5, &[1], 4);
     // Replica 3's data runs out while the others wait for it at the all-reduce.
     let short: FeedSource = Box::new((0..2).map(|_| Ok(x_value(1.5))));
     let (state, srcs) = sources(5, 3, short);
     let start = Instant::now();
     let e = lp
-        .run_with_sources(state, srcs, &LoopOptions::default())
+        .run_fed(state, srcs, Outfeed::Collect, &LoopOptions::default())
         .unwrap_err();
     assert_prompt(start);
-    assert_eq!(e.replica, Some(3), "{e}");
+    assert_eq!(e.replica(), Some(3), "{e}");
     assert!(
         e.to_string().contains("infeed closed after 2 values"),
         "{e}"
@@ -721,10 +754,10 @@ fn faults_on_one_replica_stop_the_jit_loop_on_every_replica() {
     let (state, srcs) = sources(5, 1, failing);
     let start = Instant::now();
     let e = lp
-        .run_with_sources(state, srcs, &LoopOptions::default())
+        .run_fed(state, srcs, Outfeed::Collect, &LoopOptions::default())
         .unwrap_err();
     assert_prompt(start);
-    assert_eq!(e.replica, Some(1), "{e}");
+    assert_eq!(e.replica(), Some(1), "{e}");
     assert!(e.to_string().contains("cannot read shard 7"), "{e}");
 
     let wrong: FeedSource = Box::new(std::iter::once(Ok(Literal::Tuple(vec![Literal::Array(
@@ -732,9 +765,9 @@ fn faults_on_one_replica_stop_the_jit_loop_on_every_replica() {
     )]))));
     let (state, srcs) = sources(5, 0, wrong);
     let e = lp
-        .run_with_sources(state, srcs, &LoopOptions::default())
+        .run_fed(state, srcs, Outfeed::Collect, &LoopOptions::default())
         .unwrap_err();
-    assert_eq!(e.replica, Some(0), "{e}");
+    assert_eq!(e.replica(), Some(0), "{e}");
     assert!(
         e.to_string()
             .contains("fed (f32[3]) to an infeed of (f32[4])"),
@@ -750,7 +783,7 @@ fn faults_on_one_replica_stop_the_jit_loop_on_every_replica() {
         nan_check: true,
         ..LoopOptions::default()
     };
-    let lp = jit_loop(&sgd_step(None), 3, &[1]);
+    let lp = jit_loop(&sgd_step(None), 3, &[1], 4);
     let e = lp.run(args, &checked).unwrap_err().to_string();
     assert!(e.contains("NaN check: carried parameter 0 (w)"), "{e}");
     // And the executable still runs cleanly afterwards.
@@ -824,14 +857,12 @@ fn a_shard_map_step_loops_on_four_replicas_on_both_backends() {
     let k = 3;
     let (step, looped, batches) = sharded_fixture("dp_tanh_regression_r4", k, &[1]);
     let want = by_hand(&batches, &[0], &|args| {
-        tessel_runtime::shard_map::run_sharded(&step, args, 4).unwrap()
+        run_global(&step, Device::interpreter().with_replicas(4), args)
     });
-    for backend in [
-        LoopBackend::Interpreter,
-        LoopBackend::Jit(JitOptions::default()),
-    ] {
-        let sl = ShardedLoop::new(&step, 4, k as u64, &[1], &backend).unwrap();
-        let got = sl.run(looped.clone(), &LoopOptions::default()).unwrap();
+    for device in [Device::interpreter(), Device::jit()] {
+        let backend = device.backend;
+        let sl = make_loop(&step, k as u64, &[1], device.with_replicas(4));
+        let got = sl.run_global(&looped, &LoopOptions::default()).unwrap();
         assert_eq!(got.len(), want.len());
         assert_eq!(got[1].shape.dims.as_slice(), &[k as i64], "stacked losses");
         for (g, w) in got.iter().zip(&want) {
@@ -852,21 +883,13 @@ fn a_shard_map_step_loops_on_four_replicas_on_both_backends() {
 fn the_data_parallel_cnn_step_loops_on_the_jit() {
     let k = 2;
     let (step, looped, batches) = sharded_fixture("dp_mnist_cnn_train_step_r4_b32", k, &[8, 9, 10]);
-    let sl = ShardedLoop::new(
-        &step,
-        4,
-        k as u64,
-        &[8, 9, 10],
-        &LoopBackend::Jit(JitOptions::default()),
-    )
-    .unwrap();
-    let got = sl.run(looped, &LoopOptions::default()).unwrap();
-    let sharded = tessel_runtime::shard_map::ShardMap::new(&step, 4).unwrap();
-    let mut body = sharded.body().clone();
-    tessel_compiler::passes::pipeline::optimize(&mut body, &Default::default()).unwrap();
-    let exe = tessel_runtime::jit::compile(&body, &JitOptions::default()).unwrap();
+    let device = Device::jit().with_replicas(4);
+    let sl = make_loop(&step, k as u64, &[8, 9, 10], device.clone());
+    let got = sl.run_global(&looped, &LoopOptions::default()).unwrap();
     let carried: Vec<usize> = (0..8).collect();
-    let want = by_hand(&batches, &carried, &|args| sharded.run(&exe, args).unwrap());
+    let want = by_hand(&batches, &carried, &|args| {
+        run_global(&step, device.clone(), args)
+    });
     assert_eq!(got, want);
 }
 
@@ -876,7 +899,7 @@ fn the_data_parallel_cnn_step_loops_on_the_jit() {
 fn a_panicking_replica_thread_releases_replicas_waiting_on_the_infeed() {
     use tessel_runtime::replicas::{Fault, Injection, ReplicaOptions};
     // Leaked so that a hang (the bug this catches) fails the test instead of blocking it.
-    let lp: &'static TrainingLoop = Box::leak(Box::new(jit_loop(&sgd_step(None), 3, &[1])));
+    let lp: &'static LoopProgram = Box::leak(Box::new(jit_loop(&sgd_step(None), 3, &[1], 4)));
     let (queues, rx) = tessel_runtime::feed::HostQueues::new(4, 2);
     let queues: &'static tessel_runtime::feed::HostQueues = Box::leak(Box::new(queues));
     let args = (0..4)

@@ -7,7 +7,8 @@ use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Array, Literal, Module};
 use tessel_compiler::passes::{optimize, CompileOptions};
 use tessel_runtime::host_io::read_safetensors;
-use tessel_runtime::shard_map::{is_shard_map_module, run_sharded, Mesh};
+use tessel_runtime::session::{compile, Device, Outputs, SessionError};
+use tessel_runtime::shard_map::{is_shard_map_module, Mesh};
 use tessel_tests::corpus_files;
 use tessel_tests::numerics::{compare_literals, Tolerance, CORPUS_TOLERANCE};
 
@@ -19,10 +20,20 @@ fn inputs(hlo: &Path) -> Vec<Array> {
     tensors.into_iter().map(|(_, a)| a).collect()
 }
 
+/// A shard_map module on `replicas` interpreter replicas, through the session API: the
+/// entry root's leaves, global.
+fn run_sharded(m: &Module, args: &[Array], replicas: usize) -> Result<Vec<Array>, SessionError> {
+    let program = compile(m, &Device::interpreter().with_replicas(replicas))?;
+    match program.run(&program.bind_ordered(args.to_vec())?)? {
+        Outputs::Global(leaves) => Ok(leaves),
+        Outputs::PerReplica(_) => unreachable!("a shard_map program gives global arrays"),
+    }
+}
+
 fn run(m: &Module, args: &[Array]) -> Result<Literal, String> {
     if is_shard_map_module(m) {
         let replicas = Mesh::of_module(m).map_err(|e| e.message)?.device_count();
-        let leaves = run_sharded(m, args, replicas).map_err(|e| e.message)?;
+        let leaves = run_sharded(m, args, replicas).map_err(|e| e.to_string())?;
         Ok(Literal::Tuple(
             leaves.into_iter().map(Literal::Array).collect(),
         ))

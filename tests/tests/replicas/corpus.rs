@@ -1,13 +1,11 @@
-//! The data-parallel corpus modules on the JIT: the shard_map body is optimized and compiled
-//! once, run on 4 replicas with `Executable::run_replicated` (each replica's GEMM on the
-//! thread budget's share), and must give JAX's numbers (floats within 1e-5 + 1e-4 |b|, 1e-3
+//! The data-parallel corpus modules on the JIT: the session compiles the shard_map body once
+//! and runs it on 4 replicas (each replica's GEMM on the thread budget's share), and must give JAX's numbers (floats within 1e-5 + 1e-4 |b|, 1e-3
 //! relative after the CNN's convolutions), bitwise the same on a second run.
 
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::{Array, Module};
-use tessel_compiler::passes::pipeline::{optimize, CompileOptions};
 use tessel_runtime::host_io::read_safetensors;
-use tessel_runtime::jit::{compile, JitOptions};
+use tessel_runtime::session::{compile, Device, Outputs, Program};
 use tessel_runtime::shard_map::ShardMap;
 use tessel_runtime::threads::ThreadBudget;
 
@@ -44,27 +42,33 @@ fn compare(name: &str, got: &[Array], want: &[Array], rel: f64) {
     }
 }
 
+/// The program's global outputs on `inputs`, in parameter order.
+fn run(program: &Program, inputs: &[Array]) -> Result<Vec<Array>, String> {
+    let bound = program
+        .bind_ordered(inputs.to_vec())
+        .map_err(|e| e.to_string())?;
+    match program.run(&bound).map_err(|e| e.to_string())? {
+        Outputs::Global(leaves) => Ok(leaves),
+        Outputs::PerReplica(_) => Err("a shard_map program gives global arrays".into()),
+    }
+}
+
 fn check(name: &str, rel: f64) {
     let module = load(name);
-    let sharded = ShardMap::new(&module, 4).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let mut body = sharded.body().clone();
-    optimize(&mut body, &CompileOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let options = JitOptions {
-        gemm_threads: ThreadBudget::new(2).per_replica(4),
-        ..JitOptions::default()
+    let device = Device {
+        threads: ThreadBudget::new(2),
+        ..Device::jit().with_replicas(4)
     };
-    let exe = compile(&body, &options).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let program = compile(&module, &device).unwrap_or_else(|e| panic!("{name}: {e}"));
     let inputs = numbered(&format!("{name}.inputs.safetensors"));
-    let a = sharded
-        .run(&exe, &inputs)
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let a = run(&program, &inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
     compare(
         name,
         &a,
         &numbered(&format!("{name}.outputs.safetensors")),
         rel,
     );
-    let b = sharded.run(&exe, &inputs).unwrap();
+    let b = run(&program, &inputs).unwrap();
     for (k, (x, y)) in a.iter().zip(&b).enumerate() {
         assert_eq!(
             x.data.to_le_bytes(),

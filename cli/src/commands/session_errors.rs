@@ -1,0 +1,58 @@
+//! How the CLI reports a [`SessionError`]: the library's message, with the file and the flags
+//! a command-line user typed (`--replicas`, `--infeed`, `--backend`) added.
+
+use std::path::Path;
+use tessel_compiler::training_loop::LoopError;
+use tessel_runtime::session::{ReplicaCountError, SessionError};
+
+/// Which verb reports: `tessel compile` and `tessel run` word the device's refusal apart.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Compile,
+    Run,
+}
+
+/// The message to print for `e`; diagnostics and verifier errors go to stderr first.
+pub fn describe(e: SessionError, file: &Path, verb: Verb) -> String {
+    let file = file.display();
+    match e {
+        SessionError::Invalid(errors) if verb == Verb::Compile => {
+            for e in &errors {
+                eprintln!("error: {e}");
+            }
+            format!("{file} is not a valid module ({} errors)", errors.len())
+        }
+        SessionError::Invalid(errors) => {
+            let list: Vec<String> = errors.iter().map(|e| format!("  {e}")).collect();
+            format!("{file} is not a legal module:\n{}", list.join("\n"))
+        }
+        SessionError::NotLegal {
+            diagnostics,
+            rendered,
+        } => {
+            eprint!("{rendered}");
+            let n = diagnostics.len();
+            let s = if n == 1 { "" } else { "s" };
+            match verb {
+                Verb::Compile => {
+                    format!("{file} cannot be compiled for the device ({n} diagnostic{s})")
+                }
+                Verb::Run => format!(
+                    "{file} cannot run on the device ({n} diagnostic{s}); the reference \
+                     interpreter (--backend interp) runs it"
+                ),
+            }
+        }
+        SessionError::ReplicaCount(ReplicaCountError::Mesh { expected, mesh, .. }) => format!(
+            "this shard_map module runs on {expected} replicas (its mesh {mesh}); pass --replicas {expected}"
+        ),
+        SessionError::Loop(
+            e @ (LoopError::NoSuchParameter { .. } | LoopError::Repeated { .. }),
+        ) => format!("--infeed: {e}"),
+        SessionError::Loop(e) => format!("--loop: {e}"),
+        SessionError::Compile(e) if verb == Verb::Compile => {
+            format!("the JIT could not compile the optimized module: {e}")
+        }
+        other => other.to_string(),
+    }
+}

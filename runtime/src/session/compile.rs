@@ -1,0 +1,128 @@
+//! The one compile driver: verify, check legality for the device (the interpreter is the
+//! reference and runs any well-formed module), then the optimization pipeline and the JIT —
+//! or the interpreter as it is. [`compile`] makes a [`Program`], [`compile_loop`] wraps a
+//! step in a compiled loop first and makes a [`LoopProgram`].
+
+use super::bind::entry_parameters;
+use super::device::{Backend, Device};
+use super::engine::Engine;
+use super::error::{ReplicaCountError, SessionError};
+use super::loop_program::{LoopProgram, LoopSpec};
+use super::program::{Form, Program};
+use crate::shard_map::{is_shard_map_module, Mesh, ShardMap};
+use tessel_compiler::ir::Module;
+use tessel_compiler::legality::{check_legality, render};
+use tessel_compiler::passes::{optimize, CompileReport};
+
+/// A compiled program with what the compiler reports about it.
+pub struct Compiled {
+    pub program: Program,
+    /// The optimization pipeline's report (JIT only): counts and sizes before and after.
+    pub report: Option<CompileReport>,
+}
+
+/// Compiles `module` for `device`.
+pub fn compile(module: &Module, device: &Device) -> Result<Program, SessionError> {
+    compile_with_report(module, device).map(|c| c.program)
+}
+
+/// [`compile`], keeping the pipeline's report. A shard_map module is compiled as its
+/// per-replica body (what every replica runs).
+pub fn compile_with_report(module: &Module, device: &Device) -> Result<Compiled, SessionError> {
+    check_for_device(module, device)?;
+    let parameters = entry_parameters(module)?;
+    let (form, per_replica) = if is_shard_map_module(module) {
+        check_mesh(module, device.replicas)?;
+        let sharded = ShardMap::new(module, device.replicas)?;
+        let body = sharded.body().clone();
+        (Form::ShardMap(Box::new(sharded)), body)
+    } else if device.replicas == 1 {
+        (Form::Single, module.clone())
+    } else {
+        (Form::PerReplica, module.clone())
+    };
+    let (engine, report) = build_engine(per_replica, device)?;
+    Ok(Compiled {
+        program: Program {
+            form,
+            engine,
+            parameters,
+            replicas: device.replicas,
+        },
+        report,
+    })
+}
+
+/// Wraps `step` in a `while` loop of `spec.iterations` iterations fed with the parameters
+/// `spec.infeed` (see `tessel_compiler::training_loop`) and compiles it for `device`. A
+/// shard_map step loops its per-replica body on every replica.
+pub fn compile_loop(
+    step: &Module,
+    spec: &LoopSpec,
+    device: &Device,
+) -> Result<LoopProgram, SessionError> {
+    check_for_device(step, device)?;
+    if is_shard_map_module(step) {
+        check_mesh(step, device.replicas)?;
+    }
+    LoopProgram::new(step, spec, device)
+}
+
+/// Verification, the replica count, and (on the JIT) the device's legality rules.
+fn check_for_device(module: &Module, device: &Device) -> Result<(), SessionError> {
+    if device.replicas == 0 {
+        return Err(ReplicaCountError::Zero.into());
+    }
+    tessel_compiler::verifier::verify(module).map_err(SessionError::Invalid)?;
+    // The JIT stands for the device: what a TPU cannot run is rejected. The interpreter is
+    // the reference and runs any well-formed module.
+    if device.backend == Backend::Jit {
+        let diagnostics = check_legality(module);
+        if !diagnostics.is_empty() {
+            let rendered = render(&diagnostics, module);
+            return Err(SessionError::NotLegal {
+                diagnostics,
+                rendered,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A shard_map module runs on exactly its mesh's devices.
+fn check_mesh(module: &Module, replicas: usize) -> Result<(), SessionError> {
+    let mesh = Mesh::of_module(module)?;
+    if mesh.device_count() != replicas {
+        return Err(ReplicaCountError::Mesh {
+            expected: mesh.device_count(),
+            got: replicas,
+            mesh: mesh
+                .axes
+                .iter()
+                .map(|(n, s)| format!("\"{n}\"={s}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// The per-replica module made runnable: as it is for the interpreter; optimized, then
+/// compiled, for the JIT.
+pub(crate) fn build_engine(
+    module: Module,
+    device: &Device,
+) -> Result<(Engine, Option<CompileReport>), SessionError> {
+    match device.backend {
+        Backend::Interpreter => Ok((Engine::Interpreter(module), None)),
+        Backend::Jit => {
+            let mut optimized = module;
+            let report = optimize(&mut optimized, &device.pipeline_options())
+                .map_err(|e| SessionError::Optimize(e.to_string()))?;
+            let exe = crate::jit::compile(&optimized, &device.jit_options())
+                .map_err(SessionError::Compile)?;
+            Ok((Engine::Jit(Box::new(exe)), Some(report)))
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! [`Device`]: what a program is compiled for — the backend, the number of replicas, the
+//! convolution routines and threads the JIT may use, profiling, and where to write dumps.
+//! [`Backend`] is the one notion of backend in the API.
+
+use crate::jit::{ConvAlgorithm, JitOptions};
+use crate::threads::ThreadBudget;
+use std::path::PathBuf;
+use tessel_compiler::passes::CompileOptions;
+
+/// What executes a program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The reference interpreter: runs any well-formed module as it is.
+    Interpreter,
+    /// The device: legality, the optimization pipeline, then the Cranelift JIT.
+    Jit,
+}
+
+/// The device description a program is compiled for.
+#[derive(Clone, Debug)]
+pub struct Device {
+    pub backend: Backend,
+    /// Replicas the program runs on (one thread each).
+    pub replicas: usize,
+    /// Which convolution routines the JIT may use.
+    pub conv_algorithm: ConvAlgorithm,
+    /// Compute threads of the whole run; each of N replicas gets `per_replica(N)` of them.
+    pub threads: ThreadBudget,
+    /// With the JIT: count the time of every kernel and routine call.
+    pub profile: bool,
+    /// Write the module after each pass (and the JIT's CLIF, in `jit/`) into this directory.
+    pub dump_to: Option<PathBuf>,
+    /// Dump only after the passes whose name matches this regular expression.
+    pub dump_pass_re: Option<String>,
+}
+
+impl Device {
+    /// One replica of `backend`, automatic convolution routines, every core, no profile, no
+    /// dumps.
+    pub fn new(backend: Backend) -> Device {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Device {
+            backend,
+            replicas: 1,
+            conv_algorithm: ConvAlgorithm::Auto,
+            threads: ThreadBudget::new(cores),
+            profile: false,
+            dump_to: None,
+            dump_pass_re: None,
+        }
+    }
+
+    /// The reference interpreter on one replica.
+    pub fn interpreter() -> Device {
+        Device::new(Backend::Interpreter)
+    }
+
+    /// The JIT on one replica.
+    pub fn jit() -> Device {
+        Device::new(Backend::Jit)
+    }
+
+    /// The same device with `replicas` replicas.
+    pub fn with_replicas(self, replicas: usize) -> Device {
+        Device { replicas, ..self }
+    }
+
+    /// The JIT's options on this device: each replica's GEMM gets its share of the threads,
+    /// so N replicas do not oversubscribe the machine.
+    pub(crate) fn jit_options(&self) -> JitOptions {
+        JitOptions {
+            dump_to: self.dump_to.as_ref().map(|d| d.join("jit")),
+            gemm_threads: self.threads.per_replica(self.replicas),
+            profile: self.profile,
+            conv_algorithm: self.conv_algorithm,
+            ..JitOptions::default()
+        }
+    }
+
+    /// The optimization pipeline's options on this device.
+    pub(crate) fn pipeline_options(&self) -> CompileOptions {
+        CompileOptions {
+            dump_to: self.dump_to.clone(),
+            dump_pass_re: self.dump_pass_re.clone(),
+            ..CompileOptions::default()
+        }
+    }
+}

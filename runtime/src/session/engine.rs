@@ -1,0 +1,78 @@
+//! [`Engine`]: one compiled module ready to run — the module itself for the interpreter, or
+//! the JIT's executable — on one replica or N, with or without a host feed.
+
+use super::error::SessionError;
+use crate::executable::Executable;
+use crate::feed::HostQueues;
+use crate::jit::feed_ops::with_host_feed;
+use crate::replicas::ReplicaOptions;
+use tessel_compiler::interpreter::{
+    evaluate, evaluate_replicated, evaluate_replicated_with_feed, evaluate_with_feed, HostFeed,
+};
+use tessel_compiler::ir::{Literal, Module};
+
+pub(crate) enum Engine {
+    /// The reference interpreter, on the module as it is.
+    Interpreter(Module),
+    /// The optimized module compiled by the JIT.
+    Jit(Box<Executable>),
+}
+
+impl Engine {
+    pub(crate) fn executable(&self) -> Option<&Executable> {
+        match self {
+            Engine::Jit(exe) => Some(exe),
+            Engine::Interpreter(_) => None,
+        }
+    }
+
+    /// Runs on one replica.
+    pub(crate) fn run(&self, args: &[Literal]) -> Result<Literal, SessionError> {
+        match self {
+            Engine::Interpreter(m) => Ok(evaluate(m, args)?),
+            Engine::Jit(exe) => exe.run(args).map_err(|e| SessionError::run(e.to_string())),
+        }
+    }
+
+    /// Runs on `args.len()` replicas, one thread each; every replica's result in order.
+    pub(crate) fn run_replicas(
+        &self,
+        args: Vec<Vec<Literal>>,
+    ) -> Result<Vec<Literal>, SessionError> {
+        match self {
+            Engine::Interpreter(m) => Ok(evaluate_replicated(m, args)?),
+            Engine::Jit(exe) => Ok(exe.run_replicated(args)?),
+        }
+    }
+
+    /// Runs a module that reads and writes the host `feed` on `args.len()` replicas; every
+    /// replica's result in order.
+    pub(crate) fn run_fed(
+        &self,
+        args: Vec<Vec<Literal>>,
+        feed: &HostQueues,
+    ) -> Result<Vec<Literal>, SessionError> {
+        let n = args.len();
+        match self {
+            Engine::Interpreter(m) if n == 1 => {
+                let args = args.into_iter().next().unwrap_or_default();
+                Ok(evaluate_with_feed(m, &args, feed).map(|l| vec![l])?)
+            }
+            Engine::Interpreter(m) => Ok(evaluate_replicated_with_feed(m, args, feed)?),
+            Engine::Jit(exe) if n > 1 => {
+                Ok(exe.run_replicated_fed(args, feed, &ReplicaOptions::default())?)
+            }
+            Engine::Jit(exe) => {
+                let args = args.into_iter().next().unwrap_or_default();
+                with_host_feed(feed, 0, || exe.run(&args))
+                    .map(|l| vec![l])
+                    .map_err(|e| {
+                        // Wake the host threads: nothing will read or send any more.
+                        let message = e.to_string();
+                        feed.abort(0, &message);
+                        SessionError::run(message)
+                    })
+            }
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! The session API: compile a module for a [`Device`] and run it, once, on N replicas, or as a
+//! compiled loop fed by an infeed source and drained by an outfeed sink. It is the one driver
+//! the CLI, the tests and the estimator use (see `docs/session.md`).
+//!
+//! - [`device`]: the device description ([`Backend`], replicas, threads, ...);
+//! - [`compile`](mod@compile): the driver (verify, legality, optimize, JIT);
+//! - [`program`]: a compiled [`Program`] in its single, per-replica or shard_map form;
+//! - [`bind`]: inputs bound to parameters;
+//! - [`loop_program`], `loop_host`, `loop_global`: a compiled loop, its host threads, and its
+//!   shard_map form on global arrays;
+//! - [`error`]: [`SessionError`].
+
+pub mod bind;
+pub mod compile;
+pub mod device;
+mod engine;
+pub mod error;
+mod loop_global;
+mod loop_host;
+pub mod loop_program;
+pub mod program;
+#[cfg(test)]
+mod tests;
+
+pub use bind::Parameter;
+pub use compile::{compile, compile_loop, compile_with_report, Compiled};
+pub use device::{Backend, Device};
+pub use error::{BindError, ReplicaCountError, SessionError};
+pub use loop_host::Outfeed;
+pub use loop_program::{LoopInputs, LoopOptions, LoopOutputs, LoopProgram, LoopSpec};
+pub use program::{Inputs, Outputs, Program, ProgramForm};
