@@ -6,13 +6,13 @@
 //! same for both.
 
 use crate::executable::Executable;
-use crate::feed::{drain_outfeed, fill_infeed, stack, stacked_source, FeedSource, HostQueues};
+use crate::feed::{
+    drain_outfeed, fill_infeed, stack, stacked_source, FeedSource, HostFeed, HostQueues,
+};
 use crate::jit::feed_ops::with_host_feed;
 use crate::jit::JitOptions;
-use crate::replicas::ReplicaOptions;
-use tessel_compiler::interpreter::{
-    evaluate_replicated_with_feed, evaluate_with_feed, EvalError, HostFeed,
-};
+use crate::replicas::{evaluate_replicated_with_feed, evaluate_with_feed, ReplicaOptions};
+use tessel_compiler::interpreter::EvalError;
 use tessel_compiler::ir::{Array, ArrayData, Literal, Module};
 use tessel_compiler::training_loop::{loop_signature, wrap_in_training_loop, LoopSignature};
 
@@ -97,7 +97,7 @@ impl TrainingLoop {
             LoopBackend::Interpreter => Engine::Interpreter,
             LoopBackend::Jit(options) => {
                 let mut optimized = module.clone();
-                tessel_compiler::passes::pipeline::optimize(&mut optimized, &Default::default())
+                tessel_compiler::compile::optimize(&mut optimized, &Default::default())
                     .map_err(|e| format!("optimizing the loop: {e}"))?;
                 let exe = crate::jit::compile(&optimized, options)
                     .map_err(|e| format!("compiling the loop: {e}"))?;

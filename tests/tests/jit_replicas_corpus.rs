@@ -3,9 +3,9 @@
 //! thread budget's share), and must give JAX's numbers (floats within 1e-5 + 1e-4 |b|, 1e-3
 //! relative after the CNN's convolutions), bitwise the same on a second run.
 
+use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::{Array, Module};
-use tessel_compiler::passes::pipeline::{optimize, CompileOptions};
 use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::jit::{compile, JitOptions};
 use tessel_runtime::shard_map::ShardMap;

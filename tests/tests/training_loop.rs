@@ -3,12 +3,12 @@
 
 use std::time::{Duration, Instant};
 use tessel_compiler::hlo_text::{parse_module, parse_module_file, print_module, PrintOptions};
-use tessel_compiler::interpreter::{evaluate_replicated_with_feed, HostFeed};
 use tessel_compiler::ir::{Array, ArrayData, ElementType, Literal, Module, Op, Shape};
 use tessel_compiler::training_loop::{wrap_in_training_loop, LoopError};
-use tessel_runtime::feed::{stacked_source, unstack, FeedSource};
+use tessel_runtime::feed::{stacked_source, unstack, FeedSource, HostFeed};
 use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::jit::JitOptions;
+use tessel_runtime::replicas::evaluate_replicated_with_feed;
 use tessel_runtime::sharded_loop::ShardedLoop;
 use tessel_runtime::training_loop::{LoopBackend, LoopOptions, TrainingLoop};
 
@@ -191,7 +191,7 @@ fn the_loop_equals_k_steps_on_four_replicas_and_is_deterministic() {
                 vec![Literal::Array(w[r].clone()), Literal::Array(f32s(&[4], x))]
             })
             .collect();
-        let out = tessel_compiler::interpreter::evaluate_replicated(&step, per_replica).unwrap();
+        let out = tessel_runtime::replicas::evaluate_replicated(&step, per_replica).unwrap();
         for (r, o) in out.into_iter().enumerate() {
             let leaves: Vec<Array> = o.leaves().into_iter().cloned().collect();
             w[r] = leaves[0].clone();
@@ -506,7 +506,7 @@ fn the_mnist_cnn_loop_gives_jax_numbers_on_the_jit() {
 
     // By hand: the optimized step compiled alone, run 5 times, the state threaded through.
     let mut optimized = step.clone();
-    tessel_compiler::passes::pipeline::optimize(&mut optimized, &Default::default()).unwrap();
+    tessel_compiler::compile::optimize(&mut optimized, &Default::default()).unwrap();
     let exe = tessel_runtime::jit::compile(&optimized, &JitOptions::default()).unwrap();
     let fed: Vec<Vec<Array>> = args[8..].iter().map(|a| unstack(a).unwrap()).collect();
     let mut state: Vec<Array> = args[..8].to_vec();
@@ -863,7 +863,7 @@ fn the_data_parallel_cnn_step_loops_on_the_jit() {
     let got = sl.run(looped, &LoopOptions::default()).unwrap();
     let sharded = tessel_runtime::shard_map::ShardMap::new(&step, 4).unwrap();
     let mut body = sharded.body().clone();
-    tessel_compiler::passes::pipeline::optimize(&mut body, &Default::default()).unwrap();
+    tessel_compiler::compile::optimize(&mut body, &Default::default()).unwrap();
     let exe = tessel_runtime::jit::compile(&body, &JitOptions::default()).unwrap();
     let carried: Vec<usize> = (0..8).collect();
     let want = by_hand(&batches, &carried, &|args| sharded.run(&exe, args).unwrap());

@@ -9,10 +9,10 @@
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::Module;
 use tessel_compiler::legality::{check_legality, render};
-use tessel_compiler::passes::{optimize, CompileOptions};
 use tessel_runtime::jit::{compile, JitOptions};
 use tessel_runtime::shard_map::{is_shard_map_module, per_replica_module};
 
@@ -61,7 +61,6 @@ pub fn run(args: &CompileArgs) -> ExitCode {
     let options = CompileOptions {
         dump_to: args.dump_to.clone(),
         dump_pass_re: args.dump_pass_re.clone(),
-        replicas: args.replicas,
     };
     let report = match optimize(&mut module, &options) {
         Ok(report) => report,

@@ -11,10 +11,11 @@ use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
-use tessel_compiler::interpreter::{evaluate, evaluate_replicated};
+use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Array, ArrayShape, Literal, Module, Shape};
 use tessel_runtime::host_io::{read_safetensors, write_safetensors};
 use tessel_runtime::jit::{ConvAlgorithm, Executable, JitOptions};
+use tessel_runtime::replicas::evaluate_replicated;
 use tessel_runtime::shard_map::{is_shard_map_module, run_sharded, Mesh, ShardMap};
 use tessel_runtime::threads::ThreadBudget;
 
@@ -241,7 +242,7 @@ impl<'j> JitJob<'j> {
             Some(s) => s.body().clone(),
             None => module.clone(),
         };
-        tessel_compiler::passes::pipeline::optimize(&mut program, &Default::default())
+        tessel_compiler::compile::optimize(&mut program, &Default::default())
             .map_err(|e| e.to_string())?;
         let options = JitOptions {
             gemm_threads: budget.per_replica(replicas),

@@ -21,7 +21,6 @@ mod rules_while;
 mod rules_window;
 mod scalar_computations;
 mod sweep;
-mod trace_grad;
 
 use crate::builder::Builder;
 use crate::ir::{ComputationId, InstrId, Instruction, Metadata, Module, Op, Shape};
@@ -30,8 +29,6 @@ use emit::{Emitter, R};
 use hashbrown::HashSet;
 use scalar_computations::ScalarComputations;
 use std::fmt;
-
-pub use trace_grad::grad;
 
 /// Why a gradient could not be built.
 #[derive(Clone, Debug, PartialEq, Eq)]

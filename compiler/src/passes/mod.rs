@@ -2,8 +2,8 @@
 //!
 //! Every pass implements [`Pass`]: it rewrites a module in place and reports honestly whether
 //! it changed anything (a pass that reports "unchanged" must leave the printed module
-//! identical). [`pipeline::default_pipeline`] strings them together in XLA:CPU's order and
-//! [`pipeline::optimize`] is the library entry point.
+//! identical). [`pipeline::default_pipeline`] strings them together in XLA:CPU's order;
+//! `crate::compile::optimize` runs it (with buffer assignment and dumps) for library callers.
 
 pub mod algebraic_simplifier;
 pub mod buffer_assignment;
@@ -28,7 +28,7 @@ pub use constant_folding::ConstantFolding;
 pub use cse::Cse;
 pub use dce::Dce;
 pub use fusion::Fusion;
-pub use pipeline::{default_pipeline, optimize, CompileOptions, CompileReport, Pipeline};
+pub use pipeline::{default_pipeline, Pipeline};
 pub use scheduling::Scheduler;
 pub use while_loop_simplifier::WhileLoopSimplifier;
 
