@@ -2,7 +2,7 @@
 //! directory written along the way. The passes know nothing of dumps; the dumper reads the
 //! passes' records, and this module joins the two.
 
-use crate::dump::Dumper;
+use crate::dump::{DumpError, Dumper};
 use crate::ir::Module;
 use crate::passes::buffer_assignment::{assign_buffers, BufferAssignment};
 use crate::passes::pipeline::{default_pipeline, PassRecord};
@@ -10,6 +10,16 @@ use crate::passes::stats::{fusion_count, kernel_count};
 use crate::passes::PassError;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// Why [`optimize`] failed: a pass (or the verifier after it), or the dump directory.
+#[derive(Debug, Error)]
+pub enum CompileError {
+    #[error(transparent)]
+    Pass(#[from] PassError),
+    #[error("dump: {0}")]
+    Dump(#[from] DumpError),
+}
 
 /// What `tessel compile` and the library callers ask of the pipeline.
 #[derive(Clone, Debug, Default)]
@@ -60,19 +70,16 @@ impl CompileReport {
 
 /// Optimizes `m` in place with the default pipeline, assigns buffers, and writes dumps when
 /// `opts.dump_to` is set.
-pub fn optimize(m: &mut Module, opts: &CompileOptions) -> Result<CompileReport, PassError> {
+pub fn optimize(m: &mut Module, opts: &CompileOptions) -> Result<CompileReport, CompileError> {
     let start = Instant::now();
     let instructions_before = m.instruction_count();
     let kernels_before = kernel_count(m);
     let mut dumper = match &opts.dump_to {
-        Some(dir) => Some(
-            Dumper::new(dir, m, opts.dump_pass_re.as_deref())
-                .map_err(|e| PassError::new("dump", e))?,
-        ),
+        Some(dir) => Some(Dumper::new(dir, m, opts.dump_pass_re.as_deref())?),
         None => None,
     };
     let mut pipeline = default_pipeline();
-    let mut dump_error: Option<String> = None;
+    let mut dump_error: Option<DumpError> = None;
     let passes = {
         let mut hook = |r: &PassRecord, m: &Module| {
             if let Some(d) = dumper.as_mut() {
@@ -84,7 +91,7 @@ pub fn optimize(m: &mut Module, opts: &CompileOptions) -> Result<CompileReport, 
         pipeline.run(m, Some(&mut hook))?
     };
     if let Some(e) = dump_error {
-        return Err(PassError::new("dump", e));
+        return Err(e.into());
     }
     let buffers = assign_buffers(m);
     let report = CompileReport {
@@ -98,8 +105,7 @@ pub fn optimize(m: &mut Module, opts: &CompileOptions) -> Result<CompileReport, 
         buffers,
     };
     if let Some(d) = dumper.as_mut() {
-        d.finish(m, &report.buffers)
-            .map_err(|e| PassError::new("dump", e))?;
+        d.finish(m, &report.buffers)?;
     }
     Ok(report)
 }

@@ -9,7 +9,8 @@
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tessel_compiler::compile::{optimize, CompileOptions};
+use tessel_compiler::compile::{optimize, CompileError, CompileOptions};
+use tessel_compiler::dump::DumpError;
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::Module;
 use tessel_compiler::legality::{check_legality, render};
@@ -64,6 +65,10 @@ pub fn run(args: &CompileArgs) -> ExitCode {
     };
     let report = match optimize(&mut module, &options) {
         Ok(report) => report,
+        // The library names the pass filter; the user typed it as a flag.
+        Err(CompileError::Dump(DumpError::BadPassFilter { pattern, source })) => {
+            return super::fail(format!("--dump-pass-re {pattern:?}: {source}"))
+        }
         Err(e) => return super::fail(e),
     };
     for line in report.summary_lines() {

@@ -19,7 +19,6 @@ pub mod util;
 pub mod while_loop_simplifier;
 
 use crate::ir::Module;
-use std::fmt;
 
 pub use algebraic_simplifier::AlgebraicSimplifier;
 pub use buffer_assignment::{assign_buffers, Buffer, BufferAssignment};
@@ -41,7 +40,8 @@ pub trait Pass {
 }
 
 /// Why a pass (or the verifier after it) failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("pass {pass}: {message}")]
 pub struct PassError {
     /// The pass that failed or left the module invalid.
     pub pass: String,
@@ -56,11 +56,3 @@ impl PassError {
         }
     }
 }
-
-impl fmt::Display for PassError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "pass {}: {}", self.pass, self.message)
-    }
-}
-
-impl std::error::Error for PassError {}

@@ -228,9 +228,9 @@ add {
 ENTRY main {
   x = f32[3] parameter(0)
   sq = f32[3] multiply(x, x)
-  s = f32[3] all-reduce(sq), replica_groups={}, to_apply=add
+  summed = f32[3] all-reduce(sq), replica_groups={}, to_apply=add
   zero = f32[] constant(0)
-  ROOT loss = f32[] reduce(s, zero), dimensions={0}, to_apply=add
+  ROOT loss = f32[] reduce(summed, zero), dimensions={0}, to_apply=add
 }
 ",
     );
