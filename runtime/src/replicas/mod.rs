@@ -3,11 +3,12 @@
 //! compiler's interpreter reaches them only through its `ReplicaLink` trait.
 //!
 //! Each replica thread of a compiled program gets its own arena and a [`ReplicaContext`] (its
-//! id, the replica count and the rendezvous [`Hub`] shared by the run). The context reaches the JIT's collective
-//! routines through a thread-local set around the entry call ([`enter`]), so the program's
-//! entry signature `fn(arena) -> status` stays the same for one replica and for many.
+//! id, the replica count and the rendezvous [`Hub`] shared by the run). The context reaches
+//! the JIT's collective routines through a thread-local set around the entry call
+//! ([`enter`]), so the program's entry signature `fn(arena) -> status` stays the same for one
+//! replica and for many.
 //!
-//! Faults follow the interpreter's rule: a replica that fails (an error status from a kernel
+//! Faults follow one rule on both backends: a replica that fails (an error status from a kernel
 //! or routine, a panic caught in a routine, a panic on its thread) poisons the hub, every
 //! replica waiting at (or later reaching) a rendezvous stops, and the run reports the first
 //! failure that was not itself a consequence of another replica stopping, naming its replica.
