@@ -15,7 +15,29 @@ use crate::passes::util::code_computations;
 use regex::Regex;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
+use thiserror::Error;
 
+/// Why the dump directory could not be written.
+#[derive(Debug, Error)]
+pub enum DumpError {
+    #[error("the dump's pass filter {pattern:?} is not a regular expression: {source}")]
+    BadPassFilter {
+        pattern: String,
+        source: regex::Error,
+    },
+    #[error("cannot create dump directory {}: {source}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Writes the dump files of one compile (see the module documentation).
 pub struct Dumper {
     dir: PathBuf,
     /// `module_NNNN.NAME`
@@ -55,12 +77,19 @@ fn next_module_number(dir: &Path) -> usize {
 
 impl Dumper {
     /// Creates `dir` if needed and writes the module before optimization.
-    pub fn new(dir: &Path, m: &Module, pass_re: Option<&str>) -> Result<Dumper, String> {
+    pub fn new(dir: &Path, m: &Module, pass_re: Option<&str>) -> Result<Dumper, DumpError> {
         let filter = pass_re
-            .map(|re| Regex::new(re).map_err(|e| format!("--dump-pass-re {re:?}: {e}")))
+            .map(|re| {
+                Regex::new(re).map_err(|source| DumpError::BadPassFilter {
+                    pattern: re.to_string(),
+                    source,
+                })
+            })
             .transpose()?;
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create dump directory {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|source| DumpError::CreateDir {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
         let prefix = format!(
             "module_{:04}.{}",
             next_module_number(dir),
@@ -76,14 +105,14 @@ impl Dumper {
         Ok(d)
     }
 
-    fn write(&self, suffix: &str, text: &str) -> Result<(), String> {
+    fn write(&self, suffix: &str, text: &str) -> Result<(), DumpError> {
         let path = self.dir.join(format!("{}.{suffix}", self.prefix));
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        std::fs::write(&path, text).map_err(|source| DumpError::Write { path, source })
     }
 
     /// Called after every pass run: writes the module if the pass changed it and its name
     /// matches the filter.
-    pub fn after_pass(&mut self, record: &PassRecord, m: &Module) -> Result<(), String> {
+    pub fn after_pass(&mut self, record: &PassRecord, m: &Module) -> Result<(), DumpError> {
         self.step += 1;
         let wanted = self
             .filter
@@ -97,7 +126,7 @@ impl Dumper {
     }
 
     /// Writes the optimized module, its buffer assignment and its drawing.
-    pub fn finish(&mut self, m: &Module, buffers: &BufferAssignment) -> Result<(), String> {
+    pub fn finish(&mut self, m: &Module, buffers: &BufferAssignment) -> Result<(), DumpError> {
         self.write("after_optimizations.hlo", &print(m))?;
         self.write("buffer-assignment.txt", &buffers.to_text())?;
         self.write("after_optimizations.dot", &to_dot(m))

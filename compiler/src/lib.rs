@@ -2,6 +2,7 @@
 
 pub mod autodiff;
 pub mod builder;
+pub mod compile;
 pub mod dump;
 pub mod hlo_text;
 pub mod interpreter;

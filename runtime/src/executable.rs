@@ -4,16 +4,19 @@
 //! arena each, sharing the code, constants and plans.
 
 use crate::arena::Arena;
+use crate::feed::{AbortFeedOnDrop, HostFeed};
 use crate::jit::buffer::{Addr, Buffer, ConstPool, Loc};
-use crate::jit::feed_ops::{with_host_feed, AbortFeedOnDrop};
+use crate::jit::feed_ops::with_host_feed;
 use crate::jit::host::take_last_error;
 use crate::jit::profile::ProfileCounters;
 use crate::jit::JitError;
-use crate::replicas::{self, first_failure, Fault, ReplicaBackend, ReplicaError, ReplicaOptions};
+use crate::replicas::{
+    self, first_failure, stopped_message, Fault, Hub, PoisonOnDrop, ReplicaBackend, ReplicaContext,
+    ReplicaError, ReplicaOptions,
+};
 use cranelift_jit::JITModule;
 use std::any::Any;
 use std::sync::{Arc, Mutex};
-use tessel_compiler::interpreter::{stopped_message, HostFeed, Hub, PoisonOnDrop, ReplicaContext};
 use tessel_compiler::ir::{Array, ArrayData, Literal};
 
 /// Numbers about a compiled program.
@@ -157,7 +160,7 @@ impl Executable {
                                 let guard = PoisonOnDrop::new(&hub, r);
                                 let feed_guard = AbortFeedOnDrop::new(feed, r);
                                 let _env = replicas::enter(
-                                    ReplicaContext::new(r, n, hub.clone()),
+                                    ReplicaContext::new(r, n, hub.clone(), None),
                                     options.inject,
                                 );
                                 if let Some(i) = options.inject {

@@ -1,17 +1,69 @@
 //! Host-side infeed and outfeed: bounded per-replica infeed queues filled ahead of the device
 //! by one infeed thread, and an outfeed channel drained by one outfeed thread.
 //!
-//! [`HostQueues`] is what the replicas see (it implements the interpreter's [`HostFeed`]).
+//! [`HostFeed`] is what a replica sees of the host (the interpreter reaches it through its
+//! replica link, compiled programs through `jit::feed_ops`); [`HostQueues`] implements it.
 //! Every way a run can stop is an error, never a hang:
 //! - a replica reading a closed, empty queue gets "infeed closed" with the reason;
 //! - a replica that fails aborts the queues: replicas blocked on an infeed and the infeed
 //!   thread blocked on a full queue wake up and stop.
 
+use crate::replicas::{is_stop_message, stopped_message};
 use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Condvar, Mutex};
-use tessel_compiler::interpreter::{stopped_message, HostFeed};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, Literal, Shape};
+
+/// Host-side queues for infeed and outfeed, shared by the replicas of one run.
+pub trait HostFeed: Sync {
+    /// The next infeed value for `replica`; `shape` is what the infeed instruction reads.
+    /// Blocks until the host has a value. An error (a closed queue, an aborted run) fails
+    /// the replica with that message.
+    fn infeed(&self, replica: usize, shape: &Shape) -> Result<Literal, String>;
+
+    /// Takes one outfeed value from `replica`.
+    fn outfeed(&self, replica: usize, value: Literal) -> Result<(), String>;
+
+    /// `replica` failed with `message`: wake every replica (and host thread) waiting on the
+    /// feed; later `infeed` calls should fail with [`stopped_message`].
+    fn abort(&self, replica: usize, message: &str);
+}
+
+/// Aborts the feed for `replica` when dropped armed: a replica thread that ends without a
+/// result (a panic) must still wake the replicas and host threads waiting on the feed.
+pub struct AbortFeedOnDrop<'f> {
+    feed: Option<&'f dyn HostFeed>,
+    replica: usize,
+}
+
+impl<'f> AbortFeedOnDrop<'f> {
+    pub fn new(feed: Option<&'f dyn HostFeed>, replica: usize) -> Self {
+        AbortFeedOnDrop { feed, replica }
+    }
+
+    /// The replica finished: nothing to abort.
+    pub fn disarm(mut self) {
+        self.feed = None;
+    }
+
+    /// The replica failed with `message` (a replica that only stopped because another one
+    /// failed leaves the abort to that one).
+    pub fn fail(mut self, message: &str) {
+        if let Some(feed) = self.feed.take() {
+            if !is_stop_message(message) {
+                feed.abort(self.replica, message);
+            }
+        }
+    }
+}
+
+impl Drop for AbortFeedOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(feed) = self.feed {
+            feed.abort(self.replica, "the replica's thread panicked");
+        }
+    }
+}
 
 /// One value for one replica's infeed (a tuple of the fed parameters' slices), or why the
 /// host has no more.

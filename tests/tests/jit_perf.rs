@@ -4,9 +4,9 @@
 //! `cargo test --release -p tessel-tests --test jit_perf -- --nocapture`.
 
 use std::time::Instant;
+use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::*;
-use tessel_compiler::passes::pipeline::{optimize, CompileOptions};
 use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::jit::{compile, GemmBackend, JitOptions};
 

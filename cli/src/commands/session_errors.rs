@@ -1,7 +1,9 @@
 //! How the CLI reports a [`SessionError`]: the library's message, with the file and the flags
-//! a command-line user typed (`--replicas`, `--infeed`, `--backend`) added.
+//! a command-line user typed (`--replicas`, `--infeed`, `--backend`, `--dump-pass-re`) added.
 
 use std::path::Path;
+use tessel_compiler::compile::CompileError;
+use tessel_compiler::dump::DumpError;
 use tessel_compiler::training_loop::LoopError;
 use tessel_runtime::session::{ReplicaCountError, SessionError};
 
@@ -50,6 +52,10 @@ pub fn describe(e: SessionError, file: &Path, verb: Verb) -> String {
             e @ (LoopError::NoSuchParameter { .. } | LoopError::Repeated { .. }),
         ) => format!("--infeed: {e}"),
         SessionError::Loop(e) => format!("--loop: {e}"),
+        // The library names the pass filter; the user typed it as a flag.
+        SessionError::Optimize(CompileError::Dump(DumpError::BadPassFilter { pattern, source })) => {
+            format!("--dump-pass-re {pattern:?}: {source}")
+        }
         SessionError::Compile(e) if verb == Verb::Compile => {
             format!("the JIT could not compile the optimized module: {e}")
         }

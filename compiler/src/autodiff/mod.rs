@@ -21,7 +21,6 @@ mod rules_while;
 mod rules_window;
 mod scalar_computations;
 mod sweep;
-mod trace_grad;
 
 use crate::builder::Builder;
 use crate::ir::{ComputationId, InstrId, Instruction, Metadata, Module, Op, Shape};
@@ -29,12 +28,10 @@ use cotangent::{materialize, Cot};
 use emit::{Emitter, R};
 use hashbrown::HashSet;
 use scalar_computations::ScalarComputations;
-use std::fmt;
-
-pub use trace_grad::grad;
 
 /// Why a gradient could not be built.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
 pub struct AutodiffError {
     pub message: String,
     /// The instruction the problem is at, when there is one.
@@ -49,14 +46,6 @@ impl AutodiffError {
         }
     }
 }
-
-impl fmt::Display for AutodiffError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for AutodiffError {}
 
 /// A new module with the same parameters as `module`'s entry whose root is the tuple
 /// `(value, d value / d param wrt[0], d value / d param wrt[1], ...)`.

@@ -1,260 +1,44 @@
-//! Collectives between replicas running in one process, one thread per replica.
+//! The math of each collective instruction, given the operands its replica group deposited.
 //!
-//! Every execution of a collective instruction is a rendezvous keyed by (computation,
-//! instruction, how many times this replica has executed it, replica group): each member
-//! deposits its operands and waits until the whole group has. Each member then computes its
-//! own result from the deposits; reductions combine them in increasing replica-id order, so
-//! every replica gets bitwise the same sum. A replica that fails poisons the hub, and every
-//! replica waiting (or arriving later) at a rendezvous stops with an error instead of
-//! deadlocking.
+//! Every execution of a collective meets the other members of the replica group through the
+//! run's [`ReplicaLink`] (the runtime owns the rendezvous and the threads): each member
+//! deposits its operands and gets every member's deposit back. Each member then computes its
+//! own result from the deposits here; reductions combine them in increasing replica-id order,
+//! so every replica gets bitwise the same sum.
 //!
-//! The same pieces serve other backends: [`Hub`], [`ReplicaContext`] and [`PoisonOnDrop`] are
-//! public, and [`CollectiveStep`] computes one collective instruction for one replica from
-//! its operand values, exactly as the interpreter does (the JIT calls it from a host routine),
-//! so both backends give bitwise the same results.
+//! [`CollectiveStep`] computes one collective instruction for one replica from its operand
+//! values, exactly as the interpreter does (the JIT calls it from a host routine), so both
+//! backends give bitwise the same results.
 
 use super::plan::{Plan, ScalarFn};
 use super::reduce::{array_from_scalars, call_reducer, element_literal, simple_binary};
+use super::replica_link::{CollectiveSite, LoneReplica, ReplicaLink};
 use super::shape_ops::concatenate;
 use super::{elementwise, err, EvalError, EvalResult, Evaluator};
 use crate::ir::{
     Array, ArrayData, ArrayShape, BinaryOp, ComputationId, ElementType, InstrId, Literal, Module,
     Op,
 };
-use hashbrown::HashMap;
-use std::cell::{Cell, RefCell};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
-pub(crate) const POISON_PREFIX: &str = "stopped because replica ";
-
-/// The rendezvous shared by the replicas of one run.
-pub struct Hub {
-    replicas: usize,
-    state: Mutex<HubState>,
-    arrived: Condvar,
-}
-
-type SlotKey = (u32, u32, u64, usize);
-
-#[derive(Default)]
-struct HubState {
-    slots: HashMap<SlotKey, Slot>,
-    poisoned: Option<String>,
-}
-
-struct Slot {
-    parts: Vec<Option<Arc<Vec<Literal>>>>,
-    readers_left: usize,
-}
-
-impl Hub {
-    pub fn new(replicas: usize) -> Hub {
-        Hub {
-            replicas,
-            state: Mutex::new(HubState::default()),
-            arrived: Condvar::new(),
+/// The members of the calling replica's group, in the order the group lists them.
+fn group_of(link: &dyn ReplicaLink, groups: &[Vec<i64>]) -> EvalResult<Vec<usize>> {
+    let (id, count) = (link.replica_id(), link.replica_count());
+    if groups.is_empty() {
+        return Ok((0..count).collect());
+    }
+    for g in groups {
+        if let Some(bad) = g.iter().find(|&&r| r < 0 || r as usize >= count) {
+            return err(format!(
+                "replica group {g:?} names replica {bad}, but only {count} replicas run"
+            ));
         }
     }
-
-    /// Stops the run: every replica waiting at (or later arriving at) a rendezvous fails
-    /// with `message`. The first message wins.
-    pub fn poison(&self, message: String) {
-        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if s.poisoned.is_none() {
-            s.poisoned = Some(message);
-        }
-        self.arrived.notify_all();
-    }
-
-    /// Deposits `data` for member `position` of `group` and returns every member's deposit,
-    /// in group order, once all have arrived.
-    fn exchange(
-        &self,
-        key: SlotKey,
-        group_len: usize,
-        position: usize,
-        data: Vec<Literal>,
-    ) -> EvalResult<Vec<Arc<Vec<Literal>>>> {
-        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = &s.poisoned {
-            return Err(EvalError::new(p.clone()));
-        }
-        let slot = s.slots.entry(key).or_insert_with(|| Slot {
-            parts: vec![None; group_len],
-            readers_left: group_len,
-        });
-        slot.parts[position] = Some(Arc::new(data));
-        self.arrived.notify_all();
-        loop {
-            if let Some(p) = &s.poisoned {
-                return Err(EvalError::new(p.clone()));
-            }
-            let slot = s
-                .slots
-                .get_mut(&key)
-                .expect("slot lives until every member read it");
-            if slot.parts.iter().all(|p| p.is_some()) {
-                let parts = slot.parts.iter().map(|p| p.clone().unwrap()).collect();
-                slot.readers_left -= 1;
-                if slot.readers_left == 0 {
-                    s.slots.remove(&key);
-                }
-                return Ok(parts);
-            }
-            s = self.arrived.wait(s).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-}
-
-/// Whether an error only says that another replica failed first.
-pub fn is_poison_consequence(e: &EvalError) -> bool {
-    is_stop_message(&e.message)
-}
-
-/// Whether a message only says that another replica failed first (see
-/// [`super::stopped_message`]); the message may carry a prefix naming where it surfaced.
-pub fn is_stop_message(message: &str) -> bool {
-    message.starts_with(POISON_PREFIX) || message.contains(&format!(": {POISON_PREFIX}"))
-}
-
-/// Poisons the hub when a replica's thread ends without disarming it (an error or a panic).
-pub struct PoisonOnDrop<'h> {
-    hub: &'h Hub,
-    replica: usize,
-    armed: Cell<bool>,
-}
-
-impl<'h> PoisonOnDrop<'h> {
-    pub fn new(hub: &'h Hub, replica: usize) -> Self {
-        PoisonOnDrop {
-            hub,
-            replica,
-            armed: Cell::new(true),
-        }
-    }
-
-    pub fn disarm(self) {
-        self.armed.set(false);
-    }
-
-    pub fn poison_with(self, e: &EvalError) {
-        self.fail(&e.to_string());
-    }
-
-    /// The replica failed with `message`: stop the others, unless it only stopped because
-    /// another replica failed first.
-    pub fn fail(self, message: &str) {
-        if !is_stop_message(message) {
-            self.hub
-                .poison(format!("{POISON_PREFIX}{} failed: {message}", self.replica));
-        }
-        self.armed.set(false);
-    }
-}
-
-impl Drop for PoisonOnDrop<'_> {
-    fn drop(&mut self) {
-        if self.armed.get() {
-            self.hub
-                .poison(format!("{POISON_PREFIX}{} panicked", self.replica));
-        }
-    }
-}
-
-/// Which replica this evaluator runs as, and the hub it meets the others at.
-pub struct ReplicaContext {
-    pub(crate) id: usize,
-    pub(crate) count: usize,
-    hub: Option<Arc<Hub>>,
-    executions: RefCell<HashMap<(u32, u32), u64>>,
-}
-
-impl ReplicaContext {
-    /// A run of one replica: collectives over a group of one are the identity.
-    pub fn single() -> ReplicaContext {
-        ReplicaContext {
-            id: 0,
-            count: 1,
-            hub: None,
-            executions: RefCell::default(),
-        }
-    }
-
-    /// Replica `id` of `count`, meeting the others at `hub` (made for `count` replicas).
-    pub fn new(id: usize, count: usize, hub: Arc<Hub>) -> ReplicaContext {
-        debug_assert_eq!(hub.replicas, count);
-        ReplicaContext {
-            id,
-            count,
-            hub: Some(hub),
-            executions: RefCell::default(),
-        }
-    }
-
-    /// The members of this replica's group, in the order the group lists them.
-    fn group(&self, groups: &[Vec<i64>]) -> EvalResult<Vec<usize>> {
-        if groups.is_empty() {
-            return Ok((0..self.count).collect());
-        }
-        for g in groups {
-            if let Some(bad) = g.iter().find(|&&r| r < 0 || r as usize >= self.count) {
-                return err(format!(
-                    "replica group {g:?} names replica {bad}, but only {} replicas run",
-                    self.count
-                ));
-            }
-        }
-        groups
-            .iter()
-            .find(|g| g.contains(&(self.id as i64)))
-            .map(|g| g.iter().map(|&r| r as usize).collect())
-            .ok_or_else(|| {
-                EvalError::new(format!(
-                    "replica {} is in no replica group of {groups:?}",
-                    self.id
-                ))
-            })
-    }
-
-    /// Exchanges `data` with the members of `group`; returns their deposits in group order.
-    fn exchange(
-        &self,
-        comp: ComputationId,
-        id: InstrId,
-        group: &[usize],
-        data: Vec<Literal>,
-    ) -> EvalResult<Vec<Arc<Vec<Literal>>>> {
-        let position = group
-            .iter()
-            .position(|&r| r == self.id)
-            .expect("group contains this replica");
-        let count = {
-            let mut ex = self.executions.borrow_mut();
-            let c = ex.entry((comp.0, id.index() as u32)).or_insert(0);
-            *c += 1;
-            *c
-        };
-        match &self.hub {
-            None if group.len() == 1 => Ok(vec![Arc::new(data)]),
-            None => err(format!(
-                "a collective over replicas {group:?} needs a replicated run"
-            )),
-            Some(hub) => hub.exchange(
-                (comp.0, id.index() as u32, count, group[0]),
-                group.len(),
-                position,
-                data,
-            ),
-        }
-    }
-
-    pub fn id(&self) -> usize {
-        self.id
-    }
-
-    pub fn count(&self) -> usize {
-        self.count
-    }
+    groups
+        .iter()
+        .find(|g| g.contains(&(id as i64)))
+        .map(|g| g.iter().map(|&r| r as usize).collect())
+        .ok_or_else(|| EvalError::new(format!("replica {id} is in no replica group of {groups:?}")))
 }
 
 /// Reduces operand `k` of the deposits (in the given order) with a collective's `to_apply`.
@@ -273,7 +57,16 @@ pub(crate) fn eval_collective(
         };
         combine(simple_binary(ev, to_apply), &reduce, parts, k)
     };
-    collective(&ev.replica, &combine, comp, id, op, operands)
+    collective(
+        ev.link,
+        &combine,
+        CollectiveSite {
+            computation: comp,
+            instruction: id,
+        },
+        op,
+        operands,
+    )
 }
 
 /// One collective instruction of a module, ready to run for any replica outside the
@@ -319,28 +112,31 @@ impl CollectiveStep {
         })
     }
 
-    /// Computes the instruction's value on replica `ctx` from its operand values; blocks at
-    /// the group's rendezvous until every member has arrived (or the run was stopped).
-    pub fn run(&self, ctx: &ReplicaContext, operands: &[&Literal]) -> Result<Literal, EvalError> {
+    /// Computes the instruction's value on the replica `link` stands for, from its operand
+    /// values; blocks in [`ReplicaLink::exchange`] until every member of its group has arrived
+    /// (or the run was stopped).
+    pub fn run(&self, link: &dyn ReplicaLink, operands: &[&Literal]) -> Result<Literal, EvalError> {
         // A reducer that is not one binary op is evaluated by the interpreter, per element.
         let evaluator = std::cell::OnceCell::new();
         let combine = |to_apply: ComputationId, parts: &[&[Literal]], k: usize| {
             let reduce = |acc: Literal, x: Literal| -> EvalResult<Literal> {
-                let ev = evaluator
-                    .get_or_init(|| Evaluator::new(&self.module, ReplicaContext::single()));
+                let ev = evaluator.get_or_init(|| Evaluator::new(&self.module, &LoneReplica));
                 Ok(call_reducer(ev, to_apply, &[acc], &[x])?.pop().unwrap())
             };
             combine(self.simple, &reduce, parts, k)
         };
-        collective(ctx, &combine, self.comp, self.id, &self.op, operands)
+        let site = CollectiveSite {
+            computation: self.comp,
+            instruction: self.id,
+        };
+        collective(link, &combine, site, &self.op, operands)
     }
 }
 
 fn collective(
-    ctx: &ReplicaContext,
+    link: &dyn ReplicaLink,
     combine: &Combine,
-    comp: ComputationId,
-    id: InstrId,
+    site: CollectiveSite,
     op: &Op,
     operands: &[&Literal],
 ) -> EvalResult<Literal> {
@@ -354,15 +150,14 @@ fn collective(
         }
     };
     match op {
-        Op::ReplicaId => Ok(u32_scalar(ctx.id as u32)),
-        // One partition per replica: every program is partition 0.
-        Op::PartitionId => Ok(u32_scalar(0)),
+        Op::ReplicaId => Ok(u32_scalar(link.replica_id() as u32)),
+        Op::PartitionId => Ok(u32_scalar(link.partition_id() as u32)),
         Op::AllReduce {
             collective,
             to_apply,
         } => {
-            let group = ctx.group(&collective.replica_groups)?;
-            let parts = ctx.exchange(comp, id, &group, owned)?;
+            let group = group_of(link, &collective.replica_groups)?;
+            let parts = link.exchange(site, &group, owned)?;
             let ordered = in_replica_order(&group, &parts);
             let out = (0..arrays.len())
                 .map(|k| combine(*to_apply, &ordered, k).map(Literal::Array))
@@ -373,8 +168,8 @@ fn collective(
             collective,
             dimension,
         } => {
-            let group = ctx.group(&collective.replica_groups)?;
-            let parts = ctx.exchange(comp, id, &group, owned)?;
+            let group = group_of(link, &collective.replica_groups)?;
+            let parts = link.exchange(site, &group, owned)?;
             let out = (0..arrays.len())
                 .map(|k| {
                     let pieces: Vec<&Array> = parts
@@ -391,9 +186,9 @@ fn collective(
             dimension,
             to_apply,
         } => {
-            let group = ctx.group(&collective.replica_groups)?;
-            let position = group.iter().position(|&r| r == ctx.id).unwrap();
-            let parts = ctx.exchange(comp, id, &group, owned)?;
+            let group = group_of(link, &collective.replica_groups)?;
+            let position = group.iter().position(|&r| r == link.replica_id()).unwrap();
+            let parts = link.exchange(site, &group, owned)?;
             let ordered = in_replica_order(&group, &parts);
             let out = (0..arrays.len())
                 .map(|k| {
@@ -431,18 +226,19 @@ fn collective(
             source_target_pairs,
             ..
         } => {
-            let all: Vec<usize> = (0..ctx.count).collect();
+            let count = link.replica_count();
+            let all: Vec<usize> = (0..count).collect();
             for &(s, t) in source_target_pairs {
-                if s < 0 || t < 0 || s as usize >= ctx.count || t as usize >= ctx.count {
+                if s < 0 || t < 0 || s as usize >= count || t as usize >= count {
                     return err(format!(
                         "collective-permute pair ({s}, {t}) names a replica that does not run"
                     ));
                 }
             }
-            let parts = ctx.exchange(comp, id, &all, owned)?;
+            let parts = link.exchange(site, &all, owned)?;
             let source = source_target_pairs
                 .iter()
-                .find(|&&(_, t)| t as usize == ctx.id)
+                .find(|&&(_, t)| t as usize == link.replica_id())
                 .map(|&(s, _)| s as usize);
             let x = arrays
                 .first()

@@ -4,9 +4,10 @@
 //! topological order; each value is dropped after its last use. Called computations
 //! (`to_apply` of reduce, reduce-window, select-and-scatter, all-reduce) that are a single
 //! binary op or compare of their parameters are recognised once and applied directly, so hot
-//! loops never build scalar literals. Replicas run on one thread each and meet at a shared
-//! rendezvous for every collective (see `collectives.rs`). Semantics choices are written up
-//! in `docs/interpreter.md`.
+//! loops never build scalar literals. The interpreter evaluates one replica, on the caller's
+//! thread: it reaches the other replicas (collectives) and the host (infeed, outfeed) through
+//! a [`ReplicaLink`] that the caller gives it (`tessel_runtime::replicas` runs replicas on
+//! threads). Semantics choices are written up in `docs/interpreter.md`.
 
 mod collectives;
 mod control_flow;
@@ -18,6 +19,7 @@ mod elementwise;
 mod feed;
 mod plan;
 mod reduce;
+mod replica_link;
 mod shape_ops;
 mod window;
 
@@ -26,14 +28,11 @@ mod tests;
 
 use crate::ir::{Array, ComputationId, InstrId, Literal, Module, Op, Shape};
 
-pub use collectives::{
-    is_poison_consequence, is_stop_message, CollectiveStep, Hub, PoisonOnDrop, ReplicaContext,
-};
-pub use feed::{stopped_message, HostFeed};
+pub use collectives::CollectiveStep;
 use plan::Plan;
+pub use replica_link::{CollectiveSite, LoneReplica, ReplicaLink};
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
 
 /// Why evaluation failed, and where.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,25 +91,18 @@ pub fn evaluate(module: &Module, args: &[Literal]) -> Result<Literal, EvalError>
     evaluate_computation(module, module.entry, args)
 }
 
-/// Evaluates the entry on one replica (replica 0) whose `infeed`/`outfeed` talk to `feed`.
-pub fn evaluate_with_feed(
+/// Evaluates the entry of `module` as the replica `link` stands for: its collectives meet the
+/// other replicas and its `infeed`/`outfeed` reach the host through `link`. The error does not
+/// name the replica (the caller knows which one it ran).
+pub fn evaluate_linked(
     module: &Module,
     args: &[Literal],
-    feed: &dyn HostFeed,
+    link: &dyn ReplicaLink,
 ) -> Result<Literal, EvalError> {
-    let mut ev = Evaluator::new(module, ReplicaContext::single());
-    ev.feed = Some(feed);
+    let ev = Evaluator::new(module, link);
+    ev.check_args(module.entry, args)?;
     let refs: Vec<&Literal> = args.iter().collect();
-    // A failure releases the host threads feeding this replica.
-    let guard = feed::AbortOnDrop::new(Some(feed), 0);
-    let out = ev
-        .check_args(module.entry, args)
-        .and_then(|_| ev.eval_computation(module.entry, &refs));
-    match &out {
-        Ok(_) => guard.disarm(),
-        Err(e) => guard.abort_with(e),
-    }
-    out
+    ev.eval_computation(module.entry, &refs)
 }
 
 /// Evaluates one computation of `module` (e.g. for constant folding) on one replica.
@@ -122,113 +114,22 @@ pub fn evaluate_computation(
     if comp.0 as usize >= module.computations.len() {
         return err(format!("{comp} does not exist in module {}", module.name));
     }
-    let ev = Evaluator::new(module, ReplicaContext::single());
+    let ev = Evaluator::new(module, &LoneReplica);
     ev.check_args(comp, args)?;
     let refs: Vec<&Literal> = args.iter().collect();
     ev.eval_computation(comp, &refs)
-}
-
-/// Evaluates the entry on `args.len()` replicas, one thread each; `args[r]` are replica r's
-/// arguments. Collectives exchange data in-process. If any replica fails, the others stop at
-/// their next collective, and the first failure is returned.
-pub fn evaluate_replicated(
-    module: &Module,
-    args: Vec<Vec<Literal>>,
-) -> Result<Vec<Literal>, EvalError> {
-    run_replicas(module, args, None)
-}
-
-/// [`evaluate_replicated`] with a host feed for `infeed`/`outfeed`. A replica that fails
-/// (an error or a panic) aborts the feed as well as the collectives, so no replica is left
-/// waiting on either.
-pub fn evaluate_replicated_with_feed(
-    module: &Module,
-    args: Vec<Vec<Literal>>,
-    feed: &dyn HostFeed,
-) -> Result<Vec<Literal>, EvalError> {
-    run_replicas(module, args, Some(feed))
-}
-
-fn run_replicas(
-    module: &Module,
-    args: Vec<Vec<Literal>>,
-    feed: Option<&dyn HostFeed>,
-) -> Result<Vec<Literal>, EvalError> {
-    let n = args.len();
-    if n == 0 {
-        return err("evaluate_replicated needs at least one replica");
-    }
-    let hub = Arc::new(Hub::new(n));
-    let results: Vec<EvalResult<Literal>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = args
-            .into_iter()
-            .enumerate()
-            .map(|(r, replica_args)| {
-                let hub = hub.clone();
-                std::thread::Builder::new()
-                    .name(format!("replica-{r}"))
-                    .spawn_scoped(scope, move || {
-                        // Poisons the hub if this thread ends without a result (error or panic).
-                        let guard = collectives::PoisonOnDrop::new(&hub, r);
-                        let feed_guard = feed::AbortOnDrop::new(feed, r);
-                        let mut ev = Evaluator::new(module, ReplicaContext::new(r, n, hub.clone()));
-                        ev.feed = feed;
-                        let refs: Vec<&Literal> = replica_args.iter().collect();
-                        let out = ev
-                            .check_args(module.entry, &replica_args)
-                            .and_then(|_| ev.eval_computation(module.entry, &refs))
-                            .map_err(|mut e| {
-                                e.replica = Some(r);
-                                e
-                            });
-                        if out.is_ok() {
-                            guard.disarm();
-                            feed_guard.disarm();
-                        } else if let Err(e) = &out {
-                            guard.poison_with(e);
-                            feed_guard.abort_with(e);
-                        }
-                        out
-                    })
-                    .expect("spawning a replica thread")
-            })
-            .collect();
-        handles
-            .into_iter()
-            .enumerate()
-            .map(|(r, h)| {
-                h.join().unwrap_or_else(|_| {
-                    Err(EvalError {
-                        replica: Some(r),
-                        ..EvalError::new("the replica's thread panicked")
-                    })
-                })
-            })
-            .collect()
-    });
-    // Report the failure that started it, not the replicas that stopped because of it.
-    if let Some(first) = results
-        .iter()
-        .filter_map(|r| r.as_ref().err())
-        .find(|e| !collectives::is_poison_consequence(e))
-        .or_else(|| results.iter().find_map(|r| r.as_ref().err()))
-    {
-        return Err(first.clone());
-    }
-    Ok(results.into_iter().map(|r| r.unwrap()).collect())
 }
 
 /// Evaluates computations of one module for one replica.
 pub(crate) struct Evaluator<'m> {
     pub(crate) module: &'m Module,
     plans: Vec<Plan>,
-    pub(crate) replica: ReplicaContext,
-    /// Where `infeed` reads and `outfeed` writes; `None` makes them errors.
-    feed: Option<&'m dyn HostFeed>,
+    /// The replica this evaluator runs as: collectives, `infeed` and `outfeed` go through it.
+    pub(crate) link: &'m dyn ReplicaLink,
 }
 
 impl<'m> Evaluator<'m> {
-    fn new(module: &'m Module, replica: ReplicaContext) -> Evaluator<'m> {
+    fn new(module: &'m Module, link: &'m dyn ReplicaLink) -> Evaluator<'m> {
         let plans = module
             .computation_ids()
             .map(|c| Plan::new(module, c))
@@ -236,8 +137,7 @@ impl<'m> Evaluator<'m> {
         Evaluator {
             module,
             plans,
-            replica,
-            feed: None,
+            link,
         }
     }
 
@@ -437,8 +337,8 @@ impl<'m> Evaluator<'m> {
             Conditional { branches } => control_flow::conditional(self, branches, operands)?,
             CustomCall { target, .. } => control_flow::custom_call(target, operands, shape)?,
             AfterAll => Literal::Token,
-            Infeed { .. } => feed::infeed(self.feed, self.replica.id, shape)?,
-            Outfeed { .. } => feed::outfeed(self.feed, self.replica.id, operand(operands, 0)?)?,
+            Infeed { .. } => feed::infeed(self.link, shape)?,
+            Outfeed { .. } => feed::outfeed(self.link, operand(operands, 0)?)?,
             AllReduce { .. }
             | AllGather { .. }
             | ReduceScatter { .. }

@@ -111,10 +111,6 @@ impl Computation {
         users
     }
 
-    pub fn user_count(&self, id: InstrId) -> usize {
-        self.users(id).len()
-    }
-
     fn position(&self, id: InstrId) -> usize {
         self.order
             .iter()
@@ -133,20 +129,6 @@ impl Computation {
         }
         self.graph.add_edge(new, user, ());
         self.graph[user].operands[index] = new;
-    }
-
-    /// Replaces all operands of `user`.
-    pub fn set_operands(&mut self, user: InstrId, operands: &[InstrId]) {
-        let old: Vec<InstrId> = self.graph[user].operands.to_vec();
-        for o in old {
-            if let Some(e) = self.graph.find_edge(o, user) {
-                self.graph.remove_edge(e);
-            }
-        }
-        for &o in operands {
-            self.graph.add_edge(o, user, ());
-        }
-        self.graph[user].operands = operands.iter().copied().collect();
     }
 
     /// Makes every user of `old` (and the root, if it is `old`) use `new` instead.
@@ -211,11 +193,6 @@ impl Computation {
             }
         }
         out
-    }
-
-    /// Reorders the stored order to [`Computation::post_order`].
-    pub fn sort_topologically(&mut self) {
-        self.order = self.post_order();
     }
 
     /// Replaces the stored order with `order` (a scheduler's choice). `order` must hold every

@@ -108,14 +108,4 @@ impl DebugInfo {
             column: loc.column,
         })
     }
-
-    /// The name of the function a frame is in (`<lambda>`, `loss`, ...).
-    pub fn function_name(&self, stack_frame_id: u32) -> Option<&str> {
-        let frame = self.stack_frame(stack_frame_id)?;
-        let loc = self.file_location(frame.file_location_id)?;
-        self.function_names
-            .iter()
-            .find(|(i, _)| *i == loc.function_name_id)
-            .map(|(_, s)| s.as_str())
-    }
 }

@@ -2,8 +2,8 @@
 //!
 //! Every pass implements [`Pass`]: it rewrites a module in place and reports honestly whether
 //! it changed anything (a pass that reports "unchanged" must leave the printed module
-//! identical). [`pipeline::default_pipeline`] strings them together in XLA:CPU's order and
-//! [`pipeline::optimize`] is the library entry point.
+//! identical). [`pipeline::default_pipeline`] strings them together in XLA:CPU's order;
+//! `crate::compile::optimize` runs it (with buffer assignment and dumps) for library callers.
 
 pub mod algebraic_simplifier;
 pub mod buffer_assignment;
@@ -19,7 +19,6 @@ pub mod util;
 pub mod while_loop_simplifier;
 
 use crate::ir::Module;
-use std::fmt;
 
 pub use algebraic_simplifier::AlgebraicSimplifier;
 pub use buffer_assignment::{assign_buffers, Buffer, BufferAssignment};
@@ -28,7 +27,7 @@ pub use constant_folding::ConstantFolding;
 pub use cse::Cse;
 pub use dce::Dce;
 pub use fusion::Fusion;
-pub use pipeline::{default_pipeline, optimize, CompileOptions, CompileReport, Pipeline};
+pub use pipeline::{default_pipeline, Pipeline};
 pub use scheduling::Scheduler;
 pub use while_loop_simplifier::WhileLoopSimplifier;
 
@@ -41,7 +40,8 @@ pub trait Pass {
 }
 
 /// Why a pass (or the verifier after it) failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("pass {pass}: {message}")]
 pub struct PassError {
     /// The pass that failed or left the module invalid.
     pub pass: String,
@@ -56,11 +56,3 @@ impl PassError {
         }
     }
 }
-
-impl fmt::Display for PassError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "pass {}: {}", self.pass, self.message)
-    }
-}
-
-impl std::error::Error for PassError {}

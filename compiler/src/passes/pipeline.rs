@@ -1,14 +1,11 @@
 //! The pass pipeline: passes in order, groups repeated to a fixed point, the verifier after
 //! every pass, a timer per pass and a hook (for dumps) after every pass.
 
-use super::buffer_assignment::{assign_buffers, BufferAssignment};
-use super::stats::{fusion_count, kernel_count};
 use super::{
     AlgebraicSimplifier, CallInliner, ConstantFolding, Cse, Dce, Fusion, Pass, PassError,
     Scheduler, WhileLoopSimplifier,
 };
 use crate::ir::Module;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Checks a module after a pass; the message says what is wrong.
@@ -159,72 +156,13 @@ impl Pipeline {
     }
 }
 
-/// What `tessel compile` and the library callers ask of the pipeline.
-#[derive(Clone, Debug)]
-pub struct CompileOptions {
-    /// Write `module_NNNN.NAME.*` dump files into this directory.
-    pub dump_to: Option<PathBuf>,
-    /// Dump only after passes whose name matches this regular expression.
-    pub dump_pass_re: Option<String>,
-    /// Replicas the module will run on (recorded in the report).
-    pub replicas: usize,
-}
-
-impl Default for CompileOptions {
-    fn default() -> CompileOptions {
-        CompileOptions {
-            dump_to: None,
-            dump_pass_re: None,
-            replicas: 1,
-        }
-    }
-}
-
-/// What the pipeline did and what the optimized module needs.
-#[derive(Clone, Debug)]
-pub struct CompileReport {
-    pub compile_time: Duration,
-    pub instructions_before: usize,
-    pub instructions_after: usize,
-    pub kernels_before: usize,
-    pub kernels_after: usize,
-    pub fusions: usize,
-    pub passes: Vec<PassRecord>,
-    pub buffers: BufferAssignment,
-}
-
-impl CompileReport {
-    /// `key: value` lines as `tessel compile` prints them.
-    pub fn summary_lines(&self) -> Vec<String> {
-        vec![
-            format!("compile_ms: {:.3}", self.compile_time.as_secs_f64() * 1e3),
-            format!("instructions_before: {}", self.instructions_before),
-            format!("instructions_after: {}", self.instructions_after),
-            format!("fusions: {}", self.fusions),
-            format!("kernels_before: {}", self.kernels_before),
-            format!("kernels: {}", self.kernels_after),
-            format!("buffers_total_bytes: {}", self.buffers.total_bytes),
-            format!("buffers_peak_bytes: {}", self.buffers.peak_bytes),
-            format!(
-                "buffers_lower_bound_bytes: {}",
-                self.buffers.lower_bound_bytes
-            ),
-            format!("passes_run: {}", self.passes.len()),
-            format!(
-                "passes_changed: {}",
-                self.passes.iter().filter(|p| p.changed).count()
-            ),
-        ]
-    }
-}
-
 /// How many times the simplification group may repeat.
 pub const SIMPLIFICATION_ITERATIONS: usize = 8;
 
 /// XLA:CPU's order: a simplification fixed point (algebraic simplifier, DCE, while-loop
 /// simplification, constant folding, call inlining), CSE, fusion, DCE, scheduling. Buffer
-/// assignment runs after the pipeline (see [`optimize`]).
-pub fn default_pipeline(_options: &CompileOptions) -> Pipeline {
+/// assignment runs after the pipeline (see `crate::compile::optimize`).
+pub fn default_pipeline() -> Pipeline {
     let mut p = Pipeline::new("optimize");
     p.add_fixed_point(
         "simplification",
@@ -255,50 +193,4 @@ pub fn verify(m: &Module) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join("; ")
     })
-}
-
-/// Optimizes `m` in place with the default pipeline, assigns buffers, and writes dumps when
-/// `opts.dump_to` is set.
-pub fn optimize(m: &mut Module, opts: &CompileOptions) -> Result<CompileReport, PassError> {
-    let start = Instant::now();
-    let instructions_before = m.instruction_count();
-    let kernels_before = kernel_count(m);
-    let mut dumper = match &opts.dump_to {
-        Some(dir) => Some(
-            crate::dump::Dumper::new(dir, m, opts.dump_pass_re.as_deref())
-                .map_err(|e| PassError::new("dump", e))?,
-        ),
-        None => None,
-    };
-    let mut pipeline = default_pipeline(opts);
-    let mut dump_error: Option<String> = None;
-    let passes = {
-        let mut hook = |r: &PassRecord, m: &Module| {
-            if let Some(d) = dumper.as_mut() {
-                if let Err(e) = d.after_pass(r, m) {
-                    dump_error.get_or_insert(e);
-                }
-            }
-        };
-        pipeline.run(m, Some(&mut hook))?
-    };
-    if let Some(e) = dump_error {
-        return Err(PassError::new("dump", e));
-    }
-    let buffers = assign_buffers(m);
-    let report = CompileReport {
-        compile_time: start.elapsed(),
-        instructions_before,
-        instructions_after: m.instruction_count(),
-        kernels_before,
-        kernels_after: kernel_count(m),
-        fusions: fusion_count(m),
-        passes,
-        buffers,
-    };
-    if let Some(d) = dumper.as_mut() {
-        d.finish(m, &report.buffers)
-            .map_err(|e| PassError::new("dump", e))?;
-    }
-    Ok(report)
 }

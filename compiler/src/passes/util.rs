@@ -150,19 +150,6 @@ pub fn code_computations(m: &Module) -> Vec<ComputationId> {
     out
 }
 
-/// Computations called by a `fusion` instruction anywhere in the module.
-pub fn fused_computations(m: &Module) -> Vec<ComputationId> {
-    let mut out = Vec::new();
-    for c in &m.computations {
-        for &id in c.ids() {
-            if let Op::Fusion { calls, .. } = c.get(id).op {
-                out.push(calls);
-            }
-        }
-    }
-    out
-}
-
 /// How many instructions (over the whole module) call computation `target`.
 pub fn caller_count(m: &Module, target: ComputationId) -> usize {
     m.computations
@@ -174,9 +161,4 @@ pub fn caller_count(m: &Module, target: ComputationId) -> usize {
                 .count()
         })
         .sum()
-}
-
-/// The shape of element `index` of a tuple shape.
-pub fn tuple_element(shape: &Shape, index: i64) -> Option<&Shape> {
-    shape.as_tuple().and_then(|t| t.get(index as usize))
 }

@@ -23,10 +23,10 @@ pub use given::check_given_shape;
 pub use shape_ops::{broadcast_shape, check_broadcast, check_reshape, reshape_shape};
 
 use crate::ir::{Module, Op, Shape};
-use std::fmt;
 
 /// Why an op cannot be applied to operands of these shapes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
 pub struct ShapeError {
     pub message: String,
 }
@@ -38,14 +38,6 @@ impl ShapeError {
         }
     }
 }
-
-impl fmt::Display for ShapeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for ShapeError {}
 
 /// Whether `op`'s result shape comes from HLO text (or the caller) rather than from its
 /// operands: parameter, constant, iota, broadcast, reshape, bitcast, convert, bitcast-convert,

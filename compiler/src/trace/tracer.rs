@@ -162,8 +162,8 @@ impl Tracer {
     }
 
     /// Runs `f` on the module being built and its entry computation. For extensions of the
-    /// tracing API that build instructions themselves (autodiff's `grad` adds the gradient
-    /// computation of the trace so far here and wraps the results with [`Tracer::tensor`]).
+    /// tracing API that build instructions themselves and wrap the results with
+    /// [`Tracer::tensor`].
     pub fn with_module<R>(&self, f: impl FnOnce(&mut Module, ComputationId) -> R) -> R {
         let mut st = self.state.borrow_mut();
         let entry = st.module.entry;

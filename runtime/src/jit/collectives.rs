@@ -3,7 +3,7 @@
 //!
 //! The program calls `collective_routine(plan, arena)`. The routine reads the operand buffers,
 //! hands them to the interpreter's [`CollectiveStep`] with the calling thread's replica
-//! context (set by [`crate::executable::Executable::run_replicated`]; outside a replicated
+//! context (its `ReplicaLink`) (set by [`crate::executable::Executable::run_replicated`]; outside a replicated
 //! run it is replica 0 of one), and writes the result buffers. The step meets the other
 //! members of the replica group at the run's rendezvous and reduces in replica-id order, so
 //! the JIT and the interpreter give bitwise the same values on every replica. A replica

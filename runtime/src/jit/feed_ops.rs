@@ -10,8 +10,8 @@
 
 use super::buffer::{Buffer, Loc};
 use super::host::{guarded, resolve, Status};
+use crate::feed::HostFeed;
 use std::cell::Cell;
-use tessel_compiler::interpreter::{is_stop_message, HostFeed};
 use tessel_compiler::ir::{Array, ArrayData, Literal, Shape};
 use tessel_compiler::with_array_data;
 
@@ -38,42 +38,6 @@ pub fn with_host_feed<R>(feed: &dyn HostFeed, replica: usize, f: impl FnOnce() -
     let ptr: *const (dyn HostFeed + 'static) = unsafe { std::mem::transmute(ptr) };
     let _restore = Restore(CURRENT.with(|c| c.replace(Some((ptr, replica)))));
     f()
-}
-
-/// Aborts the feed for `replica` when dropped armed: a replica thread that ends without a
-/// result (a panic) must still wake the replicas and host threads waiting on the feed.
-pub struct AbortFeedOnDrop<'f> {
-    feed: Option<&'f dyn HostFeed>,
-    replica: usize,
-}
-
-impl<'f> AbortFeedOnDrop<'f> {
-    pub fn new(feed: Option<&'f dyn HostFeed>, replica: usize) -> Self {
-        AbortFeedOnDrop { feed, replica }
-    }
-
-    /// The replica finished: nothing to abort.
-    pub fn disarm(mut self) {
-        self.feed = None;
-    }
-
-    /// The replica failed with `message` (a replica that only stopped because another one
-    /// failed leaves the abort to that one).
-    pub fn fail(mut self, message: &str) {
-        if let Some(feed) = self.feed.take() {
-            if !is_stop_message(message) {
-                feed.abort(self.replica, message);
-            }
-        }
-    }
-}
-
-impl Drop for AbortFeedOnDrop<'_> {
-    fn drop(&mut self) {
-        if let Some(feed) = self.feed {
-            feed.abort(self.replica, "the replica's thread panicked");
-        }
-    }
 }
 
 fn current_feed<'a>() -> Result<(&'a dyn HostFeed, usize), String> {

@@ -10,9 +10,9 @@ use super::error::{ReplicaCountError, SessionError};
 use super::loop_program::{LoopProgram, LoopSpec};
 use super::program::{Form, Program};
 use crate::shard_map::{is_shard_map_module, Mesh, ShardMap};
+use tessel_compiler::compile::{optimize, CompileReport};
 use tessel_compiler::ir::Module;
 use tessel_compiler::legality::{check_legality, render};
-use tessel_compiler::passes::{optimize, CompileReport};
 
 /// A compiled program with what the compiler reports about it.
 pub struct Compiled {
@@ -119,7 +119,7 @@ pub(crate) fn build_engine(
         Backend::Jit => {
             let mut optimized = module;
             let report = optimize(&mut optimized, &device.pipeline_options())
-                .map_err(|e| SessionError::Optimize(e.to_string()))?;
+                .map_err(SessionError::Optimize)?;
             let exe = crate::jit::compile(&optimized, &device.jit_options())
                 .map_err(SessionError::Compile)?;
             Ok((Engine::Jit(Box::new(exe)), Some(report)))

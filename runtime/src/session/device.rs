@@ -5,7 +5,7 @@
 use crate::jit::{ConvAlgorithm, JitOptions};
 use crate::threads::ThreadBudget;
 use std::path::PathBuf;
-use tessel_compiler::passes::CompileOptions;
+use tessel_compiler::compile::CompileOptions;
 
 /// What executes a program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,12 +3,12 @@
 
 use super::error::SessionError;
 use crate::executable::Executable;
-use crate::feed::HostQueues;
+use crate::feed::{HostFeed, HostQueues};
 use crate::jit::feed_ops::with_host_feed;
-use crate::replicas::ReplicaOptions;
-use tessel_compiler::interpreter::{
-    evaluate, evaluate_replicated, evaluate_replicated_with_feed, evaluate_with_feed, HostFeed,
+use crate::replicas::{
+    evaluate_replicated, evaluate_replicated_with_feed, evaluate_with_feed, ReplicaOptions,
 };
+use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Literal, Module};
 
 pub(crate) enum Engine {

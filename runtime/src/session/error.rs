@@ -39,7 +39,7 @@ pub enum SessionError {
     ShardMap(#[from] ShardMapError),
     /// The optimization pipeline failed.
     #[error("optimizing the module: {0}")]
-    Optimize(String),
+    Optimize(tessel_compiler::compile::CompileError),
     /// The JIT could not compile the optimized module.
     #[error("{0}")]
     Compile(JitError),

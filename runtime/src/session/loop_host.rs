@@ -6,9 +6,9 @@
 use super::engine::Engine;
 use super::error::SessionError;
 use super::loop_program::{LoopOptions, LoopOutputs};
+use crate::feed::HostFeed;
 use crate::feed::{fill_infeed, stack, FeedSource, HostQueues};
 use std::sync::mpsc::Receiver;
-use tessel_compiler::interpreter::HostFeed;
 use tessel_compiler::ir::{Array, ArrayData, Literal};
 use tessel_compiler::training_loop::LoopSignature;
 

@@ -6,9 +6,9 @@
 //! after the optimization pipeline (whose fusions become JIT kernels).
 
 use std::path::Path;
+use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::{Array, Literal};
-use tessel_compiler::passes::pipeline::{optimize, CompileOptions};
 use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::jit::{compile, JitOptions};
 

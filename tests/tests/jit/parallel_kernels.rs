@@ -4,10 +4,10 @@
 //! the interpreter, on sizes that do not divide evenly: a flat kernel with a scalar tail, a
 //! nested kernel with an odd first dimension, a transposing kernel, and a multi-output fusion.
 
+use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module;
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::Literal;
-use tessel_compiler::passes::pipeline::{optimize, CompileOptions};
 use tessel_runtime::jit::{compile, JitOptions};
 use tessel_tests::numerics::pseudo_random_f32;
 

@@ -4,10 +4,10 @@
 //! gradient. Checked against the interpreter (bitwise: selecting and adding to zero are exact),
 //! and one thread against two (bitwise), on odd shapes with many ties in the windows.
 
+use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module;
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Literal, Module, Op};
-use tessel_compiler::passes::pipeline::{optimize, CompileOptions};
 use tessel_runtime::jit::{compile, JitOptions};
 use tessel_tests::numerics::pseudo_random_f32;
 

@@ -5,10 +5,10 @@
 //! interpreter: bitwise with small-integer inputs (every partial sum is exact), within a
 //! rounding bound with random floats. Shapes are odd (1, 3, 5, 17, ...).
 
+use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module;
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::Literal;
-use tessel_compiler::passes::pipeline::{optimize, CompileOptions};
 use tessel_runtime::jit::{compile, JitOptions};
 use tessel_tests::numerics::pseudo_random_f32;
 

@@ -3,12 +3,13 @@
 
 use std::time::{Duration, Instant};
 use tessel_compiler::hlo_text::{parse_module, parse_module_file, print_module, PrintOptions};
-use tessel_compiler::interpreter::{evaluate_replicated_with_feed, HostFeed};
 use tessel_compiler::ir::{Array, ArrayData, ElementType, Literal, Module, Op, Shape};
 use tessel_compiler::training_loop::{wrap_in_training_loop, LoopError};
+use tessel_runtime::feed::HostFeed;
 use tessel_runtime::feed::{stacked_source, unstack, FeedSource};
 use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::jit::JitOptions;
+use tessel_runtime::replicas::evaluate_replicated_with_feed;
 use tessel_runtime::session::{
     compile, compile_loop, Device, LoopOptions, LoopProgram, LoopSpec, Outfeed, Outputs,
 };
@@ -224,7 +225,7 @@ fn the_loop_equals_k_steps_on_four_replicas_and_is_deterministic() {
                 vec![Literal::Array(w[r].clone()), Literal::Array(f32s(&[4], x))]
             })
             .collect();
-        let out = tessel_compiler::interpreter::evaluate_replicated(&step, per_replica).unwrap();
+        let out = tessel_runtime::replicas::evaluate_replicated(&step, per_replica).unwrap();
         for (r, o) in out.into_iter().enumerate() {
             let leaves: Vec<Array> = o.leaves().into_iter().cloned().collect();
             w[r] = leaves[0].clone();
@@ -539,7 +540,7 @@ fn the_mnist_cnn_loop_gives_jax_numbers_on_the_jit() {
 
     // By hand: the optimized step compiled alone, run 5 times, the state threaded through.
     let mut optimized = step.clone();
-    tessel_compiler::passes::pipeline::optimize(&mut optimized, &Default::default()).unwrap();
+    tessel_compiler::compile::optimize(&mut optimized, &Default::default()).unwrap();
     let exe = tessel_runtime::jit::compile(&optimized, &JitOptions::default()).unwrap();
     let fed: Vec<Vec<Array>> = args[8..].iter().map(|a| unstack(a).unwrap()).collect();
     let mut state: Vec<Array> = args[..8].to_vec();

@@ -1,8 +1,9 @@
 //! Buffer assignment: golden cases (`tests/golden/passes/buffer-assignment/`, input HLO to
 //! the assignment's text), and the MNIST training step's memory against its lower bound.
 
+use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module_file;
-use tessel_compiler::passes::{assign_buffers, optimize, CompileOptions};
+use tessel_compiler::passes::assign_buffers;
 use tessel_tests::golden::run_suite;
 use tessel_tests::{corpus_dir, golden_dir};
 

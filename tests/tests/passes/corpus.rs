@@ -2,10 +2,10 @@
 //! pipeline, within the corpus README's tolerance; shard_map modules run on their replicas.
 
 use std::path::Path;
+use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Array, Literal, Module};
-use tessel_compiler::passes::{optimize, CompileOptions};
 use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::session::{compile, Device, Outputs, SessionError};
 use tessel_runtime::shard_map::{is_shard_map_module, Mesh};

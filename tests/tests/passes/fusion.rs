@@ -1,10 +1,11 @@
 //! Golden cases for fusion (`tests/golden/passes/fusion/`), and the kernel count of the MNIST
 //! training step before and after the pipeline.
 
+use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::Op;
 use tessel_compiler::passes::stats::kernel_count;
-use tessel_compiler::passes::{optimize, CompileOptions, Fusion};
+use tessel_compiler::passes::Fusion;
 use tessel_tests::corpus_dir;
 use tessel_tests::pass_golden::run_pass_suite;
 

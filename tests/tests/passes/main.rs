@@ -6,6 +6,7 @@ mod buffer_assignment;
 mod constant_folding;
 mod corpus;
 mod dump;
+mod dump_reproducible;
 mod fusion;
 mod golden;
 mod pipeline;

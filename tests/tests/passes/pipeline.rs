@@ -2,12 +2,13 @@
 //! the verifier naming the pass that broke a module, fixed points, and honest change reports
 //! of every pass on every corpus module.
 
+use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::Module;
 use tessel_compiler::passes::pipeline::verify;
 use tessel_compiler::passes::{
-    optimize, AlgebraicSimplifier, CallInliner, CompileOptions, ConstantFolding, Cse, Dce, Fusion,
-    Pass, PassError, Pipeline, Scheduler, WhileLoopSimplifier,
+    AlgebraicSimplifier, CallInliner, ConstantFolding, Cse, Dce, Fusion, Pass, PassError, Pipeline,
+    Scheduler, WhileLoopSimplifier,
 };
 use tessel_tests::golden::run_suite;
 use tessel_tests::pass_golden::canonical;

@@ -3,9 +3,9 @@
 //! every intermediate module.
 
 use proptest::prelude::*;
+use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Array, ArrayData, ElementType, Literal, Module};
-use tessel_compiler::passes::{optimize, CompileOptions};
 use tessel_tests::modgen::ModuleGen;
 use tessel_tests::numerics::{compare_literals, CORPUS_TOLERANCE};
 

@@ -6,12 +6,11 @@
 //! replica promptly, naming the one that failed.
 
 use std::time::{Duration, Instant};
+use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module;
-use tessel_compiler::interpreter::evaluate_replicated;
 use tessel_compiler::ir::{Array, ArrayData, Literal, Module};
-use tessel_compiler::passes::pipeline::{optimize, CompileOptions};
 use tessel_runtime::jit::{compile, Executable, JitOptions};
-use tessel_runtime::replicas::{Fault, Injection, ReplicaOptions};
+use tessel_runtime::replicas::{evaluate_replicated, Fault, Injection, ReplicaOptions};
 
 const COLLECTIVES: &str = r#"
 HloModule collectives_r4

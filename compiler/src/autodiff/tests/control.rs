@@ -293,39 +293,3 @@ fn conditional_on_a_predicate_and_on_an_index() {
         check_with(&m, &[0], &inputs);
     }
 }
-
-#[test]
-fn all_reduce_sum_transposes_to_an_all_reduce_sum_like_psum() {
-    use crate::ir::{CollectiveAttrs, Literal};
-    let mut c = Case::new();
-    let x = c.param(&[3]);
-    let add = c.binary_computation(crate::ir::BinaryOp::Add);
-    let mut em = c.em();
-    let sq = em.mul(x, x).unwrap();
-    let shape = em.shape(sq).clone();
-    let s = em.raw(
-        Op::AllReduce {
-            collective: CollectiveAttrs::default(),
-            to_apply: add,
-        },
-        shape,
-        &[sq],
-    );
-    let loss = em.sum_all(s).unwrap();
-    c.module.entry_mut().set_root(loss);
-    let grad = crate::autodiff::grad_module(&c.module, &[0]).unwrap();
-    crate::verifier::verify(&grad).unwrap_or_else(|e| panic!("{e:?}"));
-    let xs = [[1.0f32, -2.0, 0.5], [3.0, 0.25, -1.0]];
-    let args: Vec<Vec<Literal>> = xs
-        .iter()
-        .map(|v| vec![Literal::Array(crate::ir::Array::f32(&[3], v.to_vec()))])
-        .collect();
-    let outs = crate::interpreter::evaluate_replicated(&grad, args).unwrap();
-    // The sum over both replicas' losses: d/dx_r = 2 replicas * 2 x_r.
-    for (r, out) in outs.iter().enumerate() {
-        let g = out.as_tuple().unwrap()[1].as_array().unwrap();
-        for (i, &x) in xs[r].iter().enumerate() {
-            assert_eq!(g.data.get_f64(i), 4.0 * x as f64, "replica {r} element {i}");
-        }
-    }
-}

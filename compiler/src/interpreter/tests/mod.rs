@@ -1,6 +1,5 @@
 //! Unit tests of the interpreter, one module per op family, on modules built by hand.
 
-mod collectives;
 mod control_flow;
 mod convert;
 mod convolution;

@@ -1,18 +1,31 @@
-//! Running one compiled program on N replicas, one thread each.
+//! Running one program on N replicas, one thread each: the rendezvous ([`rendezvous`]), the
+//! fault rules ([`faults`]) and the interpreter's replica threads ([`spawn`]) live here; the
+//! compiler's interpreter reaches them only through its `ReplicaLink` trait.
 //!
-//! Each replica thread gets its own arena and a [`ReplicaContext`] (its id, the replica count
-//! and the rendezvous [`Hub`] shared by the run). The context reaches the JIT's collective
-//! routines through a thread-local set around the entry call ([`enter`]), so the program's
-//! entry signature `fn(arena) -> status` stays the same for one replica and for many.
+//! Each replica thread of a compiled program gets its own arena and a [`ReplicaContext`] (its
+//! id, the replica count and the rendezvous [`Hub`] shared by the run). The context reaches
+//! the JIT's collective routines through a thread-local set around the entry call
+//! ([`enter`]), so the program's entry signature `fn(arena) -> status` stays the same for one
+//! replica and for many.
 //!
-//! Faults follow the interpreter's rule: a replica that fails (an error status from a kernel
+//! Faults follow one rule on both backends: a replica that fails (an error status from a kernel
 //! or routine, a panic caught in a routine, a panic on its thread) poisons the hub, every
 //! replica waiting at (or later reaching) a rendezvous stops, and the run reports the first
 //! failure that was not itself a consequence of another replica stopping, naming its replica.
 
+pub mod faults;
+pub mod rendezvous;
+pub mod spawn;
+#[cfg(test)]
+mod tests;
+
+pub use faults::{is_stop_message, stopped_message, PoisonOnDrop};
+pub use rendezvous::{Hub, ReplicaContext};
+pub use spawn::{evaluate_replicated, evaluate_replicated_with_feed, evaluate_with_feed};
+
 use std::cell::{Cell, RefCell};
 use std::fmt;
-use tessel_compiler::interpreter::{is_stop_message, EvalError, ReplicaContext};
+use tessel_compiler::interpreter::EvalError;
 use tessel_compiler::ir::Literal;
 
 /// Why a replicated run failed, and on which replica.
@@ -63,7 +76,7 @@ pub struct Interpreted<'m>(pub &'m tessel_compiler::ir::Module);
 
 impl ReplicaBackend for Interpreted<'_> {
     fn run_replicas(&self, args: Vec<Vec<Literal>>) -> Result<Vec<Literal>, ReplicaError> {
-        tessel_compiler::interpreter::evaluate_replicated(self.0, args).map_err(Into::into)
+        evaluate_replicated(self.0, args).map_err(Into::into)
     }
 }
 
@@ -107,7 +120,8 @@ pub struct ReplicaOptions {
 
 /// What a replica thread's routines see: its context and its injected fault, if any.
 pub(crate) struct ReplicaEnv {
-    pub(crate) context: ReplicaContext,
+    /// Compiled programs reach the host feed through `jit::feed_ops`, not the context.
+    pub(crate) context: ReplicaContext<'static>,
     collectives: Cell<u64>,
     fault: Option<(u64, Fault)>,
 }
@@ -134,7 +148,7 @@ thread_local! {
 }
 
 /// Makes `context` the current thread's replica until the guard is dropped.
-pub(crate) fn enter(context: ReplicaContext, inject: Option<Injection>) -> Entered {
+pub(crate) fn enter(context: ReplicaContext<'static>, inject: Option<Injection>) -> Entered {
     let fault = inject
         .filter(|i| i.replica == context.id())
         .map(|i| (i.at_collective, i.fault));
@@ -165,7 +179,7 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&ReplicaEnv) -> R) -> R {
     CURRENT.with(|c| match &*c.borrow() {
         Some(env) => f(env),
         None => f(&ReplicaEnv {
-            context: ReplicaContext::single(),
+            context: ReplicaContext::single(None),
             collectives: Cell::new(0),
             fault: None,
         }),

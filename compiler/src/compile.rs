@@ -1,0 +1,111 @@
+//! The compiler's driver: the default pass pipeline, then buffer assignment, with the dump
+//! directory written along the way. The passes know nothing of dumps; the dumper reads the
+//! passes' records, and this module joins the two.
+
+use crate::dump::{DumpError, Dumper};
+use crate::ir::Module;
+use crate::passes::buffer_assignment::{assign_buffers, BufferAssignment};
+use crate::passes::pipeline::{default_pipeline, PassRecord};
+use crate::passes::stats::{fusion_count, kernel_count};
+use crate::passes::PassError;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// Why [`optimize`] failed: a pass (or the verifier after it), or the dump directory.
+#[derive(Debug, Error)]
+pub enum CompileError {
+    #[error(transparent)]
+    Pass(#[from] PassError),
+    #[error("dump: {0}")]
+    Dump(#[from] DumpError),
+}
+
+/// What `tessel compile` and the library callers ask of the pipeline.
+#[derive(Clone, Debug, Default)]
+pub struct CompileOptions {
+    /// Write `module_NNNN.NAME.*` dump files into this directory.
+    pub dump_to: Option<PathBuf>,
+    /// Dump only after passes whose name matches this regular expression.
+    pub dump_pass_re: Option<String>,
+}
+
+/// What the pipeline did and what the optimized module needs.
+#[derive(Clone, Debug)]
+pub struct CompileReport {
+    pub compile_time: Duration,
+    pub instructions_before: usize,
+    pub instructions_after: usize,
+    pub kernels_before: usize,
+    pub kernels_after: usize,
+    pub fusions: usize,
+    pub passes: Vec<PassRecord>,
+    pub buffers: BufferAssignment,
+}
+
+impl CompileReport {
+    /// `key: value` lines as `tessel compile` prints them.
+    pub fn summary_lines(&self) -> Vec<String> {
+        vec![
+            format!("compile_ms: {:.3}", self.compile_time.as_secs_f64() * 1e3),
+            format!("instructions_before: {}", self.instructions_before),
+            format!("instructions_after: {}", self.instructions_after),
+            format!("fusions: {}", self.fusions),
+            format!("kernels_before: {}", self.kernels_before),
+            format!("kernels: {}", self.kernels_after),
+            format!("buffers_total_bytes: {}", self.buffers.total_bytes),
+            format!("buffers_peak_bytes: {}", self.buffers.peak_bytes),
+            format!(
+                "buffers_lower_bound_bytes: {}",
+                self.buffers.lower_bound_bytes
+            ),
+            format!("passes_run: {}", self.passes.len()),
+            format!(
+                "passes_changed: {}",
+                self.passes.iter().filter(|p| p.changed).count()
+            ),
+        ]
+    }
+}
+
+/// Optimizes `m` in place with the default pipeline, assigns buffers, and writes dumps when
+/// `opts.dump_to` is set.
+pub fn optimize(m: &mut Module, opts: &CompileOptions) -> Result<CompileReport, CompileError> {
+    let start = Instant::now();
+    let instructions_before = m.instruction_count();
+    let kernels_before = kernel_count(m);
+    let mut dumper = match &opts.dump_to {
+        Some(dir) => Some(Dumper::new(dir, m, opts.dump_pass_re.as_deref())?),
+        None => None,
+    };
+    let mut pipeline = default_pipeline();
+    let mut dump_error: Option<DumpError> = None;
+    let passes = {
+        let mut hook = |r: &PassRecord, m: &Module| {
+            if let Some(d) = dumper.as_mut() {
+                if let Err(e) = d.after_pass(r, m) {
+                    dump_error.get_or_insert(e);
+                }
+            }
+        };
+        pipeline.run(m, Some(&mut hook))?
+    };
+    if let Some(e) = dump_error {
+        return Err(e.into());
+    }
+    let buffers = assign_buffers(m);
+    let report = CompileReport {
+        compile_time: start.elapsed(),
+        instructions_before,
+        instructions_after: m.instruction_count(),
+        kernels_before,
+        kernels_after: kernel_count(m),
+        fusions: fusion_count(m),
+        passes,
+        buffers,
+    };
+    if let Some(d) = dumper.as_mut() {
+        d.finish(m, &report.buffers)?;
+    }
+    Ok(report)
+}
