@@ -1,15 +1,13 @@
-//! GEMM speed as a share of this machine's measured FMA peak, in one run:
-//! `cargo test --release -p tessel-tests --test gemm_peak -- --nocapture`.
-//!
-//! Times a 1024x1024x1024 f32 `dot` compiled by the JIT, both the whole `Executable::run`
-//! (arguments copied in, result copied out) and the GEMM routine alone (from the per-kernel
-//! profile), and checks the product, so it cannot pass on a wrong GEMM. It prints figures and
-//! asserts no speed: the machine is shared.
+//! The products behind a compiled `dot` and the MNIST step on each GEMM library and thread
+//! count, checked against direct sums and JAX's loss. (These are the checks that came with
+//! the GEMM timings, which are benches now: `cargo bench -p tessel-kernels --bench gemm` and
+//! `cargo bench -p tessel-tests --bench jit_perf`.)
 
-use std::time::Instant;
+use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::*;
+use tessel_compiler::passes::pipeline::{optimize, CompileOptions};
+use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::jit::{compile, GemmBackend, JitOptions};
-use tessel_tests::fma_peak::fma_peak_gflops;
 
 fn dot_module(n: i64) -> Module {
     let mut m = Module::new("gemm");
@@ -27,23 +25,9 @@ fn dot_module(n: i64) -> Module {
     m
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 #[test]
-fn gemm_1024_against_the_fma_peak() {
-    let peak1 = fma_peak_gflops(1);
-    let peak2 = fma_peak_gflops(2);
-    let show = |p: Option<f64>| p.map_or("n/a (no AVX2+FMA)".into(), |g| format!("{g:.0} GFLOP/s"));
-    eprintln!(
-        "fma peak: 1 thread {}, 2 threads {}",
-        show(peak1),
-        show(peak2)
-    );
+fn dot_1024_on_each_gemm_backend() {
     let n = 1024usize;
-    let flop = 2.0 * (n as f64).powi(3);
     let a: Vec<f32> = (0..n * n)
         .map(|i| ((i * 7919) % 1000) as f32 / 1000.0)
         .collect();
@@ -62,7 +46,6 @@ fn gemm_1024_against_the_fma_peak() {
         let options = JitOptions {
             gemm: backend,
             gemm_threads: threads,
-            profile: true,
             ..Default::default()
         };
         let exe = compile(&dot_module(n as i64), &options).unwrap();
@@ -74,38 +57,40 @@ fn gemm_1024_against_the_fma_peak() {
             let got = out.leaves()[0].data.get_f64(i * n + j);
             assert!(
                 (got - direct).abs() <= 1e-4 * direct.abs(),
-                "[{i},{j}]: {got} vs {direct}"
+                "{backend:?} {threads} thread(s) [{i},{j}]: {got} vs {direct}"
             );
         }
-        let profile = exe.profile().unwrap();
-        profile.reset();
-        let runs = 5;
-        let whole = median(
-            (0..runs)
-                .map(|_| {
-                    let t = Instant::now();
-                    exe.run(&args).unwrap();
-                    t.elapsed().as_secs_f64()
-                })
-                .collect(),
-        );
-        let routine = profile
-            .times()
-            .into_iter()
-            .find(|t| t.kind == "dot")
-            .expect("the dot routine is profiled");
-        let routine_s = routine.total_ms / 1e3 / runs as f64;
-        let share = |g: f64, peak: Option<f64>| {
-            peak.map(|p| format!(" = {:.0}% of the {threads}-thread peak", 100.0 * g / p))
-                .unwrap_or_default()
+    }
+}
+
+#[test]
+fn mnist_step_on_each_gemm_backend_matches_jax() {
+    let dir = tessel_tests::corpus_dir().expect("corpus");
+    let module = parse_module_file(&dir.join("mnist_cnn_train_step_b128.hlo")).unwrap();
+    let mut args =
+        read_safetensors(dir.join("mnist_cnn_train_step_b128.inputs.safetensors")).unwrap();
+    args.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
+    let args: Vec<Literal> = args.into_iter().map(|(_, a)| Literal::Array(a)).collect();
+    let mut want =
+        read_safetensors(dir.join("mnist_cnn_train_step_b128.outputs.safetensors")).unwrap();
+    want.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
+    let mut optimized = module.clone();
+    optimize(&mut optimized, &CompileOptions::default()).unwrap();
+    for (m, backend) in [
+        (&module, GemmBackend::Gemm),
+        (&module, GemmBackend::MatrixMultiply),
+        (&optimized, GemmBackend::Gemm),
+    ] {
+        let opts = JitOptions {
+            gemm: backend,
+            ..Default::default()
         };
-        let peak = if threads == 1 { peak1 } else { peak2 };
-        let (g_whole, g_routine) = (flop / whole / 1e9, flop / routine_s / 1e9);
-        eprintln!(
-            "gemm 1024^3 [{backend:?}, {threads} thread(s)]: run {:.2} ms {g_whole:.0} GFLOP/s; dot routine {:.2} ms {g_routine:.0} GFLOP/s{}",
-            whole * 1e3,
-            routine_s * 1e3,
-            share(g_routine, peak)
+        let out = compile(m, &opts).unwrap().run(&args).unwrap();
+        let loss = out.leaves()[8].data.get_f64(0);
+        let jax = want[8].1.data.get_f64(0);
+        assert!(
+            (loss - jax).abs() <= 1e-4 * jax.abs().max(1.0),
+            "{backend:?}: loss {loss} vs JAX {jax}"
         );
     }
 }
