@@ -99,7 +99,7 @@ impl PatchConv {
             ));
         }
         if g.channels != g.in_per_group * groups
-            || g.out_features % (groups * batch_groups) != 0
+            || !g.out_features.is_multiple_of(groups * batch_groups)
             || g.batch != g.out_batch * batch_groups
         {
             return Err(KernelError::Invalid(
