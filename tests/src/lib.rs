@@ -1,6 +1,5 @@
 //! Shared helpers for tessel's integration and golden tests.
 
-pub mod fma_peak;
 pub mod golden;
 pub mod modgen;
 pub mod numerics;

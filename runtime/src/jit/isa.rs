@@ -1,52 +1,19 @@
-//! The host instruction set: detected once, used for every kernel.
+//! Cranelift's target ISA for this machine, built once per compile.
 //!
-//! `cranelift_native::builder()` reads CPUID and enables SSE4.1 (vector floor/ceil/nearest),
+//! What the CPU has comes from the kernels crate's detection (`tessel_kernels::cpu`), the
+//! one for the whole project. `cranelift_native::builder()` reads CPUID and enables SSE4.1 (vector floor/ceil/nearest),
 //! AVX and FMA (`fma.f32x4` as one instruction instead of four libcalls). `JITModule` needs
 //! `is_pic=false`.
 
 use super::JitError;
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
-
-/// CPU features that change which code the kernels get.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HostFeatures {
-    pub sse41: bool,
-    pub avx: bool,
-    pub avx2: bool,
-    pub fma: bool,
-    pub avx512f: bool,
-}
-
-impl HostFeatures {
-    pub fn detect() -> HostFeatures {
-        #[cfg(target_arch = "x86_64")]
-        {
-            HostFeatures {
-                sse41: std::is_x86_feature_detected!("sse4.1"),
-                avx: std::is_x86_feature_detected!("avx"),
-                avx2: std::is_x86_feature_detected!("avx2"),
-                fma: std::is_x86_feature_detected!("fma"),
-                avx512f: std::is_x86_feature_detected!("avx512f"),
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            HostFeatures {
-                sse41: false,
-                avx: false,
-                avx2: false,
-                fma: false,
-                avx512f: false,
-            }
-        }
-    }
-}
+use tessel_kernels::cpu::CpuFeatures;
 
 /// Builds the ISA for this machine. `opt_level` is Cranelift's `none`, `speed` or
 /// `speed_and_size`.
-pub fn host_isa(opt_level: &str) -> Result<(OwnedTargetIsa, HostFeatures), JitError> {
-    let features = HostFeatures::detect();
+pub fn host_isa(opt_level: &str) -> Result<(OwnedTargetIsa, CpuFeatures), JitError> {
+    let features = CpuFeatures::detect();
     if cfg!(target_arch = "x86_64") && !features.sse41 {
         return Err(JitError::Unsupported(
             "the JIT needs SSE4.1 (vector floor/ceil/round)".into(),

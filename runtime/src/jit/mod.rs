@@ -2,52 +2,36 @@
 //!
 //! [`compile`] lowers the entry computation into one program function (`program.rs`) that
 //! runs every step natively: fused elementwise kernels and reductions become CLIF loop nests
-//! (`kernel_lowering.rs`, `reduce.rs`, `window.rs`), dot and convolution call a tuned GEMM
-//! (`gemm.rs`, `convolution.rs`), and `while` / `call` / `conditional` become native control
-//! flow with loop state updated in place. All buffers live in one arena allocated once.
+//! (`kernel_lowering.rs`, `reduce.rs`, `window.rs`), dot and convolution call the
+//! hand-written routines of the `tessel-kernels` crate through plans (`routines/`), and
+//! `while` / `call` / `conditional` become native control flow with loop state updated in
+//! place. All buffers live in one arena allocated once.
 //! [`Executable::run`] marshals literals in and out.
 
 pub mod buffer;
 pub mod collectives;
-pub mod conv_direct;
-#[cfg(target_arch = "x86_64")]
-pub mod conv_direct_avx2;
-#[cfg(target_arch = "x86_64")]
-pub mod conv_direct_avx512;
-pub mod conv_direct_tile;
-pub mod conv_direct_wgrad;
-pub mod conv_patches;
-pub mod conv_select;
-pub mod conv_shape;
-pub mod conv_winograd;
-pub mod conv_winograd_filter;
-pub mod convolution;
 pub mod elemental;
 pub mod elementwise;
 pub mod feed_ops;
 pub mod fusion;
-pub mod gemm;
 pub mod host;
 pub mod isa;
 pub mod kernel_lowering;
 pub mod loop_state;
 pub mod loops;
-pub mod parallel;
 pub mod profile;
 pub mod program;
 pub mod reduce;
 pub mod reduce_fused;
-pub mod small_gemm;
+pub mod routines;
 pub mod types;
 pub mod vector_math;
 pub mod window;
 pub mod window_tiled;
-pub mod winograd;
-pub(crate) mod winograd_tiles;
 
 pub use crate::executable::Executable;
-pub use conv_select::ConvAlgorithm;
-pub use gemm::GemmBackend;
+pub use routines::conv_select::ConvAlgorithm;
+pub use tessel_kernels::gemm::GemmBackend;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -112,7 +96,7 @@ pub struct JitOptions {
     pub gemm_threads: usize,
     /// Count the time of every kernel and routine call (see `profile.rs`).
     pub profile: bool,
-    /// Which convolution routines may be used (`conv_select.rs`).
+    /// Which convolution routines may be used (`routines/conv_select.rs`).
     pub conv_algorithm: ConvAlgorithm,
 }
 

@@ -9,16 +9,16 @@
 
 use super::buffer::{Addr, Buffer, ConstPool, Loc};
 use super::collectives::{collective_routine, CollectivePlan};
-use super::conv_select::{plan_convolution, ConvPrecision};
 use super::elemental::{Elemental, Leaf};
 use super::elementwise::Libcalls;
 use super::feed_ops::{infeed_routine, outfeed_routine, InfeedPlan, OutfeedPlan};
-use super::gemm::{dot_routine, DotPlan};
-use super::isa::{host_isa, HostFeatures};
+use super::isa::host_isa;
 use super::kernel_lowering::{emit_elementwise_part, split_point, KernelOutput};
 use super::loop_state;
-use super::parallel::tessel_run_kernel_pair;
 use super::profile::{tessel_profile_mark, ProfileCounters, RESTART};
+use super::routines::conv_select::{plan_convolution, ConvPrecision};
+use super::routines::dot::{dot_routine, DotPlan};
+use super::routines::kernel_pair::tessel_run_kernel_pair;
 use super::{reduce, reduce_fused, window, window_tiled, JitError, JitOptions};
 use crate::arena::ArenaLayout;
 use crate::executable::{Executable, ExecutableParts, ProgramStats};
@@ -38,6 +38,7 @@ use std::time::Instant;
 use tessel_compiler::ir::{
     ArrayShape, Computation, ComputationId, InstrId, Literal, Module, Op, Shape,
 };
+use tessel_kernels::cpu::CpuFeatures;
 
 /// A range `[lo, hi)` of a kernel's outermost loop.
 type Part = (i64, i64);
@@ -53,7 +54,7 @@ struct ProgramCx<'m> {
     module: &'m Module,
     options: &'m JitOptions,
     isa: OwnedTargetIsa,
-    features: HostFeatures,
+    features: CpuFeatures,
     jit: JITModule,
     layout: ArenaLayout,
     consts: ConstPool,

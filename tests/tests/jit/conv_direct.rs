@@ -1,5 +1,5 @@
-//! The direct convolutions for few input channels (`jit/conv_direct.rs`, forward NHWC / HWIO,
-//! and `jit/conv_direct_wgrad.rs`, the weight gradient `f01b_i01o->01bf`) against the
+//! The direct convolutions for few input channels (`conv_direct/forward.rs`, forward NHWC / HWIO,
+//! and `conv_direct/weight_gradient.rs`, the weight gradient `f01b_i01o->01bf`) against the
 //! interpreter, over odd sizes, channel counts that are not multiples of 8, several kernel
 //! shapes and paddings (asymmetric and negative), on 1, 2 and 3 workers (bitwise the same
 //! result on each). Each case first checks that `ConvAlgorithm::Auto` really plans the direct
@@ -17,10 +17,9 @@
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::*;
 use tessel_runtime::jit::buffer::Addr;
-use tessel_runtime::jit::conv_direct::direct_conv_routine;
-use tessel_runtime::jit::conv_direct_wgrad::direct_weight_grad_routine;
-use tessel_runtime::jit::conv_select::{plan_convolution, ConvPrecision};
-use tessel_runtime::jit::convolution::conv_routine;
+use tessel_runtime::jit::routines::conv_direct::{direct_conv_routine, direct_weight_grad_routine};
+use tessel_runtime::jit::routines::conv_select::{plan_convolution, ConvPrecision};
+use tessel_runtime::jit::routines::convolution::conv_routine;
 use tessel_runtime::jit::{compile, ConvAlgorithm, JitOptions};
 use tessel_tests::numerics::pseudo_random_f32;
 

@@ -6,6 +6,7 @@ mod basic;
 mod conv_direct;
 mod corpus;
 mod fast_paths;
+mod gemm_backends;
 mod parallel_kernels;
 mod pool_gradient_fusion;
 mod random_graphs;

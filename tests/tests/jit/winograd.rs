@@ -1,4 +1,4 @@
-//! The Winograd convolution routines (`conv_winograd.rs`, `conv_winograd_filter.rs`) against
+//! The Winograd convolution routines (`winograd/forward.rs`, `winograd/filter_gradient.rs`) against
 //! the interpreter: odd sizes, channel counts that are not multiples of 8, batch 1 and 3,
 //! zero / symmetric / asymmetric / negative padding, r = 3 and 5, several kernel and output
 //! layouts, window reversal; and the shapes they must decline.
@@ -14,7 +14,7 @@
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::*;
 use tessel_runtime::jit::buffer::Addr;
-use tessel_runtime::jit::conv_select::{plan_convolution, ConvPrecision};
+use tessel_runtime::jit::routines::conv_select::{plan_convolution, ConvPrecision};
 use tessel_runtime::jit::{compile, ConvAlgorithm, JitOptions};
 use tessel_tests::numerics::pseudo_random_f32;
 

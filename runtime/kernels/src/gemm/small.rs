@@ -19,13 +19,11 @@ pub enum Simd {
 
 impl Simd {
     pub fn detect() -> Simd {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-                return Simd::Avx2Fma;
-            }
+        if cfg!(target_arch = "x86_64") && crate::cpu::CpuFeatures::detect().avx2_fma() {
+            Simd::Avx2Fma
+        } else {
+            Simd::Portable
         }
-        Simd::Portable
     }
 }
 

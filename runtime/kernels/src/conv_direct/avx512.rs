@@ -1,4 +1,4 @@
-//! The direct convolutions' tile (`conv_direct_tile.rs`) in AVX-512F: one instance per
+//! The direct convolutions' tile (`tile.rs`) in AVX-512F: one instance per
 //! `(rows, vectors)`; up to 14 rows x 2 vectors of 16 lanes = 28 accumulators + 2 `b`
 //! vectors + one broadcast in the 32 `zmm` registers. The channel tail is a lane mask
 //! (`k` register) on the last vector's loads and stores.
@@ -8,7 +8,7 @@
 //! pixels x 32 channels, so each weight vector is loaded once per 14 pixels instead of 6 and
 //! each input value broadcast once instead of twice), half the loads and loop overhead.
 
-use super::conv_direct_tile::{portable, Tile};
+use super::tile::{portable, Tile};
 use std::arch::x86_64::*;
 
 /// Picks the instance for the tile's rows and vectors.

@@ -1,86 +1,13 @@
-//! Matrix products for `dot` (and convolution): the generated program calls [`dot_routine`]
-//! with a plan made at compile time. Operands whose batch / free / contracting dimensions are
-//! not each one strided run are first permuted into scratch space; everything else goes to the
-//! GEMM library with strides, no copies.
+//! Matrix products for `dot`: the generated program calls [`dot_routine`] with a plan made at
+//! compile time. Operands whose batch / free / contracting dimensions are not each one
+//! strided run are first permuted into scratch space; everything else goes to the kernels
+//! crate's GEMM (`tessel_kernels::gemm`) with strides, no copies.
 
-use super::buffer::Addr;
-use super::host::{guarded, permute_copy, resolve, Status};
-use super::JitError;
+use crate::jit::buffer::Addr;
+use crate::jit::host::{guarded, permute_copy, resolve, Status};
+use crate::jit::JitError;
 use tessel_compiler::ir::{ArrayShape, DotDimensionNumbers, ElementType};
-
-/// The GEMM library behind dot and convolution.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum GemmBackend {
-    /// The `gemm` crate (runtime-dispatched AVX2/FMA/AVX-512 kernels).
-    #[default]
-    Gemm,
-    /// The `matrixmultiply` crate.
-    MatrixMultiply,
-}
-
-impl GemmBackend {
-    pub fn parse(s: &str) -> Option<GemmBackend> {
-        match s {
-            "gemm" => Some(GemmBackend::Gemm),
-            "matrixmultiply" => Some(GemmBackend::MatrixMultiply),
-            _ => None,
-        }
-    }
-}
-
-/// `c = a * b` (or `c += a * b`) for f32 matrices given by pointers and strides in elements.
-///
-/// # Safety
-/// The pointers must address `m x k`, `k x n` and `m x n` matrices with these strides.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn sgemm(
-    backend: GemmBackend,
-    threads: usize,
-    m: usize,
-    n: usize,
-    k: usize,
-    a: *const f32,
-    rsa: isize,
-    csa: isize,
-    b: *const f32,
-    rsb: isize,
-    csb: isize,
-    c: *mut f32,
-    rsc: isize,
-    csc: isize,
-    accumulate: bool,
-) {
-    if m == 0 || n == 0 {
-        return;
-    }
-    if k == 0 {
-        if !accumulate {
-            for i in 0..m {
-                for j in 0..n {
-                    *c.offset(i as isize * rsc + j as isize * csc) = 0.0;
-                }
-            }
-        }
-        return;
-    }
-    match backend {
-        GemmBackend::Gemm => {
-            let par = if threads > 1 && (m * n * k) >= (1 << 18) {
-                gemm::Parallelism::Rayon(threads)
-            } else {
-                gemm::Parallelism::None
-            };
-            gemm::gemm(
-                m, n, k, c, csc, rsc, accumulate, a, csa, rsa, b, csb, rsb, 1.0f32, 1.0f32, false,
-                false, false, par,
-            );
-        }
-        GemmBackend::MatrixMultiply => {
-            let beta = if accumulate { 1.0 } else { 0.0 };
-            matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
-        }
-    }
-}
+use tessel_kernels::gemm::{dgemm, igemm_wrapping, sgemm, GemmBackend};
 
 /// One dot operand: where it is, and how to see it as [batch, rows, cols].
 #[derive(Clone, Debug)]
@@ -276,61 +203,31 @@ impl DotPlan {
                     1,
                     false,
                 ),
-                ElementType::F64 => {
-                    let (a, b, c) = (
-                        (a as *const f64).offset(ab),
-                        (b as *const f64).offset(bb),
-                        (c as *mut f64).offset(cb),
-                    );
-                    if m > 0 && n > 0 && k > 0 {
-                        gemm::gemm(
-                            m,
-                            n,
-                            k,
-                            c,
-                            1,
-                            n as isize,
-                            false,
-                            a,
-                            self.lhs.cs,
-                            self.lhs.rs,
-                            b,
-                            self.rhs.cs,
-                            self.rhs.rs,
-                            1.0f64,
-                            1.0f64,
-                            false,
-                            false,
-                            false,
-                            gemm::Parallelism::None,
-                        );
-                    } else {
-                        for i in 0..m * n {
-                            *c.add(i) = 0.0;
-                        }
-                    }
-                }
-                _ => {
-                    // Integer dot: wrapping arithmetic, as XLA does.
-                    let (a, b, c) = (
-                        (a as *const i32).offset(ab),
-                        (b as *const i32).offset(bb),
-                        (c as *mut i32).offset(cb),
-                    );
-                    for i in 0..m {
-                        for j in 0..n {
-                            let mut acc = 0i32;
-                            for p in 0..k {
-                                let x =
-                                    *a.offset(i as isize * self.lhs.rs + p as isize * self.lhs.cs);
-                                let y =
-                                    *b.offset(p as isize * self.rhs.rs + j as isize * self.rhs.cs);
-                                acc = acc.wrapping_add(x.wrapping_mul(y));
-                            }
-                            *c.add(i * n + j) = acc;
-                        }
-                    }
-                }
+                ElementType::F64 => dgemm(
+                    m,
+                    n,
+                    k,
+                    (a as *const f64).offset(ab),
+                    self.lhs.rs,
+                    self.lhs.cs,
+                    (b as *const f64).offset(bb),
+                    self.rhs.rs,
+                    self.rhs.cs,
+                    (c as *mut f64).offset(cb),
+                ),
+                // Integer dot: wrapping arithmetic, as XLA does.
+                _ => igemm_wrapping(
+                    m,
+                    n,
+                    k,
+                    (a as *const i32).offset(ab),
+                    self.lhs.rs,
+                    self.lhs.cs,
+                    (b as *const i32).offset(bb),
+                    self.rhs.rs,
+                    self.rhs.cs,
+                    (c as *mut i32).offset(cb),
+                ),
             }
         }
         Ok(())

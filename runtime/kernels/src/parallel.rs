@@ -1,8 +1,8 @@
-//! Coarse-grained parallelism for the Rust routines (convolution): a fixed number of workers,
+//! Coarse-grained parallelism for the routines (convolution): a fixed number of workers,
 //! each running a whole share of the work (patch gathering and a single-threaded GEMM).
 //!
 //! The workers run on Rayon's global pool, the same threads the `gemm` crate uses for its own
-//! `Parallelism::Rayon`, so dots and convolutions never put more threads on the cores than the
+//! `Parallelism::Rayon`, so products and convolutions never put more threads on the cores than the
 //! pool has.
 
 /// Runs `work(worker)` for every worker in `0..workers`, concurrently when `workers > 1`, and
@@ -35,20 +35,3 @@ impl<T> Shared<T> {
 // SAFETY: the routines that share a pointer give every worker disjoint memory to write.
 unsafe impl<T> Send for Shared<T> {}
 unsafe impl<T> Sync for Shared<T> {}
-
-/// Called by generated code: runs the two halves of a split kernel (`kernel(arena)` each) on
-/// two workers and returns when both are done. Elementwise kernels cannot fail.
-///
-/// # Safety
-/// `first` and `second` must be kernel functions of the running program that write disjoint
-/// elements, and `arena` that program's arena.
-pub unsafe extern "C" fn tessel_run_kernel_pair(first: usize, second: usize, arena: *mut u8) {
-    let kernels = [first, second];
-    let arena = Shared(arena);
-    for_each_worker(2, |w| {
-        // SAFETY: the generated code passes two of its own kernel functions.
-        let kernel =
-            unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(*mut u8)>(kernels[w]) };
-        unsafe { kernel(arena.get()) }
-    });
-}

@@ -5,13 +5,15 @@
 //! Every specialized routine checks its own preconditions and declines (returns `None`) for
 //! anything else, so adding one never changes which convolutions compile.
 
-use super::buffer::Addr;
-use super::conv_direct::{direct_conv_routine, DirectConvPlan};
-use super::conv_direct_wgrad::{direct_weight_grad_routine, DirectWeightGradPlan};
-use super::conv_winograd::{winograd_routine, WinogradPlan};
-use super::conv_winograd_filter::{winograd_filter_routine, WinogradFilterPlan};
+use super::conv_direct::{
+    direct_conv_routine, direct_weight_grad_routine, DirectConvPlan, DirectWeightGradPlan,
+};
 use super::convolution::{conv_routine, ConvPlan};
-use super::{JitError, JitOptions};
+use super::winograd::{
+    winograd_filter_routine, winograd_routine, WinogradFilterPlan, WinogradPlan,
+};
+use crate::jit::buffer::Addr;
+use crate::jit::{JitError, JitOptions};
 use std::any::Any;
 use tessel_compiler::ir::{ArrayShape, Convolution};
 
@@ -111,7 +113,7 @@ impl ConvRoutine {
 /// needs with `alloc`.
 ///
 /// Under [`ConvAlgorithm::Auto`] the specialized routines are tried in order: the direct loops
-/// for few input channels (at most `conv_direct::MAX_CHANNELS`, where Winograd's transforms
+/// for few input channels (at most `tessel_kernels::conv_direct::MAX_CHANNELS`, where Winograd's transforms
 /// cost more than they save), then, at [`ConvPrecision::Fast`], Winograd for stride-1 3x3 and
 /// 5x5 windows.
 #[allow(clippy::too_many_arguments)]

@@ -1,5 +1,5 @@
-//! The register-blocked inner kernel of the direct convolutions (`conv_direct.rs`,
-//! `conv_direct_wgrad.rs`), and the padded input rows they read.
+//! The register-blocked inner kernel of the direct convolutions (`forward.rs`,
+//! `weight_gradient.rs`), and the padded input rows they read.
 //!
 //! A [`Tile`] is an outer-product accumulation: `acc[r][j] += a_r(t) * b(t)[j]` over a
 //! two-level step `t` (an outer and an inner count, each with its own pointer steps), where
@@ -7,9 +7,9 @@
 //! floats (the output channels). The accumulators stay in registers for the whole tile; at
 //! the end they are stored, or added, to `dst`.
 //!
-//! The instruction set is chosen at run time (`is_x86_feature_detected!`): AVX-512F
-//! (`conv_direct_avx512.rs`, up to 14 rows x 32 channels), else AVX2+FMA
-//! (`conv_direct_avx2.rs`, 6 rows x 16 channels), else a portable loop that computes the same
+//! The instruction set is chosen at run time (`cpu::CpuFeatures`): AVX-512F
+//! (`avx512.rs`, up to 14 rows x 32 channels), else AVX2+FMA
+//! (`avx2.rs`, 6 rows x 16 channels), else a portable loop that computes the same
 //! sums in the same order (separately rounded multiply and add instead of FMA).
 
 /// The most rows and channels of a tile on any instruction set.
@@ -78,12 +78,12 @@ impl Isa {
     /// Every instruction set this machine can run, the best first.
     pub fn available() -> Vec<Isa> {
         let mut v = Vec::new();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx512f") {
+        if cfg!(target_arch = "x86_64") {
+            let cpu = crate::cpu::CpuFeatures::detect();
+            if cpu.avx512f {
                 v.push(Isa::Avx512);
             }
-            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            if cpu.avx2_fma() {
                 v.push(Isa::Avx2Fma);
             }
         }
@@ -119,9 +119,9 @@ pub unsafe fn run_tile(isa: Isa, t: &Tile) {
     debug_assert!((1..=isa.max_lanes()).contains(&t.lanes));
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => super::conv_direct_avx512::dispatch(t),
+        Isa::Avx512 => super::avx512::dispatch(t),
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2Fma => super::conv_direct_avx2::dispatch(t),
+        Isa::Avx2Fma => super::avx2::dispatch(t),
         _ => portable(t),
     }
 }

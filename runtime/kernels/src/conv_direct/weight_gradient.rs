@@ -1,15 +1,18 @@
 //! Direct weight gradient of a convolution with few input channels, in the layouts JAX emits
 //! (`dim_labels=f01b_i01o->01bf`): input `[F, H, W, B]` (F = the images, B = the forward
-//! convolution's input channels, at most [`MAX_CHANNELS`]), kernel `[F, WH, WW, O]` (the
+//! convolution's input channels, at most [`MAX_CHANNELS`](super::MAX_CHANNELS)), kernel `[F, WH, WW, O]` (the
 //! output gradient), output `[OH, OW, B, O]` (the weight gradient). 2-D, stride 1, no
 //! dilation or reversal, one group, any padding:
 //!
 //! `out[oy, ox, b, o] = sum_{f, y, x} in[f, oy + y - pad_top, ox + x - pad_left, b] * k[f, y, x, o]`
 //!
+//! It is planned from the geometry of the forward convolution (batch F, channels B, window
+//! OH x OW, O output channels, whose output is WH x WW).
+//!
 //! As a GEMM this has M = OH * OW * B = 25 for MNIST's conv 1, too few rows for packing to pay.
 //! Here the output gradient is streamed in chunks of `CHUNK_ROWS` rows of one image (small
 //! enough to stay in L1 cache); for every output row `oy` a register tile
-//! (`conv_direct_tile.rs`) keeps up to 14 (ox, b) x 32 channels of sums (6 x 16 with AVX2)
+//! (`tile.rs`) keeps up to 14 (ox, b) x 32 channels of sums (6 x 16 with AVX2)
 //! in registers while it runs over the chunk, broadcasting input values and multiplying them
 //! with the gradient's channel vectors, then adds them to partial sums. The chunks are cut
 //! into at most `GROUPS` fixed groups of consecutive chunks, each with its own partial;
@@ -18,50 +21,31 @@
 //! groups do not depend on the number of workers, so the result is bitwise the same for any
 //! thread count.
 
-use super::buffer::Addr;
-use super::conv_direct::{channel_blocks, MAX_CHANNELS};
-use super::conv_direct_tile::{fill_band, run_tile, Isa, Tile};
-use super::conv_shape::{f32_dims, plain_window, window_output};
-use super::host::{guarded, resolve, Status};
-use super::parallel::{for_each_worker, Shared};
+use super::channel_blocks;
+use super::tile::{fill_band, run_tile, Isa, Tile};
+use crate::geometry::Conv2dGeometry;
+use crate::parallel::{for_each_worker, Shared};
+use crate::scratch::{floats, Scratch};
+use crate::KernelError;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tessel_compiler::ir::{ArrayShape, ConvDimensionNumbers, Convolution};
 
 /// Output-gradient rows per chunk: 4 rows of 28 x 32 floats are 14 KB.
 const CHUNK_ROWS: usize = 4;
 /// The chunks are cut into at most this many groups, each summed into its own partial.
 const GROUPS: usize = 16;
 
-/// `f01b_i01o->01bf`, the weight-gradient labels.
-fn weight_gradient_labels() -> ConvDimensionNumbers {
-    ConvDimensionNumbers {
-        input_batch: 3,
-        input_feature: 0,
-        input_spatial: vec![1, 2],
-        kernel_input_feature: 0,
-        kernel_output_feature: 3,
-        kernel_spatial: vec![1, 2],
-        output_batch: 2,
-        output_feature: 3,
-        output_spatial: vec![0, 1],
-    }
-}
-
-/// Everything the weight-gradient routine needs, decided at compile time.
+/// A planned weight gradient.
 #[derive(Clone, Debug)]
-pub struct DirectWeightGradPlan {
-    name: String,
+pub struct DirectWeightGradient {
     isa: Isa,
-    input: Addr,
-    grad: Addr,
-    output: Addr,
-    /// One partial sum `[OH, OW, B, O]` per group, `out_elems` floats apart.
-    partials: Addr,
+    /// One partial sum `[OH, OW, B, O]` per group, `out_elems` floats apart (scratch offset).
+    partials: usize,
     groups: usize,
     out_elems: usize,
-    /// One band of padded input rows per worker, `band_elems` floats apart.
-    bands: Addr,
+    /// One band of padded input rows per worker, `band_elems` floats apart (scratch offset).
+    bands: usize,
     band_elems: usize,
+    scratch: Scratch,
     workers: usize,
     images: usize,
     height: usize,
@@ -76,68 +60,77 @@ pub struct DirectWeightGradPlan {
     pad_left: isize,
 }
 
-impl DirectWeightGradPlan {
-    /// Plans convolution `name` if it meets the preconditions (module comment), else `None`.
+impl DirectWeightGradient {
+    /// Plans the weight gradient of the forward convolution `geometry` on `threads` workers;
+    /// declines more than `MAX_CHANNELS` input channels.
     pub fn new(
-        name: &str,
-        conv: &Convolution,
-        input: (Addr, &ArrayShape),
-        grad: (Addr, &ArrayShape),
-        output: (Addr, &ArrayShape),
+        geometry: &Conv2dGeometry,
         threads: usize,
-        alloc: &mut dyn FnMut(usize) -> Addr,
-    ) -> Option<DirectWeightGradPlan> {
-        if conv.dims != weight_gradient_labels() {
-            return None;
+    ) -> Result<DirectWeightGradient, KernelError> {
+        let g = geometry;
+        if !g.is_nonempty() {
+            return Err(KernelError::declined("direct weight gradient", "empty"));
         }
-        let pads = plain_window(conv)?;
-        let (i, g, o) = (f32_dims(input.1)?, f32_dims(grad.1)?, f32_dims(output.1)?);
-        let [f, h, w, b] = i[..] else { return None };
-        let [gf, gh, gw, go] = g[..] else { return None };
-        let [oh, ow, ob, oc] = o[..] else { return None };
-        let sizes_match = gf == f
-            && ob == b
-            && oc == go
-            && conv.window.dims[0].size as usize == gh
-            && conv.window.dims[1].size as usize == gw
-            && window_output(h, pads[0], gh) == Some(oh)
-            && window_output(w, pads[1], gw) == Some(ow);
-        if !sizes_match || b > MAX_CHANNELS {
-            return None;
+        if g.channels > super::MAX_CHANNELS {
+            return Err(KernelError::declined(
+                "direct weight gradient",
+                "more input channels than MAX_CHANNELS",
+            ));
         }
+        let [gh, gw] = g.output_size().expect("checked by is_nonempty");
+        let (f, b, oc, [oh, ow]) = (g.batch, g.channels, g.out_channels, g.window);
         let groups = (f * gh.div_ceil(CHUNK_ROWS)).min(GROUPS);
         let workers = threads.clamp(1, groups);
         let out_elems = (oh * ow * b * oc).next_multiple_of(16);
         let band_elems = ((CHUNK_ROWS + oh - 1) * (ow + gw - 1) * b).next_multiple_of(16);
-        Some(DirectWeightGradPlan {
-            name: name.to_string(),
+        let mut scratch = Scratch::default();
+        Ok(DirectWeightGradient {
             isa: Isa::detect(),
-            input: input.0,
-            grad: grad.0,
-            output: output.0,
-            partials: alloc(out_elems * groups * 4),
+            partials: scratch.region(out_elems * groups * 4),
             groups,
             out_elems,
-            bands: alloc(band_elems * workers * 4),
+            bands: scratch.region(band_elems * workers * 4),
             band_elems,
+            scratch,
             workers,
             images: f,
-            height: h,
-            width: w,
+            height: g.height,
+            width: g.width,
             channels: b,
             grad_h: gh,
             grad_w: gw,
             out_h: oh,
             out_w: ow,
             out_channels: oc,
-            pad_top: pads[0].0,
-            pad_left: pads[1].0,
+            pad_top: g.padding[0].0,
+            pad_left: g.padding[1].0,
         })
     }
 
+    /// Runs on `isa` instead of the detected one (tests and benches; the machine must have it).
+    pub fn with_isa(mut self, isa: Isa) -> DirectWeightGradient {
+        self.isa = isa;
+        self
+    }
+
+    /// Bytes of scratch memory [`Self::run`] needs.
+    pub fn scratch_bytes(&self) -> usize {
+        self.scratch.bytes()
+    }
+
+    /// `output = dW` of the forward convolution of `input` whose output gradient is `grad`.
+    ///
     /// # Safety
-    /// `arena` must be the program's arena.
-    unsafe fn run(&self, arena: *mut u8) {
+    /// `input` must hold `[batch, height, width, channels]`, `grad` `[batch, grad_h, grad_w,
+    /// out_channels]` and `output` `[kh, kw, channels, out_channels]` floats (row-major), and
+    /// `scratch` [`Self::scratch_bytes`] bytes, 64-byte aligned.
+    pub unsafe fn run(
+        &self,
+        input: *const f32,
+        grad: *const f32,
+        output: *mut f32,
+        scratch: *mut u8,
+    ) {
         let (b, oc) = (self.channels, self.out_channels);
         let band_w = self.out_w + self.grad_w - 1;
         let chunks = self.grad_h.div_ceil(CHUNK_ROWS);
@@ -145,10 +138,10 @@ impl DirectWeightGradPlan {
         let image_elems = self.height * self.width * b;
         // Tile rows are (ox, b) pairs, consecutive in both the band and the output.
         let tile_rows = self.out_w * b;
-        let input = Shared(resolve(self.input, arena));
-        let grad = Shared(resolve(self.grad, arena));
-        let partials = Shared(resolve(self.partials, arena) as *mut f32);
-        let bands = Shared(resolve(self.bands, arena) as *mut f32);
+        let input = Shared(input as *mut f32);
+        let grad = Shared(grad as *mut f32);
+        let partials = Shared(floats(scratch, self.partials));
+        let bands = Shared(floats(scratch, self.bands));
         let most_rows = self.isa.max_rows();
         let groups = self.groups;
         let next_group = AtomicUsize::new(0);
@@ -207,7 +200,7 @@ impl DirectWeightGradPlan {
             }
         });
         // The partials in group order.
-        let out = resolve(self.output, arena) as *mut f32;
+        let out = output;
         let n = self.out_h * tile_rows * oc;
         let first = partials.get();
         std::ptr::copy_nonoverlapping(first, out, n);
@@ -220,26 +213,10 @@ impl DirectWeightGradPlan {
     }
 }
 
-/// Called by generated code: `plan` is a `*const DirectWeightGradPlan` the executable keeps
-/// alive.
-///
-/// # Safety
-/// `plan` must point to a live `DirectWeightGradPlan` and `arena` be the program's arena.
-pub unsafe extern "C" fn direct_weight_grad_routine(
-    plan: *const DirectWeightGradPlan,
-    arena: *mut u8,
-) -> Status {
-    let plan = unsafe { &*plan };
-    guarded(&plan.name, || {
-        unsafe { plan.run(arena) };
-        Ok(())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jit::conv_direct::tests::{shape, values, window, Scratch};
+    use crate::conv_direct::forward::tests::{scratch_block, values};
 
     /// The weight gradient by its definition, in f64: per output the sum and the sum of the
     /// products' magnitudes.
@@ -295,29 +272,29 @@ mod tests {
                     let x = values(xd.iter().product(), 3);
                     let g = values(gd.iter().product(), 4);
                     let mut out = vec![f32::NAN; os[0] * os[1] * b * o];
-                    let conv = Convolution {
-                        window: window([gd[1], gd[2]], pads),
-                        dims: weight_gradient_labels(),
-                        feature_group_count: 1,
-                        batch_group_count: 1,
+                    // The forward convolution whose kernel gradient this is.
+                    let geometry = Conv2dGeometry {
+                        batch: xd[0],
+                        height: xd[1],
+                        width: xd[2],
+                        channels: b,
+                        window: os,
+                        out_channels: o,
+                        padding: pads.map(|(lo, hi)| (lo as isize, hi as isize)),
                     };
-                    let mut scratch = Scratch(0);
-                    let mut plan = DirectWeightGradPlan::new(
-                        "t",
-                        &conv,
-                        (Addr::Absolute(x.as_ptr() as usize), &shape(&xd)),
-                        (Addr::Absolute(g.as_ptr() as usize), &shape(&gd)),
-                        (
-                            Addr::Absolute(out.as_mut_ptr() as usize),
-                            &shape(&[os[0], os[1], b, o]),
-                        ),
-                        threads,
-                        &mut |n| scratch.alloc(n),
-                    )
-                    .expect("within the preconditions");
-                    plan.isa = isa;
-                    let mut arena = scratch.arena();
-                    unsafe { plan.run(arena.as_mut_ptr() as *mut u8) };
+                    assert_eq!(geometry.output_size(), Some([gd[1], gd[2]]));
+                    let plan = DirectWeightGradient::new(&geometry, threads)
+                        .expect("within the preconditions")
+                        .with_isa(isa);
+                    let mut scratch = scratch_block(plan.scratch_bytes());
+                    unsafe {
+                        plan.run(
+                            x.as_ptr(),
+                            g.as_ptr(),
+                            out.as_mut_ptr(),
+                            scratch.as_mut_ptr() as *mut u8,
+                        )
+                    };
                     let want = reference(&x, xd, &g, gd, os, pads);
                     // A sum of n products in f32 is within n u S of the exact sum.
                     let n_u = (xd[0] * gd[1] * gd[2]) as f64 * f64::from(f32::EPSILON) / 2.0;

@@ -1,43 +1,38 @@
 //! Direct forward convolution for few input channels (conv layer 1 of an image model): NHWC
 //! input, HWIO kernel, NHWO output (`dim_labels=b01f_01io->b01f`), 2-D, stride 1, no
 //! dilation or reversal, one group, any padding and kernel size, at most
-//! [`MAX_CHANNELS`] input channels.
+//! [`MAX_CHANNELS`](super::MAX_CHANNELS) input channels.
 //!
 //! With one channel and a 5x5 window the patch-matrix GEMM has K = 25: packing and memory
 //! traffic dominate it. Here a run of output rows reads a band of zero-padded input rows
-//! (`fill_band`), and register tiles (`conv_direct_tile.rs`) of up to 14 output pixels x 32
+//! (`fill_band`), and register tiles (`tile.rs`) of up to 14 output pixels x 32
 //! output channels (AVX-512; 6 x 16 with AVX2) run along each row: per kernel tap, the input
 //! values are broadcast and multiplied with the tap's weight vectors, all accumulators
-//! staying in registers until the tile's sums are stored. `gemm_threads` workers take runs of
+//! staying in registers until the tile's sums are stored. `threads` workers take runs of
 //! `ROWS_PER_TAKE` output rows of one image as they become free; every output element is
 //! computed by the same code whoever computes it, so the result is bitwise the same for any
 //! thread count.
 
-use super::buffer::Addr;
-use super::conv_direct_tile::{fill_band, run_tile, Isa, Tile};
-use super::conv_shape::{f32_dims, plain_window, window_output};
-use super::host::{guarded, resolve, Status};
-use super::parallel::{for_each_worker, Shared};
+use super::channel_blocks;
+use super::tile::{fill_band, run_tile, Isa, Tile};
+use crate::geometry::Conv2dGeometry;
+use crate::parallel::{for_each_worker, Shared};
+use crate::scratch::{floats, Scratch};
+use crate::KernelError;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tessel_compiler::ir::{ArrayShape, ConvDimensionNumbers, Convolution};
 
-/// Most input channels the direct routines take; beyond it the GEMM's K is large enough.
-pub const MAX_CHANNELS: usize = 4;
 /// Output rows a worker takes at a time, all from one image.
 const ROWS_PER_TAKE: usize = 4;
 
-/// Everything the forward routine needs, decided at compile time.
+/// A planned forward convolution.
 #[derive(Clone, Debug)]
-pub struct DirectConvPlan {
-    name: String,
+pub struct DirectConv {
     isa: Isa,
-    input: Addr,
-    kernel: Addr,
-    output: Addr,
     /// One band of `ROWS_PER_TAKE + kh - 1` padded input rows per worker, `band_elems` floats
-    /// apart.
-    bands: Addr,
+    /// apart, at this offset of the scratch block.
+    bands: usize,
     band_elems: usize,
+    scratch: Scratch,
     workers: usize,
     batch: usize,
     height: usize,
@@ -52,80 +47,77 @@ pub struct DirectConvPlan {
     pad_left: isize,
 }
 
-/// Output channels `o0..o0 + lanes` of each tile: blocks of `most`, the rest in one block.
-pub(crate) fn channel_blocks(channels: usize, most: usize) -> impl Iterator<Item = (usize, usize)> {
-    (0..channels)
-        .step_by(most)
-        .map(move |o0| (o0, (channels - o0).min(most)))
-}
-
-impl DirectConvPlan {
-    /// Plans convolution `name` if it meets the preconditions (module comment), else `None`.
-    pub fn new(
-        name: &str,
-        conv: &Convolution,
-        input: (Addr, &ArrayShape),
-        kernel: (Addr, &ArrayShape),
-        output: (Addr, &ArrayShape),
-        threads: usize,
-        alloc: &mut dyn FnMut(usize) -> Addr,
-    ) -> Option<DirectConvPlan> {
-        if conv.dims != ConvDimensionNumbers::nhwc_hwio() {
-            return None;
+impl DirectConv {
+    /// Plans `geometry` on `threads` workers; declines more than `MAX_CHANNELS` input channels.
+    pub fn new(geometry: &Conv2dGeometry, threads: usize) -> Result<DirectConv, KernelError> {
+        let g = geometry;
+        if !g.is_nonempty() {
+            return Err(KernelError::declined("direct convolution", "empty"));
         }
-        let pads = plain_window(conv)?;
-        let (i, k, o) = (f32_dims(input.1)?, f32_dims(kernel.1)?, f32_dims(output.1)?);
-        let [n, h, w, c] = i[..] else { return None };
-        let [kh, kw, kc, ko] = k[..] else { return None };
-        let [on, oh, ow, oc] = o[..] else { return None };
-        let sizes_match = kc == c
-            && on == n
-            && oc == ko
-            && conv.window.dims[0].size as usize == kh
-            && conv.window.dims[1].size as usize == kw
-            && window_output(h, pads[0], kh) == Some(oh)
-            && window_output(w, pads[1], kw) == Some(ow);
-        if !sizes_match || c > MAX_CHANNELS {
-            return None;
+        if g.channels > super::MAX_CHANNELS {
+            return Err(KernelError::declined(
+                "direct convolution",
+                "more input channels than MAX_CHANNELS",
+            ));
         }
+        let [oh, ow] = g.output_size().expect("checked by is_nonempty");
+        let (n, c, [kh, kw]) = (g.batch, g.channels, g.window);
         let band_elems = ((ROWS_PER_TAKE + kh - 1) * (ow + kw - 1) * c).next_multiple_of(16);
         let workers = threads.clamp(1, n * oh.div_ceil(ROWS_PER_TAKE));
-        Some(DirectConvPlan {
-            name: name.to_string(),
+        let mut scratch = Scratch::default();
+        Ok(DirectConv {
             isa: Isa::detect(),
-            input: input.0,
-            kernel: kernel.0,
-            output: output.0,
-            bands: alloc(band_elems * workers * 4),
+            bands: scratch.region(band_elems * workers * 4),
             band_elems,
+            scratch,
             workers,
             batch: n,
-            height: h,
-            width: w,
+            height: g.height,
+            width: g.width,
             channels: c,
             kh,
             kw,
             out_h: oh,
             out_w: ow,
-            out_channels: oc,
-            pad_top: pads[0].0,
-            pad_left: pads[1].0,
+            out_channels: g.out_channels,
+            pad_top: g.padding[0].0,
+            pad_left: g.padding[1].0,
         })
     }
 
+    /// Runs on `isa` instead of the detected one (tests and benches; the machine must have it).
+    pub fn with_isa(mut self, isa: Isa) -> DirectConv {
+        self.isa = isa;
+        self
+    }
+
+    /// Bytes of scratch memory [`Self::run`] needs.
+    pub fn scratch_bytes(&self) -> usize {
+        self.scratch.bytes()
+    }
+
+    /// `output = conv(input, kernel)`.
+    ///
     /// # Safety
-    /// `arena` must be the program's arena.
-    unsafe fn run(&self, arena: *mut u8) {
-        let input = resolve(self.input, arena) as *const f32;
-        let out = resolve(self.output, arena) as *mut f32;
+    /// `input` must hold `[batch, height, width, channels]`, `kernel` `[kh, kw, channels,
+    /// out_channels]` and `output` `[batch, out_h, out_w, out_channels]` floats (row-major),
+    /// and `scratch` [`Self::scratch_bytes`] bytes, 64-byte aligned.
+    pub unsafe fn run(
+        &self,
+        input: *const f32,
+        kernel: *const f32,
+        output: *mut f32,
+        scratch: *mut u8,
+    ) {
+        let out = output;
         let (c, oc) = (self.channels, self.out_channels);
         // [kh, kw, c, oc]: a tile's weight vector for one tap is contiguous.
-        let weights = resolve(self.kernel, arena) as *const f32;
+        let weights = kernel;
         let band_w = self.out_w + self.kw - 1;
         let runs = self.out_h.div_ceil(ROWS_PER_TAKE);
         let items = self.batch * runs;
         let image_elems = self.height * self.width * c;
-        let bands = Shared(resolve(self.bands, arena) as *mut f32);
+        let bands = Shared(floats(scratch, self.bands));
         let (input, weights, out) = (
             Shared(input as *mut f32),
             Shared(weights as *mut f32),
@@ -194,37 +186,9 @@ impl DirectConvPlan {
     }
 }
 
-/// Called by generated code: `plan` is a `*const DirectConvPlan` the executable keeps alive.
-///
-/// # Safety
-/// `plan` must point to a live `DirectConvPlan` and `arena` be the program's arena.
-pub unsafe extern "C" fn direct_conv_routine(
-    plan: *const DirectConvPlan,
-    arena: *mut u8,
-) -> Status {
-    let plan = unsafe { &*plan };
-    guarded(&plan.name, || {
-        unsafe { plan.run(arena) };
-        Ok(())
-    })
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use tessel_compiler::ir::{ElementType, Window, WindowDim};
-
-    /// A 2-D window of `sizes` with `pads`, stride 1.
-    pub(crate) fn window(sizes: [usize; 2], pads: [(i64, i64); 2]) -> Window {
-        let dim = |i: usize| {
-            let mut d = WindowDim::new(sizes[i] as i64);
-            (d.pad_low, d.pad_high) = pads[i];
-            d
-        };
-        Window {
-            dims: vec![dim(0), dim(1)],
-        }
-    }
 
     pub(crate) fn values(n: usize, seed: u32) -> Vec<f32> {
         let mut s = seed.wrapping_mul(2654435761) | 1;
@@ -238,24 +202,9 @@ pub(crate) mod tests {
             .collect()
     }
 
-    /// Scratch space for a plan: `alloc` hands out offsets in one arena.
-    pub(crate) struct Scratch(pub usize);
-
-    impl Scratch {
-        pub fn alloc(&mut self, bytes: usize) -> Addr {
-            let at = self.0;
-            self.0 += bytes.next_multiple_of(64);
-            Addr::Arena(at)
-        }
-
-        pub fn arena(&self) -> Vec<u64> {
-            vec![0; self.0 / 8 + 1]
-        }
-    }
-
-    pub(crate) fn shape(dims: &[usize]) -> ArrayShape {
-        let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
-        ArrayShape::new(ElementType::F32, &dims)
+    /// A scratch block of `bytes`, 64-byte aligned.
+    pub(crate) fn scratch_block(bytes: usize) -> Vec<[u64; 8]> {
+        vec![[0; 8]; bytes.div_ceil(64) + 1]
     }
 
     /// The forward convolution by its definition, in f64: per output the sum and the sum of
@@ -314,29 +263,27 @@ pub(crate) mod tests {
                     let x = values(xd.iter().product(), 1);
                     let k = values(kd.iter().product(), 2);
                     let mut out = vec![f32::NAN; n * oh * ow * o];
-                    let conv = Convolution {
-                        window: window([kh, kw], pads),
-                        dims: ConvDimensionNumbers::nhwc_hwio(),
-                        feature_group_count: 1,
-                        batch_group_count: 1,
+                    let geometry = Conv2dGeometry {
+                        batch: n,
+                        height: h,
+                        width: w,
+                        channels: xd[3],
+                        window: [kh, kw],
+                        out_channels: o,
+                        padding: pads.map(|(lo, hi)| (lo as isize, hi as isize)),
                     };
-                    let mut scratch = Scratch(0);
-                    let mut plan = DirectConvPlan::new(
-                        "t",
-                        &conv,
-                        (Addr::Absolute(x.as_ptr() as usize), &shape(&xd)),
-                        (Addr::Absolute(k.as_ptr() as usize), &shape(&kd)),
-                        (
-                            Addr::Absolute(out.as_mut_ptr() as usize),
-                            &shape(&[n, oh, ow, o]),
-                        ),
-                        threads,
-                        &mut |b| scratch.alloc(b),
-                    )
-                    .expect("within the preconditions");
-                    plan.isa = isa;
-                    let mut arena = scratch.arena();
-                    unsafe { plan.run(arena.as_mut_ptr() as *mut u8) };
+                    let plan = DirectConv::new(&geometry, threads)
+                        .expect("within the preconditions")
+                        .with_isa(isa);
+                    let mut scratch = scratch_block(plan.scratch_bytes());
+                    unsafe {
+                        plan.run(
+                            x.as_ptr(),
+                            k.as_ptr(),
+                            out.as_mut_ptr(),
+                            scratch.as_mut_ptr() as *mut u8,
+                        )
+                    };
                     let want = reference(&x, xd, &k, kd, pads);
                     // A sum of n products in f32 is within n u S of the exact sum.
                     let n_u = (kh * kw * xd[3]) as f64 * f64::from(f32::EPSILON) / 2.0;

@@ -1,9 +1,9 @@
-//! The direct convolutions' tile (`conv_direct_tile.rs`) in AVX2+FMA: one instance per
+//! The direct convolutions' tile (`tile.rs`) in AVX2+FMA: one instance per
 //! `(rows, vectors, masked)`, so the loops over rows and vectors unroll and 6 x 2
 //! accumulators + 2 `b` vectors + one broadcast use 15 of the 16 `ymm` registers. A tail of
 //! fewer than 8 channels is read and written with `vmaskmovps`.
 
-use super::conv_direct_tile::{portable, Tile};
+use super::tile::{portable, Tile};
 use std::arch::x86_64::*;
 
 /// `MASK_SOURCE[8 - k..16 - k]` is the mask of the first `k` lanes.

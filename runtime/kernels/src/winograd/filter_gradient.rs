@@ -6,44 +6,34 @@
 //! `G^T dU G` with `dU[xi][c][k] = sum over tiles V[xi][tile][c] * Yhat[xi][tile][k]` and
 //! `Yhat = A dY A^T` (the 2x2 gradient tile, zeros past the edge). Per block of tiles:
 //! transform the input tiles into `V[xi][t][c]` and the gradient tiles into `Yhat[xi][t][k]`,
-//! then `dU[xi] += V[xi]^T * Yhat[xi]` (36 small products, `small_gemm.rs`).
+//! then `dU[xi] += V[xi]^T * Yhat[xi]` (36 small products, `gemm/small.rs`).
 //!
-//! It is recognized from the labels JAX emits for this gradient, `f01b_i01o->01bf`: the lhs
-//! is `X` as `[N, H, W, C]` (the images are its "feature" dimension, the channels its
-//! "batch"), the rhs is `dY` as `[N, OH, OW, K]`, the window spans all of `dY` with stride
-//! 1 and the forward padding, and the output's spatial size is the kernel `r x r`; the
-//! output may be in any layout. Worker `w` takes a fixed range of blocks and accumulates its
+//! It is planned from the geometry of the forward convolution (`X` as `[N, H, W, C]`, an
+//! `r x r` window, `K` output channels, so `dY` is `[N, OH, OW, K]`); the output `dW` may be
+//! in any layout (its strides). The JIT recognizes it from the labels JAX emits for this
+//! gradient, `f01b_i01o->01bf`. Worker `w` takes a fixed range of blocks and accumulates its
 //! own `dU`; the partial sums are added in worker order, so for a given thread count the
 //! result is always the same.
 
-use super::buffer::Addr;
-use super::conv_shape::{f32_dims, plain_window, window_output};
-use super::conv_winograd::{
-    supported_kernel, tile_pixels, tiles_per_block, with_sizes, MIN_CHANNELS,
-};
-use super::host::{guarded, resolve, Status};
-use super::parallel::{for_each_worker, Shared};
-use super::small_gemm::{small_gemm, Simd, COLUMN_GROUP};
-use super::winograd::Matrices;
+use super::matrices::Matrices;
 #[cfg(target_arch = "x86_64")]
-use super::winograd_tiles::Avx;
-use super::winograd_tiles::{filter_tile, gradient_tile, input_tile, Portable, Vector, LANES};
-use tessel_compiler::ir::{ArrayShape, Convolution};
-
-/// Output tile size of the forward convolution (F(2x2, r x r)).
-const TILE: usize = 2;
+use super::tiles::Avx;
+use super::tiles::{filter_tile, gradient_tile, input_tile, Portable, Vector, LANES};
+use super::{supported_kernel, tile_pixels, tiles_per_block, with_sizes, MIN_CHANNELS, TILE};
+use crate::gemm::small::{small_gemm, Simd, COLUMN_GROUP};
+use crate::geometry::Conv2dGeometry;
+use crate::parallel::{for_each_worker, Shared};
+use crate::scratch::{floats, Scratch};
+use crate::KernelError;
 
 /// Scratch bytes a worker's block may use for `V` and `Yhat` (its `dU` comes on top).
 const BLOCK_BYTES: usize = 512 << 10;
 
+/// A planned weight gradient.
 #[derive(Clone, Debug)]
-pub struct WinogradFilterPlan {
-    pub name: String,
+pub struct WinogradFilterGradient {
     simd: Simd,
     r: usize,
-    input: Addr,
-    grad: Addr,
-    output: Addr,
     batch: usize,
     h: usize,
     w: usize,
@@ -56,63 +46,43 @@ pub struct WinogradFilterPlan {
     pad_x: i64,
     /// Output strides (elements) of ky, kx, c, k.
     ostride: [usize; 4],
-    /// Per worker `V[xi][t][c]`, `Yhat[xi][t][k_pad]`, `dU[xi][c][k_pad]`.
-    scratch: Addr,
+    /// Per worker `V[xi][t][c]`, `Yhat[xi][t][k_pad]`, `dU[xi][c][k_pad]` (scratch offset).
+    workers_at: usize,
+    scratch: Scratch,
     worker_floats: usize,
     tiles_per_block: usize,
     workers: usize,
     zeros: Vec<f32>,
 }
 
-impl WinogradFilterPlan {
-    /// Plans `output = conv(input, grad)` if it is the weight-gradient form described in the
-    /// module comment; `None` otherwise (nothing is allocated then).
+impl WinogradFilterGradient {
+    /// Plans the weight gradient of the forward convolution `geometry` on `threads` workers,
+    /// `dW` stored with strides `output_strides` (floats) of its rows, columns, input and
+    /// output channels; declines windows other than 3x3 and 5x5, and fewer than
+    /// [`MIN_CHANNELS`] input channels.
     pub fn new(
-        name: &str,
-        conv: &Convolution,
-        input: (Addr, &ArrayShape),
-        grad: (Addr, &ArrayShape),
-        output: (Addr, &ArrayShape),
+        geometry: &Conv2dGeometry,
+        output_strides: [usize; 4],
         threads: usize,
-        alloc: &mut dyn FnMut(usize) -> Addr,
-    ) -> Option<WinogradFilterPlan> {
-        let (idims, gdims, odims) = (f32_dims(input.1)?, f32_dims(grad.1)?, f32_dims(output.1)?);
-        let pads = plain_window(conv)?;
-        let d = &conv.dims;
-        if [&idims, &gdims, &odims].iter().any(|dims| dims.len() != 4)
-            || (d.input_feature, d.input_batch) != (0, 3)
-            || d.input_spatial != [1, 2]
-            || (d.kernel_input_feature, d.kernel_output_feature) != (0, 3)
-            || d.kernel_spatial != [1, 2]
-            || d.output_spatial.len() != 2
-        {
-            return None;
+    ) -> Result<WinogradFilterGradient, KernelError> {
+        let g = geometry;
+        let r = g.window[0];
+        if !supported_kernel(r) || g.window[1] != r {
+            return Err(KernelError::declined(
+                "winograd filter gradient",
+                "window is not 3x3 or 5x5",
+            ));
         }
-        let (batch, h, w, c) = (idims[0], idims[1], idims[2], idims[3]);
-        let (oh, ow, k) = (gdims[1], gdims[2], gdims[3]);
-        let od = [
-            d.output_spatial[0] as usize,
-            d.output_spatial[1] as usize,
-            d.output_batch as usize,
-            d.output_feature as usize,
-        ];
-        let r = odims[od[0]];
-        // The window is as large as dY and slides over r x r positions of the padded X.
-        let win = &conv.window.dims;
-        let fits = |dim: usize, inp: usize, out: usize| {
-            win[dim].size as usize == out && window_output(inp, pads[dim], out) == Some(r)
+        if g.channels < MIN_CHANNELS {
+            return Err(KernelError::declined(
+                "winograd filter gradient",
+                "fewer than MIN_CHANNELS channels",
+            ));
+        }
+        let Some([oh, ow]) = g.output_size().filter(|_| g.is_nonempty()) else {
+            return Err(KernelError::declined("winograd filter gradient", "empty"));
         };
-        if !supported_kernel(r)
-            || odims[od[1]] != r
-            || c < MIN_CHANNELS
-            || gdims[0] != batch
-            || odims[od[2]] != c
-            || odims[od[3]] != k
-            || !fits(0, h, oh)
-            || !fits(1, w, ow)
-        {
-            return None;
-        }
+        let (batch, c, k) = (g.batch, g.channels, g.out_channels);
         let n = TILE + r - 1;
         let k_pad = k.next_multiple_of(COLUMN_GROUP);
         let tiles_per_block = tiles_per_block(n, c + k_pad, BLOCK_BYTES);
@@ -120,29 +90,22 @@ impl WinogradFilterPlan {
         let workers = threads.max(1).min(tiles.div_ceil(tiles_per_block));
         let worker_floats =
             (n * n * (tiles_per_block * (c + k_pad) + c * k_pad)).next_multiple_of(16);
-        let scratch = alloc(worker_floats * workers * 4);
-        let mut ostride = [0usize; 4];
-        for (s, &dim) in ostride.iter_mut().zip(&od) {
-            *s = odims[dim + 1..].iter().product();
-        }
-        Some(WinogradFilterPlan {
-            name: name.to_string(),
+        let mut scratch = Scratch::default();
+        Ok(WinogradFilterGradient {
             simd: Simd::detect(),
             r,
-            input: input.0,
-            grad: grad.0,
-            output: output.0,
             batch,
-            h,
-            w,
+            h: g.height,
+            w: g.width,
             c,
             k,
             k_pad,
             oh,
             ow,
-            pad_y: win[0].pad_low,
-            pad_x: win[1].pad_low,
-            ostride,
+            pad_y: g.padding[0].0 as i64,
+            pad_x: g.padding[1].0 as i64,
+            ostride: output_strides,
+            workers_at: scratch.region(worker_floats * workers * 4),
             scratch,
             worker_floats,
             tiles_per_block,
@@ -151,19 +114,34 @@ impl WinogradFilterPlan {
         })
     }
 
-    /// Runs the given code path instead of the detected one (tests of the portable path).
-    #[cfg(test)]
-    pub(crate) fn force_simd(&mut self, simd: Simd) {
+    /// Runs `simd` instead of the detected code (tests and benches; the machine must have it).
+    pub fn with_simd(mut self, simd: Simd) -> WinogradFilterGradient {
         self.simd = simd;
+        self
     }
 
+    /// Bytes of scratch memory [`Self::run`] needs.
+    pub fn scratch_bytes(&self) -> usize {
+        self.scratch.bytes()
+    }
+
+    /// `output = dW` of the forward convolution of `input` whose output gradient is `grad`.
+    ///
     /// # Safety
-    /// `arena` must be the program's arena.
-    pub unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
-        let x = Shared(resolve(self.input, arena) as *mut f32);
-        let dy = Shared(resolve(self.grad, arena) as *mut f32);
-        let out = resolve(self.output, arena) as *mut f32;
-        let scratch = Shared(resolve(self.scratch, arena) as *mut f32);
+    /// `input` must hold `[batch, height, width, channels]` and `grad` `[batch, out_h, out_w,
+    /// out_channels]` floats (row-major), `output` every element its strides reach, and
+    /// `scratch` [`Self::scratch_bytes`] bytes, 64-byte aligned.
+    pub unsafe fn run(
+        &self,
+        input: *const f32,
+        grad: *const f32,
+        output: *mut f32,
+        scratch: *mut u8,
+    ) {
+        let x = Shared(input as *mut f32);
+        let dy = Shared(grad as *mut f32);
+        let out = output;
+        let scratch = Shared(floats(scratch, self.workers_at));
         let tiles = self.batch * self.oh.div_ceil(TILE) * self.ow.div_ceil(TILE);
         let blocks = tiles.div_ceil(self.tiles_per_block);
         let workers = self.workers;
@@ -193,7 +171,6 @@ impl WinogradFilterPlan {
             }
             self.write_output::<N, R>(total, out);
         });
-        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -308,17 +285,4 @@ impl WinogradFilterPlan {
             }
         }
     }
-}
-
-/// Called by generated code: `plan` is a `*const WinogradFilterPlan` the executable keeps
-/// alive.
-///
-/// # Safety
-/// `plan` must point to a live `WinogradFilterPlan` and `arena` be the program's arena.
-pub unsafe extern "C" fn winograd_filter_routine(
-    plan: *const WinogradFilterPlan,
-    arena: *mut u8,
-) -> Status {
-    let plan = unsafe { &*plan };
-    guarded(&plan.name, || unsafe { plan.run(arena) })
 }

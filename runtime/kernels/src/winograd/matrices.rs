@@ -56,7 +56,7 @@ pub const POINTS_5: [f64; 5] = [0.0, 1.0, -1.0, 2.0, -0.5];
 
 /// F(M, R) (N = M + R - 1) rounded to f32, as fixed-size arrays. The routines evaluate
 /// [`Matrices::standard`] at compile time (`const { .. }`), so that in their unrolled loops
-/// the multiplications by 0, 1 and -1 fold away (`winograd_tiles.rs`).
+/// the multiplications by 0, 1 and -1 fold away (`tiles.rs`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Matrices<const N: usize, const M: usize, const R: usize> {
     pub at: [[f32; N]; M],

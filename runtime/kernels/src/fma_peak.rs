@@ -49,10 +49,11 @@ type FmaLoop = fn(usize) -> f32;
 fn widest() -> Option<(f64, FmaLoop)> {
     #[cfg(target_arch = "x86_64")]
     {
-        if is_x86_feature_detected!("avx512f") {
+        let cpu = crate::cpu::CpuFeatures::detect();
+        if cpu.avx512f {
             return Some(((CHAINS * 16 * 2) as f64, |n| unsafe { fma_loop_avx512(n) }));
         }
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        if cpu.avx2_fma() {
             return Some(((CHAINS * 8 * 2) as f64, |n| unsafe { fma_loop_avx2(n) }));
         }
     }

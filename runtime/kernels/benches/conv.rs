@@ -1,0 +1,219 @@
+//! Convolution routines against this machine's FMA peak, measured in the same run:
+//! `cargo bench -p tessel-kernels --bench conv`.
+//!
+//! The convolutions of the MNIST CNN training step at batch 128, NHWC f32, 5x5 windows
+//! padded by 2: conv1 (28x28, 1 -> 32 channels) and conv2 (14x14, 32 -> 64), forward and
+//! weight gradient, and conv2's data gradient. Each on the routine the JIT picks for it
+//! (direct loops, Winograd) and on the general patch-matrix GEMM. GFLOP/s count the direct
+//! algorithm's multiply-adds (2 flops each), whatever the routine does.
+
+mod common;
+
+use common::{header, median_ms, report, scratch_block, values, Peaks, THREADS};
+use tessel_kernels::conv_direct::{DirectConv, DirectWeightGradient};
+use tessel_kernels::gemm::GemmBackend;
+use tessel_kernels::patch_gemm::{ConvGeometry, PatchConv};
+use tessel_kernels::winograd::{KernelLayout, WinogradConv, WinogradFilterGradient};
+use tessel_kernels::Conv2dGeometry;
+
+/// The MNIST step's convolution of `size x size x channels` images into `out_channels`.
+fn mnist_conv(size: usize, channels: usize, out_channels: usize) -> Conv2dGeometry {
+    Conv2dGeometry {
+        batch: 128,
+        height: size,
+        width: size,
+        channels,
+        window: [5, 5],
+        out_channels,
+        padding: [(2, 2), (2, 2)],
+    }
+}
+
+/// Multiply-adds of the forward convolution (and of its gradients) times two.
+fn flop(g: &Conv2dGeometry) -> f64 {
+    let [oh, ow] = g.output_size().unwrap();
+    2.0 * (g.batch * oh * ow * g.out_channels * g.window[0] * g.window[1] * g.channels) as f64
+}
+
+/// The forward convolution for the patch GEMM (NHWC input, HWIO kernel: the `Rows` form).
+fn patch_forward(g: &Conv2dGeometry) -> ConvGeometry {
+    let [oh, ow] = g.output_size().unwrap();
+    ConvGeometry {
+        batch: g.batch,
+        channels: g.channels,
+        spatial: vec![g.height, g.width],
+        window: g.window.to_vec(),
+        in_per_group: g.channels,
+        out_features: g.out_channels,
+        out_batch: g.batch,
+        out_spatial: vec![oh, ow],
+        stride: vec![1, 1],
+        pad_low: g.padding.iter().map(|p| p.0 as i64).collect(),
+        base_dilation: vec![1, 1],
+        window_dilation: vec![1, 1],
+        reversal: vec![false, false],
+        feature_groups: 1,
+        batch_groups: 1,
+    }
+}
+
+/// The weight gradient as the convolution JAX emits (`f01b_i01o->01bf`, the `Columns` form):
+/// the images are its features, the channels its batch, `dY` its kernel.
+fn patch_weight_gradient(g: &Conv2dGeometry) -> ConvGeometry {
+    let [oh, ow] = g.output_size().unwrap();
+    ConvGeometry {
+        batch: g.channels,
+        channels: g.batch,
+        spatial: vec![g.height, g.width],
+        window: vec![oh, ow],
+        in_per_group: g.batch,
+        out_features: g.out_channels,
+        out_batch: g.channels,
+        out_spatial: g.window.to_vec(),
+        ..patch_forward(g)
+    }
+}
+
+/// The data gradient: `dY` convolved with the reversed kernel, output and input channels
+/// swapped (`b01f_01oi->b01f`; here with the kernel already as HWIO).
+fn patch_data_gradient(g: &Conv2dGeometry) -> ConvGeometry {
+    let [oh, ow] = g.output_size().unwrap();
+    ConvGeometry {
+        channels: g.out_channels,
+        spatial: vec![oh, ow],
+        in_per_group: g.out_channels,
+        out_features: g.channels,
+        out_spatial: vec![g.height, g.width],
+        reversal: vec![true, true],
+        pad_low: g
+            .window
+            .iter()
+            .zip(&g.padding)
+            .map(|(&k, p)| k as i64 - 1 - p.0 as i64)
+            .collect(),
+        ..patch_forward(g)
+    }
+}
+
+/// Times the patch GEMM on `geometry` with operands of `sizes` floats.
+fn bench_patch(peaks: &Peaks, name: &str, geometry: ConvGeometry, sizes: [usize; 3], flop: f64) {
+    let (x, k) = (values(sizes[0], 1), values(sizes[1], 2));
+    let mut y = vec![0f32; sizes[2]];
+    for threads in THREADS {
+        let plan = PatchConv::new(geometry.clone(), GemmBackend::Gemm, threads).unwrap();
+        let mut scratch = scratch_block(plan.scratch_bytes());
+        let ms = median_ms(10, || unsafe {
+            plan.run(
+                x.as_ptr(),
+                k.as_ptr(),
+                y.as_mut_ptr(),
+                scratch.as_mut_ptr() as *mut u8,
+            )
+        });
+        report(peaks, &format!("{name} [patch GEMM]"), threads, flop, ms);
+    }
+}
+
+/// Sizes of the input, kernel and output of the forward convolution.
+fn forward_sizes(g: &Conv2dGeometry) -> [usize; 3] {
+    let [oh, ow] = g.output_size().unwrap();
+    [
+        g.batch * g.height * g.width * g.channels,
+        g.window[0] * g.window[1] * g.channels * g.out_channels,
+        g.batch * oh * ow * g.out_channels,
+    ]
+}
+
+fn main() {
+    let peaks = header("convolution routines (tessel_kernels), MNIST step b128, f32 NHWC");
+    let (conv1, conv2) = (mnist_conv(28, 1, 32), mnist_conv(14, 32, 64));
+    for (name, g) in [
+        ("conv1 5x5x1->32 28x28", conv1),
+        ("conv2 5x5x32->64 14x14", conv2),
+    ] {
+        let [xs, ks, ys] = forward_sizes(&g);
+        let (x, k, dy) = (values(xs, 1), values(ks, 2), values(ys, 3));
+        let (mut y, mut dk) = (vec![0f32; ys], vec![0f32; ks]);
+        for threads in THREADS {
+            let run = |ms: f64, routine: &str| {
+                report(&peaks, &format!("{name} {routine}"), threads, flop(&g), ms)
+            };
+            if let Ok(plan) = DirectConv::new(&g, threads) {
+                let mut s = scratch_block(plan.scratch_bytes());
+                let ms = median_ms(10, || unsafe {
+                    plan.run(
+                        x.as_ptr(),
+                        k.as_ptr(),
+                        y.as_mut_ptr(),
+                        s.as_mut_ptr() as *mut u8,
+                    )
+                });
+                run(ms, "forward [direct]");
+            }
+            if let Ok(plan) = DirectWeightGradient::new(&g, threads) {
+                let mut s = scratch_block(plan.scratch_bytes());
+                let ms = median_ms(10, || unsafe {
+                    plan.run(
+                        x.as_ptr(),
+                        dy.as_ptr(),
+                        dk.as_mut_ptr(),
+                        s.as_mut_ptr() as *mut u8,
+                    )
+                });
+                run(ms, "weight grad [direct]");
+            }
+            if let Ok(plan) = WinogradConv::new(&g, KernelLayout::hwio(&g), threads) {
+                let mut s = scratch_block(plan.scratch_bytes());
+                let ms = median_ms(10, || unsafe {
+                    plan.run(
+                        x.as_ptr(),
+                        k.as_ptr(),
+                        y.as_mut_ptr(),
+                        s.as_mut_ptr() as *mut u8,
+                    )
+                });
+                run(ms, "forward [winograd]");
+            }
+            let hwio = [
+                g.window[1] * g.channels * g.out_channels,
+                g.channels * g.out_channels,
+                g.out_channels,
+                1,
+            ];
+            if let Ok(plan) = WinogradFilterGradient::new(&g, hwio, threads) {
+                let mut s = scratch_block(plan.scratch_bytes());
+                let ms = median_ms(10, || unsafe {
+                    plan.run(
+                        x.as_ptr(),
+                        dy.as_ptr(),
+                        dk.as_mut_ptr(),
+                        s.as_mut_ptr() as *mut u8,
+                    )
+                });
+                run(ms, "weight grad [winograd]");
+            }
+        }
+        bench_patch(
+            &peaks,
+            &format!("{name} forward"),
+            patch_forward(&g),
+            [xs, ks, ys],
+            flop(&g),
+        );
+        bench_patch(
+            &peaks,
+            &format!("{name} weight grad"),
+            patch_weight_gradient(&g),
+            [xs, ys, ks],
+            flop(&g),
+        );
+    }
+    let [xs, ks, ys] = forward_sizes(&conv2);
+    bench_patch(
+        &peaks,
+        "conv2 5x5x32->64 14x14 data grad",
+        patch_data_gradient(&conv2),
+        [ys, ks, xs],
+        flop(&conv2),
+    );
+}

@@ -1,0 +1,213 @@
+//! Matrix products: the choice between the `gemm` and `matrixmultiply` crates and the
+//! threading ([`sgemm`], [`dgemm`]), the integer product ([`igemm_wrapping`]), and the
+//! register-blocked small GEMM of the Winograd routines ([`small`]).
+//!
+//! Matrices are given by a pointer and two strides in elements (row, column), so a transposed
+//! or strided operand costs nothing.
+
+pub mod small;
+
+/// The GEMM library behind dot and convolution.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GemmBackend {
+    /// The `gemm` crate (runtime-dispatched AVX2/FMA/AVX-512 kernels).
+    #[default]
+    Gemm,
+    /// The `matrixmultiply` crate.
+    MatrixMultiply,
+}
+
+impl GemmBackend {
+    pub fn parse(s: &str) -> Option<GemmBackend> {
+        match s {
+            "gemm" => Some(GemmBackend::Gemm),
+            "matrixmultiply" => Some(GemmBackend::MatrixMultiply),
+            _ => None,
+        }
+    }
+}
+
+/// Products at least this large (`m * n * k`) use `threads` threads; smaller ones one.
+pub const PARALLEL_PRODUCT: usize = 1 << 18;
+
+/// `c = a * b` (or `c += a * b`) for f32 matrices given by pointers and strides in elements.
+///
+/// # Safety
+/// The pointers must address `m x k`, `k x n` and `m x n` matrices with these strides.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn sgemm(
+    backend: GemmBackend,
+    threads: usize,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: *const f32,
+    rsa: isize,
+    csa: isize,
+    b: *const f32,
+    rsb: isize,
+    csb: isize,
+    c: *mut f32,
+    rsc: isize,
+    csc: isize,
+    accumulate: bool,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            for i in 0..m {
+                for j in 0..n {
+                    *c.offset(i as isize * rsc + j as isize * csc) = 0.0;
+                }
+            }
+        }
+        return;
+    }
+    match backend {
+        GemmBackend::Gemm => {
+            let par = if threads > 1 && (m * n * k) >= PARALLEL_PRODUCT {
+                gemm::Parallelism::Rayon(threads)
+            } else {
+                gemm::Parallelism::None
+            };
+            gemm::gemm(
+                m, n, k, c, csc, rsc, accumulate, a, csa, rsa, b, csb, rsb, 1.0f32, 1.0f32, false,
+                false, false, par,
+            );
+        }
+        GemmBackend::MatrixMultiply => {
+            let beta = if accumulate { 1.0 } else { 0.0 };
+            matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
+        }
+    }
+}
+
+/// `c = a * b` for f64 matrices, `c` row-major with `n` columns (the `gemm` crate, one thread).
+///
+/// # Safety
+/// The pointers must address `m x k`, `k x n` and `m x n` matrices with these strides.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dgemm(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: *const f64,
+    rsa: isize,
+    csa: isize,
+    b: *const f64,
+    rsb: isize,
+    csb: isize,
+    c: *mut f64,
+) {
+    if m > 0 && n > 0 && k > 0 {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c,
+            1,
+            n as isize,
+            false,
+            a,
+            csa,
+            rsa,
+            b,
+            csb,
+            rsb,
+            1.0f64,
+            1.0f64,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    } else {
+        for i in 0..m * n {
+            *c.add(i) = 0.0;
+        }
+    }
+}
+
+/// `c = a * b` for 32-bit integer matrices with wrapping arithmetic (as XLA does), `c`
+/// row-major with `n` columns. The same bits serve signed and unsigned operands.
+///
+/// # Safety
+/// The pointers must address `m x k`, `k x n` and `m x n` matrices with these strides.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn igemm_wrapping(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: *const i32,
+    rsa: isize,
+    csa: isize,
+    b: *const i32,
+    rsb: isize,
+    csb: isize,
+    c: *mut i32,
+) {
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = 0i32;
+            for p in 0..k {
+                let x = *a.offset(i as isize * rsa + p as isize * csa);
+                let y = *b.offset(p as isize * rsb + j as isize * csb);
+                acc = acc.wrapping_add(x.wrapping_mul(y));
+            }
+            *c.add(i * n + j) = acc;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both libraries, storing and accumulating, with a transposed `a`, against a direct sum;
+    /// and the integer product wraps.
+    #[test]
+    fn products_match_a_direct_sum() {
+        let (m, n, k) = (7usize, 9usize, 11usize);
+        let a: Vec<f32> = (0..m * k).map(|i| (i % 13) as f32 - 6.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i % 7) as f32 * 0.5).collect();
+        // a stored transposed: element (i, p) at p * m + i.
+        let want =
+            |i: usize, j: usize| -> f32 { (0..k).map(|p| a[p * m + i] * b[p * n + j]).sum() };
+        for backend in [GemmBackend::Gemm, GemmBackend::MatrixMultiply] {
+            for accumulate in [false, true] {
+                let mut c = vec![1.0f32; m * n];
+                unsafe {
+                    sgemm(
+                        backend,
+                        2,
+                        m,
+                        n,
+                        k,
+                        a.as_ptr(),
+                        1,
+                        m as isize,
+                        b.as_ptr(),
+                        n as isize,
+                        1,
+                        c.as_mut_ptr(),
+                        n as isize,
+                        1,
+                        accumulate,
+                    )
+                };
+                for i in 0..m {
+                    for j in 0..n {
+                        let w = want(i, j) + if accumulate { 1.0 } else { 0.0 };
+                        assert_eq!(c[i * n + j], w, "{backend:?} acc {accumulate} [{i},{j}]");
+                    }
+                }
+            }
+        }
+        let (x, y) = ([i32::MAX, 2], [2, 3]);
+        let mut z = [0i32];
+        unsafe { igemm_wrapping(1, 1, 2, x.as_ptr(), 2, 1, y.as_ptr(), 1, 1, z.as_mut_ptr()) };
+        assert_eq!(z[0], i32::MAX.wrapping_mul(2).wrapping_add(6));
+    }
+}

@@ -1,0 +1,31 @@
+//! tessel's hand-written CPU routines, independent of the compiler: every routine takes plain
+//! geometry (dimensions as `usize`), raw pointers and a thread count.
+//!
+//! - [`cpu`]: what this machine's CPU has, detected once for the whole project.
+//! - [`gemm`]: the choice between the `gemm` and `matrixmultiply` crates and their threading,
+//!   and the register-blocked small GEMM of the Winograd routines.
+//! - [`patch_gemm`]: convolution as patch matrix + GEMM, for any window (the general case).
+//! - [`conv_direct`]: direct convolution loops for few input channels (forward and weight
+//!   gradient) over register tiles in AVX-512 / AVX2 / portable code.
+//! - [`winograd`]: Winograd F(2x2, r x r) convolution and its weight gradient.
+//! - [`parallel`]: the fixed worker split the routines share.
+//! - [`fma_peak`]: this machine's measured FMA peak, for the benches.
+//!
+//! A routine that only handles some shapes is planned from its geometry and declines
+//! ([`KernelError::Declined`]) for anything else; the caller then picks another.
+//! Each plan says how much scratch memory it needs ([`Scratch`]) and gets it at run time.
+
+pub mod conv_direct;
+pub mod cpu;
+pub mod error;
+pub mod fma_peak;
+pub mod gemm;
+pub mod geometry;
+pub mod parallel;
+pub mod patch_gemm;
+pub mod scratch;
+pub mod winograd;
+
+pub use error::KernelError;
+pub use geometry::Conv2dGeometry;
+pub use scratch::Scratch;

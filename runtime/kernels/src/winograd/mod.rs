@@ -1,0 +1,78 @@
+//! Winograd F(2x2, r x r) convolution (r = 3 or 5): the transform matrices ([`matrices`]),
+//! the per-tile transforms vectorized over channels ([`tiles`]), the forward convolution
+//! ([`forward`]) and its weight gradient by the transposed algorithm ([`filter_gradient`]).
+
+pub mod filter_gradient;
+pub mod forward;
+pub mod matrices;
+pub mod tiles;
+
+pub use filter_gradient::WinogradFilterGradient;
+pub use forward::{KernelLayout, WinogradConv};
+
+/// Output tile size per dimension (F(2x2, r x r)).
+pub(crate) const TILE: usize = 2;
+
+/// Input channels below this are declined: the transforms work on 8 channels at a time, and
+/// with one channel the Winograd products are too thin to pay for them. (The JIT's
+/// convolution choice gives up to `conv_direct::MAX_CHANNELS` channels to the direct loops
+/// first.)
+pub const MIN_CHANNELS: usize = 2;
+
+/// The kernel sizes with a transform.
+pub fn supported_kernel(r: usize) -> bool {
+    matches!(r, 3 | 5)
+}
+
+/// Runs `$body` with `N`, `R` bound to the sizes of F(2, r).
+macro_rules! with_sizes {
+    ($r:expr, |$n:ident, $rr:ident| $body:expr) => {
+        match $r {
+            3 => {
+                const $n: usize = 4;
+                const $rr: usize = 3;
+                $body
+            }
+            _ => {
+                const $n: usize = 6;
+                const $rr: usize = 5;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_sizes;
+
+/// Tiles per block so that `n * n * tiles * floats_per_tile * 4` bytes fit the budget: a
+/// multiple of 6 (the kernel's row block), at least 6 and at most 96.
+pub(crate) fn tiles_per_block(n: usize, floats_per_tile: usize, budget: usize) -> usize {
+    let t = budget / (n * n * floats_per_tile.max(1) * 4);
+    (t / 6 * 6).clamp(6, 96)
+}
+
+/// Pointers to the `S x S` pixels (`ch` floats each) of image `img` of an NHWC array with
+/// spatial size `hw`, starting at (`at[0]`, `at[1]`); pixels outside the image point to `zero`.
+///
+/// # Safety
+/// `base` must address the whole array (only in-image pixels are computed from it).
+#[inline(always)]
+pub(crate) unsafe fn tile_pixels<const S: usize>(
+    base: *const f32,
+    img: usize,
+    hw: [usize; 2],
+    ch: usize,
+    at: [i64; 2],
+    zero: *const f32,
+) -> [[*const f32; S]; S] {
+    std::array::from_fn(|j| {
+        let y = at[0] + j as i64;
+        std::array::from_fn(|i| {
+            let x = at[1] + i as i64;
+            if y >= 0 && y < hw[0] as i64 && x >= 0 && x < hw[1] as i64 {
+                base.add(((img * hw[0] + y as usize) * hw[1] + x as usize) * ch)
+            } else {
+                zero
+            }
+        })
+    })
+}

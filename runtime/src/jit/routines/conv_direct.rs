@@ -1,0 +1,200 @@
+//! Plans for the kernels crate's direct convolutions (`tessel_kernels::conv_direct`): the
+//! forward convolution in `b01f_01io->b01f` labels and its weight gradient in the labels JAX
+//! emits, `f01b_i01o->01bf`, both 2-D, stride 1, with few input channels. Anything else is
+//! declined (`None`), and `conv_select` tries the next routine.
+
+use super::conv_shape::{f32_dims, nhwc_geometry, plain_window};
+use crate::jit::buffer::Addr;
+use crate::jit::host::{guarded, resolve, Status};
+use tessel_compiler::ir::{ArrayShape, ConvDimensionNumbers, Convolution};
+use tessel_kernels::geometry::window_output;
+use tessel_kernels::{conv_direct, Conv2dGeometry};
+
+/// A forward convolution on the direct loops, with its buffers.
+#[derive(Clone, Debug)]
+pub struct DirectConvPlan {
+    name: String,
+    routine: conv_direct::DirectConv,
+    input: Addr,
+    kernel: Addr,
+    output: Addr,
+    scratch: Addr,
+}
+
+impl DirectConvPlan {
+    /// Plans convolution `name` if it is an NHWC / HWIO forward convolution the direct loops
+    /// take, else `None` (nothing is allocated then).
+    pub fn new(
+        name: &str,
+        conv: &Convolution,
+        input: (Addr, &ArrayShape),
+        kernel: (Addr, &ArrayShape),
+        output: (Addr, &ArrayShape),
+        threads: usize,
+        alloc: &mut dyn FnMut(usize) -> Addr,
+    ) -> Option<DirectConvPlan> {
+        if conv.dims != ConvDimensionNumbers::nhwc_hwio() {
+            return None;
+        }
+        let pads = plain_window(conv)?;
+        let (i, k, o) = (f32_dims(input.1)?, f32_dims(kernel.1)?, f32_dims(output.1)?);
+        let [kh, kw, kc, ko] = k[..] else { return None };
+        let [on, oh, ow, oc] = o[..] else { return None };
+        let geometry = nhwc_geometry(conv, &i, [kh, kw], ko, pads, [oh, ow])?;
+        if kc != geometry.channels || on != geometry.batch || oc != ko {
+            return None;
+        }
+        let routine = conv_direct::DirectConv::new(&geometry, threads).ok()?;
+        Some(DirectConvPlan {
+            name: name.to_string(),
+            scratch: alloc(routine.scratch_bytes()),
+            routine,
+            input: input.0,
+            kernel: kernel.0,
+            output: output.0,
+        })
+    }
+
+    /// # Safety
+    /// `arena` must be the program's arena.
+    unsafe fn run(&self, arena: *mut u8) {
+        self.routine.run(
+            resolve(self.input, arena) as *const f32,
+            resolve(self.kernel, arena) as *const f32,
+            resolve(self.output, arena) as *mut f32,
+            resolve(self.scratch, arena),
+        )
+    }
+}
+
+/// Called by generated code: `plan` is a `*const DirectConvPlan` the executable keeps alive.
+///
+/// # Safety
+/// `plan` must point to a live `DirectConvPlan` and `arena` be the program's arena.
+pub unsafe extern "C" fn direct_conv_routine(
+    plan: *const DirectConvPlan,
+    arena: *mut u8,
+) -> Status {
+    let plan = unsafe { &*plan };
+    guarded(&plan.name, || {
+        unsafe { plan.run(arena) };
+        Ok(())
+    })
+}
+
+/// `f01b_i01o->01bf`, the weight-gradient labels.
+pub(crate) fn weight_gradient_labels() -> ConvDimensionNumbers {
+    ConvDimensionNumbers {
+        input_batch: 3,
+        input_feature: 0,
+        input_spatial: vec![1, 2],
+        kernel_input_feature: 0,
+        kernel_output_feature: 3,
+        kernel_spatial: vec![1, 2],
+        output_batch: 2,
+        output_feature: 3,
+        output_spatial: vec![0, 1],
+    }
+}
+
+/// The geometry of the forward convolution whose weight gradient `conv` is, in the
+/// `f01b_i01o->01bf` labels: input `[F, H, W, B]`, output gradient `[F, GH, GW, O]`, weight
+/// gradient `[OH, OW, B, O]` (the kernel of the forward convolution, whose output is GH x GW).
+pub(crate) fn weight_gradient_geometry(
+    conv: &Convolution,
+    input: &[usize],
+    grad: &[usize],
+    output: &[usize],
+) -> Option<Conv2dGeometry> {
+    let pads = plain_window(conv)?;
+    let [f, h, w, b] = input[..] else { return None };
+    let [gf, gh, gw, go] = grad[..] else {
+        return None;
+    };
+    let [oh, ow, ob, oc] = output[..] else {
+        return None;
+    };
+    let sizes_match = gf == f
+        && ob == b
+        && oc == go
+        && conv.window.dims[0].size as usize == gh
+        && conv.window.dims[1].size as usize == gw
+        && window_output(h, pads[0], gh) == Some(oh)
+        && window_output(w, pads[1], gw) == Some(ow);
+    sizes_match.then_some(Conv2dGeometry {
+        batch: f,
+        height: h,
+        width: w,
+        channels: b,
+        window: [oh, ow],
+        out_channels: oc,
+        padding: pads,
+    })
+}
+
+/// A weight gradient on the direct loops, with its buffers.
+#[derive(Clone, Debug)]
+pub struct DirectWeightGradPlan {
+    name: String,
+    routine: conv_direct::DirectWeightGradient,
+    input: Addr,
+    grad: Addr,
+    output: Addr,
+    scratch: Addr,
+}
+
+impl DirectWeightGradPlan {
+    /// Plans convolution `name` if it is a weight gradient in `f01b_i01o->01bf` labels the
+    /// direct loops take, else `None` (nothing is allocated then).
+    pub fn new(
+        name: &str,
+        conv: &Convolution,
+        input: (Addr, &ArrayShape),
+        grad: (Addr, &ArrayShape),
+        output: (Addr, &ArrayShape),
+        threads: usize,
+        alloc: &mut dyn FnMut(usize) -> Addr,
+    ) -> Option<DirectWeightGradPlan> {
+        if conv.dims != weight_gradient_labels() {
+            return None;
+        }
+        let (i, g, o) = (f32_dims(input.1)?, f32_dims(grad.1)?, f32_dims(output.1)?);
+        let geometry = weight_gradient_geometry(conv, &i, &g, &o)?;
+        let routine = conv_direct::DirectWeightGradient::new(&geometry, threads).ok()?;
+        Some(DirectWeightGradPlan {
+            name: name.to_string(),
+            scratch: alloc(routine.scratch_bytes()),
+            routine,
+            input: input.0,
+            grad: grad.0,
+            output: output.0,
+        })
+    }
+
+    /// # Safety
+    /// `arena` must be the program's arena.
+    unsafe fn run(&self, arena: *mut u8) {
+        self.routine.run(
+            resolve(self.input, arena) as *const f32,
+            resolve(self.grad, arena) as *const f32,
+            resolve(self.output, arena) as *mut f32,
+            resolve(self.scratch, arena),
+        )
+    }
+}
+
+/// Called by generated code: `plan` is a `*const DirectWeightGradPlan` the executable keeps
+/// alive.
+///
+/// # Safety
+/// `plan` must point to a live `DirectWeightGradPlan` and `arena` be the program's arena.
+pub unsafe extern "C" fn direct_weight_grad_routine(
+    plan: *const DirectWeightGradPlan,
+    arena: *mut u8,
+) -> Status {
+    let plan = unsafe { &*plan };
+    guarded(&plan.name, || {
+        unsafe { plan.run(arena) };
+        Ok(())
+    })
+}

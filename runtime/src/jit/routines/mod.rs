@@ -1,0 +1,18 @@
+//! The layer of the JIT that calls into the kernels crate (`tessel-kernels`): plans that turn
+//! IR shapes and dimension numbers into the crate's geometry at compile time, and the
+//! `extern "C"` routines generated code calls with a plan and the arena, which resolve the
+//! buffer addresses and run the crate's routine.
+//!
+//! - `dot.rs`: `dot` as GEMM (operands permuted into scratch where needed).
+//! - `conv_select.rs`: which routine a convolution runs (and the rule for choosing).
+//! - `convolution.rs`: the general patch-matrix GEMM, any convolution.
+//! - `conv_direct.rs`, `winograd.rs`: the specialized convolutions.
+//! - `kernel_pair.rs`: two halves of a generated kernel on two workers.
+
+pub mod conv_direct;
+pub mod conv_select;
+pub(crate) mod conv_shape;
+pub mod convolution;
+pub mod dot;
+pub mod kernel_pair;
+pub mod winograd;
