@@ -7,7 +7,7 @@
 
 use crate::executable::Executable;
 use crate::feed::{drain_outfeed, fill_infeed, stack, stacked_source, FeedSource, HostQueues};
-use crate::jit::feed_ops::with_host_feed;
+use crate::jit::host::infeed_outfeed::with_host_feed;
 use crate::jit::JitOptions;
 use crate::replicas::ReplicaOptions;
 use tessel_compiler::interpreter::{

@@ -8,8 +8,8 @@
 //! queue, a value of the wrong shape or no feed at all is an error status: the program stops
 //! with that message, it never waits for data that will not come.
 
-use super::buffer::{Buffer, Loc};
-use super::host::{guarded, resolve, Status};
+use crate::jit::buffer::{Buffer, Loc};
+use crate::jit::host::routine_abi::{guarded, resolve, Status};
 use std::cell::Cell;
 use tessel_compiler::interpreter::{is_stop_message, HostFeed};
 use tessel_compiler::ir::{Array, ArrayData, Literal, Shape};

@@ -10,9 +10,9 @@
 //! that failed elsewhere makes the rendezvous fail here, which returns an error status and
 //! leaves the program at once.
 
-use super::buffer::{Buffer, Loc};
-use super::host::{guarded, resolve, Status};
-use super::JitError;
+use crate::jit::buffer::{Buffer, Loc};
+use crate::jit::host::routine_abi::{guarded, resolve, Status};
+use crate::jit::JitError;
 use std::sync::Arc;
 use tessel_compiler::interpreter::CollectiveStep;
 use tessel_compiler::ir::{Array, ArrayData, ComputationId, InstrId, Literal, Module};

@@ -5,9 +5,9 @@
 
 use crate::arena::Arena;
 use crate::jit::buffer::{Addr, Buffer, ConstPool, Loc};
-use crate::jit::feed_ops::{with_host_feed, AbortFeedOnDrop};
+use crate::jit::host::infeed_outfeed::{with_host_feed, AbortFeedOnDrop};
+use crate::jit::host::profile::ProfileCounters;
 use crate::jit::host::take_last_error;
-use crate::jit::profile::ProfileCounters;
 use crate::jit::JitError;
 use crate::replicas::{self, first_failure, Fault, ReplicaBackend, ReplicaError, ReplicaOptions};
 use cranelift_jit::JITModule;
