@@ -81,8 +81,8 @@ fn current_feed<'a>() -> Result<(&'a dyn HostFeed, usize), String> {
         // SAFETY: set by `with_host_feed`, whose borrow outlives the program call we are in.
         Some((p, r)) => Ok((unsafe { &*p }, r)),
         None => Err(
-            "no host feed: run the program inside tessel_runtime::jit::feed_ops::with_host_feed \
-             (tessel run --loop does)"
+            "no host feed: run the program with one (Executable::run_replicated_fed, or inside \
+             tessel_runtime::jit::host::infeed_outfeed::with_host_feed)"
                 .into(),
         ),
     }
