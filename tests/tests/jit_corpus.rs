@@ -10,7 +10,7 @@ use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::{Array, Literal};
 use tessel_compiler::passes::pipeline::{optimize, CompileOptions};
 use tessel_runtime::host_io::read_safetensors;
-use tessel_runtime::jit::{compile, JitOptions};
+use tessel_runtime::jit::{compile, Executable, JitOptions};
 
 fn keyed(path: &Path) -> Vec<(String, Array)> {
     read_safetensors(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -110,8 +110,8 @@ fn dump_files(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<
 }
 
 /// What `tessel compile --dump-to DIR` writes: the pass dumps, then the JIT's CLIF in
-/// `DIR/jit`.
-fn compile_with_dumps(file: &Path, dir: &Path) {
+/// `DIR/jit`. Returns the executable, so a second compile cannot reuse its memory.
+fn compile_with_dumps(file: &Path, dir: &Path) -> Executable {
     let _ = std::fs::remove_dir_all(dir);
     let mut module = parse_module_file(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let options = CompileOptions {
@@ -123,7 +123,7 @@ fn compile_with_dumps(file: &Path, dir: &Path) {
         dump_to: Some(dir.join("jit")),
         ..Default::default()
     };
-    compile(&module, &jit_options).unwrap();
+    compile(&module, &jit_options).unwrap()
 }
 
 /// Two compiles of one module write byte-identical dumps: the CLIF refers to constants, plans
@@ -135,8 +135,9 @@ fn dumps_are_identical_across_compiles() {
         .join("mnist_cnn_train_step_b8.hlo");
     let base = std::env::temp_dir().join(format!("tessel_repro_dump_{}", std::process::id()));
     let (a, b) = (base.join("a"), base.join("b"));
-    compile_with_dumps(&file, &a);
-    compile_with_dumps(&file, &b);
+    // Both executables stay alive: their constants and plans are at different addresses.
+    let _first = compile_with_dumps(&file, &a);
+    let _second = compile_with_dumps(&file, &b);
     let (fa, fb) = (dump_files(&a), dump_files(&b));
     assert!(
         fa.keys().any(|p| p.starts_with("jit")) && fa.keys().any(|p| !p.starts_with("jit")),
