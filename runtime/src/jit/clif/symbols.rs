@@ -29,6 +29,9 @@ const DATA_NAMESPACE: u32 = 1;
 /// Address of every symbol by name, shared with the JIT module's symbol lookup.
 type AddressTable = Arc<Mutex<HashMap<String, usize>>>;
 
+/// A symbol lookup as `JITBuilder::symbol_lookup_fn` takes it.
+pub type SymbolLookup = Box<dyn Fn(&str) -> Option<*const u8> + Send>;
+
 /// The symbols of one program and the constants they name.
 pub struct Symbols {
     table: RefCell<Table>,
@@ -57,7 +60,7 @@ impl Default for Symbols {
 
 impl Symbols {
     /// The lookup to register with the JIT builder: resolves the symbols named here.
-    pub fn lookup_fn(&self) -> Box<dyn Fn(&str) -> Option<*const u8> + Send> {
+    pub fn lookup_fn(&self) -> SymbolLookup {
         let addresses = self.addresses.clone();
         Box::new(move |name| {
             let table = addresses.lock().unwrap_or_else(|p| p.into_inner());
