@@ -2,7 +2,6 @@
 //! session API that compiles and runs programs ([`session`]).
 
 pub mod arena;
-pub mod executable;
 pub mod feed;
 pub mod host_io;
 pub mod jit;

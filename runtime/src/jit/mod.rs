@@ -1,118 +1,45 @@
 //! The Cranelift JIT backend: compiles an HLO module into native code for this machine.
 //!
-//! [`compile`] lowers the entry computation into one program function (`program.rs`) that
-//! runs every step natively: fused elementwise kernels and reductions become CLIF loop nests
-//! (`kernel_lowering.rs`, `reduce.rs`, `window.rs`), dot and convolution call the
-//! hand-written routines of the `tessel-kernels` crate through plans (`routines/`), and
-//! `while` / `call` / `conditional` become native control flow with loop state updated in
-//! place. All buffers live in one arena allocated once.
-//! [`Executable::run`] marshals literals in and out.
+//! [`compile`] lowers the entry computation into one program function that runs every step
+//! natively; [`Executable::run`] marshals literals in and out. The code is in layers, each a
+//! folder, and a layer only calls the ones listed before it:
+//!
+//! - `clif/`: CLIF emission helpers: element types, counted loops, one elementwise op on
+//!   CLIF values (`element_ops.rs`), the value of an instruction at an index
+//!   (`value_at_index.rs`), vector math, and the symbols the code refers to instead of
+//!   absolute addresses (`symbols.rs`).
+//! - `fused_kernels/`: the CLIF kernel families: elementwise loop nests, reduce (also fused
+//!   with elementwise outputs), reduce-window and select-and-scatter, and the plan of which
+//!   instructions are recomputed inside their users' kernels (`fusion_plan.rs`).
+//! - `host/`: Rust code the generated code calls: the routine ABI (status, error message,
+//!   buffer addresses), infeed and outfeed, collectives, the profile counters.
+//! - `routines/`: calls into the hand-written routines of the `tessel-kernels` crate (GEMM,
+//!   direct, Winograd and patch-GEMM convolution) through plans over buffer addresses, and
+//!   the choice of a convolution's routine (`conv_select.rs`).
+//! - `program/`: the program function of a module and its [`Executable`]: arena placement,
+//!   per-instruction emission, control flow, kernel and routine calls, loop state in place.
+//!
+//! `buffer.rs` (where a value lives: arena offset or owned memory), `options.rs` and
+//! `error.rs` are shared by every layer and depend on no other part of the JIT.
 
 pub mod buffer;
-pub mod collectives;
-pub mod elemental;
-pub mod elementwise;
-pub mod feed_ops;
-pub mod fusion;
+pub mod clif;
+mod error;
+pub mod fused_kernels;
 pub mod host;
 pub mod isa;
-pub mod kernel_lowering;
-pub mod loop_state;
-pub mod loops;
-pub mod profile;
+mod options;
 pub mod program;
-pub mod reduce;
-pub mod reduce_fused;
 pub mod routines;
-pub mod types;
-pub mod vector_math;
-pub mod window;
-pub mod window_tiled;
 
-pub use crate::executable::Executable;
+pub use error::JitError;
+pub use host::profile;
+pub use options::JitOptions;
+pub use program::{Executable, ProgramStats};
 pub use routines::conv_select::ConvAlgorithm;
 pub use tessel_kernels::gemm::GemmBackend;
 
-use std::fmt;
-use std::path::PathBuf;
 use tessel_compiler::ir::Module;
-
-/// Why a module could not be compiled or run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum JitError {
-    /// The module uses something the JIT does not compile (yet).
-    Unsupported(String),
-    /// The module is malformed in a way the verifier should have caught.
-    Invalid(String),
-    /// Cranelift rejected the generated code.
-    Codegen(String),
-    /// Arguments do not match the entry's parameters.
-    Arguments(String),
-    /// A kernel reported an error while running.
-    Runtime(String),
-    /// Writing dump files failed.
-    Io(String),
-}
-
-impl JitError {
-    /// Adds the instruction the error concerns.
-    pub fn at(self, name: &str) -> JitError {
-        match self {
-            JitError::Unsupported(m) => JitError::Unsupported(format!("{m} (at {name})")),
-            JitError::Invalid(m) => JitError::Invalid(format!("{m} (at {name})")),
-            JitError::Codegen(m) => JitError::Codegen(format!("{m} (at {name})")),
-            other => other,
-        }
-    }
-}
-
-impl fmt::Display for JitError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            JitError::Unsupported(m) => write!(f, "the JIT does not support {m}"),
-            JitError::Invalid(m) => write!(f, "invalid module: {m}"),
-            JitError::Codegen(m) => write!(f, "code generation failed: {m}"),
-            JitError::Arguments(m) => write!(f, "bad arguments: {m}"),
-            JitError::Runtime(m) => write!(f, "runtime error: {m}"),
-            JitError::Io(m) => write!(f, "dump failed: {m}"),
-        }
-    }
-}
-
-impl std::error::Error for JitError {}
-
-/// Options of [`compile`].
-#[derive(Clone, Debug)]
-pub struct JitOptions {
-    /// Write each kernel's CLIF before and after Cranelift's optimizer into this directory.
-    pub dump_to: Option<PathBuf>,
-    /// Cranelift's `opt_level`: `none`, `speed` or `speed_and_size`.
-    pub opt_level: String,
-    /// Use 4-lane vector loops where the kernel allows.
-    pub vectorize: bool,
-    /// Which GEMM library dot and convolution call.
-    pub gemm: GemmBackend,
-    /// Threads the GEMM may use (this machine has 2 cores).
-    pub gemm_threads: usize,
-    /// Count the time of every kernel and routine call (see `profile.rs`).
-    pub profile: bool,
-    /// Which convolution routines may be used (`routines/conv_select.rs`).
-    pub conv_algorithm: ConvAlgorithm,
-}
-
-impl Default for JitOptions {
-    fn default() -> Self {
-        JitOptions {
-            dump_to: None,
-            opt_level: "speed".into(),
-            vectorize: true,
-            gemm: GemmBackend::default(),
-            gemm_threads: 2,
-            profile: false,
-            conv_algorithm: ConvAlgorithm::Auto,
-        }
-    }
-}
 
 /// Compiles `module` for this machine.
 pub fn compile(module: &Module, options: &JitOptions) -> Result<Executable, JitError> {

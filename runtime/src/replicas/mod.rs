@@ -66,7 +66,7 @@ impl From<EvalError> for ReplicaError {
 
 /// Something that runs one per-replica program on N replicas: `args[r]` are replica r's
 /// arguments, the result is every replica's output in replica order. The interpreter and the
-/// JIT's [`crate::executable::Executable`] both are.
+/// JIT's [`crate::jit::program::executable::Executable`] both are.
 pub trait ReplicaBackend {
     fn run_replicas(&self, args: Vec<Vec<Literal>>) -> Result<Vec<Literal>, ReplicaError>;
 }

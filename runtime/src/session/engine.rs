@@ -2,9 +2,9 @@
 //! the JIT's executable — on one replica or N, with or without a host feed.
 
 use super::error::SessionError;
-use crate::executable::Executable;
 use crate::feed::{HostFeed, HostQueues};
-use crate::jit::feed_ops::with_host_feed;
+use crate::jit::host::infeed_outfeed::with_host_feed;
+use crate::jit::program::executable::Executable;
 use crate::replicas::{
     evaluate_replicated, evaluate_replicated_with_feed, evaluate_with_feed, ReplicaOptions,
 };

@@ -6,8 +6,8 @@
 use super::bind::{bind_inputs, bind_replica_inputs, Parameter};
 use super::engine::Engine;
 use super::error::{ReplicaCountError, SessionError};
-use crate::executable::{Executable, ProgramStats};
 use crate::jit::profile::ProfileCounters;
+use crate::jit::program::executable::{Executable, ProgramStats};
 use crate::shard_map::ShardMap;
 use tessel_compiler::ir::{Array, Literal};
 

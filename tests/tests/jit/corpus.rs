@@ -10,7 +10,7 @@ use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::{Array, Literal};
 use tessel_runtime::host_io::read_safetensors;
-use tessel_runtime::jit::{compile, JitOptions};
+use tessel_runtime::jit::{compile, Executable, JitOptions};
 
 fn keyed(path: &Path) -> Vec<(String, Array)> {
     read_safetensors(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -89,4 +89,72 @@ fn corpus_modules_match_jax() {
         ran += 1;
     }
     assert!(ran >= 10, "only {ran} corpus modules ran");
+}
+
+/// Every file under `dir`, by path relative to it, with its bytes.
+fn dump_files(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap().to_path_buf();
+                files.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+/// What `tessel compile --dump-to DIR` writes: the pass dumps, then the JIT's CLIF in
+/// `DIR/jit`. Returns the executable, so a second compile cannot reuse its memory.
+fn compile_with_dumps(file: &Path, dir: &Path) -> Executable {
+    let _ = std::fs::remove_dir_all(dir);
+    let mut module = parse_module_file(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let options = CompileOptions {
+        dump_to: Some(dir.to_path_buf()),
+        ..Default::default()
+    };
+    optimize(&mut module, &options).unwrap();
+    let jit_options = JitOptions {
+        dump_to: Some(dir.join("jit")),
+        ..Default::default()
+    };
+    compile(&module, &jit_options).unwrap()
+}
+
+/// Two compiles of one module write byte-identical dumps: the CLIF refers to constants, plans
+/// and routines by symbol, not by address, and nothing depends on hash-map order.
+#[test]
+fn dumps_are_identical_across_compiles() {
+    let file = tessel_tests::corpus_dir()
+        .expect("../shared/hlo is missing: the corpus tests need it")
+        .join("mnist_cnn_train_step_b8.hlo");
+    let base = std::env::temp_dir().join(format!("tessel_repro_dump_{}", std::process::id()));
+    let (a, b) = (base.join("a"), base.join("b"));
+    // Both executables stay alive: their constants and plans are at different addresses.
+    let _first = compile_with_dumps(&file, &a);
+    let _second = compile_with_dumps(&file, &b);
+    let (fa, fb) = (dump_files(&a), dump_files(&b));
+    assert!(
+        fa.keys().any(|p| p.starts_with("jit")) && fa.keys().any(|p| !p.starts_with("jit")),
+        "expected pass dumps and CLIF dumps: {:?}",
+        fa.keys().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        fa.keys().collect::<Vec<_>>(),
+        fb.keys().collect::<Vec<_>>(),
+        "the two compiles wrote different files"
+    );
+    for (path, bytes) in &fa {
+        assert!(
+            bytes == &fb[path],
+            "{} differs between two compiles",
+            path.display()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&base);
 }

@@ -9,11 +9,13 @@
 //! each output element folds its rows in row-major order within each part, so the result is
 //! bitwise that of the unfused two-part reduce, on one thread or two.
 
-use super::buffer::Addr;
-use super::elemental::{Comp, Elemental, Index};
-use super::kernel_lowering::{can_vectorize, kernel_instructions, nest_part, KernelOutput};
-use super::loops::counted_loop;
-use super::JitError;
+use crate::jit::buffer::Addr;
+use crate::jit::clif::loops::counted_loop;
+use crate::jit::clif::value_at_index::{Comp, Elemental, Index};
+use crate::jit::fused_kernels::elementwise::{
+    can_vectorize, kernel_instructions, nest_part, KernelOutput,
+};
+use crate::jit::JitError;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use smallvec::SmallVec;
 use tessel_compiler::ir::{Computation, InstrId, Op};
@@ -124,7 +126,7 @@ fn fill_accumulators(
     let init_v = e.emit(init, &Index::Multi(SmallVec::new()), 1)?;
     let fill_end = if vec_ok { count / 4 * 4 } else { 0 };
     let fill = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
-        let v = super::elementwise::splat_if(e.fb, ty, init_v, lanes);
+        let v = crate::jit::clif::element_ops::splat_if(e.fb, ty, init_v, lanes);
         e.store(acc, ty, j, v, lanes)
     };
     counted_loop(e, 0, fill_end, 4, &mut |e, j| fill(e, j, 4))?;
@@ -163,7 +165,7 @@ pub fn emit_tiled_consumer_reduce_part(
     let ty = e.shape(red)?.element_type;
     let out_ty = e.shape(root)?.element_type;
     let extra = [root, operand];
-    let walk = super::window_tiled::walk_of(e, ss, &extra, allow_vector)?;
+    let walk = crate::jit::fused_kernels::window_tiled::walk_of(e, ss, &extra, allow_vector)?;
     let roots = [walk.operands.as_slice(), &extra].concat();
     let vec_ok = allow_vector && can_vectorize(e, &kernel_instructions(e, &roots));
     fill_accumulators(e, red, acc, vec_ok)?;
@@ -188,5 +190,5 @@ pub fn emit_tiled_consumer_reduce_part(
         let s = e.emit_region(region, &[a, x], lanes)?[0];
         e.store(acc, ty, alin, s, lanes)
     };
-    super::window_tiled::walk_windows(e, &walk, part, &mut sink)
+    crate::jit::fused_kernels::window_tiled::walk_windows(e, &walk, part, &mut sink)
 }

@@ -6,9 +6,9 @@
 use crate::arena::Arena;
 use crate::feed::{AbortFeedOnDrop, HostFeed};
 use crate::jit::buffer::{Addr, Buffer, ConstPool, Loc};
-use crate::jit::feed_ops::with_host_feed;
+use crate::jit::host::infeed_outfeed::with_host_feed;
+use crate::jit::host::profile::ProfileCounters;
 use crate::jit::host::take_last_error;
-use crate::jit::profile::ProfileCounters;
 use crate::jit::JitError;
 use crate::replicas::{
     self, first_failure, stopped_message, Fault, Hub, PoisonOnDrop, ReplicaBackend, ReplicaContext,

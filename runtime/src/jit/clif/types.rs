@@ -4,7 +4,7 @@
 //! of its element type (`pred` is `i8` 0/1); in 4-lane code `f32` is `f32x4`, `s32`/`u32` are
 //! `i32x4` and `pred` is an `i32x4` mask of all-ones / all-zeros lanes.
 
-use super::JitError;
+use crate::jit::JitError;
 use cranelift_codegen::ir::{types, Type};
 use tessel_compiler::ir::ElementType;
 

@@ -13,13 +13,13 @@
 //! of the fusion that reads it (the fusion pass puts a max-pool gradient and the ReLU gradient
 //! after it together), and its output is never stored.
 
-use super::buffer::Addr;
-use super::elemental::{Comp, Elemental, Index};
-use super::elementwise::{select_values, splat_if};
-use super::kernel_lowering::{can_vectorize, kernel_instructions, nest_part};
-use super::loops::counted_loop;
-use super::window::window_positions;
-use super::JitError;
+use crate::jit::buffer::Addr;
+use crate::jit::clif::element_ops::{select_values, splat_if};
+use crate::jit::clif::loops::counted_loop;
+use crate::jit::clif::value_at_index::{Comp, Elemental, Index};
+use crate::jit::fused_kernels::elementwise::{can_vectorize, kernel_instructions, nest_part};
+use crate::jit::fused_kernels::window::window_positions;
+use crate::jit::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, InstBuilder, Value};
 use smallvec::SmallVec;
@@ -157,7 +157,7 @@ pub(super) fn walk_of<'w: 'x, 'x>(
 /// select-and-scatter `ss` with tiling windows that it reads.
 pub fn tiled_consumer(e: &Elemental, root: InstrId) -> Option<InstrId> {
     let out = e.comp.get(root).shape.as_array()?;
-    let ss = super::kernel_lowering::kernel_instructions(e, &[root])
+    let ss = crate::jit::fused_kernels::elementwise::kernel_instructions(e, &[root])
         .into_iter()
         .find(|&id| {
             // A select-and-scatter computed in this kernel, not one read from its buffer.

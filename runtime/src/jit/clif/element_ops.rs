@@ -2,8 +2,9 @@
 //! by zero, shifts past the bit width, NaN-propagating max/min, saturating float-to-int).
 //! An op with no 4-lane form here is applied lane by lane.
 
-use super::vector_math::Vm;
-use super::JitError;
+use crate::jit::clif::symbols::Symbols;
+use crate::jit::clif::vector_math::Vm;
+use crate::jit::JitError;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     types, AbiParam, Endianness, InstBuilder, MemFlagsData, Signature, Type, Value,
@@ -15,8 +16,10 @@ use tessel_compiler::ir::{
 };
 
 /// Rust functions the generated code calls for operations with no CLIF form here.
-pub struct Libcalls {
+pub struct Libcalls<'a> {
     pub call_conv: CallConv,
+    /// Where the functions' addresses come from.
+    pub symbols: &'a Symbols,
 }
 
 macro_rules! libfn {
@@ -46,7 +49,7 @@ libfn!(logistic_f64, f64, |a| 1.0 / (1.0 + (-a).exp()));
 libfn!(sin_f64, f64, |a| a.sin());
 libfn!(cos_f64, f64, |a| a.cos());
 
-impl Libcalls {
+impl Libcalls<'_> {
     fn call(&self, fb: &mut FunctionBuilder, f: usize, ty: Type, args: &[Value]) -> Value {
         let mut sig = Signature::new(self.call_conv);
         for _ in args {
@@ -54,7 +57,7 @@ impl Libcalls {
         }
         sig.returns.push(AbiParam::new(ty));
         let sigref = fb.import_signature(sig);
-        let callee = fb.ins().iconst(types::I64, f as i64);
+        let callee = self.symbols.function(fb, f);
         let call = fb.ins().call_indirect(sigref, callee, args);
         fb.inst_results(call)[0]
     }
@@ -79,7 +82,7 @@ pub fn scalar_constant(
             return Err(JitError::Unsupported(format!("{ty} constants")))
         }
         _ => {
-            let t = super::types::scalar_type(ty)?;
+            let t = crate::jit::clif::types::scalar_type(ty)?;
             let bits = data.get_i64(i);
             let masked = if t.bits() < 64 {
                 bits & ((1i64 << t.bits()) - 1)
@@ -285,7 +288,7 @@ fn has_vector_form(op: &Op, out: ElementType, args: &[ElementType]) -> bool {
 #[allow(clippy::too_many_arguments)]
 pub fn emit_op(
     fb: &mut FunctionBuilder,
-    lib: &Libcalls,
+    lib: &Libcalls<'_>,
     has_fma: bool,
     op: &Op,
     out: ElementType,
@@ -344,7 +347,7 @@ pub fn emit_op(
                     "bitcast-convert from {from} to {out} (different widths)"
                 )));
             }
-            let t = super::types::value_type(out, lanes)?;
+            let t = crate::jit::clif::types::value_type(out, lanes)?;
             let ft = fb.func.dfg.value_type(args[0]);
             if t == ft {
                 return Ok(args[0]);
@@ -382,7 +385,7 @@ fn float_libcall_f64(u: UnaryOp) -> Option<usize> {
 #[allow(clippy::too_many_arguments)]
 fn unary(
     fb: &mut FunctionBuilder,
-    lib: &Libcalls,
+    lib: &Libcalls<'_>,
     has_fma: bool,
     u: UnaryOp,
     out: ElementType,
@@ -490,7 +493,7 @@ fn float_const(fb: &mut FunctionBuilder, ty: ElementType, c: f64, lanes: u32) ->
 
 fn binary(
     fb: &mut FunctionBuilder,
-    lib: &Libcalls,
+    lib: &Libcalls<'_>,
     b: BinaryOp,
     out: ElementType,
     x: Value,
@@ -681,7 +684,7 @@ pub fn convert_scalar(
     if from == to {
         return Ok(x);
     }
-    let tt = super::types::scalar_type(to)?;
+    let tt = crate::jit::clif::types::scalar_type(to)?;
     let ft = fb.func.dfg.value_type(x);
     if to == E::Pred {
         return Ok(if from.is_float() {

@@ -12,8 +12,8 @@
 //!
 //! Then the body's result is already where the state is, and the loop's copy is skipped.
 
-use super::buffer::{Addr, Buffer, Loc};
-use super::elemental::Leaf;
+use crate::jit::buffer::{Addr, Buffer, Loc};
+use crate::jit::clif::value_at_index::Leaf;
 use std::collections::{HashMap, HashSet};
 use tessel_compiler::ir::{Computation, InstrId, Op, Shape};
 

@@ -6,11 +6,11 @@
 //! (`f32x4` / `i32x4`) with a scalar tail. When nothing in the kernel needs a multi-dimensional
 //! index (only elementwise ops, reshapes, scalar broadcasts), the whole output is one flat loop.
 
-use super::buffer::Addr;
-use super::elemental::{Comp, Elemental, Index};
-use super::loops::counted_loop;
-use super::types::vectorizable_type;
-use super::JitError;
+use crate::jit::buffer::Addr;
+use crate::jit::clif::loops::counted_loop;
+use crate::jit::clif::types::vectorizable_type;
+use crate::jit::clif::value_at_index::{Comp, Elemental, Index};
+use crate::jit::JitError;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use smallvec::SmallVec;
 use std::collections::HashSet;

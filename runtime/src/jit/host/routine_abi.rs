@@ -1,7 +1,7 @@
 //! Plumbing for the Rust routines that generated code calls: resolving buffer addresses,
 //! reporting errors without unwinding through JIT frames, and permuting copies.
 
-use super::buffer::Addr;
+use crate::jit::buffer::Addr;
 use std::cell::RefCell;
 
 thread_local! {

@@ -12,16 +12,16 @@
 //! lane-varying index must be split into dimensions (a linear index meeting a broadcast, or a
 //! pad's bounds), the subtree is evaluated lane by lane.
 
-use super::buffer::{Addr, ConstPool};
-use super::elementwise::{self, Libcalls};
+use super::element_ops::{self, Libcalls};
 use super::types::{scalar_type, value_type};
-use super::JitError;
-use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Type, Value};
+use crate::jit::buffer::Addr;
+use crate::jit::JitError;
+use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
 use cranelift_frontend::FunctionBuilder;
 use smallvec::SmallVec;
 use std::collections::HashMap;
 use tessel_compiler::ir::{
-    ArrayShape, Computation, ComputationId, ElementType, InstrId, Module, Op, Shape,
+    ArrayShape, Computation, ComputationId, ElementType, InstrId, Module, Op,
 };
 
 /// One index component: `base + lane * coef`.
@@ -50,10 +50,10 @@ pub struct Elemental<'a, 'f> {
     pub module: &'a Module,
     pub comp: &'a Computation,
     pub leaves: &'a HashMap<InstrId, Leaf>,
-    pub consts: &'a mut ConstPool,
     pub arena: Value,
     pub has_fma: bool,
-    pub libcalls: &'a Libcalls,
+    /// Rust functions for ops with no CLIF form; their symbols also name constants.
+    pub libcalls: Libcalls<'a>,
     cache: HashMap<(InstrId, Index, u32), Value>,
     base_addr: HashMap<Addr, Value>,
 }
@@ -65,17 +65,15 @@ impl<'a, 'f> Elemental<'a, 'f> {
         module: &'a Module,
         comp: &'a Computation,
         leaves: &'a HashMap<InstrId, Leaf>,
-        consts: &'a mut ConstPool,
         arena: Value,
         has_fma: bool,
-        libcalls: &'a Libcalls,
+        libcalls: Libcalls<'a>,
     ) -> Self {
         Elemental {
             fb,
             module,
             comp,
             leaves,
-            consts,
             arena,
             has_fma,
             libcalls,
@@ -99,7 +97,10 @@ impl<'a, 'f> Elemental<'a, 'f> {
     /// Computes every leaf's base address in the current block (call in the entry block so
     /// that the addresses dominate all loops).
     pub fn hoist_addresses(&mut self, extra: &[Addr]) {
-        let mut addrs: Vec<Addr> = self.leaves.values().map(|l| l.addr).collect();
+        // In instruction order, not the map's: one module gives the same CLIF every compile.
+        let mut leaves: Vec<(&InstrId, &Leaf)> = self.leaves.iter().collect();
+        leaves.sort_by_key(|(id, _)| **id);
+        let mut addrs: Vec<Addr> = leaves.into_iter().map(|(_, l)| l.addr).collect();
         addrs.extend_from_slice(extra);
         for a in addrs {
             if !self.base_addr.contains_key(&a) {
@@ -112,7 +113,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
     fn addr_value(&mut self, a: Addr) -> Value {
         match a {
             Addr::Arena(off) => self.fb.ins().iadd_imm_s(self.arena, off as i64),
-            Addr::Absolute(p) => self.fb.ins().iconst(types::I64, p as i64),
+            Addr::Absolute(p) => self.libcalls.symbols.value(self.fb, p),
         }
     }
 
@@ -249,7 +250,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
             };
             lanes_v.push(self.emit(id, &sidx, 1)?);
         }
-        Ok(elementwise::pack_lanes(self.fb, ty, &lanes_v))
+        Ok(element_ops::pack_lanes(self.fb, ty, &lanes_v))
     }
 
     fn emit_uncached(
@@ -276,10 +277,10 @@ impl<'a, 'f> Elemental<'a, 'f> {
                     JitError::Unsupported(format!("tuple constant {} in a kernel", instr.name))
                 })?;
                 if arr.len() == 1 {
-                    let s = elementwise::scalar_constant(self.fb, &arr.data, 0)?;
-                    return Ok(Some(elementwise::splat_if(self.fb, ty, s, lanes)));
+                    let s = element_ops::scalar_constant(self.fb, &arr.data, 0)?;
+                    return Ok(Some(element_ops::splat_if(self.fb, ty, s, lanes)));
                 }
-                let addr = Addr::Absolute(self.consts.add(&arr.data.to_le_bytes()));
+                let addr = Addr::Absolute(self.libcalls.symbols.constant(&arr.data.to_le_bytes()));
                 let lin = self.linear(idx, shape);
                 self.load(addr, ty, lin, lanes).map(Some)
             }
@@ -288,7 +289,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
                     return Ok(None);
                 };
                 let (b, c) = m[*dimension as usize];
-                Ok(Some(elementwise::iota_value(self.fb, ty, b, c, lanes)?))
+                Ok(Some(element_ops::iota_value(self.fb, ty, b, c, lanes)?))
             }
             Op::Broadcast { dimensions } => {
                 let operand_shape = self.shape(ops[0])?;
@@ -441,8 +442,8 @@ impl<'a, 'f> Elemental<'a, 'f> {
                                 pos,
                                 off + n,
                             );
-                            let c = elementwise::scalar_cond_for(self.fb, is_later, ty, lanes);
-                            elementwise::select_values(self.fb, c, later, v, lanes)
+                            let c = element_ops::scalar_cond_for(self.fb, is_later, ty, lanes);
+                            element_ops::select_values(self.fb, c, later, v, lanes)
                         }
                     });
                 }
@@ -509,7 +510,9 @@ impl<'a, 'f> Elemental<'a, 'f> {
                 }))
             }
             Op::Copy => self.emit(ops[0], idx, lanes).map(Some),
-            Op::SelectAndScatter { .. } => super::window_tiled::tiled_value(self, id, idx, lanes),
+            Op::SelectAndScatter { .. } => {
+                crate::jit::fused_kernels::window_tiled::tiled_value(self, id, idx, lanes)
+            }
             op if op.is_elementwise() => {
                 let mut args = Vec::with_capacity(ops.len());
                 let mut arg_tys = Vec::with_capacity(ops.len());
@@ -524,9 +527,9 @@ impl<'a, 'f> Elemental<'a, 'f> {
                     args.push(v);
                     arg_tys.push(os.element_type);
                 }
-                let v = elementwise::emit_op(
+                let v = element_ops::emit_op(
                     self.fb,
-                    self.libcalls,
+                    &self.libcalls,
                     self.has_fma,
                     &instr.op,
                     ty,
@@ -553,7 +556,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
     fn scalar_index(&mut self, id: InstrId) -> Result<Value, JitError> {
         let ty = self.shape(id)?.element_type;
         let v = self.emit(id, &Index::Multi(SmallVec::new()), 1)?;
-        Ok(elementwise::int_to_i64(self.fb, v, ty))
+        Ok(element_ops::int_to_i64(self.fb, v, ty))
     }
 
     /// Loads a value of element type `ty` at linear index `lin` of the buffer at `addr`.
@@ -575,7 +578,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
         let sty = scalar_type(ty)?;
         if lanes == 1 || c == 0 {
             let s = self.fb.ins().load(sty, mem(), p, 0);
-            return Ok(elementwise::splat_if(self.fb, ty, s, lanes));
+            return Ok(element_ops::splat_if(self.fb, ty, s, lanes));
         }
         if c == 1 && ty != ElementType::Pred {
             let vty = value_type(ty, lanes)?;
@@ -585,7 +588,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
         for l in 0..4i64 {
             vals.push(self.fb.ins().load(sty, mem(), p, (l * c * size) as i32));
         }
-        Ok(elementwise::pack_lanes(self.fb, ty, &vals))
+        Ok(element_ops::pack_lanes(self.fb, ty, &vals))
     }
 
     /// Stores `v` at linear index `b` (lanes consecutive) of the buffer at `addr`.
@@ -608,7 +611,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
         if lanes == 1 {
             self.fb.ins().store(mem(), v, p, 0);
         } else if ty == ElementType::Pred {
-            let bytes = elementwise::mask_to_bytes(self.fb, v);
+            let bytes = element_ops::mask_to_bytes(self.fb, v);
             self.fb.ins().store(mem(), bytes, p, 0);
         } else {
             self.fb.ins().store(mem(), v, p, 0);
@@ -639,8 +642,8 @@ impl<'a, 'f> Elemental<'a, 'f> {
                             comp.name
                         ))
                     })?;
-                    let s = elementwise::scalar_constant(self.fb, &arr.data, 0)?;
-                    elementwise::splat_if(self.fb, arr.element_type(), s, lanes)
+                    let s = element_ops::scalar_constant(self.fb, &arr.data, 0)?;
+                    element_ops::splat_if(self.fb, arr.element_type(), s, lanes)
                 }
                 Op::Broadcast { .. } | Op::Reshape | Op::Bitcast | Op::Copy
                     if instr.shape.element_type().is_some()
@@ -658,9 +661,9 @@ impl<'a, 'f> Elemental<'a, 'f> {
                         .map(|&o| comp.get(o).shape.element_type().unwrap_or(ElementType::F32))
                         .collect();
                     let a: Vec<Value> = instr.operands().iter().map(|o| vals[o]).collect();
-                    elementwise::emit_op(
+                    element_ops::emit_op(
                         self.fb,
-                        self.libcalls,
+                        &self.libcalls,
                         self.has_fma,
                         op,
                         ty,
@@ -686,18 +689,4 @@ impl<'a, 'f> Elemental<'a, 'f> {
             _ => vec![vals[&comp.root()]],
         })
     }
-
-    /// Element types of a region's results.
-    pub fn region_result_types(&self, region: ComputationId) -> Vec<ElementType> {
-        let comp = self.module.computation(region);
-        match &comp.get(comp.root()).shape {
-            Shape::Tuple(t) => t.iter().filter_map(|s| s.element_type()).collect(),
-            s => s.element_type().into_iter().collect(),
-        }
-    }
-}
-
-/// The CLIF type of values of element type `ty` in `lanes`-lane code.
-pub fn clif_type(ty: ElementType, lanes: u32) -> Result<Type, JitError> {
-    value_type(ty, lanes)
 }

@@ -3,16 +3,16 @@
 //!
 //! The program calls `collective_routine(plan, arena)`. The routine reads the operand buffers,
 //! hands them to the interpreter's [`CollectiveStep`] with the calling thread's replica
-//! context (its `ReplicaLink`) (set by [`crate::executable::Executable::run_replicated`]; outside a replicated
+//! context (its `ReplicaLink`) (set by [`crate::jit::program::executable::Executable::run_replicated`]; outside a replicated
 //! run it is replica 0 of one), and writes the result buffers. The step meets the other
 //! members of the replica group at the run's rendezvous and reduces in replica-id order, so
 //! the JIT and the interpreter give bitwise the same values on every replica. A replica
 //! that failed elsewhere makes the rendezvous fail here, which returns an error status and
 //! leaves the program at once.
 
-use super::buffer::{Buffer, Loc};
-use super::host::{guarded, resolve, Status};
-use super::JitError;
+use crate::jit::buffer::{Buffer, Loc};
+use crate::jit::host::routine_abi::{guarded, resolve, Status};
+use crate::jit::JitError;
 use std::sync::Arc;
 use tessel_compiler::interpreter::CollectiveStep;
 use tessel_compiler::ir::{Array, ArrayData, ComputationId, InstrId, Literal, Module};

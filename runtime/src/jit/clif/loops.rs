@@ -1,7 +1,7 @@
 //! Counted loops in CLIF with static bounds.
 
-use super::elemental::Elemental;
-use super::JitError;
+use crate::jit::clif::value_at_index::Elemental;
+use crate::jit::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, InstBuilder, Value};
 

@@ -8,9 +8,9 @@
 //! queue, a value of the wrong shape or no feed at all is an error status: the program stops
 //! with that message, it never waits for data that will not come.
 
-use super::buffer::{Buffer, Loc};
-use super::host::{guarded, resolve, Status};
 use crate::feed::HostFeed;
+use crate::jit::buffer::{Buffer, Loc};
+use crate::jit::host::routine_abi::{guarded, resolve, Status};
 use std::cell::Cell;
 use tessel_compiler::ir::{Array, ArrayData, Literal, Shape};
 use tessel_compiler::with_array_data;
@@ -45,8 +45,8 @@ fn current_feed<'a>() -> Result<(&'a dyn HostFeed, usize), String> {
         // SAFETY: set by `with_host_feed`, whose borrow outlives the program call we are in.
         Some((p, r)) => Ok((unsafe { &*p }, r)),
         None => Err(
-            "no host feed: run the program inside tessel_runtime::jit::feed_ops::with_host_feed \
-             (tessel run --loop does)"
+            "no host feed: run the program with one (Executable::run_replicated_fed, or inside \
+             tessel_runtime::jit::host::infeed_outfeed::with_host_feed)"
                 .into(),
         ),
     }

@@ -6,12 +6,12 @@
 //! dimension when the window does not move along it (the channel dimension of NHWC pooling).
 //! Select-and-scatter with disjoint windows (max-pool gradients) goes to `window_tiled`.
 
-use super::buffer::Addr;
-use super::elemental::{Comp, Elemental, Index};
-use super::elementwise::{scalar_cond_for, select_values, splat_if};
-use super::kernel_lowering::{can_vectorize, kernel_instructions, nest, nest_part};
-use super::loops::counted_loop;
-use super::JitError;
+use crate::jit::buffer::Addr;
+use crate::jit::clif::element_ops::{scalar_cond_for, select_values, splat_if};
+use crate::jit::clif::loops::counted_loop;
+use crate::jit::clif::value_at_index::{Comp, Elemental, Index};
+use crate::jit::fused_kernels::elementwise::{can_vectorize, kernel_instructions, nest, nest_part};
+use crate::jit::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use smallvec::SmallVec;
@@ -234,8 +234,8 @@ pub fn select_and_scatter_split(e: &Elemental, ss: InstrId) -> Option<(i64, i64)
     let src_shape = e.comp.get(instr.operands()[1]).shape.as_array()?;
     let first = window.dims.first()?;
     let ok = in_shape.rank() >= 2
-        && super::window_tiled::windows_disjoint(window, in_shape, src_shape)
-        && super::window_tiled::windows_tile(window, in_shape, src_shape)
+        && crate::jit::fused_kernels::window_tiled::windows_disjoint(window, in_shape, src_shape)
+        && crate::jit::fused_kernels::window_tiled::windows_tile(window, in_shape, src_shape)
         && first.size == 1
         && first.stride == 1
         && src_shape.dims[0] >= 2;
@@ -251,12 +251,12 @@ pub fn emit_select_and_scatter_part(
     allow_vector: bool,
     part: Option<(i64, i64)>,
 ) -> Result<(), JitError> {
-    let super::window_tiled::Walk {
+    let crate::jit::fused_kernels::window_tiled::Walk {
         operands: [operand, source, init],
         window,
         regions: [select, scatter],
         ..
-    } = super::window_tiled::walk_of(e, ss, &[], allow_vector)?;
+    } = crate::jit::fused_kernels::window_tiled::walk_of(e, ss, &[], allow_vector)?;
     let name = &e.comp.get(ss).name;
     let in_shape: ArrayShape = e.shape(operand)?.clone();
     let src_shape: ArrayShape = e.shape(source)?.clone();
@@ -269,8 +269,10 @@ pub fn emit_select_and_scatter_part(
         )));
     }
     let rank = in_shape.rank();
-    if rank > 0 && super::window_tiled::windows_disjoint(window, &in_shape, &src_shape) {
-        return super::window_tiled::emit_disjoint_select_and_scatter(
+    if rank > 0
+        && crate::jit::fused_kernels::window_tiled::windows_disjoint(window, &in_shape, &src_shape)
+    {
+        return crate::jit::fused_kernels::window_tiled::emit_disjoint_select_and_scatter(
             e,
             [operand, source, init],
             window,

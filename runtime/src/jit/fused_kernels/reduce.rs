@@ -14,12 +14,12 @@
 //! two are combined (`emit_reduce_combine`). The cut depends only on the shapes, never on
 //! the thread count, so one thread and two threads give bitwise the same result.
 
-use super::buffer::Addr;
-use super::elemental::{Comp, Elemental, Index};
-use super::kernel_lowering::{can_vectorize, kernel_instructions, nest, nest_part};
-use super::loops::counted_loop;
-use super::types::vectorizable_type;
-use super::JitError;
+use crate::jit::buffer::Addr;
+use crate::jit::clif::loops::counted_loop;
+use crate::jit::clif::types::vectorizable_type;
+use crate::jit::clif::value_at_index::{Comp, Elemental, Index};
+use crate::jit::fused_kernels::elementwise::{can_vectorize, kernel_instructions, nest, nest_part};
+use crate::jit::JitError;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use smallvec::SmallVec;
 use tessel_compiler::ir::{ArrayShape, BinaryOp, Computation, ElementType, InstrId, Module, Op};
@@ -168,7 +168,7 @@ pub fn emit_reduce_part(
     let fill_vec_end = if vec_ok { count / 4 * 4 } else { 0 };
     let fill = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
         for k in 0..n {
-            let v = super::elementwise::splat_if(e.fb, tys[k], init_vals[k], lanes);
+            let v = crate::jit::clif::element_ops::splat_if(e.fb, tys[k], init_vals[k], lanes);
             e.store(outputs[k], tys[k], j, v, lanes)?;
         }
         Ok(())
@@ -334,7 +334,12 @@ fn emit_columns(e: &mut Elemental, c: &Columns, part: Option<(i64, i64)>) -> Res
             let mut vars = Vec::with_capacity(chunk.len() * n);
             for &(_, lanes) in chunk.iter() {
                 for k in 0..n {
-                    let v = super::elementwise::splat_if(e.fb, c.tys[k], c.init_vals[k], lanes);
+                    let v = crate::jit::clif::element_ops::splat_if(
+                        e.fb,
+                        c.tys[k],
+                        c.init_vals[k],
+                        lanes,
+                    );
                     let ty = e.fb.func.dfg.value_type(v);
                     let var = e.fb.declare_var(ty);
                     e.fb.def_var(var, v);

@@ -1,0 +1,40 @@
+//! [`JitOptions`]: what [`super::compile`] may do (optimizer level, vectorizing, GEMM library
+//! and threads, profiling, convolution routines, CLIF dumps).
+
+use super::routines::conv_select::ConvAlgorithm;
+use std::path::PathBuf;
+use tessel_kernels::gemm::GemmBackend;
+
+/// Options of [`super::compile`].
+#[derive(Clone, Debug)]
+pub struct JitOptions {
+    /// Write each kernel's CLIF before and after Cranelift's optimizer into this directory.
+    /// Two compiles of one module write byte-identical files.
+    pub dump_to: Option<PathBuf>,
+    /// Cranelift's `opt_level`: `none`, `speed` or `speed_and_size`.
+    pub opt_level: String,
+    /// Use 4-lane vector loops where the kernel allows.
+    pub vectorize: bool,
+    /// Which GEMM library dot and convolution call.
+    pub gemm: GemmBackend,
+    /// Threads the GEMM may use (this machine has 2 cores).
+    pub gemm_threads: usize,
+    /// Count the time of every kernel and routine call (see `host/profile.rs`).
+    pub profile: bool,
+    /// Which convolution routines may be used (`conv_select.rs`).
+    pub conv_algorithm: ConvAlgorithm,
+}
+
+impl Default for JitOptions {
+    fn default() -> Self {
+        JitOptions {
+            dump_to: None,
+            opt_level: "speed".into(),
+            vectorize: true,
+            gemm: GemmBackend::default(),
+            gemm_threads: 2,
+            profile: false,
+            conv_algorithm: ConvAlgorithm::Auto,
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! The entry of the JIT: the state while lowering one module ([`ProgramCx`]) and
+//! [`compile_module`], which builds the program function `tessel_program(arena) -> status`,
+//! defines every function (dumping its CLIF when asked) and hands the code over to an
+//! [`Executable`].
+
+use super::executable::{Executable, ExecutableParts, ProgramStats};
+use crate::arena::ArenaLayout;
+use crate::jit::buffer::Loc;
+use crate::jit::clif::symbols::Symbols;
+use crate::jit::host::profile::{ProfileCounters, RESTART};
+use crate::jit::isa::host_isa;
+use crate::jit::{JitError, JitOptions};
+use cranelift_codegen::ir::{types, AbiParam, Function, InstBuilder, Signature, UserFuncName};
+use cranelift_codegen::ir::{Block, SigRef};
+use cranelift_codegen::isa::{CallConv, OwnedTargetIsa};
+use cranelift_codegen::Context;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, FuncId, Linkage, Module as _};
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+use tessel_compiler::ir::Module;
+use tessel_kernels::cpu::CpuFeatures;
+
+/// State while lowering one module.
+pub(super) struct ProgramCx<'m> {
+    pub module: &'m Module,
+    pub options: &'m JitOptions,
+    pub isa: OwnedTargetIsa,
+    pub features: CpuFeatures,
+    pub jit: JITModule,
+    pub call_conv: CallConv,
+    pub layout: ArenaLayout,
+    /// Constants, plans, counters and Rust functions the code refers to by symbol.
+    pub symbols: Symbols,
+    pub plans: Vec<Box<dyn Any + Send + Sync>>,
+    pub kernels: usize,
+    pub routine_sig: Option<SigRef>,
+    pub error_block: Option<Block>,
+    pub dump_index: usize,
+    /// Live references to each arena block; a block is reused once nothing refers to it.
+    pub refs: HashMap<usize, u32>,
+    /// Per-kernel time counters, when `JitOptions::profile` is on.
+    pub profile: Option<Box<ProfileCounters>>,
+    pub mark_sig: Option<SigRef>,
+    /// The opcode of the instruction being lowered (names profile slots).
+    pub current_op: &'static str,
+    /// The name of the instruction being lowered.
+    pub current_name: String,
+    /// The module, shared by the collective routines' plans (made on first use).
+    pub shared_module: Option<Arc<Module>>,
+}
+
+/// Compiles `module` (see [`crate::jit::compile`]).
+pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executable, JitError> {
+    let start = Instant::now();
+    let (isa, features) = host_isa(&options.opt_level)?;
+    let symbols = Symbols::default();
+    let mut builder = JITBuilder::with_isa(isa.clone(), default_libcall_names());
+    builder.symbol_lookup_fn(symbols.lookup_fn());
+    let jit = JITModule::new(builder);
+    let call_conv = isa.default_call_conv();
+    if let Some(dir) = &options.dump_to {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| JitError::Io(format!("{}: {e}", dir.display())))?;
+    }
+    let mut cx = ProgramCx {
+        module,
+        options,
+        isa,
+        features,
+        jit,
+        call_conv,
+        layout: ArenaLayout::new(),
+        symbols,
+        plans: Vec::new(),
+        kernels: 0,
+        routine_sig: None,
+        error_block: None,
+        dump_index: 0,
+        refs: HashMap::new(),
+        profile: options.profile.then(Box::default),
+        mark_sig: None,
+        current_op: "",
+        current_name: String::new(),
+        shared_module: None,
+    };
+
+    let mut sig = Signature::new(call_conv);
+    sig.params.push(AbiParam::new(types::I64));
+    sig.returns.push(AbiParam::new(types::I32));
+    let entry_id = cx
+        .jit
+        .declare_function("tessel_program", Linkage::Export, &sig)
+        .map_err(|e| JitError::Codegen(e.to_string()))?;
+    let mut func = Function::with_name_signature(UserFuncName::user(0, entry_id.as_u32()), sig);
+    let mut fbc = FunctionBuilderContext::new();
+    let mut fb = FunctionBuilder::new(&mut func, &mut fbc);
+    let block0 = fb.create_block();
+    fb.append_block_params_for_function_params(block0);
+    fb.switch_to_block(block0);
+    fb.seal_block(block0);
+    let arena = fb.block_params(block0)[0];
+    cx.profile_mark(&mut fb, RESTART);
+
+    let entry = module.entry();
+    let mut params: Vec<Loc> = Vec::new();
+    for p in entry.parameters() {
+        params.push(cx.alloc_loc(&entry.get(p).shape)?);
+    }
+    let result = cx.emit_computation(&mut fb, arena, module.entry, &params, None)?;
+    let zero = fb.ins().iconst(types::I32, 0);
+    fb.ins().return_(&[zero]);
+    if let Some(err) = cx.error_block {
+        fb.switch_to_block(err);
+        fb.seal_block(err);
+        let status = fb.block_params(err)[0];
+        fb.ins().return_(&[status]);
+    }
+    fb.finalize(cx.isa.frontend_config());
+    cx.define(entry_id, func, "program")?;
+    cx.jit
+        .finalize_definitions()
+        .map_err(|e| JitError::Codegen(e.to_string()))?;
+    let entry_ptr = cx.jit.get_finalized_function(entry_id);
+    let stats = ProgramStats {
+        kernels: cx.kernels,
+        arena_bytes: cx.layout.size(),
+        buffers: cx.layout.buffer_count(),
+        constant_bytes: cx.symbols.constant_bytes(),
+        compile_ms: start.elapsed().as_secs_f64() * 1e3,
+    };
+    Ok(Executable::new(ExecutableParts {
+        jit: cx.jit,
+        entry: entry_ptr,
+        arena_size: cx.layout.size(),
+        params,
+        result,
+        consts: cx.symbols.into_consts(),
+        plans: cx.plans,
+        profile: cx.profile,
+        stats,
+    }))
+}
+
+impl ProgramCx<'_> {
+    /// Compiles a function and adds it to the module, dumping its CLIF when asked.
+    pub(super) fn define(
+        &mut self,
+        id: FuncId,
+        func: Function,
+        what: &str,
+    ) -> Result<(), JitError> {
+        // The symbols this function refers to must be declared before it is defined.
+        self.symbols.declare(&mut self.jit)?;
+        let mut ctx = Context::for_function(func);
+        if let Some(dir) = &self.options.dump_to {
+            let n = self.dump_index;
+            self.dump_index += 1;
+            let before = dir.join(format!("{n:04}.{what}.before_opt.clif"));
+            std::fs::write(&before, ctx.func.display().to_string())
+                .map_err(|e| JitError::Io(format!("{}: {e}", before.display())))?;
+            let mut opt = Context::for_function(ctx.func.clone());
+            opt.optimize(&*self.isa, &mut Default::default())
+                .map_err(|e| JitError::Codegen(format!("{what}: {e:?}")))?;
+            let after = dir.join(format!("{n:04}.{what}.after_opt.clif"));
+            std::fs::write(&after, opt.func.display().to_string())
+                .map_err(|e| JitError::Io(format!("{}: {e}", after.display())))?;
+        }
+        self.jit
+            .define_function(id, &mut ctx)
+            .map_err(|e| JitError::Codegen(format!("{what}: {e:?}")))
+    }
+}

@@ -1,0 +1,220 @@
+//! Calls from the program function into Rust: routines `f(plan, arena) -> status` whose
+//! non-zero status leaves the program, and the profile marks. Plans, functions and counters are
+//! reached through symbols (`clif/symbols.rs`), never as immediates.
+
+use super::compile::ProgramCx;
+use super::emit_instruction::Walk;
+use crate::jit::buffer::{Buffer, Loc};
+use crate::jit::host::collectives::{collective_routine, CollectivePlan};
+use crate::jit::host::infeed_outfeed::{infeed_routine, outfeed_routine, InfeedPlan, OutfeedPlan};
+use crate::jit::host::profile::{tessel_profile_mark, ProfileCounters};
+use crate::jit::routines::conv_select::{plan_convolution, ConvPrecision};
+use crate::jit::routines::dot::{dot_routine, DotPlan};
+use crate::jit::JitError;
+use cranelift_codegen::ir::{types, AbiParam, InstBuilder, Signature, Value};
+use cranelift_frontend::FunctionBuilder;
+use std::any::Any;
+use std::sync::Arc;
+use tessel_compiler::ir::{InstrId, Instruction, Op};
+
+impl ProgramCx<'_> {
+    /// Keeps `plan` alive as long as the program and emits the call `f(plan, arena)`.
+    pub(super) fn call_plan<P: Any + Send + Sync>(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        f: usize,
+        plan: P,
+    ) {
+        self.call_boxed_plan(fb, arena, f, Box::new(plan));
+    }
+
+    /// [`Self::call_plan`] for a plan already boxed: `f` receives a pointer to the boxed value.
+    pub(super) fn call_boxed_plan(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        f: usize,
+        plan: Box<dyn Any + Send + Sync>,
+    ) {
+        let p = &*plan as *const (dyn Any + Send + Sync) as *const () as usize;
+        self.symbols.name("plan", p, std::mem::size_of_val(&*plan));
+        self.plans.push(plan);
+        self.routine(fb, arena, f, p);
+    }
+
+    /// Calls a Rust routine `f(plan, arena) -> status`; a non-zero status leaves the program.
+    pub(super) fn routine(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        f: usize,
+        plan: usize,
+    ) {
+        let sigref = match self.routine_sig {
+            Some(s) => s,
+            None => {
+                let mut sig = Signature::new(self.call_conv);
+                sig.params.push(AbiParam::new(types::I64));
+                sig.params.push(AbiParam::new(types::I64));
+                sig.returns.push(AbiParam::new(types::I32));
+                let s = fb.import_signature(sig);
+                self.routine_sig = Some(s);
+                s
+            }
+        };
+        let callee = self.symbols.function(fb, f);
+        let p = self.symbols.value(fb, plan);
+        let call = fb.ins().call_indirect(sigref, callee, &[p, arena]);
+        let status = fb.inst_results(call)[0];
+        if let Some(prof) = &mut self.profile {
+            let slot = prof.add_slot(&self.current_name, self.current_op);
+            self.profile_mark(fb, slot);
+        }
+        let err = *self.error_block.get_or_insert_with(|| {
+            let b = fb.create_block();
+            fb.append_block_param(b, types::I32);
+            b
+        });
+        let cont = fb.create_block();
+        fb.ins().brif(status, err, &[status.into()], cont, &[]);
+        fb.seal_block(cont);
+        fb.switch_to_block(cont);
+    }
+
+    /// Emits a call to [`tessel_profile_mark`] when profiling (see `profile.rs`).
+    pub(super) fn profile_mark(&mut self, fb: &mut FunctionBuilder, slot: u64) {
+        let Some(p) = &self.profile else { return };
+        let counters = &**p as *const ProfileCounters as usize;
+        self.symbols
+            .name("profile", counters, std::mem::size_of::<ProfileCounters>());
+        let sigref = *self.mark_sig.get_or_insert_with(|| {
+            let mut sig = Signature::new(self.call_conv);
+            sig.params.push(AbiParam::new(types::I64));
+            sig.params.push(AbiParam::new(types::I64));
+            fb.import_signature(sig)
+        });
+        let callee = self
+            .symbols
+            .function(fb, tessel_profile_mark as *const () as usize);
+        let c = self.symbols.value(fb, counters);
+        let s = fb.ins().iconst(types::I64, slot as i64);
+        fb.ins().call_indirect(sigref, callee, &[c, s]);
+    }
+
+    /// A collective: a host routine that meets the replica group (see `collectives.rs`); the
+    /// replica count is only known when the program runs.
+    pub(super) fn emit_collective(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        walk: &Walk,
+        id: InstrId,
+    ) -> Result<Loc, JitError> {
+        let instr = walk.comp.get(id);
+        let operands: Vec<Buffer> = (0..instr.operands().len())
+            .map(|k| walk.array(instr, k))
+            .collect::<Result<_, _>>()?;
+        let out = self.alloc_loc(&instr.shape)?;
+        let module = self.module;
+        let shared = self
+            .shared_module
+            .get_or_insert_with(|| Arc::new(module.clone()))
+            .clone();
+        let plan = CollectivePlan::new(&instr.name, shared, walk.cid, id, operands, &out)?;
+        self.call_plan(fb, arena, collective_routine as *const () as usize, plan);
+        Ok(out)
+    }
+
+    /// A dot: the GEMM routine over a plan of the operands' buffers.
+    pub(super) fn emit_dot(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        walk: &Walk,
+        instr: &Instruction,
+    ) -> Result<Loc, JitError> {
+        let Op::Dot(dnums) = &instr.op else {
+            return Err(JitError::Invalid(format!("{} is not a dot", instr.name)));
+        };
+        let (l, r) = (walk.array(instr, 0)?, walk.array(instr, 1)?);
+        let out = self.alloc_loc(&instr.shape)?;
+        let oaddr = out.as_array().expect("array").addr;
+        let (backend, threads) = (self.options.gemm, self.options.gemm_threads);
+        let plan = self.with_scratch(|scratch| {
+            DotPlan::new(
+                &instr.name,
+                dnums,
+                (l.addr, &l.shape),
+                (r.addr, &r.shape),
+                oaddr,
+                backend,
+                threads,
+                scratch,
+            )
+        })?;
+        self.call_plan(fb, arena, dot_routine as *const () as usize, plan);
+        Ok(out)
+    }
+
+    /// A convolution: the routine `conv_select.rs` chooses, over a plan of the buffers.
+    pub(super) fn emit_convolution(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        walk: &Walk,
+        instr: &Instruction,
+    ) -> Result<Loc, JitError> {
+        let Op::Convolution(conv) = &instr.op else {
+            return Err(JitError::Invalid(format!(
+                "{} is not a convolution",
+                instr.name
+            )));
+        };
+        let (l, r) = (walk.array(instr, 0)?, walk.array(instr, 1)?);
+        let out = self.alloc_loc(&instr.shape)?;
+        let ob = out.as_array().expect("array").clone();
+        let options = self.options;
+        let precision = ConvPrecision::of(&instr.extra_attrs);
+        let conv = self.with_scratch(|scratch| {
+            plan_convolution(
+                &instr.name,
+                conv,
+                precision,
+                (l.addr, &l.shape),
+                (r.addr, &r.shape),
+                (ob.addr, &ob.shape),
+                options,
+                scratch,
+            )
+        })?;
+        self.call_boxed_plan(fb, arena, conv.routine, conv.plan);
+        Ok(out)
+    }
+
+    /// An infeed: the host routine copies the replica's next value into the new buffers.
+    pub(super) fn emit_infeed(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        instr: &Instruction,
+    ) -> Result<Loc, JitError> {
+        let out = self.alloc_loc(&instr.shape)?;
+        let plan = InfeedPlan::new(&instr.name, &out).map_err(JitError::Invalid)?;
+        self.call_plan(fb, arena, infeed_routine as *const () as usize, plan);
+        Ok(out)
+    }
+
+    /// An outfeed: the host routine hands the operand's value over to the host.
+    pub(super) fn emit_outfeed(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        walk: &Walk,
+        instr: &Instruction,
+    ) -> Result<Loc, JitError> {
+        let plan = OutfeedPlan::new(&instr.name, walk.operand(instr, 0)?);
+        self.call_plan(fb, arena, outfeed_routine as *const () as usize, plan);
+        Ok(Loc::Token)
+    }
+}

@@ -1,0 +1,289 @@
+//! One computation, instruction by instruction: the walk in dependency order with its
+//! bookkeeping (locations, materialized values, references released after the last reader),
+//! and the dispatch of each instruction to the emitter of its op class. Tuples,
+//! get-tuple-element, reshape, bitcast and copy only rename buffers.
+
+use super::compile::ProgramCx;
+use super::emit_fusion::fusion_leaves;
+use super::loop_state;
+use crate::jit::buffer::{Buffer, Loc};
+use crate::jit::clif::value_at_index::Leaf;
+use crate::jit::fused_kernels::fusion_plan;
+use crate::jit::JitError;
+use cranelift_codegen::ir::Value;
+use cranelift_frontend::FunctionBuilder;
+use std::collections::HashMap;
+use tessel_compiler::ir::{Computation, ComputationId, InstrId, Instruction, Op};
+
+/// The state of one computation's walk.
+pub(super) struct Walk<'c> {
+    pub cid: ComputationId,
+    pub comp: &'c Computation,
+    /// The location of every value computed so far.
+    pub locs: HashMap<InstrId, Loc>,
+    /// Every materialized array so far: what a kernel reads instead of recomputing.
+    pub materialized: HashMap<InstrId, Leaf>,
+    /// The values whose last reader is the instruction at each position of the walk.
+    pub dying: HashMap<usize, Vec<InstrId>>,
+    /// The loop state buffer each root operand may be written into (`loop_state.rs`).
+    pub slots: HashMap<InstrId, Buffer>,
+}
+
+impl Walk<'_> {
+    /// The location of operand `k` of `instr`.
+    pub fn operand(&self, instr: &Instruction, k: usize) -> Result<&Loc, JitError> {
+        self.locs
+            .get(&instr.operands()[k])
+            .ok_or_else(|| JitError::Invalid(format!("{}: operand {k} not computed", instr.name)))
+    }
+
+    /// The buffer of array operand `k` of `instr`.
+    pub fn array(&self, instr: &Instruction, k: usize) -> Result<Buffer, JitError> {
+        self.operand(instr, k)?.as_array().cloned().ok_or_else(|| {
+            JitError::Invalid(format!("{}: operand {k} is not an array", instr.name))
+        })
+    }
+
+    /// The locations of all operands of `instr`.
+    pub fn operands(&self, instr: &Instruction) -> Result<Vec<Loc>, JitError> {
+        (0..instr.operands().len())
+            .map(|k| self.operand(instr, k).cloned())
+            .collect()
+    }
+
+    /// The locations of the values whose last reader is the instruction at `pos`.
+    pub fn dying_locs(&self, pos: usize) -> Vec<&Loc> {
+        self.dying
+            .get(&pos)
+            .into_iter()
+            .flatten()
+            .filter_map(|d| self.locs.get(d))
+            .collect()
+    }
+}
+
+impl ProgramCx<'_> {
+    /// Emits computation `cid` on `args`. `dest`, when given, is where the caller will copy
+    /// the (tuple) result: root elements are written there directly when that is safe (see
+    /// `loop_state.rs`).
+    pub(super) fn emit_computation(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        cid: ComputationId,
+        args: &[Loc],
+        dest: Option<&Loc>,
+    ) -> Result<Loc, JitError> {
+        let comp = self.module.computation(cid);
+        let fused = fusion_plan::plan(comp);
+        let mut walk = Walk {
+            cid,
+            comp,
+            locs: HashMap::new(),
+            materialized: HashMap::new(),
+            dying: fusion_plan::last_uses(comp, &fused),
+            slots: loop_state::root_slots(comp, dest),
+        };
+        let order: Vec<InstrId> = comp
+            .post_order()
+            .into_iter()
+            .filter(|id| !fused.contains(id))
+            .collect();
+        for (pos, &id) in order.iter().enumerate() {
+            let instr = comp.get(id);
+            self.current_op = instr.op.opcode_name();
+            if self.profile.is_some() {
+                self.current_name.clone_from(&instr.name);
+            }
+            let loc = match self.renamed_value(&walk, instr, args)? {
+                Some(loc) => loc,
+                None => self.emit_instruction(fb, arena, &walk, pos, id)?,
+            };
+            if let Loc::Array(b) = &loc {
+                walk.materialized.insert(
+                    id,
+                    Leaf {
+                        addr: b.addr,
+                        shape: b.shape.clone(),
+                    },
+                );
+            }
+            // Call, while and conditional results come back with their references held.
+            if !matches!(
+                instr.op,
+                Op::Call { .. } | Op::While { .. } | Op::Conditional { .. }
+            ) {
+                self.retain(&loc);
+            }
+            walk.locs.insert(id, loc);
+            for dead in walk.dying.get(&pos).into_iter().flatten() {
+                if let Some(l) = walk.locs.get(dead).cloned() {
+                    self.release(&l);
+                    walk.materialized.remove(dead);
+                }
+            }
+        }
+        walk.locs
+            .remove(&comp.root())
+            .ok_or_else(|| JitError::Invalid(format!("{} has no root", comp.name)))
+    }
+
+    /// The location of an instruction that emits no code (a parameter, a constant, or a new
+    /// name for operand buffers); `None` for any other instruction.
+    fn renamed_value(
+        &mut self,
+        walk: &Walk,
+        instr: &Instruction,
+        args: &[Loc],
+    ) -> Result<Option<Loc>, JitError> {
+        Ok(Some(match &instr.op {
+            Op::Parameter(n) => args.get(*n as usize).cloned().ok_or_else(|| {
+                JitError::Invalid(format!("{}: no argument for parameter {n}", walk.comp.name))
+            })?,
+            Op::Constant(lit) => self.const_loc(lit)?,
+            Op::Tuple => Loc::Tuple(walk.operands(instr)?),
+            Op::GetTupleElement { index } => match walk.operand(instr, 0)? {
+                Loc::Tuple(t) => t.get(*index as usize).cloned().ok_or_else(|| {
+                    JitError::Invalid(format!("{}: tuple index out of range", instr.name))
+                })?,
+                _ => {
+                    return Err(JitError::Invalid(format!(
+                        "{}: get-tuple-element of a non-tuple",
+                        instr.name
+                    )))
+                }
+            },
+            Op::Reshape | Op::Bitcast | Op::Copy if instr.shape.is_array() => {
+                let b = walk.array(instr, 0)?;
+                let shape = instr.shape.as_array().cloned().expect("array");
+                if shape.byte_size() != b.shape.byte_size() {
+                    return Err(JitError::Invalid(format!(
+                        "{}: reshape changes the size",
+                        instr.name
+                    )));
+                }
+                Loc::Array(Buffer {
+                    addr: b.addr,
+                    shape,
+                })
+            }
+            Op::Copy => walk.operand(instr, 0)?.clone(),
+            Op::AfterAll => Loc::Token,
+            _ => return Ok(None),
+        }))
+    }
+
+    /// Emits the code of instruction `id` (at position `pos` of the walk) by op class: a host
+    /// routine, control flow, or a kernel.
+    fn emit_instruction(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        walk: &Walk,
+        pos: usize,
+        id: InstrId,
+    ) -> Result<Loc, JitError> {
+        let instr = walk.comp.get(id);
+        match &instr.op {
+            Op::AllReduce { .. }
+            | Op::AllGather { .. }
+            | Op::ReduceScatter { .. }
+            | Op::CollectivePermute { .. }
+            | Op::ReplicaId
+            | Op::PartitionId => self.emit_collective(fb, arena, walk, id),
+            Op::Call { to_apply } => {
+                let a = walk.operands(instr)?;
+                self.emit_computation(fb, arena, *to_apply, &a, None)
+            }
+            Op::While { condition, body } => {
+                let init = walk.operand(instr, 0)?.clone();
+                self.emit_while(fb, arena, &instr.shape, init, *condition, *body)
+            }
+            Op::Conditional { branches } => {
+                let a = walk.operands(instr)?;
+                self.emit_conditional(fb, arena, &instr.shape, &a, branches)
+            }
+            Op::Dot(_) => self.emit_dot(fb, arena, walk, instr),
+            Op::Convolution(_) => self.emit_convolution(fb, arena, walk, instr),
+            Op::Infeed { .. } => self.emit_infeed(fb, arena, instr),
+            Op::Outfeed { .. } => self.emit_outfeed(fb, arena, walk, instr),
+            Op::CustomCall { .. } => Err(JitError::Unsupported(format!(
+                "{} ({})",
+                instr.op.opcode_name(),
+                instr.name
+            ))),
+            Op::Fusion { calls, .. } => {
+                self.emit_fusion_instruction(fb, arena, walk, pos, id, *calls)
+            }
+            // Any other op is a kernel rooted at this instruction; it reads the materialized
+            // values and recomputes the fused instructions in between.
+            _ => self.emit_kernel_instruction(fb, arena, walk, pos, id),
+        }
+    }
+
+    /// A fusion instruction, written into its loop state buffer when that is safe.
+    fn emit_fusion_instruction(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        walk: &Walk,
+        pos: usize,
+        id: InstrId,
+        calls: ComputationId,
+    ) -> Result<Loc, JitError> {
+        let instr = walk.comp.get(id);
+        let a = walk.operands(instr)?;
+        let read_here = walk.dying_locs(pos);
+        let fused_comp = self.module.computation(calls);
+        let slot = walk.slots.get(&id).filter(|slot| {
+            loop_state::can_write_in_place(slot, &instr.shape, &self.refs, &read_here, || {
+                fusion_leaves(fused_comp, &a).is_some_and(|leaves| {
+                    loop_state::reads_only_aligned(
+                        fused_comp,
+                        fused_comp.root(),
+                        &leaves,
+                        slot.addr,
+                    )
+                })
+            })
+        });
+        let out = match slot {
+            Some(b) => Loc::Array(b.clone()),
+            None => self.alloc_loc(&instr.shape)?,
+        };
+        self.emit_fusion(fb, arena, &instr.name, calls, &a, out)
+    }
+
+    /// A kernel rooted at instruction `id`, written into its loop state buffer when that is
+    /// safe.
+    fn emit_kernel_instruction(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        walk: &Walk,
+        pos: usize,
+        id: InstrId,
+    ) -> Result<Loc, JitError> {
+        let instr = walk.comp.get(id);
+        let read_here = walk.dying_locs(pos);
+        let slot = walk.slots.get(&id).filter(|slot| {
+            loop_state::can_write_in_place(slot, &instr.shape, &self.refs, &read_here, || {
+                loop_state::reads_only_aligned(walk.comp, id, &walk.materialized, slot.addr)
+            })
+        });
+        let out = match slot {
+            Some(b) => Loc::Array(b.clone()),
+            None => self.alloc_loc(&instr.shape)?,
+        };
+        self.emit_kernel_for(
+            fb,
+            arena,
+            &instr.name,
+            walk.cid,
+            id,
+            walk.materialized.clone(),
+            &out,
+        )?;
+        Ok(out)
+    }
+}

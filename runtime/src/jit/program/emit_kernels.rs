@@ -1,0 +1,277 @@
+//! Kernel functions `kernel(arena)` built from the kernel families (`fused_kernels/`) and
+//! called from the program: whole, or as two parts on two workers when they are large, and a
+//! split reduce's two parts with the kernel combining them.
+
+use super::compile::ProgramCx;
+use crate::jit::buffer::{Addr, Buffer, Loc};
+use crate::jit::clif::element_ops::Libcalls;
+use crate::jit::clif::value_at_index::{Elemental, Leaf};
+use crate::jit::fused_kernels::elementwise::{emit_elementwise_part, split_point, KernelOutput};
+use crate::jit::fused_kernels::reduce;
+use crate::jit::routines::kernel_pair::tessel_run_kernel_pair;
+use crate::jit::JitError;
+use cranelift_codegen::ir::{
+    types, AbiParam, Function, InstBuilder, Signature, UserFuncName, Value,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_module::{FuncId, Linkage, Module as _};
+use std::collections::HashMap;
+use tessel_compiler::ir::{ArrayShape, ComputationId, InstrId};
+
+/// A range `[lo, hi)` of a kernel's outermost loop.
+pub(super) type Part = (i64, i64);
+
+/// Emits a kernel's body, over all of it (`None`) or over one part.
+pub(super) type PartBody<'b> = dyn FnMut(&mut Elemental, Option<Part>) -> Result<(), JitError> + 'b;
+
+/// Kernels at least this large run as two halves on two threads.
+const PARALLEL_KERNEL_ELEMENTS: i64 = 1 << 16;
+
+impl ProgramCx<'_> {
+    /// Builds a kernel function `kernel(arena)` with `body` and calls it from the program.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn kernel(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        comp: ComputationId,
+        leaves: HashMap<InstrId, Leaf>,
+        outputs: &[Addr],
+        body: &mut dyn FnMut(&mut Elemental) -> Result<(), JitError>,
+    ) -> Result<(), JitError> {
+        let (id, fname) = self.build_kernel(name, comp, leaves, outputs, body)?;
+        let fref = self.jit.declare_func_in_func(id, fb.func);
+        fb.ins().call(fref, &[arena]);
+        if let Some(p) = &mut self.profile {
+            let slot = p.add_slot(&fname, self.current_op);
+            self.profile_mark(fb, slot);
+        }
+        Ok(())
+    }
+
+    /// An elementwise kernel computing `outputs` over `shape` (see [`Self::split_kernel`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn elementwise_kernel(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        comp: ComputationId,
+        leaves: HashMap<InstrId, Leaf>,
+        outputs: &[KernelOutput],
+        shape: &ArrayShape,
+    ) -> Result<(), JitError> {
+        let vec = self.options.vectorize;
+        let addrs: Vec<Addr> = outputs.iter().map(|o| o.addr).collect();
+        self.split_kernel(
+            fb,
+            arena,
+            name,
+            comp,
+            leaves,
+            &addrs,
+            shape.element_count(),
+            &|e| split_point(e, outputs, shape),
+            &mut |e, part| emit_elementwise_part(e, outputs, shape, vec, part),
+        )
+    }
+
+    /// A kernel that writes `elements` values. When the GEMM may use several threads, the
+    /// kernel is large and `split` finds a cut `(mid, end)` of its outermost loop, it is built
+    /// as two kernels, `body` over `[0, mid)` and over `[mid, end)`, which run on two threads
+    /// (`tessel_run_kernel_pair`); otherwise as one kernel, `body` with no part.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn split_kernel(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        comp: ComputationId,
+        leaves: HashMap<InstrId, Leaf>,
+        addrs: &[Addr],
+        elements: i64,
+        split: &dyn Fn(&Elemental) -> Option<Part>,
+        body: &mut PartBody,
+    ) -> Result<(), JitError> {
+        if self.options.gemm_threads < 2 || elements < PARALLEL_KERNEL_ELEMENTS {
+            return self.kernel(fb, arena, name, comp, leaves, addrs, &mut |e| body(e, None));
+        }
+        let mut cut = None;
+        let (first, fname) = self.build_kernel(name, comp, leaves.clone(), addrs, &mut |e| {
+            cut = split(e);
+            body(e, cut.map(|(mid, _)| (0, mid)))
+        })?;
+        match cut {
+            None => {
+                let first_ref = self.jit.declare_func_in_func(first, fb.func);
+                fb.ins().call(first_ref, &[arena]);
+            }
+            Some((mid, end)) => {
+                let (second, _) = self.build_kernel(name, comp, leaves, addrs, &mut |e| {
+                    body(e, Some((mid, end)))
+                })?;
+                self.call_kernel_pair(fb, arena, first, second);
+            }
+        }
+        if let Some(p) = &mut self.profile {
+            let slot = p.add_slot(&fname, self.current_op);
+            self.profile_mark(fb, slot);
+        }
+        Ok(())
+    }
+
+    /// Calls two kernels that write disjoint memory on two workers
+    /// (`tessel_run_kernel_pair`).
+    pub(super) fn call_kernel_pair(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        first: FuncId,
+        second: FuncId,
+    ) {
+        let first_ref = self.jit.declare_func_in_func(first, fb.func);
+        let second_ref = self.jit.declare_func_in_func(second, fb.func);
+        let a = fb.ins().func_addr(types::I64, first_ref);
+        let b = fb.ins().func_addr(types::I64, second_ref);
+        let mut sig = Signature::new(self.call_conv);
+        sig.params.extend([AbiParam::new(types::I64); 3]);
+        let sigref = fb.import_signature(sig);
+        let callee = self
+            .symbols
+            .function(fb, tessel_run_kernel_pair as *const () as usize);
+        fb.ins().call_indirect(sigref, callee, &[a, b, arena]);
+    }
+
+    /// A reduce computed in two parts cut at `(mid, end)` of its operand's first dimension
+    /// (`reduce::reduce_split`): rows `[0, mid)` into the output and `[mid, end)` into scratch,
+    /// on two workers when the GEMM may use two threads, else one after the other; then a
+    /// third kernel combines them. The parts are the same whatever the thread count.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn split_reduce(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        comp: ComputationId,
+        root: InstrId,
+        leaves: HashMap<InstrId, Leaf>,
+        out: &Loc,
+        (mid, end): Part,
+    ) -> Result<(), JitError> {
+        let vec = self.options.vectorize;
+        let outputs: Vec<Buffer> = out.leaves().into_iter().cloned().collect();
+        let addrs: Vec<Addr> = outputs.iter().map(|b| b.addr).collect();
+        let partials: Vec<Addr> = outputs.iter().map(|b| self.alloc(b.byte_size())).collect();
+        let (first, fname) = self.build_kernel(name, comp, leaves.clone(), &addrs, &mut |e| {
+            reduce::emit_reduce_part(e, root, &addrs, vec, Some((0, mid)))
+        })?;
+        let (second, _) = self.build_kernel(name, comp, leaves, &partials, &mut |e| {
+            reduce::emit_reduce_part(e, root, &partials, vec, Some((mid, end)))
+        })?;
+        self.call_parts_and_combine(
+            fb,
+            arena,
+            name,
+            comp,
+            root,
+            [first, second],
+            &addrs,
+            &partials,
+        )?;
+        if let Some(p) = &mut self.profile {
+            let slot = p.add_slot(&fname, self.current_op);
+            self.profile_mark(fb, slot);
+        }
+        self.free_scratch(partials);
+        Ok(())
+    }
+
+    /// Runs the two parts of a split reduce (on two workers when the GEMM may use two
+    /// threads, else one after the other), then a kernel combining `partials` into `outputs`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn call_parts_and_combine(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        name: &str,
+        comp: ComputationId,
+        red: InstrId,
+        [first, second]: [FuncId; 2],
+        outputs: &[Addr],
+        partials: &[Addr],
+    ) -> Result<(), JitError> {
+        if self.options.gemm_threads >= 2 {
+            self.call_kernel_pair(fb, arena, first, second);
+        } else {
+            for k in [first, second] {
+                let r = self.jit.declare_func_in_func(k, fb.func);
+                fb.ins().call(r, &[arena]);
+            }
+        }
+        let vec = self.options.vectorize;
+        let mut both = outputs.to_vec();
+        both.extend(partials);
+        let (combine, _) = self.build_kernel(name, comp, HashMap::new(), &both, &mut |e| {
+            reduce::emit_reduce_combine(e, red, outputs, partials, vec)
+        })?;
+        let r = self.jit.declare_func_in_func(combine, fb.func);
+        fb.ins().call(r, &[arena]);
+        Ok(())
+    }
+
+    /// Builds a kernel function `kernel(arena)` with `body`; returns it and its symbol.
+    pub(super) fn build_kernel(
+        &mut self,
+        name: &str,
+        comp: ComputationId,
+        leaves: HashMap<InstrId, Leaf>,
+        outputs: &[Addr],
+        body: &mut dyn FnMut(&mut Elemental) -> Result<(), JitError>,
+    ) -> Result<(FuncId, String), JitError> {
+        let mut sig = Signature::new(self.call_conv);
+        sig.params.push(AbiParam::new(types::I64));
+        let fname = format!("k{}_{}", self.kernels, sanitize(name));
+        self.kernels += 1;
+        let id = self
+            .jit
+            .declare_function(&fname, Linkage::Local, &sig)
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
+        let mut func = Function::with_name_signature(UserFuncName::user(0, id.as_u32()), sig);
+        {
+            let mut kfbc = FunctionBuilderContext::new();
+            let mut kfb = FunctionBuilder::new(&mut func, &mut kfbc);
+            let b0 = kfb.create_block();
+            kfb.append_block_params_for_function_params(b0);
+            kfb.switch_to_block(b0);
+            kfb.seal_block(b0);
+            let karena = kfb.block_params(b0)[0];
+            let module = self.module;
+            let mut e = Elemental::new(
+                &mut kfb,
+                module,
+                module.computation(comp),
+                &leaves,
+                karena,
+                self.features.fma,
+                Libcalls {
+                    call_conv: self.call_conv,
+                    symbols: &self.symbols,
+                },
+            );
+            e.hoist_addresses(outputs);
+            body(&mut e).map_err(|err| err.at(name))?;
+            kfb.ins().return_(&[]);
+            kfb.finalize(self.isa.frontend_config());
+        }
+        self.define(id, func, &fname)?;
+        Ok((id, fname))
+    }
+}
+
+/// A symbol-safe form of an instruction name.
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}

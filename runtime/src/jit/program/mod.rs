@@ -1,0 +1,30 @@
+//! The program of a module and its executable.
+//!
+//! The entry computation is walked in dependency order. Each step becomes a call from the
+//! program function `tessel_program(arena) -> status`: a kernel function (elementwise loop
+//! nest, reduce, reduce-window, select-and-scatter), or a Rust routine (dot, convolution,
+//! collectives, feeds) whose non-zero status returns at once. `call` is inlined, `while` is a
+//! native loop whose state buffers are updated in place, `conditional` a native branch. Every
+//! buffer is placed in one arena.
+//!
+//! - `compile.rs`: the entry ([`compile_module`]) and the per-module state;
+//! - `memory.rs`: arena placement, scratch, constants and buffer copies;
+//! - `emit_instruction.rs`: the walk of a computation and the dispatch by op class;
+//! - `emit_control_flow.rs`: `while` and `conditional`;
+//! - `emit_calls.rs`: routine calls (dot, convolution, collectives, feeds) and profile marks;
+//! - `emit_fusion.rs`, `emit_kernels.rs`: kernels for fusions and other ops, and their calls;
+//! - `loop_state.rs`: when a loop body may write straight into the loop state;
+//! - `executable.rs`: the compiled program, run once or on replicas.
+
+mod compile;
+mod emit_calls;
+mod emit_control_flow;
+mod emit_fusion;
+mod emit_instruction;
+mod emit_kernels;
+pub mod executable;
+pub mod loop_state;
+mod memory;
+
+pub use compile::compile_module;
+pub use executable::{Executable, ProgramStats};
