@@ -2,7 +2,7 @@
 //! by one infeed thread, and an outfeed channel drained by one outfeed thread.
 //!
 //! [`HostFeed`] is what a replica sees of the host (the interpreter reaches it through its
-//! replica link, compiled programs through `jit::feed_ops`); [`HostQueues`] implements it.
+//! replica link, compiled programs through `jit::host::infeed_outfeed`); [`HostQueues`] implements it.
 //! Every way a run can stop is an error, never a hang:
 //! - a replica reading a closed, empty queue gets "infeed closed" with the reason;
 //! - a replica that fails aborts the queues: replicas blocked on an infeed and the infeed

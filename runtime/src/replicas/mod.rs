@@ -120,7 +120,7 @@ pub struct ReplicaOptions {
 
 /// What a replica thread's routines see: its context and its injected fault, if any.
 pub(crate) struct ReplicaEnv {
-    /// Compiled programs reach the host feed through `jit::feed_ops`, not the context.
+    /// Compiled programs reach the host feed through `jit::host::infeed_outfeed`, not the context.
     pub(crate) context: ReplicaContext<'static>,
     collectives: Cell<u64>,
     fault: Option<(u64, Fault)>,

@@ -96,7 +96,7 @@ impl Hub {
 
 /// One replica of a run: its id, the hub it meets the others at, and the host feed its
 /// `infeed`/`outfeed` use (when the interpreter runs it; compiled programs reach the feed
-/// through `jit::feed_ops`).
+/// through `jit::host::infeed_outfeed`).
 pub struct ReplicaContext<'f> {
     id: usize,
     count: usize,
