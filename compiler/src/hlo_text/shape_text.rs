@@ -5,17 +5,31 @@ use crate::ir::{ArrayShape, ElementType, Shape, UNKNOWN_DIM};
 use smallvec::SmallVec;
 use std::fmt::Write;
 
+/// How deeply tuple shapes may nest. Real modules nest a few levels (a while loop's state in a
+/// tuple of tuples); the limit turns a pathological input into an error instead of a stack
+/// overflow in the recursive descent below.
+pub(crate) const MAX_TUPLE_NESTING: usize = 256;
+
 /// Parses a shape. Layouts (`{1,0}`, `{0,1:T(8,128)}`) are checked for balance and dropped.
 pub(crate) fn parse_shape(c: &mut Cursor) -> PResult<Shape> {
+    parse_shape_nested(c, 0)
+}
+
+fn parse_shape_nested(c: &mut Cursor, depth: usize) -> PResult<Shape> {
     c.skip_ws();
     if c.peek() == Some(b'(') {
+        if depth >= MAX_TUPLE_NESTING {
+            return Err(c.error(format!(
+                "tuple shapes nest more than {MAX_TUPLE_NESTING} levels deep here"
+            )));
+        }
         c.pos += 1;
         let mut elems = Vec::new();
         if c.eat(")") {
             return Ok(Shape::Tuple(elems));
         }
         loop {
-            elems.push(parse_shape(c)?);
+            elems.push(parse_shape_nested(c, depth + 1)?);
             if c.eat(")") {
                 return Ok(Shape::Tuple(elems));
             }

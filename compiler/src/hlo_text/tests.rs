@@ -340,3 +340,31 @@ fn bad_iota_groups_and_inconsistent_literals() {
     });
     assert_eq!(literal_to_text(&l), "{1, 2}");
 }
+
+/// Deeply nested tuple shapes end in an error, not a stack overflow: in an instruction's shape,
+/// in an operand's long-form shape and in `entry_computation_layout` (found by fuzzing).
+#[test]
+fn deep_tuple_nesting_is_an_error() {
+    let deep = |d: usize| format!("{}f32[]{}", "(".repeat(d), ")".repeat(d));
+    let texts = [
+        format!("HloModule t\n\nENTRY main {{\n  ROOT p = {} parameter(0)\n}}\n", deep(15_000)),
+        format!(
+            "HloModule t\n\nENTRY main {{\n  a = f32[] parameter(0)\n  ROOT n = f32[] negate({} a)\n}}\n",
+            deep(15_000)
+        ),
+        format!(
+            "HloModule t, entry_computation_layout={{({})->f32[]}}\n\nENTRY main {{\n  ROOT a = f32[] parameter(0)\n}}\n",
+            deep(15_000)
+        ),
+    ];
+    for text in &texts {
+        let e = parse_module(text, Some("t.hlo")).unwrap_err().to_string();
+        assert!(e.contains("nest more than 256 levels"), "{e}");
+    }
+    // Nesting at the limit still parses.
+    let ok = format!(
+        "HloModule t\n\nENTRY main {{\n  ROOT p = {} parameter(0)\n}}\n",
+        deep(256)
+    );
+    parse_module(&ok, Some("t.hlo")).unwrap_or_else(|e| panic!("{e}"));
+}

@@ -384,3 +384,28 @@ fn entry_out_of_range() {
         "in computation t: the entry is computation#5"
     ));
 }
+
+/// A chain of 9,000 nested calls is reported (it overflowed the interpreter's stack); a chain
+/// at the limit verifies.
+#[test]
+fn call_chains_deeper_than_the_limit_are_reported() {
+    let chain = |n: usize| {
+        let mut text = String::from(
+            "HloModule deep\n\nc0 {\n  p0 = f32[] parameter(0)\n  ROOT n0 = f32[] negate(p0)\n}\n",
+        );
+        for i in 1..n {
+            text += &format!(
+                "\nc{i} {{\n  p{i} = f32[] parameter(0)\n  ROOT r{i} = f32[] call(p{i}), to_apply=c{}\n}}\n",
+                i - 1
+            );
+        }
+        text += &format!(
+            "\nENTRY main {{\n  x = f32[] parameter(0)\n  ROOT r = f32[] call(x), to_apply=c{}\n}}\n",
+            n - 1
+        );
+        crate::hlo_text::parse_module(&text, None).unwrap()
+    };
+    let text = all_text(&errors(&chain(9_000)));
+    assert!(text.contains("chain of 9001 nested calls"), "{text}");
+    assert!(verify(&chain(super::calls::MAX_CALL_DEPTH - 1)).is_ok());
+}
