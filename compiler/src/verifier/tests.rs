@@ -409,3 +409,15 @@ fn call_chains_deeper_than_the_limit_are_reported() {
     assert!(text.contains("chain of 9001 nested calls"), "{text}");
     assert!(verify(&chain(super::calls::MAX_CALL_DEPTH - 1)).is_ok());
 }
+
+/// A shape whose byte size overflows 64 bits is reported (its element count wrapped to 0, so
+/// `check` accepted it and `run` wrote a file safetensors refused).
+#[test]
+fn shapes_whose_byte_size_overflows_are_reported() {
+    let text = "HloModule big\n\nENTRY main {\n  c = f32[] constant(1)\n  ROOT b = f32[4294967296,4294967296] broadcast(c), dimensions={}\n}\n";
+    let m = crate::hlo_text::parse_module(text, None).unwrap();
+    let text = all_text(&errors(&m));
+    assert!(text.contains("more bytes than a 64-bit size can count"), "{text}");
+    let fits = "HloModule big\n\nENTRY main {\n  c = f32[] constant(1)\n  ROOT b = f32[65536,65536] broadcast(c), dimensions={}\n}\n";
+    assert!(verify(&crate::hlo_text::parse_module(fits, None).unwrap()).is_ok());
+}
