@@ -121,7 +121,9 @@ fn parse_shape_nested(c: &mut Cursor, depth: usize) -> PResult<Shape> {
         return Ok(Shape::Token);
     };
     if c.peek() == Some(b'{') {
+        let at = c.pos;
         skip_layout(c)?;
+        check_minor_to_major(c, at, dims.len())?;
     }
     if !dynamic.iter().any(|&d| d) {
         dynamic.clear();
@@ -153,6 +155,37 @@ fn skip_layout(c: &mut Cursor) -> PResult<()> {
         c.bump();
     }
     Err(c.error_at(start, "malformed shape: unterminated layout `{`"))
+}
+
+/// The layout's minor-to-major list (before any `:` tiling or memory space) must be empty or a
+/// permutation of the dimensions: `f32[2,2]{5,0}` is an error, not silently dropped.
+fn check_minor_to_major(c: &Cursor, at: usize, rank: usize) -> PResult<()> {
+    let inner = &c.text[at + 1..c.pos - 1];
+    let list = inner.split(':').next().unwrap_or("").trim();
+    if list.is_empty() {
+        return Ok(());
+    }
+    let mut seen = vec![false; rank];
+    let mut count = 0;
+    for item in list.split(',') {
+        let dim = item.trim().parse::<usize>().ok().filter(|&d| d < rank);
+        match dim {
+            Some(d) if !seen[d] => {
+                seen[d] = true;
+                count += 1;
+            }
+            _ => break,
+        }
+    }
+    if count != rank || list.split(',').count() != rank {
+        return Err(c.error_at(
+            at,
+            format!(
+                "malformed shape: layout {{{list}}} is not a permutation of the {rank} dimensions"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Shape text with the default row-major layout; tuples get XLA's `/*index=N*/` markers

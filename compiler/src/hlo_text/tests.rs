@@ -368,3 +368,17 @@ fn deep_tuple_nesting_is_an_error() {
     );
     parse_module(&ok, Some("t.hlo")).unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// A layout must order the shape's own dimensions (`{5,0}` on a rank-2 shape was accepted).
+#[test]
+fn impossible_layouts_are_errors() {
+    for layout in ["{5,0}", "{0,0}", "{0}", "{1,0,2}"] {
+        let text = format!("HloModule t\n\nENTRY main {{\n  ROOT p = f32[2,2]{layout} parameter(0)\n}}\n");
+        let e = parse_module(&text, Some("t.hlo")).unwrap_err().to_string();
+        assert!(e.contains("is not a permutation of the 2 dimensions"), "{layout}: {e}");
+    }
+    for layout in ["{1,0}", "{0,1}", "{1,0:T(8,128)}", "{}"] {
+        let text = format!("HloModule t\n\nENTRY main {{\n  ROOT p = f32[2,2]{layout} parameter(0)\n}}\n");
+        parse_module(&text, Some("t.hlo")).unwrap_or_else(|e| panic!("{layout}: {e}"));
+    }
+}
