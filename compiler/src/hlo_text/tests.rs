@@ -382,3 +382,14 @@ fn impossible_layouts_are_errors() {
         parse_module(&text, Some("t.hlo")).unwrap_or_else(|e| panic!("{layout}: {e}"));
     }
 }
+
+/// A file that is not UTF-8 gets the line and column of the first bad byte (it got neither).
+#[test]
+fn invalid_utf8_has_a_position() {
+    let path = std::env::temp_dir().join(format!("tessel_bad_utf8_{}.hlo", std::process::id()));
+    std::fs::write(&path, b"HloModule t\n\nENTRY main {\n  ROOT p = f32[] parameter(0) \xff\xfe\n}\n").unwrap();
+    let e = parse_module_file(&path).unwrap_err();
+    std::fs::remove_file(&path).ok();
+    assert_eq!((e.line, e.column), (4, 31), "{e}");
+    assert!(e.to_string().contains("invalid UTF-8 (byte 0xff)"), "{e}");
+}
