@@ -77,10 +77,16 @@ pub fn read_safetensors(path: impl AsRef<Path>) -> Result<Vec<(String, Array)>, 
         path: path.to_path_buf(),
         source,
     })?;
-    let st = SafeTensors::deserialize(&bytes).map_err(|e| HostIoError::NotSafetensors {
+    let not_safetensors = |message: String| HostIoError::NotSafetensors {
         path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
+        message,
+    };
+    // The safetensors crate keeps the last of two entries with one name; an input file that
+    // names a parameter twice is ambiguous, so it is refused.
+    if let Some(name) = duplicate_name(&bytes) {
+        return Err(not_safetensors(format!("tensor \"{name}\" appears twice")));
+    }
+    let st = SafeTensors::deserialize(&bytes).map_err(|e| not_safetensors(e.to_string()))?;
     let mut tensors: Vec<(String, TensorView)> = st.tensors();
     tensors.sort_by_key(|(_, t)| t.data().as_ptr() as usize);
     tensors
@@ -129,7 +135,52 @@ pub fn write_safetensors(
                 .map_err(|e| write_err(format!("tensor \"{name}\": {e}")))
         })
         .collect::<Result<_, _>>()?;
-    safetensors::serialize_to_file(views, &None, path).map_err(|e| write_err(e.to_string()))
+    let file = safetensors::serialize(views, &None).map_err(|e| write_err(e.to_string()))?;
+    write_atomically(path, &file).map_err(|e| write_err(e.to_string()))
+}
+
+/// Writes `bytes` to a temporary file beside `path` and renames it over `path`, so a failed
+/// write never leaves a truncated file where a complete one was expected.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        std::fs::remove_file(&tmp).ok();
+    }
+    result
+}
+
+/// A tensor name that appears twice in the JSON header. Any other defect of the header is
+/// left for the safetensors crate to report.
+fn duplicate_name(bytes: &[u8]) -> Option<String> {
+    use serde::de::{Deserializer, Error, IgnoredAny, MapAccess, Visitor};
+    /// Walks the header's top-level keys and keeps the first one seen twice.
+    struct UniqueKeys<'d>(&'d mut Option<String>);
+    impl<'de> Visitor<'de> for UniqueKeys<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object of tensors")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value::<IgnoredAny>()?;
+                if !seen.insert(key.clone()) {
+                    *self.0 = Some(key);
+                    return Err(A::Error::custom("duplicate"));
+                }
+            }
+            Ok(())
+        }
+    }
+    let n = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+    let header = bytes.get(8..8usize.checked_add(usize::try_from(n).ok()?)?)?;
+    let mut duplicate = None;
+    let _ =
+        serde_json::Deserializer::from_slice(header).deserialize_map(UniqueKeys(&mut duplicate));
+    duplicate
 }
 
 #[cfg(test)]
@@ -168,5 +219,36 @@ mod tests {
         let missing = read_safetensors(dir.join("missing.safetensors")).unwrap_err();
         assert!(missing.to_string().contains("cannot read"), "{missing}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A file naming one tensor twice is refused (the second silently won before).
+    #[test]
+    fn refuses_a_tensor_name_given_twice() {
+        let dir = std::env::temp_dir().join(format!("tessel-host-io-dup-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("dup.safetensors");
+        let header = br#"{"0":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"0":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#;
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(header);
+        file.extend_from_slice(&[0u8; 8]);
+        std::fs::write(&path, &file).unwrap();
+        let e = read_safetensors(&path).unwrap_err().to_string();
+        assert!(e.contains("tensor \"0\" appears twice"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A write error reads as an OS error, not Rust's debug form, and leaves no file behind.
+    #[test]
+    fn write_errors_are_plain_and_leave_nothing() {
+        let a = Array::new(
+            ArrayShape::new(ElementType::F32, &[1]),
+            ArrayData::F32(vec![1.0]),
+        );
+        let path = std::env::temp_dir().join("tessel-no-such-dir/x/out.safetensors");
+        let e = write_safetensors(&path, &[("0".into(), a)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("No such file or directory"), "{e}");
+        assert!(!e.contains("Os {"), "{e}");
     }
 }

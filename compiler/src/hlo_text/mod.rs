@@ -44,8 +44,19 @@ pub fn parse_module(text: &str, file_name: Option<&str>) -> Result<Module, Parse
 /// Reads and parses an HLO file; sets [`Module::source_file`].
 pub fn parse_module_file(path: &std::path::Path) -> Result<Module, ParseError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
+    let bytes = std::fs::read(path)
         .map_err(|e| ParseError::without_position(Some(&name), format!("cannot read: {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        // Point at the first bad byte: the text before it is valid and locates it.
+        let valid = e.as_bytes().len().min(e.utf8_error().valid_up_to());
+        let before = std::str::from_utf8(&e.as_bytes()[..valid]).unwrap_or_default();
+        ParseError::at(
+            before,
+            valid,
+            Some(&name),
+            format!("invalid UTF-8 (byte 0x{:02x})", e.as_bytes()[valid]),
+        )
+    })?;
     let mut module = parse_module(&text, Some(&name))?;
     module.source_file = Some(name);
     Ok(module)

@@ -5,17 +5,31 @@ use crate::ir::{ArrayShape, ElementType, Shape, UNKNOWN_DIM};
 use smallvec::SmallVec;
 use std::fmt::Write;
 
+/// How deeply tuple shapes may nest. Real modules nest a few levels (a while loop's state in a
+/// tuple of tuples); the limit turns a pathological input into an error instead of a stack
+/// overflow in the recursive descent below.
+pub(crate) const MAX_TUPLE_NESTING: usize = 256;
+
 /// Parses a shape. Layouts (`{1,0}`, `{0,1:T(8,128)}`) are checked for balance and dropped.
 pub(crate) fn parse_shape(c: &mut Cursor) -> PResult<Shape> {
+    parse_shape_nested(c, 0)
+}
+
+fn parse_shape_nested(c: &mut Cursor, depth: usize) -> PResult<Shape> {
     c.skip_ws();
     if c.peek() == Some(b'(') {
+        if depth >= MAX_TUPLE_NESTING {
+            return Err(c.error(format!(
+                "tuple shapes nest more than {MAX_TUPLE_NESTING} levels deep here"
+            )));
+        }
         c.pos += 1;
         let mut elems = Vec::new();
         if c.eat(")") {
             return Ok(Shape::Tuple(elems));
         }
         loop {
-            elems.push(parse_shape(c)?);
+            elems.push(parse_shape_nested(c, depth + 1)?);
             if c.eat(")") {
                 return Ok(Shape::Tuple(elems));
             }
@@ -107,7 +121,9 @@ pub(crate) fn parse_shape(c: &mut Cursor) -> PResult<Shape> {
         return Ok(Shape::Token);
     };
     if c.peek() == Some(b'{') {
+        let at = c.pos;
         skip_layout(c)?;
+        check_minor_to_major(c, at, dims.len())?;
     }
     if !dynamic.iter().any(|&d| d) {
         dynamic.clear();
@@ -139,6 +155,37 @@ fn skip_layout(c: &mut Cursor) -> PResult<()> {
         c.bump();
     }
     Err(c.error_at(start, "malformed shape: unterminated layout `{`"))
+}
+
+/// The layout's minor-to-major list (before any `:` tiling or memory space) must be empty or a
+/// permutation of the dimensions: `f32[2,2]{5,0}` is an error, not silently dropped.
+fn check_minor_to_major(c: &Cursor, at: usize, rank: usize) -> PResult<()> {
+    let inner = &c.text[at + 1..c.pos - 1];
+    let list = inner.split(':').next().unwrap_or("").trim();
+    if list.is_empty() {
+        return Ok(());
+    }
+    let mut seen = vec![false; rank];
+    let mut count = 0;
+    for item in list.split(',') {
+        let dim = item.trim().parse::<usize>().ok().filter(|&d| d < rank);
+        match dim {
+            Some(d) if !seen[d] => {
+                seen[d] = true;
+                count += 1;
+            }
+            _ => break,
+        }
+    }
+    if count != rank || list.split(',').count() != rank {
+        return Err(c.error_at(
+            at,
+            format!(
+                "malformed shape: layout {{{list}}} is not a permutation of the {rank} dimensions"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Shape text with the default row-major layout; tuples get XLA's `/*index=N*/` markers

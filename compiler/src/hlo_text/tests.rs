@@ -340,3 +340,56 @@ fn bad_iota_groups_and_inconsistent_literals() {
     });
     assert_eq!(literal_to_text(&l), "{1, 2}");
 }
+
+/// Deeply nested tuple shapes end in an error, not a stack overflow: in an instruction's shape,
+/// in an operand's long-form shape and in `entry_computation_layout` (found by fuzzing).
+#[test]
+fn deep_tuple_nesting_is_an_error() {
+    let deep = |d: usize| format!("{}f32[]{}", "(".repeat(d), ")".repeat(d));
+    let texts = [
+        format!("HloModule t\n\nENTRY main {{\n  ROOT p = {} parameter(0)\n}}\n", deep(15_000)),
+        format!(
+            "HloModule t\n\nENTRY main {{\n  a = f32[] parameter(0)\n  ROOT n = f32[] negate({} a)\n}}\n",
+            deep(15_000)
+        ),
+        format!(
+            "HloModule t, entry_computation_layout={{({})->f32[]}}\n\nENTRY main {{\n  ROOT a = f32[] parameter(0)\n}}\n",
+            deep(15_000)
+        ),
+    ];
+    for text in &texts {
+        let e = parse_module(text, Some("t.hlo")).unwrap_err().to_string();
+        assert!(e.contains("nest more than 256 levels"), "{e}");
+    }
+    // Nesting at the limit still parses.
+    let ok = format!(
+        "HloModule t\n\nENTRY main {{\n  ROOT p = {} parameter(0)\n}}\n",
+        deep(256)
+    );
+    parse_module(&ok, Some("t.hlo")).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// A layout must order the shape's own dimensions (`{5,0}` on a rank-2 shape was accepted).
+#[test]
+fn impossible_layouts_are_errors() {
+    for layout in ["{5,0}", "{0,0}", "{0}", "{1,0,2}"] {
+        let text = format!("HloModule t\n\nENTRY main {{\n  ROOT p = f32[2,2]{layout} parameter(0)\n}}\n");
+        let e = parse_module(&text, Some("t.hlo")).unwrap_err().to_string();
+        assert!(e.contains("is not a permutation of the 2 dimensions"), "{layout}: {e}");
+    }
+    for layout in ["{1,0}", "{0,1}", "{1,0:T(8,128)}", "{}"] {
+        let text = format!("HloModule t\n\nENTRY main {{\n  ROOT p = f32[2,2]{layout} parameter(0)\n}}\n");
+        parse_module(&text, Some("t.hlo")).unwrap_or_else(|e| panic!("{layout}: {e}"));
+    }
+}
+
+/// A file that is not UTF-8 gets the line and column of the first bad byte (it got neither).
+#[test]
+fn invalid_utf8_has_a_position() {
+    let path = std::env::temp_dir().join(format!("tessel_bad_utf8_{}.hlo", std::process::id()));
+    std::fs::write(&path, b"HloModule t\n\nENTRY main {\n  ROOT p = f32[] parameter(0) \xff\xfe\n}\n").unwrap();
+    let e = parse_module_file(&path).unwrap_err();
+    std::fs::remove_file(&path).ok();
+    assert_eq!((e.line, e.column), (4, 31), "{e}");
+    assert!(e.to_string().contains("invalid UTF-8 (byte 0xff)"), "{e}");
+}

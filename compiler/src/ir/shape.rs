@@ -53,6 +53,16 @@ impl ArrayShape {
         self.element_count() * self.element_type.byte_size() as i64
     }
 
+    /// The byte size, or `None` when it does not fit in an `i64` (the verifier rejects such
+    /// shapes, so [`Self::byte_size`] never wraps on a verified module).
+    pub fn checked_byte_size(&self) -> Option<i64> {
+        self.dims
+            .iter()
+            .try_fold(self.element_type.byte_size() as i64, |n, &d| {
+                n.checked_mul(d.max(0))
+            })
+    }
+
     pub fn with_element_type(&self, element_type: ElementType) -> Self {
         ArrayShape {
             element_type,

@@ -12,7 +12,9 @@
 //!
 //! Dot and convolution are never fused (they run as library calls), nor are reductions
 //! anywhere but at the root of a fusion. A producer joins its consumer's fusion when all its
-//! users are in that fusion; scalar constants, iotas and broadcasts of parameters or
+//! users are in that fusion and none of them was copied into another fusion (a copy reads its
+//! operands from outside: Adam's `1 - b1^t` copied into every parameter's update keeps `b1^t`
+//! stored); scalar constants, iotas and broadcasts of parameters or
 //! constants are cheap enough to be copied into every fusion that reads them.
 
 use super::util::{add_named, code_computations, name_base, pin_roots, remove_if_dead};
@@ -190,6 +192,9 @@ fn form_groups(c: &Computation) -> Vec<Group> {
     let order = c.post_order();
     let root = c.root();
     let mut grouped: HashSet<InstrId> = HashSet::new();
+    // Instructions copied into a group formed so far: every copy reads its operands from
+    // outside its fusion, so those operands must stay outside any fusion.
+    let mut copied: HashSet<InstrId> = HashSet::new();
     let mut groups = Vec::new();
     for &start in order.iter().rev() {
         let instr = c.get(start);
@@ -223,7 +228,11 @@ fn form_groups(c: &Computation) -> Vec<Group> {
                 {
                     continue;
                 }
-                if p != root && c.users(p).iter().all(|u| g.members.contains(u)) {
+                let users = c.users(p);
+                if p != root
+                    && users.iter().all(|u| g.members.contains(u))
+                    && !users.iter().any(|u| copied.contains(u))
+                {
                     g.members.insert(p);
                     work.push(p);
                 } else if is_cheap_copy(c, p) {
@@ -257,6 +266,7 @@ fn form_groups(c: &Computation) -> Vec<Group> {
             continue;
         }
         grouped.extend(g.members.iter().copied());
+        copied.extend(g.copies.iter().copied());
         groups.push(g);
     }
     groups

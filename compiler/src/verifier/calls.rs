@@ -1,9 +1,16 @@
-//! The call graph: called computations exist, and no computation reaches itself through
-//! calls (HLO has no recursion).
+//! The call graph: called computations exist, no computation reaches itself through calls
+//! (HLO has no recursion), and chains of calls are at most [`MAX_CALL_DEPTH`] deep (every
+//! later stage walks calls recursively; a generated module nesting thousands of calls would
+//! overflow their stacks instead of getting an error).
 
 use super::Report;
 use crate::ir::{ComputationId, InstrId, Module};
 use hashbrown::HashSet;
+
+/// How deeply computations may call each other (`call`, `while`, `conditional`, reducers,
+/// fusions, ...). Real programs nest a few levels per loop or function; JAX's deepest modules
+/// stay far below this.
+pub const MAX_CALL_DEPTH: usize = 256;
 
 /// The computations each computation calls (existing ones only), in first-call order.
 fn callees(module: &Module, c: ComputationId) -> Vec<ComputationId> {
@@ -50,12 +57,42 @@ pub(super) fn check(report: &mut Report) -> HashSet<(ComputationId, InstrId)> {
             }
         }
     }
-    report_cycles(report);
+    if let Some(finished) = report_cycles(report) {
+        report_depth(report, &finished);
+    }
     bad
 }
 
+/// Reports a chain of calls deeper than [`MAX_CALL_DEPTH`]. `finished` lists the computations
+/// callees first (the call graph has no cycle).
+fn report_depth(report: &mut Report, finished: &[usize]) {
+    let module = report.module;
+    let mut depth = vec![0usize; module.computations.len()];
+    for &c in finished {
+        let below = callees(module, ComputationId(c as u32))
+            .iter()
+            .map(|k| depth[k.0 as usize])
+            .max()
+            .unwrap_or(0);
+        depth[c] = below + 1;
+    }
+    if let Some((c, &d)) = depth.iter().enumerate().max_by_key(|&(_, d)| *d) {
+        if d > MAX_CALL_DEPTH {
+            report.computation(
+                ComputationId(c as u32),
+                format!(
+                    "computation {} starts a chain of {d} nested calls; at most {MAX_CALL_DEPTH} \
+                     are supported",
+                    module.computations[c].name
+                ),
+            );
+        }
+    }
+}
+
 /// Depth-first search over the call graph with three colours; a grey callee closes a cycle.
-fn report_cycles(report: &mut Report) {
+/// Returns the computations in the order they finished (callees first) when there is no cycle.
+fn report_cycles(report: &mut Report) -> Option<Vec<usize>> {
     let module = report.module;
     let n = module.computations.len();
     let graph: Vec<Vec<ComputationId>> = module
@@ -69,6 +106,8 @@ fn report_cycles(report: &mut Report) {
         Black,
     }
     let mut colour = vec![Colour::White; n];
+    let mut finished = Vec::with_capacity(n);
+    let mut cyclic = false;
     for start in 0..n {
         if colour[start] != Colour::White {
             continue;
@@ -91,6 +130,7 @@ fn report_cycles(report: &mut Report) {
                             .map(|&(x, _)| module.computations[x].name.as_str())
                             .collect();
                         path.push(&module.computations[k].name);
+                        cyclic = true;
                         report.computation(
                             callee,
                             format!(
@@ -104,8 +144,10 @@ fn report_cycles(report: &mut Report) {
                 }
             } else {
                 colour[c] = Colour::Black;
+                finished.push(c);
                 stack.pop();
             }
         }
     }
+    (!cyclic).then_some(finished)
 }

@@ -1,5 +1,6 @@
 //! Shapes: every instruction's recorded shape is what shape inference accepts for its op and
-//! operands (inferred where inferable, validated where HLO states it).
+//! operands (inferred where inferable, validated where HLO states it), and its byte size fits
+//! in an `i64` (`f32[4294967296,4294967296]` wrapped to zero elements before).
 
 use super::Report;
 use crate::ir::{ComputationId, InstrId, Shape};
@@ -20,6 +21,19 @@ pub(super) fn check(
             continue;
         }
         let instr = comp.get(id);
+        if let Some(leaf) = instr
+            .shape
+            .leaves()
+            .into_iter()
+            .find(|a| a.checked_byte_size().is_none())
+        {
+            report.instruction(
+                c,
+                id,
+                format!("shape {leaf} has more bytes than a 64-bit size can count"),
+            );
+            continue;
+        }
         if instr.operands().iter().any(|&o| !comp.contains(o)) {
             continue;
         }

@@ -384,3 +384,40 @@ fn entry_out_of_range() {
         "in computation t: the entry is computation#5"
     ));
 }
+
+/// A chain of 9,000 nested calls is reported (it overflowed the interpreter's stack); a chain
+/// at the limit verifies.
+#[test]
+fn call_chains_deeper_than_the_limit_are_reported() {
+    let chain = |n: usize| {
+        let mut text = String::from(
+            "HloModule deep\n\nc0 {\n  p0 = f32[] parameter(0)\n  ROOT n0 = f32[] negate(p0)\n}\n",
+        );
+        for i in 1..n {
+            text += &format!(
+                "\nc{i} {{\n  p{i} = f32[] parameter(0)\n  ROOT r{i} = f32[] call(p{i}), to_apply=c{}\n}}\n",
+                i - 1
+            );
+        }
+        text += &format!(
+            "\nENTRY main {{\n  x = f32[] parameter(0)\n  ROOT r = f32[] call(x), to_apply=c{}\n}}\n",
+            n - 1
+        );
+        crate::hlo_text::parse_module(&text, None).unwrap()
+    };
+    let text = all_text(&errors(&chain(9_000)));
+    assert!(text.contains("chain of 9001 nested calls"), "{text}");
+    assert!(verify(&chain(super::calls::MAX_CALL_DEPTH - 1)).is_ok());
+}
+
+/// A shape whose byte size overflows 64 bits is reported (its element count wrapped to 0, so
+/// `check` accepted it and `run` wrote a file safetensors refused).
+#[test]
+fn shapes_whose_byte_size_overflows_are_reported() {
+    let text = "HloModule big\n\nENTRY main {\n  c = f32[] constant(1)\n  ROOT b = f32[4294967296,4294967296] broadcast(c), dimensions={}\n}\n";
+    let m = crate::hlo_text::parse_module(text, None).unwrap();
+    let text = all_text(&errors(&m));
+    assert!(text.contains("more bytes than a 64-bit size can count"), "{text}");
+    let fits = "HloModule big\n\nENTRY main {\n  c = f32[] constant(1)\n  ROOT b = f32[65536,65536] broadcast(c), dimensions={}\n}\n";
+    assert!(verify(&crate::hlo_text::parse_module(fits, None).unwrap()).is_ok());
+}
