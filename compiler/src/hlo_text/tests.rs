@@ -373,12 +373,17 @@ fn deep_tuple_nesting_is_an_error() {
 #[test]
 fn impossible_layouts_are_errors() {
     for layout in ["{5,0}", "{0,0}", "{0}", "{1,0,2}"] {
-        let text = format!("HloModule t\n\nENTRY main {{\n  ROOT p = f32[2,2]{layout} parameter(0)\n}}\n");
+        let text =
+            format!("HloModule t\n\nENTRY main {{\n  ROOT p = f32[2,2]{layout} parameter(0)\n}}\n");
         let e = parse_module(&text, Some("t.hlo")).unwrap_err().to_string();
-        assert!(e.contains("is not a permutation of the 2 dimensions"), "{layout}: {e}");
+        assert!(
+            e.contains("is not a permutation of the 2 dimensions"),
+            "{layout}: {e}"
+        );
     }
     for layout in ["{1,0}", "{0,1}", "{1,0:T(8,128)}", "{}"] {
-        let text = format!("HloModule t\n\nENTRY main {{\n  ROOT p = f32[2,2]{layout} parameter(0)\n}}\n");
+        let text =
+            format!("HloModule t\n\nENTRY main {{\n  ROOT p = f32[2,2]{layout} parameter(0)\n}}\n");
         parse_module(&text, Some("t.hlo")).unwrap_or_else(|e| panic!("{layout}: {e}"));
     }
 }
@@ -387,7 +392,11 @@ fn impossible_layouts_are_errors() {
 #[test]
 fn invalid_utf8_has_a_position() {
     let path = std::env::temp_dir().join(format!("tessel_bad_utf8_{}.hlo", std::process::id()));
-    std::fs::write(&path, b"HloModule t\n\nENTRY main {\n  ROOT p = f32[] parameter(0) \xff\xfe\n}\n").unwrap();
+    std::fs::write(
+        &path,
+        b"HloModule t\n\nENTRY main {\n  ROOT p = f32[] parameter(0) \xff\xfe\n}\n",
+    )
+    .unwrap();
     let e = parse_module_file(&path).unwrap_err();
     std::fs::remove_file(&path).ok();
     assert_eq!((e.line, e.column), (4, 31), "{e}");

@@ -417,7 +417,10 @@ fn shapes_whose_byte_size_overflows_are_reported() {
     let text = "HloModule big\n\nENTRY main {\n  c = f32[] constant(1)\n  ROOT b = f32[4294967296,4294967296] broadcast(c), dimensions={}\n}\n";
     let m = crate::hlo_text::parse_module(text, None).unwrap();
     let text = all_text(&errors(&m));
-    assert!(text.contains("more bytes than a 64-bit size can count"), "{text}");
+    assert!(
+        text.contains("more bytes than a 64-bit size can count"),
+        "{text}"
+    );
     let fits = "HloModule big\n\nENTRY main {\n  c = f32[] constant(1)\n  ROOT b = f32[65536,65536] broadcast(c), dimensions={}\n}\n";
     assert!(verify(&crate::hlo_text::parse_module(fits, None).unwrap()).is_ok());
 }

@@ -2,7 +2,7 @@
 # The b128 MNIST train step on tessel's JIT against TensorFlow's TPUEstimator (and, with
 # JAX=1, JAX's jitted step), alternating in one sitting so machine drift hits both alike.
 #
-#   bash tests/bench/step_vs_peers.sh [ROUNDS] [extra tessel run flags...]
+#   bash tests/benches/step_vs_peers.sh [ROUNDS] [extra tessel run flags...]
 #
 # Needs a release build (`cargo build --release --bin tessel`) and the peers' environments
 # from ../shared/peers/README.md in /tmp/tf (and /tmp/jax). Prints every figure, then the
