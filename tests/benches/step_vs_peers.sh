@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}
 shift || true
-H=../shared/hlo
+H=tests/corpus/conformance
 PEERS=../shared/peers
 TESSEL=./target/release/tessel
 [ -x "$TESSEL" ] || { echo "build first: cargo build --release --bin tessel" >&2; exit 2; }

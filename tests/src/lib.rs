@@ -7,16 +7,18 @@ pub mod pass_golden;
 
 use std::path::PathBuf;
 
-/// The JAX corpus directory (`../shared/hlo` beside the repository), if present.
+/// The conformance corpus: the modules JAX wrote from real programs, with their inputs and
+/// JAX's outputs (`tests/corpus/conformance/`, copied from the project's shared `hlo/` folder
+/// with its README, so a clone of the repository alone passes its tests).
 pub fn corpus_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hlo");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus/conformance");
     dir.is_dir().then(|| dir.canonicalize().unwrap())
 }
 
 /// Every `.hlo` file of the corpus, sorted by name. Panics when the corpus is missing, so that
 /// a test meant to cover it cannot pass vacuously.
 pub fn corpus_files() -> Vec<PathBuf> {
-    let dir = corpus_dir().expect("../shared/hlo is missing: the corpus tests need it");
+    let dir = corpus_dir().expect("tests/corpus/conformance is missing");
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())

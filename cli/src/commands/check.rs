@@ -71,7 +71,7 @@ mod tests {
     use super::*;
 
     fn corpus() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hlo")
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/conformance")
     }
 
     fn temp_file(name: &str, text: &str) -> PathBuf {
@@ -85,7 +85,7 @@ mod tests {
     #[test]
     fn corpus_files_are_legal_except_x64_mean() {
         let dir = corpus();
-        assert!(dir.is_dir(), "the corpus ../shared/hlo is missing");
+        assert!(dir.is_dir(), "the corpus tests/corpus/conformance is missing");
         assert_eq!(check_file(&dir.join("softmax_rows.hlo")), Outcome::Legal);
         let Outcome::Illegal(report) = check_file(&dir.join("x64_mean.hlo")) else {
             panic!("x64_mean.hlo must be rejected");

@@ -2,13 +2,13 @@
 
 use std::path::PathBuf;
 
-/// A file of the JAX corpus (`../shared/hlo` beside the repository); panics when the corpus is
+/// A file of the JAX conformance corpus (`tests/corpus/conformance/`); panics when the corpus is
 /// missing, so that a test meant to cover it cannot pass without it.
 pub fn corpus(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hlo");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/conformance");
     assert!(
         dir.is_dir(),
-        "../shared/hlo is missing: this test needs the corpus"
+        "tests/corpus/conformance is missing: this test needs the corpus"
     );
     dir.join(name)
 }

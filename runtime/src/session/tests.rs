@@ -10,10 +10,10 @@ use tessel_compiler::hlo_text::{parse_module, parse_module_file};
 use tessel_compiler::ir::{Array, Module};
 
 fn corpus(file: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hlo");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/conformance");
     assert!(
         dir.is_dir(),
-        "../shared/hlo is missing: the session tests need it"
+        "tests/corpus/conformance is missing: the session tests need it"
     );
     dir.join(file)
 }

@@ -259,7 +259,7 @@ fn traced_models_in_canonical_text() {
 
 /// The inputs of a corpus file in parameter order, and its flattened outputs.
 fn corpus_case(name: &str) -> (Vec<Literal>, Vec<Array>) {
-    let dir = tessel_tests::corpus_dir().expect("the corpus ../shared/hlo is missing");
+    let dir = tessel_tests::corpus_dir().expect("tests/corpus/conformance is missing");
     let read = |suffix: &str| {
         let mut v = tessel_runtime::host_io::read_safetensors(dir.join(format!("{name}.{suffix}")))
             .unwrap();

@@ -41,7 +41,7 @@ fn assert_close(name: &str, what: usize, got: &Array, want: &Array) {
 }
 
 fn check_against_jax(name: &str, wrt: &[u32]) {
-    let dir = tessel_tests::corpus_dir().expect("../shared/hlo is missing");
+    let dir = tessel_tests::corpus_dir().expect("tests/corpus/conformance is missing");
     let module = parse_module_file(&dir.join(format!("{name}.hlo"))).unwrap();
     let inputs: Vec<Literal> = numbered(&dir.join(format!("{name}.inputs.safetensors")))
         .into_iter()
@@ -83,7 +83,7 @@ fn conv_relu_maxpool_gradient_matches_jax() {
 /// `sum(x_10^2)`: the gradient is `2 x_10 * prod_k (0.5 + cos x_k)` elementwise.
 #[test]
 fn jax_fori_loop_gradient_matches_the_chain_rule() {
-    let dir = tessel_tests::corpus_dir().expect("../shared/hlo is missing");
+    let dir = tessel_tests::corpus_dir().expect("tests/corpus/conformance is missing");
     let mut m: Module = parse_module_file(&dir.join("fori_loop_sin.hlo")).unwrap();
     let f32s = Shape::scalar(ElementType::F32);
     let name = m.unique_name("add_region");
@@ -145,7 +145,7 @@ fn jax_fori_loop_gradient_matches_the_chain_rule() {
 #[test]
 fn cnn_train_step_gradients_reproduce_jax_sgd_update() {
     use tessel_compiler::autodiff::gradients;
-    let dir = tessel_tests::corpus_dir().expect("../shared/hlo is missing");
+    let dir = tessel_tests::corpus_dir().expect("tests/corpus/conformance is missing");
     let name = "mnist_cnn_train_step_b8";
     let mut m = parse_module_file(&dir.join(format!("{name}.hlo"))).unwrap();
     let inputs: Vec<Literal> = numbered(&dir.join(format!("{name}.inputs.safetensors")))

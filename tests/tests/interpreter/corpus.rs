@@ -13,7 +13,7 @@ use tessel_runtime::session::{compile, Device, Outputs, ReplicaCountError, Sessi
 
 fn corpus_file(name: &str) -> PathBuf {
     tessel_tests::corpus_dir()
-        .expect("../shared/hlo is missing: the corpus tests need it")
+        .expect("tests/corpus/conformance is missing")
         .join(name)
 }
 

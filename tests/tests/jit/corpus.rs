@@ -131,7 +131,7 @@ fn compile_with_dumps(file: &Path, dir: &Path) -> Executable {
 #[test]
 fn dumps_are_identical_across_compiles() {
     let file = tessel_tests::corpus_dir()
-        .expect("../shared/hlo is missing: the corpus tests need it")
+        .expect("tests/corpus/conformance is missing")
         .join("mnist_cnn_train_step_b8.hlo");
     let base = std::env::temp_dir().join(format!("tessel_repro_dump_{}", std::process::id()));
     let (a, b) = (base.join("a"), base.join("b"));

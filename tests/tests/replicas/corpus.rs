@@ -10,13 +10,13 @@ use tessel_runtime::shard_map::ShardMap;
 use tessel_runtime::threads::ThreadBudget;
 
 fn load(name: &str) -> Module {
-    let dir = tessel_tests::corpus_dir().expect("../shared/hlo is missing");
+    let dir = tessel_tests::corpus_dir().expect("tests/corpus/conformance is missing");
     parse_module_file(&dir.join(format!("{name}.hlo"))).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 /// Arrays of a corpus safetensors file in key order "0", "1", ...
 fn numbered(file: &str) -> Vec<Array> {
-    let dir = tessel_tests::corpus_dir().expect("../shared/hlo is missing");
+    let dir = tessel_tests::corpus_dir().expect("tests/corpus/conformance is missing");
     let mut v = read_safetensors(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
     v.sort_by_key(|(k, _)| k.parse::<usize>().expect("numeric keys"));
     v.into_iter().map(|(_, a)| a).collect()
