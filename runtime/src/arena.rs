@@ -67,12 +67,29 @@ pub struct Arena {
 struct AlignedBlock([u8; BUFFER_ALIGN]);
 
 impl Arena {
+    /// A zeroed arena of `len` bytes. Aborts the process if the memory cannot be had: use
+    /// [`Arena::try_new`] where the size comes from user input.
     pub fn new(len: usize) -> Arena {
         let blocks = len.div_ceil(BUFFER_ALIGN).max(1);
         Arena {
             storage: vec![AlignedBlock([0; BUFFER_ALIGN]); blocks],
             len,
         }
+    }
+
+    /// A zeroed arena of `len` bytes, or an error saying how many bytes could not be
+    /// allocated (a huge program's arena must not abort the process).
+    pub fn try_new(len: usize) -> Result<Arena, String> {
+        let blocks = len.div_ceil(BUFFER_ALIGN).max(1);
+        let mut storage = Vec::new();
+        storage.try_reserve_exact(blocks).map_err(|_| {
+            format!(
+                "cannot allocate the {} buffer arena",
+                crate::memory::bytes_text((blocks * BUFFER_ALIGN) as u64)
+            )
+        })?;
+        storage.resize(blocks, AlignedBlock([0; BUFFER_ALIGN]));
+        Ok(Arena { storage, len })
     }
 
     pub fn len(&self) -> usize {

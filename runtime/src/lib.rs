@@ -5,6 +5,7 @@ pub mod arena;
 pub mod feed;
 pub mod host_io;
 pub mod jit;
+pub mod memory;
 pub mod replicas;
 pub mod session;
 pub mod shard_map;

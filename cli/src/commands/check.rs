@@ -1,5 +1,6 @@
 //! `tessel check FILE...`: parse, verify and check device legality; exit 1 when any file is
-//! illegal or cannot be read.
+//! illegal or cannot be read. `FILE: ok` lines go to stdout; diagnostics, errors and the count
+//! of failing files go to stderr.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -20,17 +21,18 @@ pub fn run(files: &[PathBuf]) -> ExitCode {
     for file in files {
         match check_file(file) {
             Outcome::Legal => println!("{}: ok", file.display()),
+            // Diagnostics and errors go to stderr, as every other verb's do.
             Outcome::Illegal(report) => {
                 failed += 1;
-                print!("{report}");
-                println!();
+                eprint!("{report}");
+                eprintln!();
             }
         }
     }
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
-        println!(
+        eprintln!(
             "{failed} of {} file{} cannot run on the device",
             files.len(),
             if files.len() == 1 { "" } else { "s" }

@@ -31,6 +31,10 @@ pub struct CompileArgs {
 }
 
 pub fn run(args: &CompileArgs) -> ExitCode {
+    // As `tessel run` does, before any work.
+    if args.replicas == 0 {
+        return super::fail("--replicas must be at least 1");
+    }
     let module = match parse_module_file(&args.file) {
         Ok(m) => m,
         Err(e) => return super::fail(e),

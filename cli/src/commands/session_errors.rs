@@ -5,6 +5,7 @@ use std::path::Path;
 use tessel_compiler::compile::CompileError;
 use tessel_compiler::dump::DumpError;
 use tessel_compiler::training_loop::LoopError;
+use tessel_runtime::memory::MemoryError;
 use tessel_runtime::session::{ReplicaCountError, SessionError};
 
 /// Which verb reports: `tessel compile` and `tessel run` word the device's refusal apart.
@@ -48,6 +49,10 @@ pub fn describe(e: SessionError, file: &Path, verb: Verb) -> String {
         SessionError::ReplicaCount(ReplicaCountError::Mesh { expected, mesh, .. }) => format!(
             "this shard_map module runs on {expected} replicas (its mesh {mesh}); pass --replicas {expected}"
         ),
+        SessionError::Memory(e @ MemoryError::TooManyReplicas { .. }) => format!("--replicas: {e}"),
+        SessionError::Memory(e @ MemoryError::Run { replicas, .. }) if replicas > 1 => {
+            format!("--replicas {replicas}: {e}")
+        }
         SessionError::Loop(
             e @ (LoopError::NoSuchParameter { .. } | LoopError::Repeated { .. }),
         ) => format!("--infeed: {e}"),

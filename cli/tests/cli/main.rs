@@ -6,3 +6,4 @@ mod compile;
 mod grad;
 mod jit_replicas;
 mod jit_run;
+mod limits;

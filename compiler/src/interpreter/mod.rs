@@ -206,8 +206,8 @@ impl<'m> Evaluator<'m> {
                                 .expect("operands are evaluated first")
                         })
                         .collect();
-                    let v = self
-                        .eval_instruction(comp, id, op, &instr.shape, &operands)
+                    let v = ensure_allocatable(&instr.shape)
+                        .and_then(|()| self.eval_instruction(comp, id, op, &instr.shape, &operands))
                         .map_err(|e| e.at(&instr.name, &c.name))?;
                     Cow::Owned(v)
                 }
@@ -375,6 +375,33 @@ fn operand<'a>(operands: &[&'a Literal], i: usize) -> EvalResult<&'a Literal> {
         .get(i)
         .copied()
         .ok_or_else(|| EvalError::new(format!("operand {i} is missing")))
+}
+
+/// Values at least this large are tried with a fallible allocation before they are computed.
+const PROBE_BYTES: u64 = 64 << 20;
+
+/// Fails, instead of aborting the process, when a value of `shape` cannot be allocated: the
+/// op kernels allocate with `vec!`, which aborts on failure. Large values are tried first
+/// with `try_reserve_exact` (released at once; the kernel then allocates for real).
+fn ensure_allocatable(shape: &Shape) -> EvalResult<()> {
+    for leaf in shape.leaves() {
+        let bytes = leaf
+            .checked_byte_size()
+            .map_or(u64::MAX, |b| b.max(0) as u64);
+        if bytes < PROBE_BYTES {
+            continue;
+        }
+        let fits = usize::try_from(bytes)
+            .ok()
+            .is_some_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok());
+        if !fits {
+            return Err(EvalError::new(format!(
+                "needs {bytes} bytes for its value {}, which cannot be allocated",
+                Shape::Array(leaf.clone()).to_text(false)
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn arr<'a>(operands: &[&'a Literal], i: usize) -> EvalResult<&'a Array> {

@@ -5,7 +5,8 @@
 //! Iotas and broadcasts are not folded themselves (they are cheap to compute and would make
 //! large constants), but what they feed is: JAX's `iota_2x32_shape` computations (u64 iotas
 //! shifted and converted to u32) fold into u32 constants this way. Results above
-//! [`ConstantFolding::max_elements`] elements stay unfolded.
+//! [`ConstantFolding::max_elements`] elements stay unfolded, and so do instructions with an
+//! operand above it (folding would evaluate the operand).
 
 use super::util::{add_instr, pin_roots, remove_if_dead};
 use super::{Pass, PassError};
@@ -60,13 +61,28 @@ impl Pass for ConstantFolding {
 }
 
 /// Whether `id`'s value is known at compile time without folding it: a constant, an iota, or
-/// a broadcast of a known value.
-fn is_known(c: &Computation, id: InstrId) -> bool {
-    match c.get(id).op {
-        Op::Constant(_) | Op::Iota { .. } => true,
-        Op::Broadcast { .. } => is_known(c, c.get(id).operand(0)),
-        _ => false,
-    }
+/// a broadcast of a known value — of at most `max_elements` elements, since folding a user
+/// evaluates it (a scalar reduce of a huge broadcast would allocate the broadcast).
+fn is_known(c: &Computation, id: InstrId, max_elements: i64) -> bool {
+    let instr = c.get(id);
+    let small = instr
+        .shape
+        .as_array()
+        .is_some_and(|a| a.is_static() && within(a, max_elements));
+    small
+        && match instr.op {
+            Op::Constant(_) | Op::Iota { .. } => true,
+            Op::Broadcast { .. } => is_known(c, instr.operand(0), max_elements),
+            _ => false,
+        }
+}
+
+/// Whether `a` has at most `max` elements (an element count that overflows has more).
+fn within(a: &crate::ir::ArrayShape, max: i64) -> bool {
+    a.dims
+        .iter()
+        .try_fold(1i64, |n, &d| n.checked_mul(d.max(0)))
+        .is_some_and(|n| n <= max)
 }
 
 impl ConstantFolding {
@@ -97,9 +113,12 @@ impl ConstantFolding {
             && instr
                 .shape
                 .as_array()
-                .is_some_and(|a| a.is_static() && a.element_count() <= self.max_elements)
+                .is_some_and(|a| a.is_static() && within(a, self.max_elements))
             && !instr.operands().is_empty()
-            && instr.operands().iter().all(|&o| is_known(c, o))
+            && instr
+                .operands()
+                .iter()
+                .all(|&o| is_known(c, o, self.max_elements))
     }
 }
 
@@ -137,4 +156,34 @@ fn evaluate_in_isolation(
     m.computations.pop();
     debug_assert_eq!(m.computations.len(), scratch_id.0 as usize);
     result.ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hlo_text::parse_module;
+
+    /// Folding a small result must not evaluate a huge known operand (it used to allocate
+    /// the 4 TB broadcast and abort), nor fold a huge result.
+    #[test]
+    fn huge_known_values_are_not_folded() {
+        let text = "HloModule m\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  \
+             ROOT s = f32[] add(a, b)\n}\n\nENTRY e {\n  c = f32[] constant(1)\n  \
+             b = f32[1000000,1000000] broadcast(c), dimensions={}\n  \
+             z = f32[] constant(0)\n  \
+             r = f32[] reduce(b, z), dimensions={0,1}, to_apply=add\n  \
+             n = f32[1000000,1000000] negate(b)\n  \
+             ROOT t = (f32[], f32[1000000,1000000]) tuple(r, n)\n}\n";
+        let mut m = parse_module(text, None).unwrap();
+        assert!(!ConstantFolding::default().run(&mut m).unwrap());
+        // Small operands still fold.
+        let small = "HloModule m\n\nENTRY e {\n  c = f32[] constant(1)\n  \
+             b = f32[4] broadcast(c), dimensions={}\n  ROOT n = f32[4] negate(b)\n}\n";
+        let mut m = parse_module(small, None).unwrap();
+        assert!(ConstantFolding::default().run(&mut m).unwrap());
+        assert!(matches!(
+            m.entry().get(m.entry().root()).op,
+            Op::Constant(_)
+        ));
+    }
 }

@@ -5,7 +5,7 @@
 //! other replica is left waiting on a collective or an infeed; the run reports the failure
 //! that started it, not the replicas that stopped because of it.
 
-use super::faults::{is_stop_message, PoisonOnDrop};
+use super::faults::{is_stop_message, stopped_message, PoisonOnDrop};
 use super::rendezvous::{Hub, ReplicaContext};
 use crate::feed::{AbortFeedOnDrop, HostFeed};
 use std::sync::Arc;
@@ -66,10 +66,11 @@ fn run_replicas(
             .into_iter()
             .enumerate()
             .map(|(r, replica_args)| {
-                let hub = hub.clone();
+                let own_hub = hub.clone();
                 std::thread::Builder::new()
                     .name(format!("replica-{r}"))
                     .spawn_scoped(scope, move || {
+                        let hub = own_hub;
                         // Stop the others if this thread ends without a result (error or panic).
                         let guard = PoisonOnDrop::new(&hub, r);
                         let feed_guard = AbortFeedOnDrop::new(feed, r);
@@ -88,18 +89,26 @@ fn run_replicas(
                         }
                         out.map_err(|e| with_replica(e, r))
                     })
-                    .expect("spawning a replica thread")
+                    .map_err(|e| {
+                        // The machine has no thread for this replica: an error, not a
+                        // panic, and the replicas already started must not wait for it.
+                        let message = format!("no thread for the replica: {e}");
+                        hub.poison(stopped_message(r, &message));
+                        with_replica(EvalError::new(message), r)
+                    })
             })
             .collect();
         handles
             .into_iter()
             .enumerate()
             .map(|(r, h)| {
-                h.join().unwrap_or_else(|_| {
-                    Err(with_replica(
-                        EvalError::new("the replica's thread panicked"),
-                        r,
-                    ))
+                h.and_then(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(with_replica(
+                            EvalError::new("the replica's thread panicked"),
+                            r,
+                        ))
+                    })
                 })
             })
             .collect()

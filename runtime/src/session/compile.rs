@@ -9,6 +9,7 @@ use super::engine::Engine;
 use super::error::{ReplicaCountError, SessionError};
 use super::loop_program::{LoopProgram, LoopSpec};
 use super::program::{Form, Program};
+use crate::memory;
 use crate::shard_map::{is_shard_map_module, Mesh, ShardMap};
 use tessel_compiler::compile::{optimize, CompileReport};
 use tessel_compiler::ir::Module;
@@ -68,12 +69,17 @@ pub fn compile_loop(
     LoopProgram::new(step, spec, device)
 }
 
-/// Verification, the replica count, and (on the JIT) the device's legality rules.
+/// Verification, the replica count, the memory a value needs, and (on the JIT) the device's
+/// legality rules.
 fn check_for_device(module: &Module, device: &Device) -> Result<(), SessionError> {
     if device.replicas == 0 {
         return Err(ReplicaCountError::Zero.into());
     }
+    memory::check_replicas(device.replicas)?;
     tessel_compiler::verifier::verify(module).map_err(SessionError::Invalid)?;
+    // A value larger than the machine's memory can never be computed here: say so before
+    // the optimizer or the JIT try to allocate it.
+    memory::check_module(module)?;
     // The JIT stands for the device: what a TPU cannot run is rejected. The interpreter is
     // the reference and runs any well-formed module.
     if device.backend == Backend::Jit {

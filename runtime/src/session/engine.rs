@@ -5,6 +5,7 @@ use super::error::SessionError;
 use crate::feed::{HostFeed, HostQueues};
 use crate::jit::host::infeed_outfeed::with_host_feed;
 use crate::jit::program::executable::Executable;
+use crate::memory::{check_run, largest_value};
 use crate::replicas::{
     evaluate_replicated, evaluate_replicated_with_feed, evaluate_with_feed, ReplicaOptions,
 };
@@ -23,6 +24,25 @@ impl Engine {
         match self {
             Engine::Jit(exe) => Some(exe),
             Engine::Interpreter(_) => None,
+        }
+    }
+
+    /// Checks that `replicas` replicas fit in the memory available now: the JIT's arena, or
+    /// the interpreter's largest value, on each.
+    pub(crate) fn check_memory(&self, replicas: usize) -> Result<(), SessionError> {
+        match self {
+            Engine::Interpreter(m) => match largest_value(m) {
+                Some(v) => {
+                    let what = format!("{}, the largest value, is {}", v.instruction, v.shape);
+                    Ok(check_run(v.bytes, replicas, &what)?)
+                }
+                None => Ok(()),
+            },
+            Engine::Jit(exe) => Ok(check_run(
+                exe.arena_size() as u64,
+                replicas,
+                "the buffer arena",
+            )?),
         }
     }
 

@@ -2,6 +2,7 @@
 //! match. The wording names no command-line flag; the CLI adds its flags when it reports them.
 
 use crate::jit::JitError;
+use crate::memory::MemoryError;
 use crate::replicas::ReplicaError;
 use crate::shard_map::ShardMapError;
 use tessel_compiler::interpreter::EvalError;
@@ -43,6 +44,9 @@ pub enum SessionError {
     /// The JIT could not compile the optimized module.
     #[error("{0}")]
     Compile(JitError),
+    /// The machine has not the memory (or the threads) the program needs.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
     /// A run failed: on `replica` when several run, at `instruction` when known.
     #[error("{}{}{message}", replica_prefix(*.replica), instruction_prefix(.instruction))]
     Run {

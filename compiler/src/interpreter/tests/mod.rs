@@ -154,3 +154,32 @@ pub(super) fn assert_close(actual: &[f32], expected: &[f32]) {
         );
     }
 }
+
+/// A value too large to allocate is an error naming the instruction and the bytes, never an
+/// abort of the process (`vec!` aborts): a broadcast and a pad with huge interior padding.
+#[test]
+fn huge_values_are_an_error_not_an_abort() {
+    use crate::hlo_text::parse_module;
+    let broadcast = "HloModule m\n\nENTRY e {\n  x = f32[] parameter(0)\n  \
+         ROOT b = f32[1000000,1000000] broadcast(x), dimensions={}\n}\n";
+    let pad = "HloModule m\n\nENTRY e {\n  x = f32[1000000] parameter(0)\n  \
+         z = f32[] constant(0)\n  \
+         ROOT p = f32[999999000001] pad(x, z), padding=0_0_999999\n}\n";
+    let scalar = Literal::Array(Array::new(
+        ArrayShape::new(ElementType::F32, &[]),
+        ArrayData::F32(vec![1.0]),
+    ));
+    let vector = Literal::Array(Array::new(
+        ArrayShape::new(ElementType::F32, &[1000000]),
+        ArrayData::F32(vec![1.0; 1000000]),
+    ));
+    for (text, arg, name, bytes) in [
+        (broadcast, scalar, "b", "4000000000000"),
+        (pad, vector, "p", "3999996000004"),
+    ] {
+        let m = parse_module(text, None).unwrap();
+        let e = evaluate(&m, &[arg]).unwrap_err();
+        assert_eq!(e.instruction.as_deref(), Some(name), "{e}");
+        assert!(e.message.contains(&format!("needs {bytes} bytes")), "{e}");
+    }
+}

@@ -73,7 +73,8 @@ impl Executable {
             jit: Some(p.jit),
             entry,
             arena_size: p.arena_size,
-            arenas: Mutex::new(vec![Arena::new(p.arena_size)]),
+            // Arenas are made when a run needs one: compiling allocates no buffers.
+            arenas: Mutex::new(Vec::new()),
             params: p.params,
             result: p.result,
             _consts: p.consts,
@@ -94,7 +95,7 @@ impl Executable {
 
     /// Runs the program on `args` (one literal per entry parameter), as replica 0 of one.
     pub fn run(&self, args: &[Literal]) -> Result<Literal, JitError> {
-        let mut arena = self.take_arena();
+        let mut arena = self.take_arena()?;
         let out = self.run_in(&mut arena, args);
         self.put_back(arena);
         out
@@ -143,7 +144,10 @@ impl Executable {
             ));
         }
         let hub = Arc::new(Hub::new(n));
-        let arenas: Vec<Arena> = (0..n).map(|_| self.take_arena()).collect();
+        let arenas: Vec<Arena> = (0..n)
+            .map(|_| self.take_arena())
+            .collect::<Result<_, _>>()
+            .map_err(|e| ReplicaError::new(None, e.to_string()))?;
         let outcomes: Vec<(Result<Literal, ReplicaError>, Option<Arena>)> =
             std::thread::scope(|scope| {
                 let handles: Vec<_> = args
@@ -229,9 +233,18 @@ impl Executable {
             .collect())
     }
 
-    fn take_arena(&self) -> Arena {
+    /// An arena from the pool, or a new one; an error when its memory cannot be allocated.
+    fn take_arena(&self) -> Result<Arena, JitError> {
         let pooled = self.arenas.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        pooled.unwrap_or_else(|| Arena::new(self.arena_size))
+        match pooled {
+            Some(a) => Ok(a),
+            None => Arena::try_new(self.arena_size).map_err(JitError::Runtime),
+        }
+    }
+
+    /// Bytes of the arena each run (each replica) needs.
+    pub fn arena_size(&self) -> usize {
+        self.arena_size
     }
 
     fn put_back(&self, arena: Arena) {
