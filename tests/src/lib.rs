@@ -1,5 +1,6 @@
 //! Shared helpers for tessel's integration and golden tests.
 
+pub mod fuzz;
 pub mod golden;
 pub mod modgen;
 pub mod numerics;
