@@ -7,6 +7,7 @@ use super::engine::Engine;
 use super::error::SessionError;
 use super::loop_program::{LoopOptions, LoopOutputs};
 use crate::feed::HostFeed;
+use crate::replicas::Numbering;
 use crate::feed::{fill_infeed, stack, FeedSource, HostQueues};
 use std::sync::mpsc::Receiver;
 use tessel_compiler::ir::{Array, ArrayData, Literal};
@@ -29,6 +30,7 @@ pub(crate) fn run_host_loop(
     sources: Vec<FeedSource>,
     outfeed: Outfeed<'_>,
     options: &LoopOptions,
+    numbering: Numbering,
 ) -> Result<LoopOutputs, SessionError> {
     let n = carried.len();
     let iterations = signature.iterations;
@@ -47,7 +49,7 @@ pub(crate) fn run_host_loop(
             .name("outfeed".into())
             .spawn_scoped(s, move || drain(rx, n, outfeed))
             .map_err(|e| SessionError::run(format!("starting the outfeed thread: {e}")))?;
-        let result = engine.run_fed(carried, queues);
+        let result = engine.run_fed(carried, queues, numbering);
         if let Err(e) = &result {
             // Already done by the evaluator; repeated so the host threads surely stop.
             let replica = match e {

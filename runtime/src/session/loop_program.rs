@@ -9,6 +9,7 @@ use super::bind::{bind_inputs, bind_replica_inputs, entry_parameters, Parameter}
 use super::compile::build_engine;
 use super::device::Device;
 use super::engine::Engine;
+use crate::replicas::Numbering;
 use super::error::{ReplicaCountError, SessionError};
 use super::loop_host::{run_host_loop, Outfeed};
 use super::program::Outputs;
@@ -267,6 +268,12 @@ impl LoopProgram {
             sources,
             outfeed,
             options,
+            // A shard_map step's body is SPMD: one replica of the mesh's devices as partitions.
+            if self.sharded.is_some() {
+                Numbering::Partitions
+            } else {
+                Numbering::Replicas
+            },
         )
     }
 
