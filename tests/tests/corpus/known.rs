@@ -68,6 +68,23 @@ pub const KNOWN: &[Known] = &[
         error: "the JIT does not support element type bf16",
         reason: "the JIT has no bf16",
     },
+    Known {
+        name: "gelu",
+        modes: &[Mode::Interpreter, Mode::Jit],
+        grad: true,
+        error: "= NaN, JAX",
+        reason: "tessel differentiates XLA's expansion of erfc, a select between two \
+                 approximations; near 0 the untaken one's derivative overflows and its zero \
+                 cotangent times inf is NaN (JAX differentiates erf itself)",
+    },
+    Known {
+        name: "gelu",
+        modes: &[Mode::InterpreterOptimized, Mode::JitOptimized],
+        grad: true,
+        error: "neither fused before it nor an input of its fusion",
+        reason: "the fusion pass groups the gradient module's instructions so that one reads \
+                 a value from outside its fusion that is not an input (it used to panic)",
+    },
 ];
 
 /// The known failure of `name` under `check`, if it has one.
