@@ -172,12 +172,9 @@ impl ReplicaLink for ReplicaContext<'_> {
         group: &[usize],
         operands: Vec<Literal>,
     ) -> Result<Vec<Arc<Vec<Literal>>>, EvalError> {
-        let position = group
-            .iter()
-            .position(|&r| r == self.id)
-            .ok_or_else(|| {
-                EvalError::new(format!("device {} is not in its group {group:?}", self.id))
-            })?;
+        let position = group.iter().position(|&r| r == self.id).ok_or_else(|| {
+            EvalError::new(format!("device {} is not in its group {group:?}", self.id))
+        })?;
         let count = {
             let mut ex = self.executions.borrow_mut();
             let c = ex.entry(site).or_insert(0);

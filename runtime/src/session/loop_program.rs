@@ -9,13 +9,13 @@ use super::bind::{bind_inputs, bind_replica_inputs, entry_parameters, Parameter}
 use super::compile::build_engine;
 use super::device::Device;
 use super::engine::Engine;
-use crate::replicas::Numbering;
 use super::error::{ReplicaCountError, SessionError};
 use super::loop_host::{run_host_loop, Outfeed};
 use super::program::Outputs;
 use crate::feed::{stacked_source, FeedSource};
 use crate::jit::profile::ProfileCounters;
 use crate::jit::program::executable::Executable;
+use crate::replicas::Numbering;
 use crate::shard_map::{is_shard_map_module, ShardMap};
 use tessel_compiler::ir::{Array, ArrayShape, Module};
 use tessel_compiler::training_loop::{loop_signature, wrap_in_training_loop, LoopSignature};

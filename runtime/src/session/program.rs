@@ -7,8 +7,8 @@ use super::bind::{bind_inputs, bind_replica_inputs, Parameter};
 use super::engine::Engine;
 use super::error::{ReplicaCountError, SessionError};
 use crate::jit::profile::ProfileCounters;
-use crate::replicas::Numbering;
 use crate::jit::program::executable::{Executable, ProgramStats};
+use crate::replicas::Numbering;
 use crate::shard_map::ShardMap;
 use tessel_compiler::ir::{Array, Literal};
 
@@ -142,7 +142,9 @@ impl Program {
                 Ok(Outputs::Global(leaves(&self.engine.run(args)?)))
             }
             (Form::PerReplica, Bound::PerReplica(args)) => {
-                let outs = self.engine.run_replicas(args.clone(), Numbering::Replicas)?;
+                let outs = self
+                    .engine
+                    .run_replicas(args.clone(), Numbering::Replicas)?;
                 Ok(Outputs::PerReplica(outs.iter().map(leaves).collect()))
             }
             (Form::ShardMap(sharded), Bound::Global(args)) => {

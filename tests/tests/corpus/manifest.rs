@@ -25,8 +25,7 @@ pub struct Entry {
 /// cannot make the tests pass vacuously.
 pub fn entries() -> Vec<Entry> {
     let path = dir().join("manifest.tsv");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
@@ -50,7 +49,11 @@ pub fn entries() -> Vec<Entry> {
             }
         })
         .collect();
-    assert!(entries.len() >= 37, "the manifest lists {} modules", entries.len());
+    assert!(
+        entries.len() >= 37,
+        "the manifest lists {} modules",
+        entries.len()
+    );
     entries
 }
 
