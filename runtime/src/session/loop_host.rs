@@ -22,6 +22,8 @@ pub enum Outfeed<'a> {
 }
 
 /// Runs the loop `engine` holds on `carried.len()` replicas with the host threads around it.
+// The loop's parts as its program holds them; a struct for one call would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_host_loop(
     engine: &Engine,
     signature: &LoopSignature,
