@@ -3,8 +3,9 @@
 //! Every execution of a collective meets the other members of the replica group through the
 //! run's [`ReplicaLink`] (the runtime owns the rendezvous and the threads): each member
 //! deposits its operands and gets every member's deposit back. Each member then computes its
-//! own result from the deposits here; reductions combine them in increasing replica-id order,
-//! so every replica gets bitwise the same sum.
+//! own result from the deposits here; reductions combine them in increasing device-id order,
+//! so every replica gets bitwise the same sum. Which devices a group holds follows XLA's group
+//! modes (see `GroupMode` and `replica_link`'s numbering).
 //!
 //! [`CollectiveStep`] computes one collective instruction for one replica from its operand
 //! values, exactly as the interpreter does (the JIT calls it from a host routine), so both
@@ -16,29 +17,105 @@ use super::replica_link::{CollectiveSite, LoneReplica, ReplicaLink};
 use super::shape_ops::concatenate;
 use super::{elementwise, err, EvalError, EvalResult, Evaluator};
 use crate::ir::{
-    Array, ArrayData, ArrayShape, BinaryOp, ComputationId, ElementType, InstrId, Literal, Module,
-    Op,
+    Array, ArrayData, ArrayShape, BinaryOp, CollectiveAttrs, ComputationId, ElementType, InstrId,
+    Literal, Module, Op,
 };
 use std::sync::Arc;
 
-/// The members of the calling replica's group, in the order the group lists them.
-fn group_of(link: &dyn ReplicaLink, groups: &[Vec<i64>]) -> EvalResult<Vec<usize>> {
-    let (id, count) = (link.replica_id(), link.replica_count());
-    if groups.is_empty() {
-        return Ok((0..count).collect());
+/// How a collective's `replica_groups` (or `source_target_pairs`) name devices: XLA's
+/// `CollectiveOpGroupMode`, from whether it has a `channel_id` and `use_global_device_ids`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GroupMode {
+    /// No channel: replica ids; each partition meets the same partition of the other replicas.
+    CrossReplica,
+    /// A channel on an op without `use_global_device_ids` (collective-permute): partition ids
+    /// within this device's replica.
+    CrossPartition,
+    /// A channel without `use_global_device_ids`: replica ids, every partition of each.
+    CrossReplicaAndPartition,
+    /// `use_global_device_ids=true`: global device ids (replica * partitions + partition).
+    FlattenedIds,
+}
+
+impl GroupMode {
+    fn of(c: &CollectiveAttrs) -> EvalResult<GroupMode> {
+        match (c.channel_id.is_some(), c.use_global_device_ids) {
+            (false, true) => err("use_global_device_ids=true needs a channel_id"),
+            (false, false) => Ok(GroupMode::CrossReplica),
+            (true, false) => Ok(GroupMode::CrossReplicaAndPartition),
+            (true, true) => Ok(GroupMode::FlattenedIds),
+        }
     }
+
+    /// What the ids of a group name, for messages.
+    fn unit(self) -> &'static str {
+        match self {
+            GroupMode::CrossPartition => "partition",
+            GroupMode::FlattenedIds => "device",
+            _ => "replica",
+        }
+    }
+}
+
+/// The id the calling device has in `mode`'s numbering, and how many such ids exist.
+fn own_id(link: &dyn ReplicaLink, mode: GroupMode) -> (usize, usize) {
+    match mode {
+        GroupMode::CrossReplica | GroupMode::CrossReplicaAndPartition => {
+            (link.replica_id(), link.replica_count())
+        }
+        GroupMode::CrossPartition => (link.partition_id(), link.partition_count()),
+        GroupMode::FlattenedIds => (link.device_id(), link.device_count()),
+    }
+}
+
+/// The global device ids the ids of `group` (in `mode`'s numbering) stand for, in XLA's
+/// participant order.
+fn devices_of(link: &dyn ReplicaLink, mode: GroupMode, group: &[usize]) -> Vec<usize> {
+    let parts = link.partition_count().max(1);
+    match mode {
+        GroupMode::CrossReplica => group
+            .iter()
+            .map(|&r| r * parts + link.partition_id())
+            .collect(),
+        GroupMode::CrossPartition => group
+            .iter()
+            .map(|&p| link.replica_id() * parts + p)
+            .collect(),
+        // Partition-major, as XLA's GetParticipatingDevices lists them.
+        GroupMode::CrossReplicaAndPartition => (0..parts)
+            .flat_map(|p| group.iter().map(move |&r| r * parts + p))
+            .collect(),
+        GroupMode::FlattenedIds => group.to_vec(),
+    }
+}
+
+/// The devices of the calling device's group, in the order the group lists them (global
+/// device ids).
+fn group_of(
+    link: &dyn ReplicaLink,
+    mode: GroupMode,
+    groups: &[Vec<i64>],
+) -> EvalResult<Vec<usize>> {
+    let (id, count) = own_id(link, mode);
+    if groups.is_empty() {
+        return Ok(devices_of(link, mode, &(0..count).collect::<Vec<_>>()));
+    }
+    let unit = mode.unit();
     for g in groups {
         if let Some(bad) = g.iter().find(|&&r| r < 0 || r as usize >= count) {
             return err(format!(
-                "replica group {g:?} names replica {bad}, but only {count} replicas run"
+                "replica group {g:?} names {unit} {bad}, but only {count} {unit}s run"
             ));
         }
     }
-    groups
+    let group: Vec<usize> = groups
         .iter()
         .find(|g| g.contains(&(id as i64)))
         .map(|g| g.iter().map(|&r| r as usize).collect())
-        .ok_or_else(|| EvalError::new(format!("replica {id} is in no replica group of {groups:?}")))
+        .ok_or_else(|| {
+            EvalError::new(format!("{unit} {id} is in no replica group of {groups:?}"))
+        })?;
+    Ok(devices_of(link, mode, &group))
 }
 
 /// Reduces operand `k` of the deposits (in the given order) with a collective's `to_apply`.
@@ -156,7 +233,7 @@ fn collective(
             collective,
             to_apply,
         } => {
-            let group = group_of(link, &collective.replica_groups)?;
+            let group = group_of(link, GroupMode::of(collective)?, &collective.replica_groups)?;
             let parts = link.exchange(site, &group, owned)?;
             let ordered = in_replica_order(&group, &parts);
             let out = (0..arrays.len())
@@ -168,7 +245,7 @@ fn collective(
             collective,
             dimension,
         } => {
-            let group = group_of(link, &collective.replica_groups)?;
+            let group = group_of(link, GroupMode::of(collective)?, &collective.replica_groups)?;
             let parts = link.exchange(site, &group, owned)?;
             let out = (0..arrays.len())
                 .map(|k| {
@@ -186,8 +263,11 @@ fn collective(
             dimension,
             to_apply,
         } => {
-            let group = group_of(link, &collective.replica_groups)?;
-            let position = group.iter().position(|&r| r == link.replica_id()).unwrap();
+            let group = group_of(link, GroupMode::of(collective)?, &collective.replica_groups)?;
+            let position = group
+                .iter()
+                .position(|&d| d == link.device_id())
+                .ok_or_else(|| EvalError::new("reduce-scatter: this device is not in its group"))?;
             let parts = link.exchange(site, &group, owned)?;
             let ordered = in_replica_order(&group, &parts);
             let out = (0..arrays.len())
@@ -224,28 +304,37 @@ fn collective(
         }
         Op::CollectivePermute {
             source_target_pairs,
-            ..
+            channel_id,
         } => {
-            let count = link.replica_count();
-            let all: Vec<usize> = (0..count).collect();
+            // With a channel the pairs name partitions of this replica, else replicas of this
+            // partition (XLA's cross-partition and cross-replica modes).
+            let mode = if channel_id.is_some() {
+                GroupMode::CrossPartition
+            } else {
+                GroupMode::CrossReplica
+            };
+            let (own, count) = own_id(link, mode);
+            let unit = mode.unit();
             for &(s, t) in source_target_pairs {
                 if s < 0 || t < 0 || s as usize >= count || t as usize >= count {
                     return err(format!(
-                        "collective-permute pair ({s}, {t}) names a replica that does not run"
+                        "collective-permute pair ({s}, {t}) names a {unit} that does not run \
+                         ({count} {unit}s run)"
                     ));
                 }
             }
-            let parts = link.exchange(site, &all, owned)?;
+            let all: Vec<usize> = (0..count).collect();
+            let parts = link.exchange(site, &devices_of(link, mode, &all), owned)?;
             let source = source_target_pairs
                 .iter()
-                .find(|&&(_, t)| t as usize == link.replica_id())
+                .find(|&&(_, t)| t as usize == own)
                 .map(|&(s, _)| s as usize);
             let x = arrays
                 .first()
                 .ok_or_else(|| EvalError::new("collective-permute needs an operand"))?;
             Ok(match source {
                 Some(s) => Literal::Array(leaf(&parts[s], 0)?.clone()),
-                // A replica nobody sends to receives zeros.
+                // A device nobody sends to receives zeros.
                 None => Literal::Array(Array::zeros(x.shape.clone())),
             })
         }
@@ -266,7 +355,7 @@ fn leaf(part: &[Literal], k: usize) -> EvalResult<&Array> {
         .ok_or_else(|| EvalError::new(format!("collective operand {k} is not an array")))
 }
 
-/// The deposits sorted by replica id (the deterministic reduction order).
+/// The deposits sorted by global device id (the deterministic reduction order).
 fn in_replica_order<'a>(group: &[usize], parts: &'a [Arc<Vec<Literal>>]) -> Vec<&'a [Literal]> {
     let mut order: Vec<(usize, &[Literal])> = group
         .iter()

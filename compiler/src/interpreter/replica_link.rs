@@ -1,6 +1,13 @@
-//! What the interpreter needs from the run it is part of, and nothing more: which replica it
-//! evaluates as, how to meet the other replicas at a collective, and where `infeed` and
+//! What the interpreter needs from the run it is part of, and nothing more: which device it
+//! evaluates as, how to meet the other devices at a collective, and where `infeed` and
 //! `outfeed` go.
+//!
+//! Devices are numbered as XLA numbers them: a run has `replica_count` replicas of
+//! `partition_count` partitions each, and device `d` is replica `d / partition_count`,
+//! partition `d % partition_count` (XLA's global device id). A per-replica module (collectives
+//! in the entry, `pmap`'s form) runs with one partition per replica; a shard_map body (SPMD)
+//! runs as one replica of as many partitions as the mesh has devices, so there `partition-id`
+//! is the device's index in the mesh and `replica-id` is 0.
 //!
 //! The compiler only defines the contract. The runtime (`tessel_runtime::replicas`) owns the
 //! threads, the rendezvous and the host queues, and implements [`ReplicaLink`] for one replica
@@ -21,20 +28,35 @@ pub struct CollectiveSite {
 
 /// The interpreter's (and the JIT's collective routines') view of one replica of a run.
 pub trait ReplicaLink {
-    /// This replica's id, in `0..replica_count()`.
-    fn replica_id(&self) -> usize;
+    /// This device's global id, in `0..device_count()`.
+    fn device_id(&self) -> usize;
 
-    /// How many replicas run.
-    fn replica_count(&self) -> usize;
+    /// How many devices run (replicas times partitions).
+    fn device_count(&self) -> usize;
 
-    /// This replica's partition: one partition per replica, so 0 unless a link says otherwise.
-    fn partition_id(&self) -> usize {
-        0
+    /// How many partitions each replica has: 1 unless the run is SPMD-partitioned.
+    fn partition_count(&self) -> usize {
+        1
     }
 
-    /// Deposits `operands` for this replica at the collective `site` and returns every member's
-    /// deposit, in the order of `group` (replica ids; it holds this replica), once all members
-    /// have deposited. The n-th call for a site meets the n-th call of every other member.
+    /// This device's replica, in `0..replica_count()`.
+    fn replica_id(&self) -> usize {
+        self.device_id() / self.partition_count().max(1)
+    }
+
+    /// This device's partition, in `0..partition_count()`.
+    fn partition_id(&self) -> usize {
+        self.device_id() % self.partition_count().max(1)
+    }
+
+    /// How many replicas run.
+    fn replica_count(&self) -> usize {
+        self.device_count() / self.partition_count().max(1)
+    }
+
+    /// Deposits `operands` for this device at the collective `site` and returns every member's
+    /// deposit, in the order of `group` (global device ids; it holds this device), once all
+    /// members have deposited. The n-th call for a site meets the n-th call of every other member.
     /// Fails (instead of waiting forever) when the run was stopped.
     fn exchange(
         &self,
@@ -56,11 +78,11 @@ pub trait ReplicaLink {
 pub struct LoneReplica;
 
 impl ReplicaLink for LoneReplica {
-    fn replica_id(&self) -> usize {
+    fn device_id(&self) -> usize {
         0
     }
 
-    fn replica_count(&self) -> usize {
+    fn device_count(&self) -> usize {
         1
     }
 

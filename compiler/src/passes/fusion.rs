@@ -418,7 +418,21 @@ fn materialize(m: &mut Module, cid: ComputationId, g: Group) -> Result<(), PassE
         } else {
             orig.name.clone()
         };
-        let operands: Vec<InstrId> = orig.operands().iter().map(|o| map[o]).collect();
+        // An operand that is neither an input nor fused before its user is a grouping bug:
+        // an error, not a panic.
+        let operands: Vec<InstrId> = orig
+            .operands()
+            .iter()
+            .map(|o| {
+                map.get(o).copied().ok_or_else(|| {
+                    err(format!(
+                        "{} reads {}, which is neither fused before it nor an input of its fusion",
+                        orig.name,
+                        m.computation(cid).get(*o).name
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
         let mut copy = Instruction::new(name, orig.op, orig.shape);
         copy.metadata = orig.metadata;
         copy.extra_attrs = orig.extra_attrs;

@@ -21,7 +21,9 @@ mod tests;
 
 pub use faults::{is_stop_message, stopped_message, PoisonOnDrop};
 pub use rendezvous::{Hub, ReplicaContext};
-pub use spawn::{evaluate_replicated, evaluate_replicated_with_feed, evaluate_with_feed};
+pub use spawn::{
+    evaluate_on_devices, evaluate_replicated, evaluate_replicated_with_feed, evaluate_with_feed,
+};
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -111,11 +113,36 @@ pub struct Injection {
     pub fault: Fault,
 }
 
+/// How the devices of a replicated run are numbered, as XLA numbers them (see
+/// `tessel_compiler::interpreter::ReplicaLink`): what `replica-id` and `partition-id` give and
+/// which devices a collective's `replica_groups` name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Numbering {
+    /// N replicas of one partition: a per-replica module (collectives in the entry).
+    #[default]
+    Replicas,
+    /// One replica of N partitions: a shard_map body (SPMD), where `partition-id` is the
+    /// device's index in the mesh.
+    Partitions,
+}
+
+impl Numbering {
+    /// Partitions per replica on a run of `devices`.
+    pub fn partitions(self, devices: usize) -> usize {
+        match self {
+            Numbering::Replicas => 1,
+            Numbering::Partitions => devices.max(1),
+        }
+    }
+}
+
 /// Options of a replicated run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReplicaOptions {
     /// A fault to inject (tests only; `None` in real runs).
     pub inject: Option<Injection>,
+    /// How the devices are numbered.
+    pub numbering: Numbering,
 }
 
 /// What a replica thread's routines see: its context and its injected fault, if any.

@@ -7,6 +7,7 @@
 //! that fails poisons the hub, and every replica waiting (or arriving later) at a rendezvous
 //! stops with an error instead of deadlocking.
 
+use super::Numbering;
 use crate::feed::HostFeed;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -94,12 +95,16 @@ impl Hub {
     }
 }
 
-/// One replica of a run: its id, the hub it meets the others at, and the host feed its
+/// One device of a run: its global id, how the run's devices split into replicas and
+/// partitions, the hub it meets the others at, and the host feed its
 /// `infeed`/`outfeed` use (when the interpreter runs it; compiled programs reach the feed
 /// through `jit::host::infeed_outfeed`).
 pub struct ReplicaContext<'f> {
+    /// The global device id (the thread's index in the run).
     id: usize,
     count: usize,
+    /// Partitions per replica: 1, or `count` for a shard_map body.
+    partitions: usize,
     hub: Option<Arc<Hub>>,
     feed: Option<&'f dyn HostFeed>,
     /// How many times this replica has reached each collective site.
@@ -112,16 +117,19 @@ impl<'f> ReplicaContext<'f> {
         ReplicaContext {
             id: 0,
             count: 1,
+            partitions: 1,
             hub: None,
             feed,
             executions: RefCell::default(),
         }
     }
 
-    /// Replica `id` of `count`, meeting the others at `hub` (made for `count` replicas).
+    /// Device `id` of `count`, numbered as `numbering` says, meeting the others at `hub`
+    /// (made for `count` devices).
     pub fn new(
         id: usize,
         count: usize,
+        numbering: Numbering,
         hub: Arc<Hub>,
         feed: Option<&'f dyn HostFeed>,
     ) -> ReplicaContext<'f> {
@@ -129,6 +137,7 @@ impl<'f> ReplicaContext<'f> {
         ReplicaContext {
             id,
             count,
+            partitions: numbering.partitions(count),
             hub: Some(hub),
             feed,
             executions: RefCell::default(),
@@ -145,12 +154,16 @@ impl<'f> ReplicaContext<'f> {
 }
 
 impl ReplicaLink for ReplicaContext<'_> {
-    fn replica_id(&self) -> usize {
+    fn device_id(&self) -> usize {
         self.id
     }
 
-    fn replica_count(&self) -> usize {
+    fn device_count(&self) -> usize {
         self.count
+    }
+
+    fn partition_count(&self) -> usize {
+        self.partitions
     }
 
     fn exchange(
@@ -159,10 +172,9 @@ impl ReplicaLink for ReplicaContext<'_> {
         group: &[usize],
         operands: Vec<Literal>,
     ) -> Result<Vec<Arc<Vec<Literal>>>, EvalError> {
-        let position = group
-            .iter()
-            .position(|&r| r == self.id)
-            .expect("group contains this replica");
+        let position = group.iter().position(|&r| r == self.id).ok_or_else(|| {
+            EvalError::new(format!("device {} is not in its group {group:?}", self.id))
+        })?;
         let count = {
             let mut ex = self.executions.borrow_mut();
             let c = ex.entry(site).or_insert(0);

@@ -7,6 +7,7 @@
 
 use super::faults::{is_stop_message, stopped_message, PoisonOnDrop};
 use super::rendezvous::{Hub, ReplicaContext};
+use super::Numbering;
 use crate::feed::{AbortFeedOnDrop, HostFeed};
 use std::sync::Arc;
 use tessel_compiler::interpreter::{evaluate_linked, EvalError};
@@ -19,7 +20,19 @@ pub fn evaluate_replicated(
     module: &Module,
     args: Vec<Vec<Literal>>,
 ) -> Result<Vec<Literal>, EvalError> {
-    run_replicas(module, args, None)
+    run_replicas(module, args, Numbering::Replicas, None)
+}
+
+/// Evaluates the entry on `args.len()` devices numbered as `numbering` says (a shard_map body
+/// runs with [`Numbering::Partitions`]), with an optional host feed; as
+/// [`evaluate_replicated`] otherwise.
+pub fn evaluate_on_devices(
+    module: &Module,
+    args: Vec<Vec<Literal>>,
+    numbering: Numbering,
+    feed: Option<&dyn HostFeed>,
+) -> Result<Vec<Literal>, EvalError> {
+    run_replicas(module, args, numbering, feed)
 }
 
 /// [`evaluate_replicated`] with a host feed for `infeed`/`outfeed`. A replica that fails
@@ -30,7 +43,7 @@ pub fn evaluate_replicated_with_feed(
     args: Vec<Vec<Literal>>,
     feed: &dyn HostFeed,
 ) -> Result<Vec<Literal>, EvalError> {
-    run_replicas(module, args, Some(feed))
+    run_replicas(module, args, Numbering::Replicas, Some(feed))
 }
 
 /// Evaluates the entry on one replica (replica 0) whose `infeed`/`outfeed` talk to `feed`.
@@ -52,6 +65,7 @@ pub fn evaluate_with_feed(
 fn run_replicas(
     module: &Module,
     args: Vec<Vec<Literal>>,
+    numbering: Numbering,
     feed: Option<&dyn HostFeed>,
 ) -> Result<Vec<Literal>, EvalError> {
     let n = args.len();
@@ -74,7 +88,7 @@ fn run_replicas(
                         // Stop the others if this thread ends without a result (error or panic).
                         let guard = PoisonOnDrop::new(&hub, r);
                         let feed_guard = AbortFeedOnDrop::new(feed, r);
-                        let link = ReplicaContext::new(r, n, hub.clone(), feed);
+                        let link = ReplicaContext::new(r, n, numbering, hub.clone(), feed);
                         let out = evaluate_linked(module, &replica_args, &link);
                         match &out {
                             Ok(_) => {

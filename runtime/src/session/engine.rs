@@ -6,9 +6,7 @@ use crate::feed::{HostFeed, HostQueues};
 use crate::jit::host::infeed_outfeed::with_host_feed;
 use crate::jit::program::executable::Executable;
 use crate::memory::{check_run, largest_value};
-use crate::replicas::{
-    evaluate_replicated, evaluate_replicated_with_feed, evaluate_with_feed, ReplicaOptions,
-};
+use crate::replicas::{evaluate_on_devices, evaluate_with_feed, Numbering, ReplicaOptions};
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Literal, Module};
 
@@ -54,23 +52,32 @@ impl Engine {
         }
     }
 
-    /// Runs on `args.len()` replicas, one thread each; every replica's result in order.
+    /// Runs on `args.len()` devices, one thread each, numbered as `numbering` says; every
+    /// device's result in order.
     pub(crate) fn run_replicas(
         &self,
         args: Vec<Vec<Literal>>,
+        numbering: Numbering,
     ) -> Result<Vec<Literal>, SessionError> {
         match self {
-            Engine::Interpreter(m) => Ok(evaluate_replicated(m, args)?),
-            Engine::Jit(exe) => Ok(exe.run_replicated(args)?),
+            Engine::Interpreter(m) => Ok(evaluate_on_devices(m, args, numbering, None)?),
+            Engine::Jit(exe) => Ok(exe.run_replicated_with(
+                args,
+                &ReplicaOptions {
+                    numbering,
+                    ..ReplicaOptions::default()
+                },
+            )?),
         }
     }
 
-    /// Runs a module that reads and writes the host `feed` on `args.len()` replicas; every
-    /// replica's result in order.
+    /// Runs a module that reads and writes the host `feed` on `args.len()` devices numbered as
+    /// `numbering` says; every device's result in order.
     pub(crate) fn run_fed(
         &self,
         args: Vec<Vec<Literal>>,
         feed: &HostQueues,
+        numbering: Numbering,
     ) -> Result<Vec<Literal>, SessionError> {
         let n = args.len();
         match self {
@@ -78,9 +85,13 @@ impl Engine {
                 let args = args.into_iter().next().unwrap_or_default();
                 Ok(evaluate_with_feed(m, &args, feed).map(|l| vec![l])?)
             }
-            Engine::Interpreter(m) => Ok(evaluate_replicated_with_feed(m, args, feed)?),
+            Engine::Interpreter(m) => Ok(evaluate_on_devices(m, args, numbering, Some(feed))?),
             Engine::Jit(exe) if n > 1 => {
-                Ok(exe.run_replicated_fed(args, feed, &ReplicaOptions::default())?)
+                let options = ReplicaOptions {
+                    numbering,
+                    ..ReplicaOptions::default()
+                };
+                Ok(exe.run_replicated_fed(args, feed, &options)?)
             }
             Engine::Jit(exe) => {
                 let args = args.into_iter().next().unwrap_or_default();

@@ -8,6 +8,7 @@ use super::error::SessionError;
 use super::loop_program::{LoopOptions, LoopOutputs};
 use crate::feed::HostFeed;
 use crate::feed::{fill_infeed, stack, FeedSource, HostQueues};
+use crate::replicas::Numbering;
 use std::sync::mpsc::Receiver;
 use tessel_compiler::ir::{Array, ArrayData, Literal};
 use tessel_compiler::training_loop::LoopSignature;
@@ -21,6 +22,8 @@ pub enum Outfeed<'a> {
 }
 
 /// Runs the loop `engine` holds on `carried.len()` replicas with the host threads around it.
+// The loop's parts as its program holds them; a struct for one call would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_host_loop(
     engine: &Engine,
     signature: &LoopSignature,
@@ -29,6 +32,7 @@ pub(crate) fn run_host_loop(
     sources: Vec<FeedSource>,
     outfeed: Outfeed<'_>,
     options: &LoopOptions,
+    numbering: Numbering,
 ) -> Result<LoopOutputs, SessionError> {
     let n = carried.len();
     let iterations = signature.iterations;
@@ -47,7 +51,7 @@ pub(crate) fn run_host_loop(
             .name("outfeed".into())
             .spawn_scoped(s, move || drain(rx, n, outfeed))
             .map_err(|e| SessionError::run(format!("starting the outfeed thread: {e}")))?;
-        let result = engine.run_fed(carried, queues);
+        let result = engine.run_fed(carried, queues, numbering);
         if let Err(e) = &result {
             // Already done by the evaluator; repeated so the host threads surely stop.
             let replica = match e {

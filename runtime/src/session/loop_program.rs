@@ -15,6 +15,7 @@ use super::program::Outputs;
 use crate::feed::{stacked_source, FeedSource};
 use crate::jit::profile::ProfileCounters;
 use crate::jit::program::executable::Executable;
+use crate::replicas::Numbering;
 use crate::shard_map::{is_shard_map_module, ShardMap};
 use tessel_compiler::ir::{Array, ArrayShape, Module};
 use tessel_compiler::training_loop::{loop_signature, wrap_in_training_loop, LoopSignature};
@@ -267,6 +268,12 @@ impl LoopProgram {
             sources,
             outfeed,
             options,
+            // A shard_map step's body is SPMD: one replica of the mesh's devices as partitions.
+            if self.sharded.is_some() {
+                Numbering::Partitions
+            } else {
+                Numbering::Replicas
+            },
         )
     }
 

@@ -8,6 +8,7 @@ use super::engine::Engine;
 use super::error::{ReplicaCountError, SessionError};
 use crate::jit::profile::ProfileCounters;
 use crate::jit::program::executable::{Executable, ProgramStats};
+use crate::replicas::Numbering;
 use crate::shard_map::ShardMap;
 use tessel_compiler::ir::{Array, Literal};
 
@@ -142,12 +143,15 @@ impl Program {
                 Ok(Outputs::Global(leaves(&self.engine.run(args)?)))
             }
             (Form::PerReplica, Bound::PerReplica(args)) => {
-                let outs = self.engine.run_replicas(args.clone())?;
+                let outs = self
+                    .engine
+                    .run_replicas(args.clone(), Numbering::Replicas)?;
                 Ok(Outputs::PerReplica(outs.iter().map(leaves).collect()))
             }
             (Form::ShardMap(sharded), Bound::Global(args)) => {
                 let pieces = sharded.split(args)?;
-                let results = self.engine.run_replicas(pieces)?;
+                // The body is SPMD: one replica of as many partitions as the mesh has devices.
+                let results = self.engine.run_replicas(pieces, Numbering::Partitions)?;
                 Ok(Outputs::Global(sharded.assemble(&results)?))
             }
             _ => Err(SessionError::ReplicaCount(ReplicaCountError::Arguments {

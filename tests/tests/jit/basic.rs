@@ -106,6 +106,28 @@ fn elementwise_chain_odd_sizes() {
     }
 }
 
+/// `sign` of f32 on the vector path: its `fcmp ueq` had no x86 vector lowering, so any kernel
+/// with a float `sign` (the gradient of `abs`, e.g. in GELU's erfc) failed to compile. Zero,
+/// negative zero and NaN keep their value.
+#[test]
+fn float_sign_vectorized() {
+    let dims = [4i64, 16];
+    let mut b = B::new();
+    let s = Shape::array(ElementType::F32, &dims);
+    let x = b.param(0, s.clone());
+    let y = b.add(Op::Unary(UnaryOp::Sign), s.clone(), &[x]);
+    let m = b.finish(y);
+    let mut values: Vec<f32> = (0..64).map(|i| (i as f32 - 30.5) * 0.25).collect();
+    values[3] = 0.0;
+    values[4] = -0.0;
+    values[5] = f32::NAN;
+    let x = Literal::Array(Array::new(
+        ArrayShape::new(ElementType::F32, &dims),
+        ArrayData::F32(values),
+    ));
+    check(&m, &[x], 0.0);
+}
+
 #[test]
 fn broadcast_transpose_compare_select() {
     let mut b = B::new();

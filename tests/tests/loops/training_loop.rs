@@ -912,6 +912,7 @@ fn a_panicking_replica_thread_releases_replicas_waiting_on_the_infeed() {
             at_collective: 0,
             fault: Fault::ThreadPanic,
         }),
+        ..ReplicaOptions::default()
     };
     let (tx, done) = std::sync::mpsc::channel();
     let start = Instant::now();

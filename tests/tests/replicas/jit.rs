@@ -254,6 +254,7 @@ fn injected(replica: usize, at: u64, fault: Fault) -> ReplicaOptions {
             at_collective: at,
             fault,
         }),
+        ..ReplicaOptions::default()
     }
 }
 

@@ -449,7 +449,11 @@ fn unary(
             } else {
                 fb.ins().fcopysign(one, x)
             };
-            let keep = fb.ins().fcmp(FloatCC::UnorderedOrEqual, x, zero);
+            // Zero and NaN keep their value. `fcmp ueq` has no x86 vector lowering in
+            // Cranelift, so it is `eq | uno`.
+            let is_zero = fb.ins().fcmp(FloatCC::Equal, x, zero);
+            let is_nan = fb.ins().fcmp(FloatCC::Unordered, x, x);
+            let keep = fb.ins().bor(is_zero, is_nan);
             select_values(fb, keep, x, s, lanes)
         }
         Sign if out.is_signed_int() => {

@@ -164,7 +164,7 @@ impl Executable {
                                 let guard = PoisonOnDrop::new(&hub, r);
                                 let feed_guard = AbortFeedOnDrop::new(feed, r);
                                 let _env = replicas::enter(
-                                    ReplicaContext::new(r, n, hub.clone(), None),
+                                    ReplicaContext::new(r, n, options.numbering, hub.clone(), None),
                                     options.inject,
                                 );
                                 if let Some(i) = options.inject {
