@@ -14,3 +14,4 @@ mod reduce_parallel;
 mod vector_math;
 mod while_in_place;
 mod winograd;
+mod zero_size;
