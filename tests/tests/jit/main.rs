@@ -7,6 +7,7 @@ mod conv_direct;
 mod corpus;
 mod fast_paths;
 mod gemm_backends;
+mod long_programs;
 mod parallel_kernels;
 mod pool_gradient_fusion;
 mod random_graphs;

@@ -17,8 +17,8 @@ use tessel_tests::numerics::pseudo_random_f32;
 fn check(body: &str, args: &[Literal]) {
     let text = format!(
         "HloModule zero_size\n\n\
-         add {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = f32[] add(a, b)\n}}\n\n\
-         max {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = f32[] maximum(a, b)\n}}\n\n\
+         add {{\n  xa = f32[] parameter(0)\n  xb = f32[] parameter(1)\n  ROOT xr = f32[] add(xa, xb)\n}}\n\n\
+         max {{\n  ya = f32[] parameter(0)\n  yb = f32[] parameter(1)\n  ROOT yr = f32[] maximum(ya, yb)\n}}\n\n\
          ENTRY main {{\n{body}\n}}\n"
     );
     for opt in [false, true] {

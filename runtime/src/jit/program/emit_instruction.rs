@@ -305,7 +305,11 @@ fn has_zero_extent(instr: &Instruction, walk: &Walk) -> Result<bool, JitError> {
         return Ok(true);
     }
     for k in 0..instr.operands().len() {
-        if walk.operand(instr, k)?.as_array().is_some_and(|b| empty(&b.shape)) {
+        if walk
+            .operand(instr, k)?
+            .as_array()
+            .is_some_and(|b| empty(&b.shape))
+        {
             return Ok(true);
         }
     }
