@@ -16,11 +16,20 @@
 //! operands from outside: Adam's `1 - b1^t` copied into every parameter's update keeps `b1^t`
 //! stored); scalar constants, iotas and broadcasts of parameters or
 //! constants are cheap enough to be copied into every fusion that reads them.
+//!
+//! A fusion holds at most [`MAX_FUSION_MEMBERS`] instructions: the JIT evaluates a fusion as
+//! one expression, recursively, so an unbounded chain (10,000 elementwise ops in a row) would
+//! overflow its stack. A longer chain becomes several fusions, each reading the previous
+//! one's output. The bound is far above any fusion of the corpus (the MNIST step's are
+//! unchanged).
 
 use super::util::{add_named, code_computations, name_base, pin_roots, remove_if_dead};
 use super::{Pass, PassError};
 use crate::ir::{Computation, ComputationId, InstrId, Instruction, Metadata, Module, Op, Shape};
 use hashbrown::{HashMap, HashSet};
+
+/// Most instructions moved into one fusion (see the module doc).
+pub const MAX_FUSION_MEMBERS: usize = 256;
 
 pub struct Fusion {
     /// Merge sibling fusions into multi-output fusions.
@@ -225,6 +234,7 @@ fn form_groups(c: &Computation) -> Vec<Group> {
                 }
                 if !(is_loop_fusible(&pi.op) || is_tiling_select_and_scatter(c, p))
                     || !pi.shape.is_array()
+                    || g.members.len() >= MAX_FUSION_MEMBERS
                 {
                     continue;
                 }

@@ -422,6 +422,10 @@ impl<'a, 'f> Elemental<'a, 'f> {
                 let mut pieces = Vec::new();
                 for &o in ops.iter() {
                     let n = self.shape(o)?.dims[d];
+                    if n == 0 {
+                        // An empty operand holds no position (and has no index to clamp to).
+                        continue;
+                    }
                     pieces.push((o, offset, n));
                     offset += n;
                 }

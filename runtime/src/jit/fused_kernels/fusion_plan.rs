@@ -7,6 +7,11 @@
 //! load with another index), or it has a single user that reads each of its elements at most
 //! once (elementwise ops, reduce, pad, slice, ...). Everything else is materialized: roots,
 //! values used by dot, convolution, calls, loops, tuples, reshapes.
+//!
+//! A chain of fused instructions is at most [`MAX_FUSED_DEPTH`] long: a kernel's expression
+//! is emitted recursively (`clif/value_at_index.rs`), so a 10,000-op chain fused whole would
+//! overflow the stack. Every [`MAX_FUSED_DEPTH`]-th instruction of a longer chain is
+//! materialized.
 
 use std::collections::{HashMap, HashSet};
 use tessel_compiler::ir::{Computation, InstrId, Op};
@@ -60,10 +65,16 @@ fn reads_each_once(op: &Op) -> bool {
         )
 }
 
+/// The longest chain of fused instructions below a kernel's root (see the module doc).
+pub const MAX_FUSED_DEPTH: usize = 256;
+
 /// The instructions of `comp` that are not materialized.
 pub fn plan(comp: &Computation) -> HashSet<InstrId> {
     let root = comp.root();
     let mut fused = HashSet::new();
+    // For each fused instruction, how many fused instructions lie between it and the root of
+    // the deepest kernel that recomputes it (itself included); users come first in this order.
+    let mut depth: HashMap<InstrId, usize> = HashMap::new();
     for id in comp.post_order().into_iter().rev() {
         let instr = comp.get(id);
         if id == root || !is_fusible(&instr.op) || !instr.shape.is_array() {
@@ -78,8 +89,14 @@ pub fn plan(comp: &Computation) -> HashSet<InstrId> {
             let op = &comp.get(u).op;
             is_kernel_op(op) && (cheap || (users.len() == 1 && reads_each_once(op)))
         });
-        if ok {
+        let d = 1 + users
+            .iter()
+            .map(|u| depth.get(u).copied().unwrap_or(0))
+            .max()
+            .unwrap_or(0);
+        if ok && d <= MAX_FUSED_DEPTH {
             fused.insert(id);
+            depth.insert(id, d);
         }
     }
     fused

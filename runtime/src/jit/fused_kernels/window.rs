@@ -15,10 +15,41 @@ use crate::jit::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use smallvec::SmallVec;
-use tessel_compiler::ir::{ArrayShape, InstrId, Op, Window, WindowDim};
+use tessel_compiler::ir::{ArrayShape, InstrId, Module, Op, Window, WindowDim};
 
 /// Most window positions unrolled into one output point.
 const MAX_WINDOW: i64 = 4096;
+
+/// Rejects any reduce-window or select-and-scatter of `module` whose window has more than
+/// [`MAX_WINDOW`] elements. Called before anything is compiled: the emitters list every
+/// window position, so a huge window would otherwise cost memory and time in proportion to
+/// its size (a 4e8-element window took over 9.5 GB) before being refused.
+pub fn check_window_sizes(module: &Module) -> Result<(), JitError> {
+    for comp in &module.computations {
+        for (_, instr) in comp.instructions() {
+            let window = match &instr.op {
+                Op::ReduceWindow { window, .. } | Op::SelectAndScatter { window, .. } => window,
+                _ => continue,
+            };
+            // Saturating: a product past i64 is as much too large as any other.
+            let elements = window
+                .dims
+                .iter()
+                .fold(1i64, |n, d| n.saturating_mul(d.size.max(0)));
+            if elements > MAX_WINDOW {
+                let sizes: Vec<String> = window.dims.iter().map(|d| d.size.to_string()).collect();
+                return Err(JitError::Unsupported(format!(
+                    "{} {}: a window of {elements} elements ({}); the JIT unrolls windows of \
+                     at most {MAX_WINDOW} elements",
+                    instr.op.opcode_name(),
+                    instr.name,
+                    sizes.join("x")
+                )));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// All window offsets, row-major.
 pub(super) fn window_positions(w: &Window) -> Vec<Vec<i64>> {

@@ -29,6 +29,10 @@ impl ProgramCx<'_> {
         out: &Loc,
     ) -> Result<(), JitError> {
         let instr = self.module.computation(comp).get(root);
+        if out.leaves().iter().all(|b| b.shape.element_count() == 0) {
+            // Nothing to compute (and the loop nests would divide by the zero extents).
+            return Ok(());
+        }
         let vec = self.options.vectorize;
         let addrs: Vec<Addr> = out.leaves().iter().map(|b| b.addr).collect();
         match &instr.op {
@@ -142,7 +146,7 @@ impl ProgramCx<'_> {
                     self.emit_kernel_for(fb, arena, name, calls, el, leaves.clone(), sub)?;
                 }
             }
-            if !shared.is_empty() {
+            if !shared.is_empty() && first_shape.as_ref().is_some_and(|a| a.element_count() > 0) {
                 let shape = first_shape.expect("array");
                 self.elementwise_kernel(fb, arena, name, calls, leaves, &shared, &shape)?;
             }
@@ -186,6 +190,10 @@ impl ProgramCx<'_> {
         let Some(dims) = comp.get(comp.get(red).operands()[0]).shape.as_array() else {
             return Ok(false);
         };
+        if dims.element_count() == 0 {
+            // Each output alone: the empty ones need no code, the reduce gives its init.
+            return Ok(false);
+        }
         let mut plain = Vec::new();
         for (k, &el) in elems.iter().enumerate() {
             if k == r {

@@ -203,6 +203,16 @@ impl ProgramCx<'_> {
                 let a = walk.operands(instr)?;
                 self.emit_conditional(fb, arena, &instr.shape, &a, branches)
             }
+            Op::Dot(_) | Op::Convolution(_) if has_zero_extent(instr, walk)? => {
+                // An empty result needs no code; an empty operand (a zero contraction or
+                // feature dimension) makes every product sum empty: zeros. The routines'
+                // plans divide by these extents.
+                let out = self.alloc_loc(&instr.shape)?;
+                if let Loc::Array(b) = &out {
+                    self.zero_buffer(fb, arena, b.addr, b.byte_size());
+                }
+                Ok(out)
+            }
             Op::Dot(_) => self.emit_dot(fb, arena, walk, instr),
             Op::Convolution(_) => self.emit_convolution(fb, arena, walk, instr),
             Op::Infeed { .. } => self.emit_infeed(fb, arena, instr),
@@ -286,4 +296,22 @@ impl ProgramCx<'_> {
         )?;
         Ok(out)
     }
+}
+
+/// Whether `instr`'s result or one of its array operands has no elements.
+fn has_zero_extent(instr: &Instruction, walk: &Walk) -> Result<bool, JitError> {
+    let empty = |shape: &tessel_compiler::ir::ArrayShape| shape.element_count() == 0;
+    if instr.shape.as_array().is_some_and(empty) {
+        return Ok(true);
+    }
+    for k in 0..instr.operands().len() {
+        if walk
+            .operand(instr, k)?
+            .as_array()
+            .is_some_and(|b| empty(&b.shape))
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }

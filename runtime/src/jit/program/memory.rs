@@ -127,6 +127,24 @@ impl ProgramCx<'_> {
         fb.call_memcpy(config, d, s, n);
     }
 
+    /// Sets `bytes` bytes at `dst` to zero.
+    pub(super) fn zero_buffer(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        dst: Addr,
+        bytes: usize,
+    ) {
+        if bytes == 0 {
+            return;
+        }
+        let d = self.addr_value(fb, arena, dst);
+        let n = fb.ins().iconst(types::I64, bytes as i64);
+        let zero = fb.ins().iconst(types::I8, 0);
+        let config = self.isa.frontend_config();
+        fb.call_memset(config, d, zero, n);
+    }
+
     /// Copies every array of `src` into the same position of `dst`, through temporaries when
     /// a source buffer is also a different destination (a permutation of the loop state).
     pub(super) fn copy_loc(
