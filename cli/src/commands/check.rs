@@ -87,7 +87,10 @@ mod tests {
     #[test]
     fn corpus_files_are_legal_except_x64_mean() {
         let dir = corpus();
-        assert!(dir.is_dir(), "the corpus tests/corpus/conformance is missing");
+        assert!(
+            dir.is_dir(),
+            "the corpus tests/corpus/conformance is missing"
+        );
         assert_eq!(check_file(&dir.join("softmax_rows.hlo")), Outcome::Legal);
         let Outcome::Illegal(report) = check_file(&dir.join("x64_mean.hlo")) else {
             panic!("x64_mean.hlo must be rejected");

@@ -121,7 +121,7 @@ pub(crate) fn build_engine(
     device: &Device,
 ) -> Result<(Engine, Option<CompileReport>), SessionError> {
     match device.backend {
-        Backend::Interpreter => Ok((Engine::Interpreter(module), None)),
+        Backend::Interpreter => Ok((Engine::Interpreter(Box::new(module)), None)),
         Backend::Jit => {
             let mut optimized = module;
             let report = optimize(&mut optimized, &device.pipeline_options())

@@ -82,7 +82,6 @@ impl Device {
         CompileOptions {
             dump_to: self.dump_to.clone(),
             dump_pass_re: self.dump_pass_re.clone(),
-            ..CompileOptions::default()
         }
     }
 }

@@ -12,7 +12,7 @@ use tessel_compiler::ir::{Literal, Module};
 
 pub(crate) enum Engine {
     /// The reference interpreter, on the module as it is.
-    Interpreter(Module),
+    Interpreter(Box<Module>),
     /// The optimized module compiled by the JIT.
     Jit(Box<Executable>),
 }

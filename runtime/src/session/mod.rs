@@ -8,7 +8,7 @@
 //! - [`bind`]: inputs bound to parameters;
 //! - [`loop_program`], `loop_host`, `loop_global`: a compiled loop, its host threads, and its
 //!   shard_map form on global arrays;
-//! - [`error`]: [`SessionError`].
+//! - [`error`]: the errors, [`SessionError`].
 
 pub mod bind;
 pub mod compile;
