@@ -1,5 +1,5 @@
 //! The properties every input must satisfy, shared by the fixed-seed mutation test
-//! (`tests/tests/fuzz/`) and the cargo-fuzz targets (`fuzz/`): HLO text goes through parse,
+//! (`tests/tests/fuzz/`) and the cargo-fuzz targets (`tests/fuzz/`): HLO text goes through parse,
 //! print and re-parse, verify, legality and (when small) the interpreter on zero inputs;
 //! safetensors bytes go through `read_safetensors` and a write/read round trip. A stage may
 //! refuse its input with an error; a panic (or an abort) is the bug these functions look for.

@@ -7,7 +7,7 @@
 //!
 //! `TESSEL_FUZZ_SEED` and `TESSEL_FUZZ_CASES` change the seed and the number of cases;
 //! `TESSEL_FUZZ_CASE=n` runs only case `n` (to reproduce one). The unbounded fuzzer is the
-//! cargo-fuzz crate in `fuzz/` (its README says how to run it).
+//! cargo-fuzz crate in `tests/fuzz/` (its README says how to run it).
 
 mod mutate;
 mod regressions;
