@@ -26,7 +26,8 @@ impl Engine {
     }
 
     /// Checks that `replicas` replicas fit in the memory available now: the JIT's arena, or
-    /// the interpreter's largest value, on each.
+    /// the interpreter's largest value, on each. Arenas kept from earlier runs are already
+    /// taken from the memory available, so only the ones still to allocate are counted.
     pub(crate) fn check_memory(&self, replicas: usize) -> Result<(), SessionError> {
         match self {
             Engine::Interpreter(m) => match largest_value(m) {
@@ -38,7 +39,7 @@ impl Engine {
             },
             Engine::Jit(exe) => Ok(check_run(
                 exe.arena_size() as u64,
-                replicas,
+                replicas.saturating_sub(exe.pooled_arenas()),
                 "the buffer arena",
             )?),
         }

@@ -247,6 +247,12 @@ impl Executable {
         self.arena_size
     }
 
+    /// Arenas kept from earlier runs, ready for the next: memory already taken, which a check
+    /// of the memory still available must not count again.
+    pub fn pooled_arenas(&self) -> usize {
+        self.arenas.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
     fn put_back(&self, arena: Arena) {
         self.arenas
             .lock()
