@@ -459,6 +459,53 @@ def _():
     return f, (normal(6, 8), normal(2, 3), np.int32(2), np.int32(7))
 
 
+# ---------------------------------------------------------------- added later (appended so the
+# earlier programs keep their random inputs)
+@program("softmax_xent_int_labels", "softmax cross-entropy of s32 labels (one-hot by comparison)", wrt=[0])
+def _():
+    def f(logits, labels):
+        onehot = (labels[:, None] == jnp.arange(10)[None, :]).astype(jnp.float32)
+        return -jnp.mean(jnp.sum(onehot * jax.nn.log_softmax(logits), axis=-1))
+
+    return f, (normal(8, 10, scale=2.0), RNG.integers(0, 10, size=(8,)).astype(np.int32))
+
+
+@program("dropout_threefry", "dropout with a raw uint32[2] key (threefry bits, bernoulli, select)")
+def _():
+    def f(key, x):
+        keep = jax.random.bernoulli(key, 0.6, x.shape)
+        return jnp.where(keep, x / 0.6, 0.0)
+
+    return f, (np.array([0, 42], np.uint32), normal(4, 16))
+
+
+@program("mesh2d_dropout_axis_index", "data-parallel dropout on a 2x2 mesh, the key folded with axis_index", replicas=4)
+def _():
+    def body(key, x):
+        k = jax.random.fold_in(key, lax.axis_index("a") * 2 + lax.axis_index("b"))
+        keep = jax.random.bernoulli(k, 0.5, x.shape)
+        return jnp.where(keep, x * 2.0, 0.0)
+
+    return sharded(body, (P(), P("a", "b")), P("a", "b")), (np.array([0, 7], np.uint32), normal(4, 8))
+
+
+@program("cnn_max_pool_step", "a small CNN train step: conv 3x3, ReLU, 2x2 max-pool, dense, SGD", rtol=1e-3)
+def _():
+    def loss(p, x, y):
+        h = jax.nn.relu(conv(x, p["k"]) + p["b"])
+        h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        logits = h.reshape(h.shape[0], -1) @ p["w"]
+        onehot = jax.nn.one_hot(y, 10)
+        return -jnp.mean(jnp.sum(onehot * jax.nn.log_softmax(logits), axis=-1))
+
+    def step(p, x, y):
+        l, g = jax.value_and_grad(loss)(p, x, y)
+        return jax.tree.map(lambda a, b: a - 0.1 * b, p, g), l
+
+    p = {"k": normal(3, 3, 1, 4, scale=0.3), "b": np.zeros(4, np.float32), "w": normal(4 * 4 * 4, 10, scale=0.1)}
+    return step, (p, normal(4, 8, 8, 1), RNG.integers(0, 10, size=(4,)).astype(np.int32))
+
+
 def flat(tree):
     return [np.asarray(a) for a in jax.tree.leaves(tree)]
 
