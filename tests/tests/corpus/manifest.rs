@@ -6,7 +6,7 @@ use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::{Array, Module};
 use tessel_runtime::host_io::read_safetensors;
 
-/// `tests/corpus/jax_user_programs/`, in the repository (no `../shared` needed).
+/// `tests/corpus/jax_user_programs/`, committed in the repository with JAX's outputs.
 pub fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus/jax_user_programs")
 }
