@@ -1,0 +1,8 @@
+//! `tessel-estimator`: TPUEstimator's programming model on tessel's session API.
+//!
+//! - [`input`]: the host input pipeline (TFRecord, `tf.train.Example`, IDX, a tf.data-style
+//!   `Dataset`) that an `input_fn` returns and that feeds the device through infeed.
+//! - [`model`]: the graph a model_fn records into: variables, layers, optimizers.
+
+pub mod input;
+pub mod model;

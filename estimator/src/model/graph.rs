@@ -1,0 +1,89 @@
+//! The graph a model_fn records into: TF1's default graph, made explicit.
+//!
+//! A model_fn gets `&mut Graph`. Ops on tensors record into its tracer; layers and
+//! `get_variable` create variables through its [`VariableStore`]; optimizers record their
+//! updates with [`Graph::assign`]. The estimator then builds the step module from it: entry
+//! parameters are, in order of creation, the global step, the features and labels, then every
+//! variable (model variables first, then optimizer slots, as they were created); the outputs
+//! are every variable's value after the step (its assigned value, or itself), the next global
+//! step and whatever the spec asks to outfeed.
+
+use super::variables::{VariableId, VariableStore};
+use std::collections::HashMap;
+use tessel_compiler::ir::ElementType;
+use tessel_compiler::trace::{Tensor, Tracer};
+
+/// TPUEstimator's `ModeKeys`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    Train,
+    Eval,
+    Predict,
+}
+
+impl Mode {
+    /// TF's name for the mode (`train`, `eval`, `infer`), used in logs and directories.
+    pub fn tf_name(self) -> &'static str {
+        match self {
+            Mode::Train => "train",
+            Mode::Eval => "eval",
+            Mode::Predict => "infer",
+        }
+    }
+}
+
+/// One model_fn's trace: tracer, variables, layer names, mode, global step.
+pub struct Graph {
+    pub tracer: Tracer,
+    pub variables: VariableStore,
+    pub mode: Mode,
+    /// The global step on the device: an s32 scalar entry parameter (the host keeps the i64
+    /// and refuses to start a loop that would pass `i32::MAX`; TPUs have no 64-bit values).
+    pub global_step: Tensor,
+    /// Base names handed out so far, for TF's `conv2d`, `conv2d_1`, ... numbering.
+    layer_names: HashMap<String, usize>,
+    /// New values recorded by [`Graph::assign`], by variable.
+    assignments: HashMap<VariableId, Tensor>,
+}
+
+impl Graph {
+    /// A new graph named `name` for `mode`; its first entry parameter is the global step.
+    /// `tf_random_seed` seeds variable initializers (and device randomness).
+    pub fn new(name: &str, mode: Mode, tf_random_seed: Option<i64>) -> Graph {
+        let mut tracer = Tracer::new(name);
+        let global_step = tracer.parameter("global_step", &[] as &[i64], ElementType::S32);
+        Graph {
+            tracer,
+            variables: VariableStore::new(tf_random_seed),
+            mode,
+            global_step,
+            layer_names: HashMap::new(),
+            assignments: HashMap::new(),
+        }
+    }
+
+    /// TF's unique layer name for `base`: `conv2d`, then `conv2d_1`, `conv2d_2`, ...
+    pub fn unique_layer_name(&mut self, base: &str) -> String {
+        let count = self.layer_names.entry(base.to_string()).or_insert(0);
+        let name = match *count {
+            0 => base.to_string(),
+            n => format!("{base}_{n}"),
+        };
+        *count += 1;
+        name
+    }
+
+    /// Records `value` as the variable's value after the step (TF's `assign`). A second
+    /// assignment replaces the first, as the last `assign` in a TF1 step wins.
+    pub fn assign(&mut self, variable: VariableId, value: Tensor) {
+        self.assignments.insert(variable, value);
+    }
+
+    /// The value `variable` has after the step: its assignment, or the variable itself.
+    pub fn value_after_step(&self, variable: VariableId) -> Tensor {
+        self.assignments
+            .get(&variable)
+            .cloned()
+            .unwrap_or_else(|| self.variables.get(variable).tensor.clone())
+    }
+}
