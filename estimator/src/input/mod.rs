@@ -3,7 +3,10 @@
 //! | module | holds |
 //! | --- | --- |
 //! | `element` | `Value`, `Element`, `ValueSpec`, `ElementSpec`: what flows through a dataset |
+//! | `dataset` | `Dataset`: sources, transformations, positioned iterators, infeed |
 
+pub mod dataset;
 pub mod element;
 
+pub use dataset::{Dataset, DatasetError, DatasetIterator};
 pub use element::{Element, ElementSpec, Value, ValueSpec};

@@ -1,0 +1,204 @@
+//! `map(f, num_parallel_calls)`: applies `f` to each element, on the caller's thread or on N
+//! worker threads. Output order is input order whatever the number of workers (results are
+//! put back in sequence), so runs are reproducible. A panic in `f` becomes an error.
+
+use super::error::{panic_message, DatasetError};
+use super::node::{Cardinality, ElementIter, ElementResult, Node};
+use super::spec_check::check_element;
+use super::Dataset;
+use crate::input::{Element, ElementSpec};
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// A map function: an element in, an element out (or an error).
+pub type MapFn = dyn Fn(Element) -> Result<Element, DatasetError> + Send + Sync;
+
+pub struct Map {
+    input: Dataset,
+    f: Arc<MapFn>,
+    spec: Arc<ElementSpec>,
+    workers: usize,
+}
+
+impl Map {
+    pub fn new(input: Dataset, f: Arc<MapFn>, spec: ElementSpec, workers: usize) -> Self {
+        Map {
+            input,
+            f,
+            spec: Arc::new(spec),
+            workers,
+        }
+    }
+}
+
+/// Runs `f` on element `index` (its position in this pass), catching a panic, and checks the
+/// result against the declared spec.
+fn apply(f: &MapFn, spec: &ElementSpec, index: u64, e: Element) -> ElementResult {
+    let out = catch_unwind(AssertUnwindSafe(|| f(e))).map_err(|p| DatasetError::Panicked {
+        op: "map",
+        index,
+        message: panic_message(p.as_ref()),
+    })??;
+    check_element(spec, &out, "map", index)?;
+    Ok(out)
+}
+
+impl Node for Map {
+    fn spec(&self) -> &ElementSpec {
+        &self.spec
+    }
+
+    fn cardinality(&self) -> Cardinality {
+        self.input.cardinality()
+    }
+
+    // `f` is pure, so element k of the output depends only on element k of the input: the
+    // input jumps to `start` and `f` does not run on the skipped elements.
+    fn open(&self, key: u64, start: u64) -> ElementIter {
+        let input = self.input.node.open(key, start);
+        if self.workers <= 1 {
+            let (f, spec) = (self.f.clone(), self.spec.clone());
+            let mut index = start;
+            return Box::new(input.map(move |r| {
+                let i = index;
+                index += 1;
+                apply(&*f, &spec, i, r?)
+            }));
+        }
+        Box::new(ParallelMap::start(
+            input,
+            self.f.clone(),
+            self.spec.clone(),
+            self.workers,
+            start,
+        ))
+    }
+}
+
+type Job = (u64, Element);
+
+/// The parallel map's iterator. The consumer pulls the input itself and keeps at most
+/// `2 x workers` elements in flight (bounded memory), sends them to the workers over one
+/// shared channel, and reorders what comes back by sequence number.
+struct ParallelMap {
+    input: ElementIter,
+    input_done: bool,
+    jobs: Option<Sender<Job>>,
+    results: Receiver<(u64, ElementResult)>,
+    pending: BTreeMap<u64, ElementResult>,
+    next_send: u64,
+    next_out: u64,
+    max_in_flight: u64,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl ParallelMap {
+    fn start(
+        input: ElementIter,
+        f: Arc<MapFn>,
+        spec: Arc<ElementSpec>,
+        workers: usize,
+        start: u64,
+    ) -> Self {
+        let (jobs_tx, jobs_rx) = channel::<Job>();
+        let jobs_rx = Arc::new(Mutex::new(jobs_rx));
+        let (results_tx, results) = channel();
+        let handles = (0..workers)
+            .map(|_| {
+                let (jobs, results, f, spec) =
+                    (jobs_rx.clone(), results_tx.clone(), f.clone(), spec.clone());
+                std::thread::spawn(move || loop {
+                    let job = jobs.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    let Ok((seq, e)) = job else { return };
+                    let out = apply(&*f, &spec, start + seq, e);
+                    if results.send((seq, out)).is_err() {
+                        return;
+                    }
+                })
+            })
+            .collect();
+        ParallelMap {
+            input,
+            input_done: false,
+            jobs: Some(jobs_tx),
+            results,
+            pending: BTreeMap::new(),
+            next_send: 0,
+            next_out: 0,
+            max_in_flight: 2 * workers as u64,
+            workers: handles,
+        }
+    }
+
+    /// Sends input elements to the workers until enough are in flight.
+    fn fill(&mut self) {
+        while !self.input_done && self.next_send - self.next_out < self.max_in_flight {
+            let seq = self.next_send;
+            match self.input.next() {
+                None => self.input_done = true,
+                Some(Err(e)) => {
+                    // An input error takes its place in the order; nothing after it is read.
+                    self.pending.insert(seq, Err(e));
+                    self.next_send += 1;
+                    self.input_done = true;
+                }
+                Some(Ok(e)) => {
+                    let sent = self.jobs.as_ref().is_some_and(|j| j.send((seq, e)).is_ok());
+                    self.next_send += 1;
+                    if !sent {
+                        self.pending.insert(seq, Err(workers_gone(seq)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn workers_gone(seq: u64) -> DatasetError {
+    DatasetError::Panicked {
+        op: "map",
+        index: seq,
+        message: "the map's worker threads stopped".into(),
+    }
+}
+
+impl Iterator for ParallelMap {
+    type Item = ElementResult;
+
+    fn next(&mut self) -> Option<ElementResult> {
+        self.fill();
+        if self.next_out == self.next_send {
+            return None;
+        }
+        loop {
+            if let Some(r) = self.pending.remove(&self.next_out) {
+                self.next_out += 1;
+                self.fill();
+                return Some(r);
+            }
+            match self.results.recv() {
+                Ok((seq, r)) => {
+                    self.pending.insert(seq, r);
+                }
+                // Workers catch panics, so this is only reached if every worker is gone.
+                Err(_) => {
+                    let seq = self.next_out;
+                    self.pending.insert(seq, Err(workers_gone(seq)));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ParallelMap {
+    fn drop(&mut self) {
+        // Closing the job channel ends the workers once they finish the element at hand.
+        self.jobs.take();
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
