@@ -1,0 +1,698 @@
+//! The Dataset: each source and transformation (order, determinism, epochs, padding, errors),
+//! exact resume from a position, infeed, and no panic on bad input.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType, Literal};
+use tessel_estimator::input::dataset::{Cardinality, ElementIter, STATIC_SHAPE_ADVICE};
+use tessel_estimator::input::{Dataset, DatasetError, Element, ElementSpec, Value, ValueSpec};
+
+fn s32(dims: &[i64], v: Vec<i32>) -> Array {
+    Array::new(ArrayShape::new(ElementType::S32, dims), ArrayData::S32(v))
+}
+
+/// Elements `x` = i (s32 scalar) and `y` = [i, -i] (f32 [2]) for i in 0..n.
+fn numbers(n: i32) -> Dataset {
+    let y = (0..n).flat_map(|i| [i as f32, -i as f32]).collect();
+    Dataset::from_tensor_slices(vec![
+        ("x".into(), s32(&[n as i64], (0..n).collect())),
+        ("y".into(), Array::f32(&[n as i64, 2], y)),
+    ])
+    .unwrap()
+}
+
+fn dense(e: &Element, c: usize) -> &Array {
+    match &e.values[c] {
+        Value::Dense(a) => a,
+        other => panic!("not dense: {other:?}"),
+    }
+}
+
+/// Component 0 of every element, flattened, as i64.
+fn xs(d: &Dataset) -> Vec<i64> {
+    d.iter()
+        .flat_map(|r| {
+            let e = r.unwrap();
+            let a = dense(&e, 0);
+            (0..a.len()).map(|i| a.data.get_i64(i)).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn all(d: &Dataset) -> Vec<Element> {
+    d.iter().map(Result::unwrap).collect()
+}
+
+fn same_spec(s: &ElementSpec) -> Result<ElementSpec, DatasetError> {
+    Ok(s.clone())
+}
+
+/// `x` -> `x * 3`, sleeping a little on some elements so parallel workers finish out of order.
+fn triple(e: Element) -> Result<Element, DatasetError> {
+    if dense(&e, 0).data.get_i64(0) % 3 == 0 {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    times3(e)
+}
+
+/// `x` -> `x * 3`.
+fn times3(mut e: Element) -> Result<Element, DatasetError> {
+    if let Value::Dense(a) = &mut e.values[0] {
+        if let ArrayData::S32(v) = &mut a.data {
+            v[0] *= 3;
+        }
+    }
+    Ok(e)
+}
+
+#[test]
+fn from_tensor_slices_gives_rows_in_order_with_a_static_spec() {
+    let d = numbers(4);
+    assert_eq!(d.cardinality(), Cardinality::Finite(4));
+    assert_eq!(
+        d.element_spec().components[1].1,
+        ValueSpec::Dense {
+            element_type: ElementType::F32,
+            dims: vec![Some(2)]
+        }
+    );
+    let els = all(&d);
+    assert_eq!(els.len(), 4);
+    assert_eq!(dense(&els[2], 1).data, ArrayData::F32(vec![2.0, -2.0]));
+    assert_eq!(dense(&els[2], 0).shape.dims.len(), 0);
+}
+
+#[test]
+fn map_keeps_order_whatever_the_number_of_workers() {
+    let want: Vec<i64> = (0..50).map(|i| 3 * i).collect();
+    for workers in [0, 1, 2, 4] {
+        let d = numbers(50).map(same_spec, workers, triple).unwrap();
+        assert_eq!(xs(&d), want, "{workers} workers");
+        assert_eq!(xs(&d), want, "{workers} workers, second pass");
+    }
+}
+
+#[test]
+fn map_can_change_the_spec() {
+    let d = numbers(3)
+        .map(
+            |_| {
+                Ok(ElementSpec {
+                    components: vec![(
+                        "z".into(),
+                        ValueSpec::Dense {
+                            element_type: ElementType::F32,
+                            dims: vec![],
+                        },
+                    )],
+                })
+            },
+            2,
+            |e| {
+                let x = dense(&e, 0).data.get_f64(0) as f32;
+                Ok(Element {
+                    values: vec![Value::Dense(Array::scalar_f32(x / 2.0))],
+                })
+            },
+        )
+        .unwrap();
+    assert_eq!(d.element_spec().components[0].0, "z");
+    let got: Vec<f64> = all(&d)
+        .iter()
+        .map(|e| dense(e, 0).data.get_f64(0))
+        .collect();
+    assert_eq!(got, vec![0.0, 0.5, 1.0]);
+}
+
+#[test]
+fn a_map_output_that_breaks_the_spec_is_an_error_naming_the_element() {
+    let d = numbers(5)
+        .map(same_spec, 2, |e| {
+            if dense(&e, 0).data.get_i64(0) == 3 {
+                Ok(Element { values: vec![] })
+            } else {
+                Ok(e)
+            }
+        })
+        .unwrap();
+    let results: Vec<_> = d.iter().collect();
+    assert_eq!(results.len(), 4, "the iterator ends after the error");
+    let err = results[3].as_ref().unwrap_err();
+    assert!(
+        matches!(err, DatasetError::SpecMismatch { index: 3, .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_panic_in_map_is_an_error_not_an_abort() {
+    for workers in [1, 3] {
+        let d = numbers(10)
+            .map(same_spec, workers, |e| {
+                if dense(&e, 0).data.get_i64(0) == 6 {
+                    panic!("bad element six");
+                }
+                Ok(e)
+            })
+            .unwrap();
+        let mut it = d.iter();
+        for i in 0..6 {
+            assert_eq!(dense(&it.next().unwrap().unwrap(), 0).data.get_i64(0), i);
+        }
+        let err = it.next().unwrap().unwrap_err();
+        assert!(
+            matches!(&err, DatasetError::Panicked { op: "map", index: 6, message } if message == "bad element six"),
+            "{err}"
+        );
+        assert!(it.next().is_none());
+    }
+}
+
+#[test]
+fn filter_keeps_matching_elements_and_catches_panics() {
+    let d = numbers(10).filter(|e| Ok(dense(e, 0).data.get_i64(0) % 3 == 0));
+    assert_eq!(xs(&d), vec![0, 3, 6, 9]);
+    assert_eq!(d.cardinality(), Cardinality::Unknown);
+    let bad = numbers(3).filter(|_| panic!("predicate"));
+    let err = bad.iter().next().unwrap().unwrap_err();
+    assert!(matches!(
+        err,
+        DatasetError::Panicked {
+            op: "filter",
+            index: 0,
+            ..
+        }
+    ));
+}
+
+fn is_permutation(v: &[i64], n: i64) -> bool {
+    let mut s = v.to_vec();
+    s.sort();
+    s == (0..n).collect::<Vec<_>>()
+}
+
+#[test]
+fn shuffle_is_deterministic_for_a_seed_and_a_permutation() {
+    let a = xs(&numbers(100).shuffle(30, 7).unwrap());
+    let b = xs(&numbers(100).shuffle(30, 7).unwrap());
+    let c = xs(&numbers(100).shuffle(30, 8).unwrap());
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+    assert!(is_permutation(&a, 100));
+    assert_ne!(a, (0..100).collect::<Vec<_>>());
+    // A buffer of 1 cannot move anything.
+    assert_eq!(
+        xs(&numbers(20).shuffle(1, 7).unwrap()),
+        (0..20).collect::<Vec<_>>()
+    );
+    // The buffer bounds how early an element can come out: element i comes out at a
+    // position of at least i - (buffer - 1).
+    for (pos, &x) in a.iter().enumerate() {
+        assert!(x <= pos as i64 + 29, "{x} at {pos}");
+    }
+}
+
+#[test]
+fn shuffle_reshuffles_each_epoch_under_repeat() {
+    let d = numbers(40).shuffle(40, 1).unwrap().repeat(Some(3));
+    let v = xs(&d);
+    assert_eq!(v.len(), 120);
+    let epochs: Vec<&[i64]> = v.chunks(40).collect();
+    for e in &epochs {
+        assert!(is_permutation(e, 40));
+    }
+    assert_ne!(epochs[0], epochs[1]);
+    assert_ne!(epochs[1], epochs[2]);
+    assert_eq!(v, xs(&d), "the same for the same seed on every run");
+}
+
+#[test]
+fn repeat_boundaries() {
+    assert_eq!(xs(&numbers(3).repeat(Some(2))), vec![0, 1, 2, 0, 1, 2]);
+    assert_eq!(xs(&numbers(3).repeat(Some(0))), Vec::<i64>::new());
+    assert_eq!(
+        xs(&numbers(3).repeat(None).take(7)),
+        vec![0, 1, 2, 0, 1, 2, 0]
+    );
+    assert_eq!(numbers(3).repeat(None).cardinality(), Cardinality::Infinite);
+    assert_eq!(
+        numbers(3).repeat(Some(4)).cardinality(),
+        Cardinality::Finite(12)
+    );
+    // Repeating nothing forever ends instead of spinning.
+    let empty = numbers(5).filter(|_| Ok(false)).repeat(None);
+    assert_eq!(empty.iter().count(), 0);
+    // A batch spanning an epoch boundary takes from both epochs.
+    let b = numbers(3).repeat(Some(2)).batch(4, false).unwrap();
+    assert_eq!(xs(&b), vec![0, 1, 2, 0, 1, 2]);
+}
+
+#[test]
+fn batch_with_and_without_drop_remainder() {
+    let kept = numbers(10).batch(4, false).unwrap();
+    assert_eq!(
+        kept.element_spec().components[1].1,
+        ValueSpec::Dense {
+            element_type: ElementType::F32,
+            dims: vec![None, Some(2)]
+        }
+    );
+    assert_eq!(kept.cardinality(), Cardinality::Finite(3));
+    let b = all(&kept);
+    assert_eq!(b.len(), 3);
+    assert_eq!(dense(&b[0], 0).shape.dims.to_vec(), vec![4]);
+    assert_eq!(dense(&b[2], 0).shape.dims.to_vec(), vec![2]);
+    assert_eq!(dense(&b[2], 0).data, ArrayData::S32(vec![8, 9]));
+    assert_eq!(dense(&b[2], 1).shape.dims.to_vec(), vec![2, 2]);
+    assert_eq!(
+        dense(&b[1], 1).data,
+        ArrayData::F32(vec![4., -4., 5., -5., 6., -6., 7., -7.])
+    );
+
+    let dropped = numbers(10).batch(4, true).unwrap();
+    assert_eq!(
+        dropped.element_spec().components[0].1,
+        ValueSpec::Dense {
+            element_type: ElementType::S32,
+            dims: vec![Some(4)]
+        }
+    );
+    assert_eq!(dropped.cardinality(), Cardinality::Finite(2));
+    assert_eq!(xs(&dropped), (0..8).collect::<Vec<_>>());
+}
+
+#[test]
+fn padded_batch_pads_the_last_batch_and_masks_it() {
+    let d = numbers(10).padded_batch_with_mask(4, "weight").unwrap();
+    let spec = d.element_spec();
+    assert_eq!(spec.components.len(), 3);
+    assert!(spec.components.iter().all(|(_, s)| s.is_static()));
+    let b = all(&d);
+    assert_eq!(b.len(), 3);
+    assert_eq!(dense(&b[0], 2).data, ArrayData::F32(vec![1.0; 4]));
+    assert_eq!(dense(&b[2], 0).data, ArrayData::S32(vec![8, 9, 0, 0]));
+    assert_eq!(
+        dense(&b[2], 1).data,
+        ArrayData::F32(vec![8., -8., 9., -9., 0., 0., 0., 0.])
+    );
+    assert_eq!(dense(&b[2], 2).data, ArrayData::F32(vec![1., 1., 0., 0.]));
+    // An exact multiple gets no padded batch.
+    assert_eq!(
+        numbers(8)
+            .padded_batch_with_mask(4, "w")
+            .unwrap()
+            .iter()
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn shard_take_and_skip() {
+    assert_eq!(xs(&numbers(10).shard(3, 1).unwrap()), vec![1, 4, 7]);
+    assert_eq!(xs(&numbers(10).shard(3, 0).unwrap()), vec![0, 3, 6, 9]);
+    assert_eq!(
+        numbers(10).shard(3, 2).unwrap().cardinality(),
+        Cardinality::Finite(3)
+    );
+    assert_eq!(xs(&numbers(10).take(3)), vec![0, 1, 2]);
+    assert_eq!(xs(&numbers(10).skip(7)), vec![7, 8, 9]);
+    assert_eq!(xs(&numbers(10).skip(20)), Vec::<i64>::new());
+    assert_eq!(xs(&numbers(10).skip(2).take(3)), vec![2, 3, 4]);
+}
+
+/// A generator of `n` scalar elements that counts how often it is opened.
+fn counted(n: i32, opens: Arc<AtomicUsize>) -> Dataset {
+    let spec = ElementSpec {
+        components: vec![(
+            "x".into(),
+            ValueSpec::Dense {
+                element_type: ElementType::S32,
+                dims: vec![],
+            },
+        )],
+    };
+    Dataset::from_generator(spec, move || {
+        opens.fetch_add(1, Ordering::SeqCst);
+        let it: ElementIter = Box::new((0..n).map(|i| {
+            Ok(Element {
+                values: vec![Value::Dense(Array::scalar_s32(i))],
+            })
+        }));
+        Ok(it)
+    })
+}
+
+#[test]
+fn cache_reads_the_source_once() {
+    let opens = Arc::new(AtomicUsize::new(0));
+    let d = counted(5, opens.clone()).cache().repeat(Some(4));
+    assert_eq!(xs(&d).len(), 20);
+    assert_eq!(opens.load(Ordering::SeqCst), 1);
+    assert_eq!(xs(&d), [0, 1, 2, 3, 4].repeat(4));
+    assert_eq!(
+        opens.load(Ordering::SeqCst),
+        1,
+        "a second iterator also reads the cache"
+    );
+    // Without cache each epoch reads the source.
+    let opens2 = Arc::new(AtomicUsize::new(0));
+    let _ = xs(&counted(5, opens2.clone()).repeat(Some(4)));
+    assert_eq!(opens2.load(Ordering::SeqCst), 4);
+}
+
+#[test]
+fn a_pass_dropped_half_way_does_not_fill_the_cache() {
+    let opens = Arc::new(AtomicUsize::new(0));
+    let d = counted(5, opens.clone()).cache();
+    let mut it = d.iter();
+    it.next();
+    drop(it);
+    assert_eq!(xs(&d), vec![0, 1, 2, 3, 4]);
+    assert_eq!(xs(&d), vec![0, 1, 2, 3, 4]);
+    assert_eq!(opens.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn prefetch_gives_the_same_elements_and_stops_when_dropped() {
+    let base = numbers(30).map(same_spec, 2, triple).unwrap();
+    assert_eq!(xs(&base.clone().prefetch(3)), xs(&base));
+    // An infinite prefetched pipeline dropped early does not hang.
+    let mut it = base.repeat(None).prefetch(2).iter();
+    assert!(it.next().unwrap().is_ok());
+    drop(it);
+}
+
+#[test]
+fn interleave_follows_tf_data_order() {
+    // TF 2.15: Dataset.range(3).interleave(lambda i: <i*10 + range(len[i])>, cycle_length=2,
+    // block_length=2) with lens [4, 2, 5], and range(5), cycle 3, block 2, lens [3,1,6,0,2].
+    let parts = |lens: &[i32]| -> Vec<Dataset> {
+        lens.iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let v: Vec<i32> = (0..n).map(|j| i as i32 * 10 + j).collect();
+                Dataset::from_tensor_slices(vec![("x".into(), s32(&[n as i64], v))]).unwrap()
+            })
+            .collect()
+    };
+    let d = Dataset::interleave(parts(&[4, 2, 5]), 2, 2).unwrap();
+    assert_eq!(xs(&d), vec![0, 1, 10, 11, 2, 3, 20, 21, 22, 23, 24]);
+    let d = Dataset::interleave(parts(&[3, 1, 6, 0, 2]), 3, 2).unwrap();
+    assert_eq!(xs(&d), vec![0, 1, 10, 20, 21, 2, 22, 23, 40, 41, 24, 25]);
+}
+
+/// The record reader's error type in the tests.
+#[derive(Debug, thiserror::Error)]
+#[error("bad CRC at byte {0}")]
+struct ReadError(u64);
+
+#[test]
+fn source_errors_pass_through_with_their_context() {
+    let d = Dataset::from_records(
+        "record",
+        "data/train.tfrecords",
+        Box::new(|| {
+            let records: Vec<Result<Vec<u8>, ReadError>> =
+                vec![Ok(b"a".to_vec()), Ok(b"b".to_vec()), Err(ReadError(42))];
+            Ok(Box::new(records.into_iter()) as Box<dyn Iterator<Item = _> + Send>)
+        }),
+    );
+    let d = d.batch(2, false).unwrap().prefetch(2);
+    let r: Vec<_> = d.iter().collect();
+    assert_eq!(r.len(), 2);
+    match &r[0] {
+        Ok(e) => assert_eq!(
+            e.values[0],
+            Value::Bytes {
+                dims: vec![2],
+                items: vec![b"a".to_vec(), b"b".to_vec()]
+            }
+        ),
+        Err(e) => panic!("{e}"),
+    }
+    let err = r[1].as_ref().unwrap_err();
+    assert_eq!(err.to_string(), "data/train.tfrecords: bad CRC at byte 42");
+    assert!(std::error::Error::source(err).is_some());
+}
+
+#[test]
+fn batching_elements_of_different_shapes_is_an_error() {
+    let spec = ElementSpec {
+        components: vec![(
+            "v".into(),
+            ValueSpec::Dense {
+                element_type: ElementType::F32,
+                dims: vec![None],
+            },
+        )],
+    };
+    let d = Dataset::from_generator(spec, || {
+        let it: ElementIter = Box::new((1..4).map(|n| {
+            Ok(Element {
+                values: vec![Value::Dense(Array::f32(&[n], vec![0.0; n as usize]))],
+            })
+        }));
+        Ok(it)
+    });
+    let err = d
+        .batch(3, true)
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap()
+        .unwrap_err();
+    match err {
+        DatasetError::ShapeMismatch {
+            component,
+            index,
+            expected,
+            found,
+        } => {
+            assert_eq!((component.as_str(), index), ("v", 1));
+            assert_eq!((expected, found), (vec![1], vec![2]));
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn the_device_gets_only_static_dense_batches() {
+    // Unknown batch dimension: the seed's advice.
+    let err = tessel_estimator::input::dataset::infeed_source(
+        &numbers(10).batch(4, false).unwrap(),
+        &["y"],
+        0,
+    )
+    .err()
+    .unwrap();
+    assert!(matches!(err, DatasetError::NotStatic { .. }));
+    assert!(err.to_string().contains(STATIC_SHAPE_ADVICE), "{err}");
+    assert!(err.to_string().contains("[?, 2]"), "{err}");
+
+    // Ragged values cannot be batched.
+    let ragged = ElementSpec {
+        components: vec![(
+            "r".into(),
+            ValueSpec::Ragged {
+                element_type: ElementType::S32,
+                dims: vec![None],
+            },
+        )],
+    };
+    let d = Dataset::from_generator(ragged, || Ok(Box::new(std::iter::empty()) as ElementIter));
+    let err = d.clone().batch(2, true).unwrap_err();
+    assert!(matches!(err, DatasetError::Ragged { .. }), "{err}");
+    let err = tessel_estimator::input::dataset::infeed_source(&d, &["r"], 0)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("static shapes"), "{err}");
+
+    // Strings and unknown names.
+    let s = Dataset::from_records(
+        "raw",
+        "f",
+        Box::new(|| {
+            Ok(Box::new(std::iter::empty::<Result<Vec<u8>, ReadError>>())
+                as Box<dyn Iterator<Item = _> + Send>)
+        }),
+    )
+    .batch(2, true)
+    .unwrap();
+    let err = tessel_estimator::input::dataset::infeed_source(&s, &["raw"], 0)
+        .err()
+        .unwrap();
+    assert!(matches!(err, DatasetError::NotNumeric { .. }), "{err}");
+    let err = tessel_estimator::input::dataset::infeed_source(&s, &["image"], 0)
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "the dataset has no component `image` (it has `raw`)"
+    );
+}
+
+#[test]
+fn infeed_gives_tuples_of_the_selected_components_in_order() {
+    let d = numbers(10).batch(4, true).unwrap();
+    let mut src = tessel_estimator::input::dataset::infeed_source(&d, &["y", "x"], 1).unwrap();
+    let Literal::Tuple(t) = src.next().unwrap().unwrap() else {
+        panic!("not a tuple")
+    };
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[1], Literal::Array(s32(&[4], vec![4, 5, 6, 7])));
+    assert_eq!(t[0].as_array().unwrap().shape.dims.to_vec(), vec![4, 2]);
+    assert!(src.next().is_none());
+}
+
+/// The pipelines the resume test checks, all shuffled and repeated and batched.
+fn resumable_pipelines() -> Vec<(&'static str, Dataset)> {
+    let normalized = || numbers(37).map(same_spec, 2, times3).unwrap();
+    vec![
+        (
+            "map, cache, shuffle, repeat, batch, prefetch",
+            normalized()
+                .cache()
+                .shuffle(16, 5)
+                .unwrap()
+                .repeat(None)
+                .batch(8, true)
+                .unwrap()
+                .prefetch(2),
+        ),
+        (
+            "repeat then shuffle",
+            normalized()
+                .repeat(Some(6))
+                .shuffle(20, 9)
+                .unwrap()
+                .batch(5, false)
+                .unwrap(),
+        ),
+        (
+            "filter (unknown cardinality) under repeat, shard",
+            normalized()
+                .filter(|e| Ok(dense(e, 0).data.get_i64(0) % 2 == 0))
+                .shuffle(7, 3)
+                .unwrap()
+                .repeat(None)
+                .shard(2, 1)
+                .unwrap()
+                .batch(3, true)
+                .unwrap(),
+        ),
+        (
+            "interleave, skip, take, padded batch",
+            Dataset::interleave(vec![numbers(11), numbers(5), numbers(8)], 2, 3)
+                .unwrap()
+                .shuffle(4, 2)
+                .unwrap()
+                .repeat(Some(5))
+                .skip(3)
+                .take(90)
+                .padded_batch_with_mask(7, "w")
+                .unwrap(),
+        ),
+    ]
+}
+
+#[test]
+fn resuming_at_any_position_gives_what_the_uninterrupted_iterator_gives() {
+    for (name, d) in resumable_pipelines() {
+        let whole: Vec<Element> = d.iter().take(40).map(Result::unwrap).collect();
+        for k in [0usize, 1, 4, 5, 9, 13, 27, 39] {
+            let mut it = d.iter_from(k as u64);
+            assert_eq!(it.position(), k as u64);
+            let rest: Vec<Element> = (&mut it).take(40 - k).map(Result::unwrap).collect();
+            assert_eq!(
+                rest.len(),
+                whole.len() - k.min(whole.len()),
+                "{name} at {k}"
+            );
+            assert_eq!(rest[..], whole[k.min(whole.len())..], "{name} at {k}");
+            assert_eq!(it.position(), whole.len().max(k) as u64, "{name}");
+        }
+        // Resuming from a live iterator's position.
+        let mut it = d.iter();
+        let first: Vec<_> = (&mut it).take(11).collect();
+        assert_eq!(first.len(), 11.min(whole.len()));
+        let again: Vec<Element> = d
+            .iter_from(it.position())
+            .take(5)
+            .map(Result::unwrap)
+            .collect();
+        let next: Vec<Element> = it.take(5).map(Result::unwrap).collect();
+        assert_eq!(again, next, "{name}");
+    }
+}
+
+#[test]
+fn bad_arguments_are_errors_not_panics() {
+    let invalid = |r: Result<Dataset, DatasetError>| {
+        assert!(
+            matches!(r, Err(DatasetError::InvalidArgument { .. })),
+            "{r:?}"
+        )
+    };
+    invalid(numbers(3).batch(0, true));
+    invalid(numbers(3).padded_batch_with_mask(0, "w"));
+    invalid(numbers(3).padded_batch_with_mask(2, "x"));
+    invalid(
+        numbers(3)
+            .batch(2, false)
+            .unwrap()
+            .padded_batch_with_mask(2, "w"),
+    );
+    invalid(numbers(3).shard(0, 0));
+    invalid(numbers(3).shard(2, 2));
+    invalid(numbers(3).shuffle(0, 1));
+    invalid(Dataset::interleave(vec![], 1, 1));
+    invalid(Dataset::interleave(vec![numbers(2)], 0, 1));
+    invalid(Dataset::interleave(
+        vec![numbers(2), numbers(2).batch(2, true).unwrap()],
+        2,
+        1,
+    ));
+    invalid(Dataset::from_tensor_slices(vec![]));
+    invalid(Dataset::from_tensor_slices(vec![(
+        "s".into(),
+        Array::scalar_f32(1.0),
+    )]));
+    invalid(Dataset::from_tensor_slices(vec![
+        ("a".into(), s32(&[2], vec![1, 2])),
+        ("b".into(), s32(&[3], vec![1, 2, 3])),
+    ]));
+    invalid(Dataset::from_tensor_slices(vec![
+        ("a".into(), s32(&[2], vec![1, 2])),
+        ("a".into(), s32(&[2], vec![1, 2])),
+    ]));
+    // A generator that cannot open, and one that breaks its spec.
+    let spec = numbers(1).element_spec().clone();
+    let d = Dataset::from_generator(spec.clone(), || {
+        Err(DatasetError::source("gen", "cannot open"))
+    });
+    assert_eq!(
+        d.iter().next().unwrap().unwrap_err().to_string(),
+        "gen: cannot open"
+    );
+    let d = Dataset::from_generator(spec, || {
+        Ok(Box::new(std::iter::once(Ok(Element {
+            values: vec![Value::Dense(Array::scalar_f32(1.0))],
+        }))) as ElementIter)
+    });
+    assert!(matches!(
+        d.iter().next().unwrap(),
+        Err(DatasetError::SpecMismatch { .. })
+    ));
+    // Positions past the end just end.
+    assert_eq!(numbers(3).iter_from(10).count(), 0);
+    assert_eq!(
+        numbers(3)
+            .batch(2, true)
+            .unwrap()
+            .iter_from(u64::MAX)
+            .count(),
+        0
+    );
+    assert_eq!(numbers(3).repeat(Some(2)).iter_from(u64::MAX).count(), 0);
+}
