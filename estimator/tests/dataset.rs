@@ -696,3 +696,22 @@ fn bad_arguments_are_errors_not_panics() {
     );
     assert_eq!(numbers(3).repeat(Some(2)).iter_from(u64::MAX).count(), 0);
 }
+
+#[test]
+fn resuming_over_an_input_of_unknown_length_reads_one_epoch_then_jumps() {
+    let opens = Arc::new(AtomicUsize::new(0));
+    let d = counted(5, opens.clone())
+        .shuffle(3, 4)
+        .unwrap()
+        .repeat(Some(6));
+    let whole = xs(&d);
+    assert_eq!(opens.swap(0, Ordering::SeqCst), 6);
+    let resumed: Vec<i64> = d
+        .iter_from(22)
+        .map(|r| dense(&r.unwrap(), 0).data.get_i64(0))
+        .collect();
+    assert_eq!(resumed, whole[22..]);
+    // Epoch 0 to learn the length, then epochs 4 and 5.
+    assert_eq!(opens.load(Ordering::SeqCst), 3);
+    assert_eq!(d.iter_from(30).count(), 0);
+}

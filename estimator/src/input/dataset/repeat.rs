@@ -1,8 +1,12 @@
 //! `repeat(count)`: the input `count` times, or forever. Each epoch is a new pass over the
-//! input with its own key (so a shuffle below reshuffles). A positioned iterator jumps straight
-//! to its epoch and offset when the input's cardinality is known.
+//! input with its own key (so a shuffle below reshuffles).
+//!
+//! A positioned iterator jumps straight to its epoch and offset when the input's cardinality is
+//! known. When it is not (a file, a filter), it reads epoch 0 to count it and then jumps: every
+//! pass over a dataset has the same number of elements (its functions are pure and its files do
+//! not change during a run), so resuming deep into training costs one epoch, not all of them.
 
-use super::node::{fast_forward, Cardinality, ElementIter, ElementResult, Node};
+use super::node::{Cardinality, ElementIter, ElementResult, Node};
 use super::rng::derive_key;
 use super::Dataset;
 use crate::input::ElementSpec;
@@ -33,26 +37,23 @@ impl Node for Repeat {
     }
 
     fn open(&self, key: u64, start: u64) -> ElementIter {
-        let (epoch, offset) = match self.input.cardinality() {
+        let (epoch, offset, skip) = match self.input.cardinality() {
             Cardinality::Finite(0) => return Box::new(std::iter::empty()),
-            Cardinality::Finite(n) => (start / n, start % n),
-            _ => (0, 0),
+            Cardinality::Finite(n) => (start / n, start % n, 0),
+            _ => (0, 0, start),
         };
         if self.count.is_some_and(|c| epoch >= c) {
             return Box::new(std::iter::empty());
         }
-        let iter = RepeatIter {
+        Box::new(RepeatIter {
             input: self.input.clone(),
             key,
             count: self.count,
             epoch,
             current: self.input.node.open(derive_key(key, epoch), offset),
-            produced_this_epoch: offset > 0,
-        };
-        match self.input.cardinality() {
-            Cardinality::Finite(_) => Box::new(iter),
-            _ => fast_forward(Box::new(iter), start),
-        }
+            in_epoch: offset,
+            skip,
+        })
     }
 }
 
@@ -62,7 +63,11 @@ struct RepeatIter {
     count: Option<u64>,
     epoch: u64,
     current: ElementIter,
-    produced_this_epoch: bool,
+    /// Elements of the current epoch before the next one (including a starting offset).
+    in_epoch: u64,
+    /// Elements still to drop before the first one is produced (a positioned iterator over an
+    /// input of unknown cardinality).
+    skip: u64,
 }
 
 impl Iterator for RepeatIter {
@@ -70,20 +75,36 @@ impl Iterator for RepeatIter {
 
     fn next(&mut self) -> Option<ElementResult> {
         loop {
-            if let Some(item) = self.current.next() {
-                self.produced_this_epoch = true;
-                return Some(item);
+            match self.current.next() {
+                Some(Ok(_)) if self.skip > 0 => {
+                    self.skip -= 1;
+                    self.in_epoch += 1;
+                    continue;
+                }
+                Some(item) => {
+                    self.in_epoch += 1;
+                    return Some(item);
+                }
+                None => {}
             }
             // An empty pass would repeat forever without producing anything: stop instead.
-            if !self.produced_this_epoch {
+            let len = self.in_epoch;
+            if len == 0 {
                 return None;
             }
-            self.epoch += 1;
+            // Still skipping: the epoch just read had `len` elements and so do the others.
+            let whole_epochs = self.skip / len;
+            let offset = self.skip % len;
+            self.skip = 0;
+            self.epoch = self.epoch.saturating_add(1).saturating_add(whole_epochs);
             if self.count.is_some_and(|c| self.epoch >= c) {
                 return None;
             }
-            self.current = self.input.node.open(derive_key(self.key, self.epoch), 0);
-            self.produced_this_epoch = false;
+            self.current = self
+                .input
+                .node
+                .open(derive_key(self.key, self.epoch), offset);
+            self.in_epoch = offset;
         }
     }
 }
