@@ -715,3 +715,64 @@ fn resuming_over_an_input_of_unknown_length_reads_one_epoch_then_jumps() {
     assert_eq!(opens.load(Ordering::SeqCst), 3);
     assert_eq!(d.iter_from(30).count(), 0);
 }
+
+#[test]
+fn malformed_arrays_are_errors_not_panics() {
+    // Array's fields are public, so a hand-built one may not hold what its shape says.
+    let short = Array {
+        shape: ArrayShape::new(ElementType::F32, &[3, 2]),
+        data: ArrayData::F32(vec![1.0; 5]),
+    };
+    assert!(matches!(
+        Dataset::from_tensor_slices(vec![("a".into(), short.clone())]),
+        Err(DatasetError::InvalidArgument { .. })
+    ));
+    let unknown = Array {
+        shape: ArrayShape::new(ElementType::F32, &[-1, 2]),
+        data: ArrayData::F32(vec![]),
+    };
+    assert!(Dataset::from_tensor_slices(vec![("a".into(), unknown)]).is_err());
+    // A generator giving a short array under a spec with unknown dims: batch catches it.
+    let spec = ElementSpec {
+        components: vec![(
+            "v".into(),
+            ValueSpec::Dense {
+                element_type: ElementType::F32,
+                dims: vec![None, None],
+            },
+        )],
+    };
+    let d = Dataset::from_generator(spec, move || {
+        let good = Array::f32(&[3, 2], vec![0.0; 6]);
+        let bad = short.clone();
+        let it: ElementIter = Box::new([good, bad].into_iter().map(|a| {
+            Ok(Element {
+                values: vec![Value::Dense(a)],
+            })
+        }));
+        Ok(it)
+    });
+    let err = d
+        .batch(2, true)
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(err, DatasetError::ShapeMismatch { index: 1, .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn datasets_and_iterators_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Dataset>();
+    send::<tessel_estimator::input::DatasetIterator>();
+    let d = numbers(6).batch(2, true).unwrap();
+    let it = d.iter();
+    let got = std::thread::spawn(move || it.count()).join().unwrap();
+    assert_eq!(got, 3);
+}

@@ -240,7 +240,11 @@ fn stack(
                     let Some(Value::Dense(a)) = e.values.get(c) else {
                         return Err(mismatch(i, d0, &[]));
                     };
-                    if a.shape.dims[..] != d0[..] || !append(&mut data, &a.data, 0, per) {
+                    // A hand-built array may not hold what its shape says: check before copying.
+                    if a.shape.dims[..] != d0[..]
+                        || a.data.len() != per
+                        || !append(&mut data, &a.data, 0, per)
+                    {
                         return Err(mismatch(i, d0, &a.shape.dims));
                     }
                 }
@@ -256,7 +260,7 @@ fn stack(
                     let Some(Value::Bytes { dims, items: it }) = e.values.get_mut(c) else {
                         return Err(mismatch(i, d0, &[]));
                     };
-                    if dims != d0 {
+                    if dims != d0 || it.len() != per {
                         return Err(mismatch(i, d0, dims));
                     }
                     items.append(it); // moved, not copied

@@ -80,8 +80,10 @@ pub fn infeed_source(
         for &i in &indices {
             let (name, vs) = &spec.components[i];
             match (values[i].take(), vs) {
-                (Some(Value::Dense(a)), ValueSpec::Dense { dims, .. })
-                    if dims_fit(dims, &a.shape.dims) =>
+                (Some(Value::Dense(a)), ValueSpec::Dense { element_type, dims })
+                    if dims_fit(dims, &a.shape.dims)
+                        && a.data.element_type() == *element_type
+                        && a.data.len() as i64 == a.shape.element_count() =>
                 {
                     tuple.push(Literal::Array(a))
                 }

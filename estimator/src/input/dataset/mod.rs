@@ -42,7 +42,7 @@ pub use iterator::DatasetIterator;
 pub use node::{Cardinality, ElementIter, ElementResult};
 
 use crate::input::{Element, ElementSpec};
-use node::Node;
+pub use node::Node;
 use std::sync::Arc;
 use take_skip::Selection;
 use tessel_compiler::ir::Array;
@@ -63,7 +63,9 @@ impl std::fmt::Debug for Dataset {
 }
 
 impl Dataset {
-    fn from_node(node: impl Node + 'static) -> Dataset {
+    /// A dataset from a custom source (say, one that can open at any position, so resuming
+    /// does not read what comes before). Most sources are [`Self::from_generator`].
+    pub fn from_node(node: impl Node + 'static) -> Dataset {
         Dataset {
             node: Arc::new(node),
         }
@@ -207,22 +209,18 @@ impl Dataset {
 
     /// The first `n` elements.
     pub fn take(self, n: u64) -> Dataset {
-        Self::from_node(take_skip::Select::new(self, Selection::Take(n)).expect("take is valid"))
+        Self::from_node(take_skip::Select::new(self, Selection::Take(n)))
     }
 
     /// All but the first `n` elements.
     pub fn skip(self, n: u64) -> Dataset {
-        Self::from_node(take_skip::Select::new(self, Selection::Skip(n)).expect("skip is valid"))
+        Self::from_node(take_skip::Select::new(self, Selection::Skip(n)))
     }
 
     /// Every `num_shards`-th element starting at `index` (one input host's share).
     pub fn shard(self, num_shards: u64, index: u64) -> Result<Dataset, DatasetError> {
-        Ok(Self::from_node(take_skip::Select::new(
-            self,
-            Selection::Shard {
-                num: num_shards,
-                index,
-            },
+        Ok(Self::from_node(take_skip::Select::shard(
+            self, num_shards, index,
         )?))
     }
 

@@ -28,6 +28,23 @@ impl Slices {
                     format!("`{name}` is a scalar; slicing needs a leading dimension"),
                 ));
             };
+            let well_formed = a.shape.is_static()
+                && a.shape.dims.iter().all(|&d| d >= 0)
+                && a.data.element_type() == a.shape.element_type
+                && a.shape.checked_byte_size().is_some()
+                && a.data.len() as i64 == a.shape.element_count();
+            if !well_formed {
+                return Err(DatasetError::invalid(
+                    OP,
+                    format!(
+                        "`{name}` is not a well-formed array: dims {:?} of {:?} hold {} {:?} values",
+                        a.shape.dims,
+                        a.shape.element_type,
+                        a.data.len(),
+                        a.data.element_type()
+                    ),
+                ));
+            }
             if *rows.get_or_insert(n) != n {
                 return Err(DatasetError::invalid(
                     OP,

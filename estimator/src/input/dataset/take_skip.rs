@@ -23,16 +23,18 @@ pub struct Select {
 }
 
 impl Select {
-    pub fn new(input: Dataset, selection: Selection) -> Result<Self, DatasetError> {
-        if let Selection::Shard { num, index } = selection {
-            if num == 0 || index >= num {
-                return Err(DatasetError::invalid(
-                    "shard",
-                    format!("index {index} is not in 0..{num} (num_shards)"),
-                ));
-            }
+    pub fn new(input: Dataset, selection: Selection) -> Self {
+        Select { input, selection }
+    }
+
+    pub fn shard(input: Dataset, num: u64, index: u64) -> Result<Self, DatasetError> {
+        if num == 0 || index >= num {
+            return Err(DatasetError::invalid(
+                "shard",
+                format!("index {index} is not in 0..{num} (num_shards)"),
+            ));
         }
-        Ok(Select { input, selection })
+        Ok(Select::new(input, Selection::Shard { num, index }))
     }
 }
 
