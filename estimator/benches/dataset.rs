@@ -97,6 +97,15 @@ fn cpu_seconds() -> f64 {
     ticks / 100.0
 }
 
+/// Prints the CPU time (all threads) per batch since `since`.
+fn cpu_line(since: f64, batches: usize) {
+    println!(
+        "  {:<44} {:>7.1} µs/batch of CPU (all threads)",
+        "",
+        (cpu_seconds() - since) * 1e6 / batches as f64
+    );
+}
+
 fn main() {
     let source = mnist_like();
     let cpu = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
@@ -123,7 +132,7 @@ fn main() {
         println!("{name}:");
         let d = pipeline(&source, map_workers, prefetch);
         let mut it = d.iter();
-        let t = Instant::now();
+        let (t, c0) = (Instant::now(), cpu_seconds());
         for _ in 0..BATCHES_PER_EPOCH {
             it.next().unwrap().unwrap();
         }
@@ -132,6 +141,7 @@ fn main() {
             BATCHES_PER_EPOCH,
             t.elapsed().as_secs_f64(),
         );
+        cpu_line(c0, BATCHES_PER_EPOCH);
         let steady = 3 * BATCHES_PER_EPOCH;
         let t = Instant::now();
         let c1 = cpu_seconds();
@@ -140,11 +150,7 @@ fn main() {
         }
         let secs = t.elapsed().as_secs_f64();
         report("cached epochs (batch from cache)", steady, secs);
-        println!(
-            "  {:<44} {:>7.1} µs/batch of CPU (all threads)",
-            "",
-            (cpu_seconds() - c1) * 1e6 / steady as f64
-        );
+        cpu_line(c1, steady);
         drop(it);
 
         let mut feed = infeed_source(&d, &["image", "label"], 0).unwrap();
