@@ -776,3 +776,82 @@ fn datasets_and_iterators_cross_threads() {
     let got = std::thread::spawn(move || it.count()).join().unwrap();
     assert_eq!(got, 3);
 }
+
+#[test]
+fn replicas_take_turns_on_one_pipeline_whatever_order_they_ask_in() {
+    use tessel_estimator::input::dataset::replica_infeed_sources;
+    let d = numbers(13).batch(2, true).unwrap(); // 6 batches: x = [0,1], [2,3], ...
+    let first_x = |item: Option<Result<Literal, String>>| -> i64 {
+        let Literal::Tuple(t) = item.unwrap().unwrap() else {
+            panic!("not a tuple")
+        };
+        t[0].as_array().unwrap().data.get_i64(0)
+    };
+    let mut s = replica_infeed_sources(&d, &["x"], 2, 0).unwrap();
+    // Replica 1 asks first: it still gets the second batch of each step.
+    assert_eq!(first_x(s[1].next()), 2);
+    assert_eq!(first_x(s[1].next()), 6);
+    assert_eq!(first_x(s[0].next()), 0);
+    assert_eq!(first_x(s[0].next()), 4);
+    assert_eq!(first_x(s[0].next()), 8);
+    assert_eq!(first_x(s[1].next()), 10);
+    assert!(s[0].next().is_none() && s[1].next().is_none());
+    // Resuming at step 1 of 3 replicas starts at batch 3.
+    let mut s = replica_infeed_sources(&d, &["x"], 3, 1).unwrap();
+    assert_eq!(first_x(s[2].next()), 10);
+    assert_eq!(first_x(s[0].next()), 6);
+    assert!(s[1].next().is_some() && s[1].next().is_none());
+    assert!(replica_infeed_sources(&d, &["x"], 0, 0).is_err());
+}
+
+#[test]
+fn every_replica_hears_why_the_data_stopped() {
+    use tessel_estimator::input::dataset::replica_infeed_sources;
+    let d = numbers(6)
+        .map(same_spec, 1, |e| {
+            if dense(&e, 0).data.get_i64(0) == 2 {
+                Err(DatasetError::source("decode", "bad pixel"))
+            } else {
+                Ok(e)
+            }
+        })
+        .unwrap()
+        .batch(1, true)
+        .unwrap();
+    let mut s = replica_infeed_sources(&d, &["x"], 2, 0).unwrap();
+    assert!(s[0].next().unwrap().is_ok());
+    assert!(s[1].next().unwrap().is_ok());
+    for r in [1, 0] {
+        let e = s[r].next().unwrap().unwrap_err();
+        assert_eq!(e, "decode: bad pixel", "replica {r}");
+    }
+}
+
+#[test]
+fn a_panicking_generator_is_an_error() {
+    let spec = numbers(1).element_spec().clone();
+    let d = Dataset::from_generator(spec, || {
+        let it: ElementIter = Box::new((0..3).map(|i| {
+            if i == 1 {
+                panic!("generator broke");
+            }
+            Ok(Element {
+                values: vec![
+                    Value::Dense(Array::scalar_s32(i)),
+                    Value::Dense(Array::f32(&[2], vec![0.0, 0.0])),
+                ],
+            })
+        }));
+        Ok(it)
+    });
+    for d in [d.clone(), d.prefetch(2)] {
+        let r: Vec<_> = d.iter().collect();
+        assert_eq!(r.len(), 2);
+        assert!(r[0].is_ok());
+        let err = r[1].as_ref().unwrap_err();
+        assert!(
+            matches!(err, DatasetError::Panicked { op: "from_generator", index: 1, message } if message == "generator broke"),
+            "{err}"
+        );
+    }
+}

@@ -2,10 +2,11 @@
 //! any source: TFRecord files, IDX files, synthetic data) and `from_records` (a per-file record
 //! reader giving byte strings, each becoming an element with one scalar string component).
 
-use super::error::DatasetError;
+use super::error::{panic_message, DatasetError};
 use super::node::{failed, fast_forward, Cardinality, ElementIter, Node};
 use super::spec_check::check_element;
 use crate::input::{Element, ElementSpec, Value, ValueSpec};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
 /// Opens a fresh pass over a generator's elements.
@@ -37,15 +38,33 @@ impl Node for Generator {
             Err(e) => return failed(e),
         };
         let spec = self.spec.clone();
+        let mut iter = iter;
         let mut index = 0u64;
+        let mut done = false;
         // Elements are checked against the declared spec: a generator that breaks its promise
-        // fails here, naming the element, not later in a batch.
-        let checked = iter.map(move |r| {
+        // fails here, naming the element, not later in a batch. Its code panicking is an
+        // error too, and the end of this pass.
+        let checked = std::iter::from_fn(move || {
+            if done {
+                return None;
+            }
             let i = index;
             index += 1;
-            let e = r?;
-            check_element(&spec, &e, "from_generator", i)?;
-            Ok(e)
+            let r = match catch_unwind(AssertUnwindSafe(|| iter.next())) {
+                Ok(r) => r?,
+                Err(p) => {
+                    done = true;
+                    return Some(Err(DatasetError::Panicked {
+                        op: "from_generator",
+                        index: i,
+                        message: panic_message(p.as_ref()),
+                    }));
+                }
+            };
+            Some(r.and_then(|e| {
+                check_element(&spec, &e, "from_generator", i)?;
+                Ok(e)
+            }))
         });
         fast_forward(Box::new(checked), start)
     }

@@ -6,9 +6,13 @@
 use super::error::DatasetError;
 use super::spec_check::{dims_fit, show_dims};
 use super::Dataset;
+use super::DatasetIterator;
+use crate::input::Element;
 use crate::input::{Value, ValueSpec};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use tessel_compiler::ir::Literal;
-use tessel_runtime::feed::FeedSource;
+use tessel_runtime::feed::{FeedItem, FeedSource};
 
 /// Checks that the device can take `components` of `dataset` and returns their indices.
 pub fn device_components(
@@ -71,15 +75,108 @@ pub fn infeed_source(
     components: &[&str],
     start: u64,
 ) -> Result<FeedSource, DatasetError> {
-    let indices = device_components(dataset, components)?;
-    let spec = dataset.element_spec().clone();
-    let iter = dataset.iter_from(start).map(move |r| {
-        let element = r.map_err(|e| e.to_string())?;
+    let to_tuple = TupleOf::new(dataset, components)?;
+    let iter = dataset
+        .iter_from(start)
+        .map(move |r| to_tuple.build(r.map_err(|e| e.to_string())?));
+    Ok(Box::new(iter))
+}
+
+/// The infeed sources of `replicas` replicas fed from one dataset (one input pipeline per
+/// host, TPUEstimator's per-host input): at step `s` replica `r` gets element `s x replicas +
+/// r`, as TPUEstimator dequeues one batch per core, in core order, each step. The sources
+/// share one iterator, so the pipeline (and its cache) exists once; whichever replica's source
+/// is asked first reads ahead for the others. `start_step` resumes: the pipeline starts at
+/// element `start_step x replicas`.
+pub fn replica_infeed_sources(
+    dataset: &Dataset,
+    components: &[&str],
+    replicas: usize,
+    start_step: u64,
+) -> Result<Vec<FeedSource>, DatasetError> {
+    if replicas == 0 {
+        return Err(DatasetError::invalid(
+            "infeed",
+            "there are no replicas to feed",
+        ));
+    }
+    let to_tuple = Arc::new(TupleOf::new(dataset, components)?);
+    let shared = Arc::new(Mutex::new(Splitter {
+        iter: dataset.iter_from(start_step.saturating_mul(replicas as u64)),
+        queues: (0..replicas).map(|_| VecDeque::new()).collect(),
+        next_replica: 0,
+        ended: None,
+    }));
+    Ok((0..replicas)
+        .map(|r| {
+            let (shared, to_tuple) = (shared.clone(), to_tuple.clone());
+            let source: FeedSource = Box::new(std::iter::from_fn(move || {
+                let element = shared
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .next_for(r)?;
+                Some(element.and_then(|e| to_tuple.build(e)))
+            }));
+            source
+        })
+        .collect())
+}
+
+/// Deals one iterator's elements to replicas in turn.
+struct Splitter {
+    iter: DatasetIterator,
+    queues: Vec<VecDeque<Element>>,
+    /// The replica the iterator's next element is for.
+    next_replica: usize,
+    /// How the iterator ended: `Some(None)` ran out, `Some(Some(e))` failed with `e`.
+    ended: Option<Option<String>>,
+}
+
+impl Splitter {
+    fn next_for(&mut self, replica: usize) -> Option<Result<Element, String>> {
+        loop {
+            if let Some(e) = self.queues[replica].pop_front() {
+                return Some(Ok(e));
+            }
+            match &self.ended {
+                // Every replica learns why the data stopped.
+                Some(Some(error)) => return Some(Err(error.clone())),
+                Some(None) => return None,
+                None => {}
+            }
+            match self.iter.next() {
+                Some(Ok(e)) => {
+                    let r = self.next_replica;
+                    self.queues[r].push_back(e);
+                    self.next_replica = (r + 1) % self.queues.len();
+                }
+                Some(Err(e)) => self.ended = Some(Some(e.to_string())),
+                None => self.ended = Some(None),
+            }
+        }
+    }
+}
+
+/// Builds the infeed tuple of the selected components, moving their arrays.
+struct TupleOf {
+    indices: Vec<usize>,
+    spec: crate::input::ElementSpec,
+}
+
+impl TupleOf {
+    fn new(dataset: &Dataset, components: &[&str]) -> Result<Self, DatasetError> {
+        Ok(TupleOf {
+            indices: device_components(dataset, components)?,
+            spec: dataset.element_spec().clone(),
+        })
+    }
+
+    fn build(&self, element: Element) -> FeedItem {
         let mut values: Vec<Option<Value>> = element.values.into_iter().map(Some).collect();
-        let mut tuple = Vec::with_capacity(indices.len());
-        for &i in &indices {
-            let (name, vs) = &spec.components[i];
-            match (values[i].take(), vs) {
+        let mut tuple = Vec::with_capacity(self.indices.len());
+        for &i in &self.indices {
+            let (name, vs) = &self.spec.components[i];
+            match (values.get_mut(i).and_then(Option::take), vs) {
                 (Some(Value::Dense(a)), ValueSpec::Dense { element_type, dims })
                     if dims_fit(dims, &a.shape.dims)
                         && a.data.element_type() == *element_type
@@ -91,6 +188,5 @@ pub fn infeed_source(
             }
         }
         Ok(Literal::Tuple(tuple))
-    });
-    Ok(Box::new(iter))
+    }
 }

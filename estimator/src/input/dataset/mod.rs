@@ -37,7 +37,7 @@ mod take_skip;
 
 pub use error::{DatasetError, STATIC_SHAPE_ADVICE};
 pub use generator::RecordReader;
-pub use infeed::infeed_source;
+pub use infeed::{infeed_source, replica_infeed_sources};
 pub use iterator::DatasetIterator;
 pub use node::{Cardinality, ElementIter, ElementResult};
 
