@@ -855,3 +855,38 @@ fn a_panicking_generator_is_an_error() {
         );
     }
 }
+
+#[test]
+fn the_runtime_infeed_thread_feeds_replicas_from_a_dataset() {
+    use tessel_compiler::ir::Shape;
+    use tessel_runtime::feed::{fill_infeed, HostFeed, HostQueues};
+    let d = numbers(20)
+        .map(same_spec, 2, times3)
+        .unwrap()
+        .batch(4, true)
+        .unwrap()
+        .prefetch(2);
+    let sources =
+        tessel_estimator::input::dataset::replica_infeed_sources(&d, &["x", "y"], 2, 0).unwrap();
+    let (queues, _outfeed) = HostQueues::new(2, 4);
+    fill_infeed(&queues, sources, 2);
+    let shape = Shape::Tuple(vec![]);
+    let mut got = vec![];
+    for _step in 0..2 {
+        for r in 0..2 {
+            let Literal::Tuple(t) = queues.infeed(r, &shape).unwrap() else {
+                panic!("not a tuple")
+            };
+            got.push(t[0].as_array().unwrap().data.clone());
+            assert_eq!(t[1].as_array().unwrap().shape.dims.to_vec(), vec![4, 2]);
+        }
+    }
+    let want: Vec<ArrayData> = (0..4)
+        .map(|b| ArrayData::S32((0..4).map(|i| 3 * (4 * b + i)).collect()))
+        .collect();
+    assert_eq!(got, want);
+    assert!(queues
+        .infeed(0, &shape)
+        .unwrap_err()
+        .contains("all 2 values were fed"));
+}

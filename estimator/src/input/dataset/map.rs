@@ -115,23 +115,28 @@ impl ParallelMap {
         let (jobs_tx, jobs_rx) = channel::<Job>();
         let jobs_rx = Arc::new(Mutex::new(jobs_rx));
         let (results_tx, results) = channel();
+        // A worker that cannot be started is left out; with none, the consumer reports that
+        // the workers stopped (an error, not a panic).
         let handles = (0..workers)
-            .map(|_| {
+            .filter_map(|_| {
                 let (jobs, results, f, spec) =
                     (jobs_rx.clone(), results_tx.clone(), f.clone(), spec.clone());
-                std::thread::spawn(move || loop {
-                    let job = jobs.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    let Ok((seq, first, elements)) = job else {
-                        return;
-                    };
-                    let out = (first..)
-                        .zip(elements)
-                        .map(|(i, e)| apply(&*f, &spec, i, e))
-                        .collect();
-                    if results.send((seq, out)).is_err() {
-                        return;
-                    }
-                })
+                let worker = std::thread::Builder::new().name("tessel-map".into());
+                worker
+                    .spawn(move || loop {
+                        let job = jobs.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        let Ok((seq, first, elements)) = job else {
+                            return;
+                        };
+                        let out = (first..)
+                            .zip(elements)
+                            .map(|(i, e)| apply(&*f, &spec, i, e))
+                            .collect();
+                        if results.send((seq, out)).is_err() {
+                            return;
+                        }
+                    })
+                    .ok()
             })
             .collect();
         ParallelMap {
