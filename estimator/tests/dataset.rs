@@ -890,3 +890,34 @@ fn the_runtime_infeed_thread_feeds_replicas_from_a_dataset() {
         .unwrap_err()
         .contains("all 2 values were fed"));
 }
+
+#[test]
+fn resuming_mid_epoch_over_an_unfilled_cache() {
+    let opens = Arc::new(AtomicUsize::new(0));
+    let d = counted(5, opens.clone()).cache().repeat(Some(4));
+    let got: Vec<i64> = d
+        .iter_from(7)
+        .map(|r| dense(&r.unwrap(), 0).data.get_i64(0))
+        .collect();
+    assert_eq!(got, [0, 1, 2, 3, 4].repeat(4)[7..]);
+    // The length is unknown: epoch 0 is read to count it, which fills the cache, and every
+    // later epoch is served from it.
+    assert_eq!(opens.load(Ordering::SeqCst), 1);
+    // Known length: epoch 1 is read from its offset (no fill), epoch 2 fills the cache. Each
+    // resume uses a fresh dataset, so its cache starts empty.
+    let fresh = || {
+        numbers(5)
+            .map(same_spec, 1, times3)
+            .unwrap()
+            .cache()
+            .repeat(Some(4))
+    };
+    let whole = xs(&fresh());
+    for k in [0, 4, 5, 7, 12, 19, 20] {
+        let got: Vec<i64> = fresh()
+            .iter_from(k as u64)
+            .map(|r| dense(&r.unwrap(), 0).data.get_i64(0))
+            .collect();
+        assert_eq!(got, whole[k..], "at {k}");
+    }
+}
