@@ -1,11 +1,19 @@
 //! `cache()`: the first complete pass over the input is kept in memory and every later pass
 //! (each epoch under `repeat`) is served from it, without reading the input again. A pass that
 //! fails or is dropped before the end caches nothing, so a later pass reads the input again.
+//!
+//! Every pass gives the elements of the cached pass: the input is always opened with the same
+//! key (the top-level pass's, 0), so a shuffle below a cache is shuffled once, as in tf.data.
+//! Which pass fills the cache (a prefetch thread reading ahead, a `take` stopping early) then
+//! changes only the speed, never the elements.
 
 use super::node::{Cardinality, ElementIter, ElementResult, Node};
 use super::Dataset;
 use crate::input::{Element, ElementSpec};
 use std::sync::{Arc, Mutex};
+
+/// The key every pass opens the input with (see the module doc).
+const CACHED_PASS_KEY: u64 = 0;
 
 type Cached = Arc<Mutex<Option<Arc<Vec<Element>>>>>;
 
@@ -40,7 +48,8 @@ impl Node for Cache {
         }
     }
 
-    fn open(&self, key: u64, start: u64) -> ElementIter {
+    fn open(&self, _key: u64, start: u64) -> ElementIter {
+        let key = CACHED_PASS_KEY;
         let cached = self
             .cached
             .lock()
