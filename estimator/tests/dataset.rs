@@ -699,21 +699,41 @@ fn bad_arguments_are_errors_not_panics() {
 
 #[test]
 fn resuming_over_an_input_of_unknown_length_reads_one_epoch_then_jumps() {
+    // Below a cache: epoch 0 fills it, which makes the length known, then repeat jumps.
     let opens = Arc::new(AtomicUsize::new(0));
+    let d = counted(5, opens.clone())
+        .cache()
+        .shuffle(3, 4)
+        .unwrap()
+        .repeat(Some(6));
+    let whole = xs(&d);
+    assert_eq!(opens.swap(0, Ordering::SeqCst), 1);
+    let fresh = counted(5, opens.clone())
+        .cache()
+        .shuffle(3, 4)
+        .unwrap()
+        .repeat(Some(6));
+    let resumed: Vec<i64> = fresh
+        .iter_from(22)
+        .map(|r| dense(&r.unwrap(), 0).data.get_i64(0))
+        .collect();
+    assert_eq!(resumed, whole[22..]);
+    assert_eq!(opens.load(Ordering::SeqCst), 1);
+    assert_eq!(fresh.iter_from(30).count(), 0);
+    // Without a cache the length stays unknown, so every epoch up to the position is read
+    // (epochs may differ in length), and the result is still exact.
+    opens.store(0, Ordering::SeqCst);
     let d = counted(5, opens.clone())
         .shuffle(3, 4)
         .unwrap()
         .repeat(Some(6));
     let whole = xs(&d);
-    assert_eq!(opens.swap(0, Ordering::SeqCst), 6);
     let resumed: Vec<i64> = d
         .iter_from(22)
         .map(|r| dense(&r.unwrap(), 0).data.get_i64(0))
         .collect();
     assert_eq!(resumed, whole[22..]);
-    // Epoch 0 to learn the length, then epochs 4 and 5.
-    assert_eq!(opens.load(Ordering::SeqCst), 3);
-    assert_eq!(d.iter_from(30).count(), 0);
+    assert_eq!(opens.load(Ordering::SeqCst), 12);
 }
 
 #[test]
@@ -900,8 +920,8 @@ fn resuming_mid_epoch_over_an_unfilled_cache() {
         .map(|r| dense(&r.unwrap(), 0).data.get_i64(0))
         .collect();
     assert_eq!(got, [0, 1, 2, 3, 4].repeat(4)[7..]);
-    // The length is unknown: epoch 0 is read to count it, which fills the cache, and every
-    // later epoch is served from it.
+    // The length is unknown until epoch 0 has filled the cache; every later epoch is served
+    // from it.
     assert_eq!(opens.load(Ordering::SeqCst), 1);
     // Known length: epoch 1 is read from its offset (no fill), epoch 2 fills the cache. Each
     // resume uses a fresh dataset, so its cache starts empty.
@@ -1037,4 +1057,25 @@ fn every_pass_over_a_cache_gives_the_same_elements_filled_or_not() {
     let full = xs(&cached); // fills the cache
     assert_eq!(v[0..5], full[0..5]);
     assert_eq!(xs(&d), v);
+}
+
+/// Regression: repeat over an input of unknown length jumped whole epochs after counting
+/// epoch 0, but a `take` after a shuffle keeps a different subset each epoch, which a filter
+/// then thins to a different length, so the resumed iterator landed in the wrong place.
+#[test]
+fn epochs_of_different_lengths_resume_exactly() {
+    let d = numbers(10)
+        .shuffle(10, 11)
+        .unwrap()
+        .take(5)
+        .filter(|e| Ok(dense(e, 0).data.get_i64(0) % 2 == 0))
+        .repeat(Some(6));
+    let whole = xs(&d);
+    for k in 0..=whole.len() {
+        let got: Vec<i64> = d
+            .iter_from(k as u64)
+            .map(|r| dense(&r.unwrap(), 0).data.get_i64(0))
+            .collect();
+        assert_eq!(got, whole[k..], "resumed at {k}");
+    }
 }

@@ -2,9 +2,12 @@
 //! input with its own key (so a shuffle below reshuffles).
 //!
 //! A positioned iterator jumps straight to its epoch and offset when the input's cardinality is
-//! known. When it is not (a file, a filter), it reads epoch 0 to count it and then jumps: every
-//! pass over a dataset has the same number of elements (its functions are pure and its files do
-//! not change during a run), so resuming deep into training costs one epoch, not all of them.
+//! known (a known cardinality is the same for every pass). When it is not (a file, a filter),
+//! it reads and drops whole epochs until the cardinality becomes known, then jumps: a file
+//! below a `cache()` is known once the first pass has filled the cache, so resuming the seed's
+//! pipeline deep into training costs one epoch, not all of them. Without a cache every epoch
+//! up to the position is read (epochs may differ in length: a `take` after a shuffle keeps a
+//! different subset each epoch, which a filter after it thins differently).
 
 use super::node::{Cardinality, ElementIter, ElementResult, Node};
 use super::rng::derive_key;
@@ -66,7 +69,7 @@ struct RepeatIter {
     /// Elements of the current epoch before the next one (including a starting offset).
     in_epoch: u64,
     /// Elements still to drop before the first one is produced (a positioned iterator over an
-    /// input of unknown cardinality).
+    /// input of unknown cardinality); they are counted in `in_epoch` too.
     skip: u64,
 }
 
@@ -88,14 +91,18 @@ impl Iterator for RepeatIter {
                 None => {}
             }
             // An empty pass would repeat forever without producing anything: stop instead.
-            let len = self.in_epoch;
-            if len == 0 {
+            if self.in_epoch == 0 {
                 return None;
             }
-            // Still skipping: the epoch just read had `len` elements and so do the others.
-            let whole_epochs = self.skip / len;
-            let offset = self.skip % len;
-            self.skip = 0;
+            // Still skipping: jump the whole epochs if every pass now has a known length.
+            let (whole_epochs, offset) = match self.input.cardinality() {
+                Cardinality::Finite(n) if n > 0 && self.skip > 0 => {
+                    let jump = (self.skip / n, self.skip % n);
+                    self.skip = 0;
+                    jump
+                }
+                _ => (0, 0),
+            };
             self.epoch = self.epoch.saturating_add(1).saturating_add(whole_epochs);
             if self.count.is_some_and(|c| self.epoch >= c) {
                 return None;
