@@ -950,9 +950,16 @@ fn random_pipeline(seed: u64) -> (Dataset, String) {
     let mut r = |n: u64| rng.below(n);
     let mut desc = vec![];
     let sources = 1 + r(3) as usize;
-    let mut d = if sources == 1 {
+    let mut d = if sources == 1 && r(2) == 0 {
         desc.push("slices".to_string());
         numbers(5 + r(20) as i32)
+    } else if sources == 1 {
+        // A source of unknown length, as a file is.
+        desc.push("generator".to_string());
+        let inner = numbers(5 + r(20) as i32);
+        Dataset::from_generator(inner.element_spec().clone(), move || {
+            Ok(Box::new(inner.iter()) as ElementIter)
+        })
     } else {
         let parts = (0..sources).map(|_| numbers(1 + r(9) as i32)).collect();
         let (c, b) = (1 + r(3) as usize, 1 + r(3) as usize);
