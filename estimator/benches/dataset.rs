@@ -207,7 +207,7 @@ fn main() {
     let mut it = pipeline(&unknown, 1, false).iter_from(2000);
     it.next().unwrap().unwrap();
     println!(
-        "  {:<44} {:>7.1} ms (epoch 0 read to count it and fill the cache, then a jump)",
+        "  {:<44} {:>7.1} ms (epoch 0 read, which fills the cache and makes the length known, then a jump)",
         "file-like source -> cache -> repeat -> batch",
         t.elapsed().as_secs_f64() * 1e3
     );

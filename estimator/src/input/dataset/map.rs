@@ -79,7 +79,7 @@ impl Node for Map {
 }
 
 /// Elements sent to a worker at once: one channel round trip per chunk, not per element
-/// (a cast of an MNIST image takes ~3 µs, as long as a thread hand-off).
+/// (a small map such as the cast of an MNIST image takes about as long as a thread hand-off).
 const CHUNK: usize = 16;
 
 /// A chunk's sequence number, the pass index of its first element, and its elements.
