@@ -35,7 +35,7 @@ pub use rmsprop::RmsProp;
 use super::cross_shard::CrossShardError;
 use super::graph::Graph;
 use super::variables::{Initializer, VariableId};
-use tessel_compiler::ir::ElementType;
+use tessel_compiler::ir::{ElementType, Shape};
 use tessel_compiler::trace::Tensor;
 
 /// A learning rate: a constant, or a traced scalar (a schedule of the global step).
@@ -73,7 +73,7 @@ impl LearningRate {
                 None => Ok(t.clone()),
                 Some(s) if s.rank() == 0 && s.element_type.is_float() => Ok(t.cast(ty)),
                 Some(s) => Err(OptimizerError::LearningRate {
-                    shape: s.to_string(),
+                    shape: Shape::Array(s).to_text(false),
                 }),
             },
         }
