@@ -100,12 +100,18 @@ impl Step {
             let mut keyed = vec![("0".to_string(), Array::scalar_s32(step as i32))];
             for (r, (d, v)) in data.iter().zip(&vars).enumerate() {
                 for (i, a) in d.iter().chain(v.iter()).enumerate() {
-                    keyed.push((format!("{r}/{}", i + 1), a.clone()));
+                    // A one-replica program takes plain keys.
+                    let key = match replicas {
+                        1 => format!("{}", i + 1),
+                        _ => format!("{r}/{}", i + 1),
+                    };
+                    keyed.push((key, a.clone()));
                 }
             }
             let inputs = program.bind(keyed).expect("inputs bind");
-            let Outputs::PerReplica(out) = program.run(&inputs).expect("the step runs") else {
-                panic!("a per-replica program gives per-replica outputs");
+            let out = match program.run(&inputs).expect("the step runs") {
+                Outputs::PerReplica(out) => out,
+                Outputs::Global(leaves) => vec![leaves],
             };
             vars = out
                 .into_iter()
