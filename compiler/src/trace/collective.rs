@@ -78,3 +78,37 @@ fn check_groups(groups: &[Vec<usize>]) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::hlo_text::{parse_module, print_module, PrintOptions};
+    use crate::ir::ElementType::F32;
+    use crate::trace::Tracer;
+
+    #[test]
+    fn traces_an_all_reduce_with_its_groups_and_an_add_region() {
+        let mut t = Tracer::new("psum");
+        let x = t.parameter("x", &[2], F32);
+        let y = x.cross_replica_sum(&[vec![0, 2], vec![1, 3]]);
+        let m = t.finish(&[&y]).unwrap();
+        let text = print_module(&m, &PrintOptions::default());
+        assert!(text.contains("all-reduce(") && text.contains("replica_groups={{0,2},{1,3}}"));
+        parse_module(&text, None).expect("the printed module parses back");
+        // Run on replicas by the estimator's CrossShardOptimizer tests (the runtime has the threads).
+    }
+
+    #[test]
+    fn bad_groups_are_trace_errors() {
+        for (groups, message) in [
+            (vec![vec![0, 1], vec![]], "contain an empty group"),
+            (vec![vec![0, 1], vec![2]], "differ in size"),
+            (vec![vec![0, 1], vec![1, 2]], "name replica 1 twice"),
+        ] {
+            let mut t = Tracer::new("bad");
+            let x = t.parameter("x", &[2], F32);
+            let y = x.cross_replica_sum(&groups);
+            let err = t.finish(&[&y]).unwrap_err().to_string();
+            assert!(err.contains(message), "{err}");
+        }
+    }
+}
