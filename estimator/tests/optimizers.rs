@@ -103,7 +103,7 @@ fn check(opt: &dyn Optimizer, names: &[&str], want: &[Vec<f64>]) {
         for (k, (a, b)) in interp[t].iter().zip(&jit[t]).enumerate() {
             assert_close(
                 &format!("jit vs interpreter, {}", step.names[k]),
-                &f32s(&b),
+                &f32s(b),
                 &f32s(a),
                 1e-6,
             );
@@ -123,7 +123,7 @@ fn gradient_descent_matches_tf1_formula() {
 
 #[test]
 fn momentum_matches_tf1_formula() {
-    let mut acc = vec![0.0; 4];
+    let mut acc = [0.0; 4];
     let want = reference(3, |p, g, _| {
         for k in 0..4 {
             acc[k] = 0.9 * acc[k] + g[k];
@@ -139,7 +139,7 @@ fn momentum_matches_tf1_formula() {
 
 #[test]
 fn nesterov_momentum_matches_tf1_formula() {
-    let mut acc = vec![0.0; 4];
+    let mut acc = [0.0; 4];
     let want = reference(3, |p, g, _| {
         for k in 0..4 {
             acc[k] = 0.9 * acc[k] + g[k];
@@ -236,7 +236,7 @@ fn centered_rmsprop_matches_tf1_formula() {
 
 #[test]
 fn adagrad_matches_tf1_formula() {
-    let mut acc = vec![0.1f32 as f64; 4];
+    let mut acc = [0.1f32 as f64; 4];
     let want = reference(3, |p, g, _| {
         for k in 0..4 {
             acc[k] += g[k] * g[k];
