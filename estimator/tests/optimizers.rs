@@ -310,3 +310,43 @@ fn a_traced_learning_rate_drives_the_update() {
         assert_close("scheduled GD", &got, want, 2e-5);
     }
 }
+
+#[test]
+fn a_variable_the_loss_does_not_use_gets_no_update_and_no_slots() {
+    // TF gives it a `None` gradient: no slots, no update (a zero gradient would still create
+    // slots and, with momentum already built up, move it).
+    let (mut g, loss) = linear_graph(4, 1);
+    let init = Initializer::Value(f32_array(&[2], &[1.5, -2.5]));
+    let unused = g
+        .variables
+        .push(&mut g.tracer, "unused", &[2], F32, init, true);
+    let opt = Adam::new(0.01);
+    let gv = opt.compute_gradients(&mut g, &loss).unwrap();
+    assert!(gv.iter().find(|p| p.var == unused).unwrap().grad.is_none());
+    let train_op = opt.apply_gradients(&mut g, &gv).unwrap();
+    assert!(!train_op.updated.contains(&unused));
+    let step = finish(g);
+    assert!(
+        !step.names.iter().any(|n| n.starts_with("unused/")),
+        "{:?}",
+        step.names
+    );
+    let (history, _) = step.run(Device::interpreter(), &data(&X, &Y), 2);
+    assert_eq!(f32s(&history[1][2]), [1.5, -2.5]);
+}
+
+#[test]
+fn a_loss_of_no_variable_is_tfs_no_gradients_error() {
+    let (mut g, _) = linear_graph(4, 1);
+    let x = g.tracer.parameter("z", &[2], F32);
+    let loss = x.reduce_sum(&[], false);
+    let err = Momentum::new(0.1, 0.9).minimize(&mut g, &loss).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(
+            "No gradients provided for any variable, check your graph for ops that do not \
+             support gradients, between variables [\"w\", \"b\"] and loss Tensor("
+        ),
+        "{text}"
+    );
+}

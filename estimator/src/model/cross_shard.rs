@@ -13,7 +13,7 @@
 //! [`TrainOp::validate_for_replicas`]).
 
 use super::graph::Graph;
-use super::optimizers::{GradAndVar, Optimizer, OptimizerError, TrainOp};
+use super::optimizers::{GradAndVar, Gradient, Optimizer, OptimizerError, TrainOp};
 use std::collections::BTreeSet;
 use tessel_compiler::trace::Tensor;
 
@@ -109,12 +109,8 @@ impl<O: Optimizer> Optimizer for CrossShardOptimizer<O> {
         self.opt.name()
     }
 
-    fn apply_updates(
-        &self,
-        g: &mut Graph,
-        grads_and_vars: &[GradAndVar],
-    ) -> Result<(), OptimizerError> {
-        self.opt.apply_updates(g, grads_and_vars)
+    fn apply_updates(&self, g: &mut Graph, gradients: &[Gradient]) -> Result<(), OptimizerError> {
+        self.opt.apply_updates(g, gradients)
     }
 
     fn compute_gradients(
@@ -142,7 +138,8 @@ impl<O: Optimizer> Optimizer for CrossShardOptimizer<O> {
         let summed: Vec<GradAndVar> = grads_and_vars
             .iter()
             .map(|gv| GradAndVar {
-                grad: gv.grad.cross_replica_sum(self.groups()),
+                // TF skips `None` gradients.
+                grad: gv.grad.as_ref().map(|t| t.cross_replica_sum(self.groups())),
                 var: gv.var,
             })
             .collect();

@@ -17,5 +17,5 @@ pub mod variables;
 
 pub use cross_shard::{CrossShardError, CrossShardOptimizer, Reduction};
 pub use graph::{Graph, Mode};
-pub use optimizers::{GradAndVar, LearningRate, Optimizer, OptimizerError, TrainOp};
+pub use optimizers::{GradAndVar, Gradient, LearningRate, Optimizer, OptimizerError, TrainOp};
 pub use variables::{Initializer, Variable, VariableId, VariableStore};

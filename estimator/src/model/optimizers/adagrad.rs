@@ -1,7 +1,7 @@
 //! `tf.compat.v1.train.AdagradOptimizer`: `accum += grad^2`, `var -= lr * grad / sqrt(accum)`.
 //! Slot `VAR/Adagrad`, initialized to `initial_accumulator_value` (0.1).
 
-use super::{create_slot, float_types, value, GradAndVar, LearningRate, Optimizer, OptimizerError};
+use super::{create_slot, float_types, value, Gradient, LearningRate, Optimizer, OptimizerError};
 use crate::model::graph::Graph;
 use crate::model::variables::Initializer;
 
@@ -35,7 +35,7 @@ impl Optimizer for Adagrad {
     fn apply_updates(
         &self,
         g: &mut Graph,
-        grads_and_vars: &[GradAndVar],
+        grads_and_vars: &[Gradient],
     ) -> Result<(), OptimizerError> {
         let types = float_types(g, grads_and_vars)?;
         let init = Initializer::Constant(self.initial_accumulator_value as f64);

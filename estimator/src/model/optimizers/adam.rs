@@ -7,7 +7,7 @@
 //! `_finish`), created before the slots `VAR/Adam` (m) and `VAR/Adam_1` (v), as in TF1.
 
 use super::{
-    create_slot, float_types, unique_variable_name, value, GradAndVar, LearningRate, Optimizer,
+    create_slot, float_types, unique_variable_name, value, Gradient, LearningRate, Optimizer,
     OptimizerError,
 };
 use crate::model::graph::Graph;
@@ -56,7 +56,7 @@ impl Optimizer for Adam {
     fn apply_updates(
         &self,
         g: &mut Graph,
-        grads_and_vars: &[GradAndVar],
+        grads_and_vars: &[Gradient],
     ) -> Result<(), OptimizerError> {
         let types = float_types(g, grads_and_vars)?;
         let Some(&power_ty) = types.first() else {

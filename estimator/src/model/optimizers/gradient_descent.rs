@@ -1,6 +1,6 @@
 //! `tf.compat.v1.train.GradientDescentOptimizer`: `var -= lr * grad`. No slots.
 
-use super::{float_type, value, GradAndVar, LearningRate, Optimizer, OptimizerError};
+use super::{float_type, value, Gradient, LearningRate, Optimizer, OptimizerError};
 use crate::model::graph::Graph;
 
 /// Plain gradient descent.
@@ -25,7 +25,7 @@ impl Optimizer for GradientDescent {
     fn apply_updates(
         &self,
         g: &mut Graph,
-        grads_and_vars: &[GradAndVar],
+        grads_and_vars: &[Gradient],
     ) -> Result<(), OptimizerError> {
         for gv in grads_and_vars {
             let ty = float_type(g, gv.var)?;

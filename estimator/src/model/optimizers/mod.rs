@@ -19,10 +19,12 @@
 //! | `adam.rs` | `Adam` (TF1's, with `beta1_power`/`beta2_power`) |
 //! | `rmsprop.rs` | `RmsProp` (with `centered`) |
 //! | `adagrad.rs` | `Adagrad` |
+//! | `gradients.rs` | TF1's `compute_gradients` (`None` for variables the loss does not reach) |
 
 mod adagrad;
 mod adam;
 mod gradient_descent;
+mod gradients;
 mod momentum;
 mod rmsprop;
 
@@ -80,9 +82,18 @@ impl LearningRate {
     }
 }
 
-/// A gradient and the variable it belongs to (TF's `(grad, var)` pair).
+/// A gradient and the variable it belongs to (TF's `(grad, var)` pair); `grad` is `None`
+/// when the loss does not depend on the variable (TF's `None` gradient), and
+/// `apply_gradients` then leaves the variable and its slots alone.
 #[derive(Clone, Debug)]
 pub struct GradAndVar {
+    pub grad: Option<Tensor>,
+    pub var: VariableId,
+}
+
+/// A gradient that is there, as an optimizer's update rule takes it.
+#[derive(Clone, Debug)]
+pub struct Gradient {
     pub grad: Tensor,
     pub var: VariableId,
 }
@@ -132,6 +143,15 @@ pub enum OptimizerError {
         "`{name}` is not a floating-point variable ({ty}); optimizers update float variables only"
     )]
     NotFloat { name: String, ty: String },
+    /// TF's `minimize` message when the loss depends on no trainable variable.
+    #[error("No gradients provided for any variable, check your graph for ops that do not support gradients, between variables {variables:?} and loss {loss}.")]
+    NoGradientsForLoss {
+        variables: Vec<String>,
+        loss: String,
+    },
+    /// TF's `apply_gradients` message when every gradient is `None`.
+    #[error("No gradients provided for any variable: {variables:?}.")]
+    NoGradients { variables: Vec<String> },
     #[error(transparent)]
     CrossShard(#[from] CrossShardError),
 }
@@ -145,47 +165,31 @@ pub trait Optimizer {
     /// Creates the slots for every variable of `grads_and_vars`, then records each
     /// variable's new value with [`Graph::assign`] (TF1's `_create_slots`, `_apply_dense`
     /// and `_finish`). Does not touch the global step.
-    fn apply_updates(
-        &self,
-        g: &mut Graph,
-        grads_and_vars: &[GradAndVar],
-    ) -> Result<(), OptimizerError>;
+    fn apply_updates(&self, g: &mut Graph, gradients: &[Gradient]) -> Result<(), OptimizerError>;
 
     /// The gradients of the scalar `loss` with respect to every trainable variable, in
-    /// creation order (`compute_gradients` with the default `var_list`).
+    /// creation order (`compute_gradients` with the default `var_list`); `None` for a
+    /// variable the loss does not depend on.
     fn compute_gradients(
         &self,
         g: &mut Graph,
         loss: &Tensor,
     ) -> Result<Vec<GradAndVar>, OptimizerError> {
-        let vars: Vec<(VariableId, Tensor)> = g
-            .variables
-            .all()
-            .filter(|(_, v)| v.trainable)
-            .map(|(id, v)| (id, v.tensor.clone()))
-            .collect();
-        if vars.is_empty() {
-            return Err(OptimizerError::NoVariables);
-        }
-        let tensors: Vec<&Tensor> = vars.iter().map(|(_, t)| t).collect();
-        let grads = g.tracer.grad(loss, &tensors);
-        Ok(grads
-            .into_iter()
-            .zip(&vars)
-            .map(|(grad, (var, _))| GradAndVar { grad, var: *var })
-            .collect())
+        gradients::compute_gradients(g, loss)
     }
 
-    /// Applies the gradients and increments the global step by one.
+    /// Applies the gradients that are there and increments the global step by one. All
+    /// gradients `None` is TF's "No gradients provided for any variable" error.
     fn apply_gradients(
         &self,
         g: &mut Graph,
         grads_and_vars: &[GradAndVar],
     ) -> Result<TrainOp, OptimizerError> {
-        self.apply_updates(g, grads_and_vars)?;
+        let present = gradients::present(g, grads_and_vars)?;
+        self.apply_updates(g, &present)?;
         increment_global_step(g);
         Ok(TrainOp::new(
-            grads_and_vars.iter().map(|gv| gv.var).collect(),
+            present.iter().map(|gv| gv.var).collect(),
             false,
         ))
     }
@@ -193,6 +197,12 @@ pub trait Optimizer {
     /// `compute_gradients` then `apply_gradients`: TF1's `minimize(loss, global_step)`.
     fn minimize(&self, g: &mut Graph, loss: &Tensor) -> Result<TrainOp, OptimizerError> {
         let grads_and_vars = self.compute_gradients(g, loss)?;
+        if grads_and_vars.iter().all(|gv| gv.grad.is_none()) {
+            return Err(OptimizerError::NoGradientsForLoss {
+                variables: gradients::names(g, &grads_and_vars),
+                loss: format!("{loss:?}"),
+            });
+        }
         self.apply_gradients(g, &grads_and_vars)
     }
 }
@@ -251,7 +261,7 @@ pub(crate) fn value(g: &Graph, var: VariableId) -> Tensor {
 /// Checks every variable is a float and returns their types.
 pub(crate) fn float_types(
     g: &Graph,
-    grads_and_vars: &[GradAndVar],
+    grads_and_vars: &[Gradient],
 ) -> Result<Vec<ElementType>, OptimizerError> {
     grads_and_vars
         .iter()

@@ -2,7 +2,7 @@
 //! `var -= lr * accum`, or with Nesterov `var -= lr * grad + lr * momentum * accum`.
 //! Slot `VAR/Momentum` (zeros).
 
-use super::{create_slot, float_types, value, GradAndVar, LearningRate, Optimizer, OptimizerError};
+use super::{create_slot, float_types, value, Gradient, LearningRate, Optimizer, OptimizerError};
 use crate::model::graph::Graph;
 use crate::model::variables::Initializer;
 
@@ -38,7 +38,7 @@ impl Optimizer for Momentum {
     fn apply_updates(
         &self,
         g: &mut Graph,
-        grads_and_vars: &[GradAndVar],
+        grads_and_vars: &[Gradient],
     ) -> Result<(), OptimizerError> {
         let types = float_types(g, grads_and_vars)?;
         let slots: Vec<_> = grads_and_vars

@@ -5,7 +5,7 @@
 //! Slots in TF's order and names: `rms` (`VAR/RMSProp`, initialized to ONES as in TF1), then
 //! `mg` when centered, then `momentum` (`VAR/RMSProp_1`, or `VAR/RMSProp_2` when centered).
 
-use super::{create_slot, float_types, value, GradAndVar, LearningRate, Optimizer, OptimizerError};
+use super::{create_slot, float_types, value, Gradient, LearningRate, Optimizer, OptimizerError};
 use crate::model::graph::Graph;
 use crate::model::variables::Initializer;
 
@@ -59,7 +59,7 @@ impl Optimizer for RmsProp {
     fn apply_updates(
         &self,
         g: &mut Graph,
-        grads_and_vars: &[GradAndVar],
+        grads_and_vars: &[Gradient],
     ) -> Result<(), OptimizerError> {
         let types = float_types(g, grads_and_vars)?;
         let mut slots = Vec::new();
