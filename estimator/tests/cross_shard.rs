@@ -4,7 +4,7 @@
 
 mod support;
 
-use support::{assert_close, f32_array, f32s, finish, F32};
+use support::{assert_close, f32_array, f32s, finish, finish_for_loop, F32};
 use tessel_compiler::ir::Array;
 use tessel_estimator::model::cross_shard::verify_group_assignment;
 use tessel_estimator::model::optimizers::{Adam, GradientDescent};
@@ -203,4 +203,62 @@ fn one_replica_with_cross_shard_is_plain_training() {
     let one_shard = [0..4];
     let out = replicated(Device::jit(), opt, &one_shard);
     assert_close("1 replica", &flat(&out[0]), &want, 1e-6);
+}
+
+/// The CrossShardOptimizer step as the estimator will run it: `K` iterations in one
+/// compiled `while` loop on 2 JIT replicas, each fed its own half of the batch through
+/// infeed, with the global step and variables carried; equal to `K` single steps.
+#[test]
+fn the_cross_shard_step_runs_as_a_compiled_loop_on_two_replicas() {
+    use tessel_runtime::feed::stacked_source;
+    use tessel_runtime::session::{compile_loop, LoopOptions, LoopSpec, Outfeed};
+
+    const K: usize = 3;
+    let (mut g, loss) = linear_graph(4, 2);
+    CrossShardOptimizer::new(Adam::new(0.01))
+        .minimize(&mut g, &loss)
+        .unwrap();
+    // The loop's contract: carried outputs first, in parameter order (step, then variables).
+    let step = finish_for_loop(g);
+    let spec = LoopSpec {
+        iterations: K as u64,
+        infeed: vec![1, 2],
+    };
+    let lp = compile_loop(&step.module, &spec, &Device::jit().with_replicas(2)).unwrap();
+    let stack = |a: &Array| {
+        let mut dims = vec![K as i64];
+        dims.extend(a.shape.dims.iter());
+        let values: Vec<f32> = (0..K).flat_map(|_| f32s(a)).map(|v| v as f32).collect();
+        Array::f32(&dims, values)
+    };
+    let sources = [0..4, 4..8]
+        .into_iter()
+        .map(|r| stacked_source(data(r).iter().map(stack).collect()).unwrap())
+        .collect();
+    let mut state = vec![Array::scalar_s32(0)];
+    state.extend(step.initial.iter().cloned());
+    let out = lp
+        .run_fed(
+            vec![state.clone(), state],
+            sources,
+            Outfeed::Collect,
+            &LoopOptions::default(),
+        )
+        .unwrap();
+    let stepped = replicated(
+        Device::jit(),
+        CrossShardOptimizer::new(Adam::new(0.01)),
+        &[0..4, 4..8],
+    );
+    for r in 0..2 {
+        assert_eq!(out.carried[r][0].data.get_i64(0), K as i64, "global step");
+        for (k, (a, b)) in out.carried[r][1..].iter().zip(&stepped[r]).enumerate() {
+            assert_close(
+                &format!("replica {r} variable {}", step.names[k]),
+                &f32s(a),
+                &f32s(b),
+                1e-6,
+            );
+        }
+    }
 }

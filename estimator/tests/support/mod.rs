@@ -39,11 +39,25 @@ pub fn initial_value(v: &Variable) -> Array {
     }
 }
 
-/// Finishes `g` into a step module.
-pub fn finish(mut g: Graph) -> Step {
+/// Finishes `g` into a step module: outputs are the variables, then the next step.
+pub fn finish(g: Graph) -> Step {
+    finish_with(g, false)
+}
+
+/// Finishes `g` with the next global step as its first output (then the variables): the
+/// carried outputs in parameter order, as a compiled loop wants them.
+pub fn finish_for_loop(g: Graph) -> Step {
+    finish_with(g, true)
+}
+
+fn finish_with(mut g: Graph, step_first: bool) -> Step {
     let vars: Vec<_> = g.variables.all().map(|(id, v)| (id, v.clone())).collect();
     let mut outputs: Vec<_> = vars.iter().map(|(id, _)| g.value_after_step(*id)).collect();
-    outputs.push(g.next_global_step());
+    if step_first {
+        outputs.insert(0, g.next_global_step());
+    } else {
+        outputs.push(g.next_global_step());
+    }
     let tracer = std::mem::replace(&mut g.tracer, Tracer::new("unused"));
     let refs: Vec<_> = outputs.iter().collect();
     let module = tracer.finish(&refs).expect("the step traces");
