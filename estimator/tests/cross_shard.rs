@@ -250,9 +250,9 @@ fn the_cross_shard_step_runs_as_a_compiled_loop_on_two_replicas() {
         CrossShardOptimizer::new(Adam::new(0.01)),
         &[0..4, 4..8],
     );
-    for r in 0..2 {
-        assert_eq!(out.carried[r][0].data.get_i64(0), K as i64, "global step");
-        for (k, (a, b)) in out.carried[r][1..].iter().zip(&stepped[r]).enumerate() {
+    for (r, (carried, stepped)) in out.carried.iter().zip(&stepped).enumerate() {
+        assert_eq!(carried[0].data.get_i64(0), K as i64, "global step");
+        for (k, (a, b)) in carried[1..].iter().zip(stepped).enumerate() {
             assert_close(
                 &format!("replica {r} variable {}", step.names[k]),
                 &f32s(a),
