@@ -3,6 +3,7 @@
 //!
 //! | module | holds |
 //! | --- | --- |
+//! | `global_step` | the host's i64 step as the device's s32, refusing loops past `i32::MAX` |
 //! | `graph` | `Graph`: the tracer, the variable store, unique layer names, the mode and the global step |
 //! | `variables` | `VariableStore`, `Variable`, `Initializer`: variables by name, TF's names and initializers |
 //! | `optimizers` | the `Optimizer` trait (TF1's `minimize`) and GradientDescent, Momentum, Adam, RMSProp, Adagrad |
@@ -10,6 +11,7 @@
 //! | `cross_shard` | `CrossShardOptimizer`: gradients summed across replicas |
 
 pub mod cross_shard;
+pub mod global_step;
 pub mod graph;
 pub mod optimizers;
 pub mod schedules;
