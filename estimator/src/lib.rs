@@ -3,6 +3,8 @@
 //! - [`input`]: the host input pipeline (TFRecord, `tf.train.Example`, IDX, a tf.data-style
 //!   `Dataset`) that an `input_fn` returns and that feeds the device through infeed.
 //! - [`model`]: the graph a model_fn records into: variables, layers, optimizers.
+//! - [`metrics`]: host-side streaming metrics (`tf.metrics`) for `eval_metrics`.
 
 pub mod input;
+pub mod metrics;
 pub mod model;

@@ -26,6 +26,7 @@
 //! [`crate::autodiff::gradients`]. Other extensions that build instructions themselves use
 //! [`Tracer::with_module`] and [`Tracer::tensor`].
 
+mod collective;
 mod dims;
 mod emit;
 mod error;
@@ -36,6 +37,7 @@ mod reduce;
 mod shape;
 mod tensor;
 mod tracer;
+mod unary;
 
 pub use dims::{Dim, IntoDims};
 pub use error::{TraceError, TraceIssue};

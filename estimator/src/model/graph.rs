@@ -44,6 +44,10 @@ pub struct Graph {
     layer_names: HashMap<String, usize>,
     /// New values recorded by [`Graph::assign`], by variable.
     assignments: HashMap<VariableId, Tensor>,
+    /// The global step after the step, set by an optimizer's `apply_gradients`.
+    next_global_step: Option<Tensor>,
+    /// Replicas the step runs on (TF's `tpu_function` context `number_of_shards`).
+    num_shards: usize,
 }
 
 impl Graph {
@@ -59,6 +63,8 @@ impl Graph {
             global_step,
             layer_names: HashMap::new(),
             assignments: HashMap::new(),
+            next_global_step: None,
+            num_shards: 1,
         }
     }
 
@@ -85,5 +91,30 @@ impl Graph {
             .get(&variable)
             .cloned()
             .unwrap_or_else(|| self.variables.get(variable).tensor.clone())
+    }
+
+    /// Records the global step's value after the step (an optimizer's `apply_gradients`
+    /// sets `global_step + 1`, TF's `assign_add`). A second call replaces the first.
+    pub fn set_next_global_step(&mut self, value: Tensor) {
+        self.next_global_step = Some(value);
+    }
+
+    /// The global step after the step: what [`Graph::set_next_global_step`] recorded, or the
+    /// step unchanged (EVAL and PREDICT, or a TRAIN graph without an optimizer).
+    pub fn next_global_step(&self) -> Tensor {
+        self.next_global_step
+            .clone()
+            .unwrap_or_else(|| self.global_step.clone())
+    }
+
+    /// Sets how many replicas (shards) the step runs on; the estimator sets it before calling
+    /// the model_fn, as TPUEstimator's `tpu_function` context does. Default 1.
+    pub fn set_num_shards(&mut self, num_shards: usize) {
+        self.num_shards = num_shards;
+    }
+
+    /// How many replicas (shards) the step runs on.
+    pub fn num_shards(&self) -> usize {
+        self.num_shards
     }
 }

@@ -3,11 +3,21 @@
 //!
 //! | module | holds |
 //! | --- | --- |
+//! | `global_step` | the host's i64 step as the device's s32, refusing loops past `i32::MAX` |
 //! | `graph` | `Graph`: the tracer, the variable store, unique layer names, the mode and the global step |
 //! | `variables` | `VariableStore`, `Variable`, `Initializer`: variables by name, TF's names and initializers |
+//! | `optimizers` | the `Optimizer` trait (TF1's `minimize`) and GradientDescent, Momentum, Adam, RMSProp, Adagrad |
+//! | `schedules` | learning-rate schedules as traced functions of the global step |
+//! | `cross_shard` | `CrossShardOptimizer`: gradients summed across replicas |
 
+pub mod cross_shard;
+pub mod global_step;
 pub mod graph;
+pub mod optimizers;
+pub mod schedules;
 pub mod variables;
 
+pub use cross_shard::{CrossShardError, CrossShardOptimizer, Reduction};
 pub use graph::{Graph, Mode};
+pub use optimizers::{GradAndVar, Gradient, LearningRate, Optimizer, OptimizerError, TrainOp};
 pub use variables::{Initializer, Variable, VariableId, VariableStore};
