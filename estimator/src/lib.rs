@@ -3,6 +3,8 @@
 //! - [`input`]: the host input pipeline (TFRecord, `tf.train.Example`, IDX, a tf.data-style
 //!   `Dataset`) that an `input_fn` returns and that feeds the device through infeed.
 //! - [`model`]: the graph a model_fn records into: variables, layers, optimizers.
+//! - [`summary`]: TensorBoard event files (scalars).
 
 pub mod input;
 pub mod model;
+pub mod summary;

@@ -3,7 +3,20 @@
 //! | module | holds |
 //! | --- | --- |
 //! | `element` | `Value`, `Element`, `ValueSpec`, `ElementSpec`: what flows through a dataset |
+//! | `error` | `InputError`, `RecordContext`: every error of the pipeline |
+//! | `tfrecord` | TFRecord files: framing, compression, `RecordReader`/`RecordFiles`, writers |
+//! | `example` | `tf.train.Example` protos (prost) and their text rendering |
+//! | `parse` | `ParseSpec`, `parse_single_example`, `decode_raw` |
+//! | `idx` | `read_idx`: MNIST's IDX files (plain or .gz) |
+//! | `mnist` | `convert_mnist`: IDX to TFRecords as TF's `convert_to_records.py` |
 
 pub mod element;
+pub mod error;
+pub mod example;
+pub mod idx;
+pub mod mnist;
+pub mod parse;
+pub mod tfrecord;
 
 pub use element::{Element, ElementSpec, Value, ValueSpec};
+pub use error::{InputError, RecordContext};
