@@ -59,7 +59,7 @@ pub enum RecordProblem {
     TruncatedHeader { available: usize },
     #[error("corrupt length: the length's CRC does not match (the rest of the file cannot be framed)")]
     LengthCrc,
-    #[error("truncated record: length {length} needs {needed} more bytes, the file has {available}")]
+    #[error("truncated record: length {length} needs {needed} bytes after the header, only {available} remain")]
     TruncatedData {
         length: u64,
         needed: u64,
