@@ -86,9 +86,10 @@ fn writer_frames_into_any_write() {
     let mut w = RecordWriter::new(Vec::new(), Compression::None);
     w.write_record(b"abc").unwrap();
     let bytes = w.finish().unwrap();
-    let got: Vec<_> = RecordReader::from_reader("mem", std::io::Cursor::new(bytes), &Default::default())
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let got: Vec<_> =
+        RecordReader::from_reader("mem", std::io::Cursor::new(bytes), &Default::default())
+            .collect::<Result<_, _>>()
+            .unwrap();
     assert_eq!(got, vec![b"abc".to_vec()]);
 }
 
@@ -127,7 +128,10 @@ fn truncated_file() {
     let e = read_all(&p, &ReaderOptions::default()).unwrap_err();
     assert_eq!(
         e.to_string(),
-        format!("{}: record 2 at byte 40: truncated header: 5 of 12 bytes", p.display())
+        format!(
+            "{}: record 2 at byte 40: truncated header: 5 of 12 bytes",
+            p.display()
+        )
     );
 }
 
@@ -216,7 +220,10 @@ fn a_missing_file_is_an_io_error() {
     let mut files = RecordFiles::new([&p], skipping());
     let e = files.next().unwrap().unwrap_err();
     assert!(matches!(e, InputError::Io { .. }), "{e}");
-    assert!(e.to_string().starts_with(&format!("{}: ", p.display())), "{e}");
+    assert!(
+        e.to_string().starts_with(&format!("{}: ", p.display())),
+        "{e}"
+    );
     assert!(files.next().is_none());
 }
 
@@ -226,7 +233,10 @@ fn unknown_compression_names_the_choices() {
         Compression::from_tf_name("gz").unwrap_err().to_string(),
         "unknown compression type \"gz\": expected \"\", \"GZIP\" or \"ZLIB\""
     );
-    assert_eq!(Compression::from_tf_name("ZLIB").unwrap(), Compression::Zlib);
+    assert_eq!(
+        Compression::from_tf_name("ZLIB").unwrap(),
+        Compression::Zlib
+    );
 }
 
 fn valid_file(records: &[Vec<u8>]) -> Vec<u8> {
@@ -293,4 +303,26 @@ fn valid_file_boundaries(records: &[Vec<u8>]) -> Vec<usize> {
         at.push(at.last().unwrap() + 16 + r.len());
     }
     at
+}
+
+#[test]
+fn truncated_gzip_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("r.tfrecords.gz");
+    let records: Vec<Vec<u8>> = (0..50u8).map(|i| vec![i; 100]).collect();
+    let refs: Vec<&[u8]> = records.iter().map(|r| &r[..]).collect();
+    write(&p, &refs, Compression::Gzip);
+    let bytes = std::fs::read(&p).unwrap();
+    std::fs::write(&p, &bytes[..bytes.len() - 10]).unwrap();
+    let out: Vec<_> = RecordReader::open(&p, &opts(Compression::Gzip))
+        .unwrap()
+        .collect();
+    let e = out.last().unwrap().as_ref().unwrap_err();
+    let prefix = format!("{}: record ", p.display());
+    let s = e.to_string();
+    assert!(
+        s.starts_with(&prefix) && s.contains(" of the decompressed stream: "),
+        "{s}"
+    );
+    assert!(out[..out.len() - 1].iter().all(|r| r.is_ok()));
 }

@@ -57,7 +57,9 @@ impl fmt::Display for RecordContext {
 pub enum RecordProblem {
     #[error("truncated header: {available} of 12 bytes")]
     TruncatedHeader { available: usize },
-    #[error("corrupt length: the length's CRC does not match (the rest of the file cannot be framed)")]
+    #[error(
+        "corrupt length: the length's CRC does not match (the rest of the file cannot be framed)"
+    )]
     LengthCrc,
     #[error("truncated record: length {length} needs {needed} bytes after the header, only {available} remain")]
     TruncatedData {
@@ -84,7 +86,7 @@ impl RecordProblem {
 pub enum FeatureProblem {
     #[error("missing, and the spec gives no default")]
     Missing,
-    #[error("is a {found}, the spec wants a {wanted}")]
+    #[error("is of type {found}, the spec wants {wanted}")]
     WrongType {
         found: &'static str,
         wanted: &'static str,
@@ -95,7 +97,9 @@ pub enum FeatureProblem {
         wanted: usize,
         shape: Vec<i64>,
     },
-    #[error("value {value} (at position {position}) does not fit in s32; tessel has no 64-bit values")]
+    #[error(
+        "value {value} (at position {position}) does not fit in s32; tessel has no 64-bit values"
+    )]
     OutOfRange { value: i64, position: usize },
 }
 

@@ -33,7 +33,10 @@ pub fn read_idx(path: impl AsRef<Path>) -> Result<Array, InputError> {
 /// Parses the bytes of an (uncompressed) IDX file.
 pub fn parse_idx(bytes: &[u8]) -> Result<Array, String> {
     if bytes.len() < 4 {
-        return Err(format!("{} bytes, shorter than the 4-byte magic", bytes.len()));
+        return Err(format!(
+            "{} bytes, shorter than the 4-byte magic",
+            bytes.len()
+        ));
     }
     if bytes[0] != 0 || bytes[1] != 0 {
         return Err(format!(
@@ -134,7 +137,10 @@ mod tests {
             parse_idx(&[0x50, 0x4b, 3, 4]).unwrap_err(),
             "the magic starts 50 4b, not 00 00"
         );
-        assert_eq!(parse_idx(&[0, 0, 0x07, 1]).unwrap_err(), "unknown type code 0x07");
+        assert_eq!(
+            parse_idx(&[0, 0, 0x07, 1]).unwrap_err(),
+            "unknown type code 0x07"
+        );
         assert_eq!(
             parse_idx(&idx_u8(&[2, 3], &[1, 2, 3, 4, 5])).unwrap_err(),
             "dimensions [2, 3] of 1-byte values need 14 bytes, the file has 13"
@@ -144,7 +150,10 @@ mod tests {
         std::fs::write(&p, [0, 0]).unwrap();
         assert_eq!(
             read_idx(&p).unwrap_err().to_string(),
-            format!("{}: not an IDX file: 2 bytes, shorter than the 4-byte magic", p.display())
+            format!(
+                "{}: not an IDX file: 2 bytes, shorter than the 4-byte magic",
+                p.display()
+            )
         );
     }
 }

@@ -24,7 +24,11 @@ pub fn convert_mnist(idx_dir: &Path, out_dir: &Path) -> Result<Converted, InputE
         let images = read_idx(find(idx_dir, &format!("{prefix}-images-idx3-ubyte"))?)?;
         let labels = read_idx(find(idx_dir, &format!("{prefix}-labels-idx1-ubyte"))?)?;
         let (ArrayData::U8(pixels), ArrayData::U8(labels_u8)) = (&images.data, &labels.data) else {
-            return Err(idx_error(idx_dir, prefix, "images and labels must be u8 (type code 0x08)"));
+            return Err(idx_error(
+                idx_dir,
+                prefix,
+                "images and labels must be u8 (type code 0x08)",
+            ));
         };
         let dims = images.shape.dims.as_slice();
         if dims.len() != 3 || dims[0] as usize != labels_u8.len() {

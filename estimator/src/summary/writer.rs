@@ -51,7 +51,11 @@ impl EventWriter {
         let base = format!("events.out.tfevents.{:010}.{host}", now as u64);
         let mut n = 0;
         let (path, file) = loop {
-            let name = if n == 0 { base.clone() } else { format!("{base}.{n}") };
+            let name = if n == 0 {
+                base.clone()
+            } else {
+                format!("{base}.{n}")
+            };
             let path = dir.join(name);
             match OpenOptions::new().write(true).create_new(true).open(&path) {
                 Ok(f) => break (path, f),
@@ -152,7 +156,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut w = EventWriter::create(dir.path()).unwrap();
         w.scalar("loss", 10, 0.25).unwrap();
-        w.scalars(20, &[("loss", 0.125), ("learning_rate", 0.05)]).unwrap();
+        w.scalars(20, &[("loss", 0.125), ("learning_rate", 0.05)])
+            .unwrap();
         let name = w.path().file_name().unwrap().to_str().unwrap().to_string();
         assert!(name.starts_with("events.out.tfevents."), "{name}");
         let events = read_events(w.path()).unwrap();

@@ -21,8 +21,12 @@ pub fn describe(example: &Example) -> String {
         };
         let values: Vec<String> = match kind {
             FeatureKind::BytesList(l) => l.value.iter().take(SHOWN).map(|b| bytes(b)).collect(),
-            FeatureKind::FloatList(l) => l.value.iter().take(SHOWN).map(|v| format!("{v}")).collect(),
-            FeatureKind::Int64List(l) => l.value.iter().take(SHOWN).map(|v| format!("{v}")).collect(),
+            FeatureKind::FloatList(l) => {
+                l.value.iter().take(SHOWN).map(|v| format!("{v}")).collect()
+            }
+            FeatureKind::Int64List(l) => {
+                l.value.iter().take(SHOWN).map(|v| format!("{v}")).collect()
+            }
         };
         let more = if kind.len() > SHOWN { " ..." } else { "" };
         let _ = writeln!(
@@ -57,7 +61,10 @@ mod tests {
             ("image_raw".into(), Feature::bytes(vec![(0..10).collect()])),
             ("label".into(), Feature::int64s(vec![5])),
             ("name".into(), Feature::bytes(vec![b"seven".to_vec()])),
-            ("x".into(), Feature::floats((0..10).map(|i| i as f32).collect())),
+            (
+                "x".into(),
+                Feature::floats((0..10).map(|i| i as f32).collect()),
+            ),
         ]);
         assert_eq!(
             describe(&e),

@@ -24,7 +24,11 @@ impl RawType {
 
 /// `bytes` as a 1-D array of `out_type`, read little endian unless `little_endian` is false
 /// (TF's default is little endian). The length must be a whole number of values.
-pub fn decode_raw(bytes: &[u8], out_type: RawType, little_endian: bool) -> Result<Array, InputError> {
+pub fn decode_raw(
+    bytes: &[u8],
+    out_type: RawType,
+    little_endian: bool,
+) -> Result<Array, InputError> {
     let ty = out_type.element_type();
     let width = ty.byte_size();
     let err = || InputError::DecodeRaw {

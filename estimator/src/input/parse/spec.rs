@@ -97,12 +97,7 @@ impl ParseSpec {
     }
 
     /// Adds a `FixedLenFeature(shape, dtype)` with no default (the feature must be present).
-    pub fn fixed(
-        self,
-        name: &str,
-        shape: &[i64],
-        dtype: FeatureDType,
-    ) -> Result<Self, InputError> {
+    pub fn fixed(self, name: &str, shape: &[i64], dtype: FeatureDType) -> Result<Self, InputError> {
         self.push(
             name,
             FeatureSpec::FixedLen {

@@ -12,10 +12,10 @@
 use super::compression::Compression;
 use super::framing::{read_record, ReadFailure};
 use crate::input::error::RecordProblem;
-use crate::input::InputError;
+use crate::input::{InputError, RecordContext};
 use flate2::bufread::{MultiGzDecoder, ZlibDecoder};
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
 /// How to read TFRecord files.
@@ -52,6 +52,8 @@ pub struct RecordReader {
     offset: u64,
     done: bool,
     skipped: Vec<InputError>,
+    /// Where the last record returned starts: (index, offset).
+    last: Option<(u64, u64)>,
 }
 
 impl RecordReader {
@@ -76,9 +78,10 @@ impl RecordReader {
                 64 * 1024,
                 MultiGzDecoder::new(buffered),
             )),
-            Compression::Zlib => {
-                Box::new(BufReader::with_capacity(64 * 1024, ZlibDecoder::new(buffered)))
-            }
+            Compression::Zlib => Box::new(BufReader::with_capacity(
+                64 * 1024,
+                ZlibDecoder::new(buffered),
+            )),
         };
         RecordReader {
             path: name.into(),
@@ -90,6 +93,7 @@ impl RecordReader {
             offset: 0,
             done: false,
             skipped: Vec::new(),
+            last: None,
         }
     }
 
@@ -106,6 +110,12 @@ impl RecordReader {
     /// The byte offset of the next record's header (in the decompressed stream if compressed).
     pub fn next_offset(&self) -> u64 {
         self.offset
+    }
+
+    /// The file, index and offset of the last record read (for messages about its contents).
+    pub fn last_record(&self) -> Option<RecordContext> {
+        let (index, offset) = self.last?;
+        Some(RecordContext::new(&self.path, index, offset))
     }
 
     /// The corrupt records skipped so far (only with `skip_corrupt`), each with its error.
@@ -126,11 +136,20 @@ impl RecordReader {
                     return Ok(false);
                 }
                 Ok(Some(n)) => {
+                    self.last = Some((self.index, start));
                     self.offset += n;
                     self.index += 1;
                     return Ok(true);
                 }
-                Err(ReadFailure::Io(e)) if self.compressed => {
+                Err(ReadFailure::Io(e))
+                    if self.compressed
+                        && matches!(
+                            e.kind(),
+                            ErrorKind::InvalidData
+                                | ErrorKind::InvalidInput
+                                | ErrorKind::UnexpectedEof
+                        ) =>
+                {
                     // A broken GZIP/ZLIB stream: the decoder reports it as an I/O error.
                     (RecordProblem::Decompress(e.to_string()), 0)
                 }
@@ -184,7 +203,10 @@ pub struct RecordFiles {
 
 impl RecordFiles {
     /// Reads `paths` in order; each file is opened when reading reaches it.
-    pub fn new(paths: impl IntoIterator<Item = impl Into<PathBuf>>, options: ReaderOptions) -> Self {
+    pub fn new(
+        paths: impl IntoIterator<Item = impl Into<PathBuf>>,
+        options: ReaderOptions,
+    ) -> Self {
         RecordFiles {
             paths: paths.into_iter().map(Into::into).collect(),
             next_file: 0,
@@ -207,7 +229,8 @@ impl RecordFiles {
         self.skipped().count()
     }
 
-    /// The reader of the file being read, if any (for its path, index and offset).
+    /// The reader of the file being read, if any; after a record was read, the file it came
+    /// from (see [`RecordReader::last_record`]).
     pub fn current(&self) -> Option<&RecordReader> {
         self.current.as_ref()
     }

@@ -120,10 +120,20 @@ impl RecordFileWriter {
         let file = w
             .finish()
             .and_then(|b| b.into_inner().map_err(|e| e.into_error()))
-            .map_err(|e| InputError::io(&temp, e))?;
-        file.sync_all().map_err(|e| InputError::io(&temp, e))?;
-        std::fs::rename(&temp, &self.path).map_err(|e| InputError::io(&self.path, e))?;
-        Ok(self.records)
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&temp);
+                InputError::io(&temp, e)
+            })?;
+        let done = file
+            .sync_all()
+            .map_err(|e| InputError::io(&temp, e))
+            .and_then(|_| {
+                std::fs::rename(&temp, &self.path).map_err(|e| InputError::io(&self.path, e))
+            });
+        if done.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        done.map(|_| self.records)
     }
 }
 
