@@ -143,7 +143,7 @@ mod tests {
         );
         assert_eq!(
             parse_idx(&idx_u8(&[2, 3], &[1, 2, 3, 4, 5])).unwrap_err(),
-            "dimensions [2, 3] of 1-byte values need 14 bytes, the file has 13"
+            "dimensions [2, 3] of 1-byte values need 18 bytes, the file has 17"
         );
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("short");
