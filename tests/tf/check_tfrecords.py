@@ -2,7 +2,7 @@
 
 Run by hand with the TF 2.15 environment (CI has no TensorFlow), from the repository root:
 
-    cargo build --release -p tessel -p tessel-estimator --examples
+    cargo build --release -p tessel && cargo build --release -p tessel-estimator --examples
     /tmp/tf/bin/python tests/tf/check_tfrecords.py IDX_DIR [PEERS_DIR]
 
 (a) converts MNIST with TF's writer (PEERS_DIR/tf_convert_to_records.py, default

@@ -43,7 +43,7 @@ pub fn decode_raw(
     let data = if little_endian || width == 1 {
         ArrayData::from_le_bytes(ty, bytes).ok_or_else(err)?
     } else {
-        if bytes.len() % width != 0 {
+        if !bytes.len().is_multiple_of(width) {
             return Err(err());
         }
         let swapped: Vec<u8> = bytes
