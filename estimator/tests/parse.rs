@@ -180,4 +180,32 @@ fn bad_specs_are_refused() {
         "parse spec: feature \"label\": appears twice"
     );
     assert!(ParseSpec::new().var_len("s", FeatureDType::String).is_err());
+    let e = ParseSpec::new()
+        .fixed("big", &[i64::MAX, 4], FeatureDType::Float32)
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "parse spec: feature \"big\": shape [9223372036854775807, 4] has too many elements"
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, ..Default::default() })]
+
+    /// Random bytes, and random byte changes of a valid example, parse or fail: never panic.
+    #[test]
+    fn parsing_never_panics(
+        random in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..120),
+        at in proptest::prelude::any::<proptest::sample::Index>(),
+        xor in 1u8..=255,
+    ) {
+        let spec = mnist_spec()
+            .var_len("height", FeatureDType::Int64)
+            .unwrap();
+        let _ = parse_single_example(&random, &spec);
+        let mut bytes = mnist_example(3);
+        let i = at.index(bytes.len());
+        bytes[i] ^= xor;
+        let _ = parse_single_example(&bytes, &spec);
+    }
 }

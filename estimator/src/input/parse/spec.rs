@@ -148,6 +148,13 @@ impl ParseSpec {
                 if shape.iter().any(|&d| d < 0) {
                     return Err(bad(format!("shape {shape:?} has a negative dimension")));
                 }
+                // Element counts are computed with plain products later: refuse overflow here.
+                let count = shape
+                    .iter()
+                    .try_fold(1usize, |acc, &d| acc.checked_mul(d as usize));
+                if count.is_none_or(|n| n > i32::MAX as usize) {
+                    return Err(bad(format!("shape {shape:?} has too many elements")));
+                }
                 if let Some(d) = default {
                     let want = FeatureSpec::element_count(shape);
                     if d.dtype() != *dtype || d.len() != want {
