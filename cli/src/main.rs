@@ -31,6 +31,9 @@ enum Command {
     },
     /// Run the optimization pipeline and print a summary; optionally dump every pass.
     Compile(commands::compile::CompileArgs),
+    /// TFRecord files of tf.train.Example: convert MNIST, inspect files.
+    #[command(subcommand)]
+    Data(commands::data::DataCommand),
 }
 
 fn main() -> ExitCode {
@@ -40,5 +43,6 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::run(&args),
         Command::Grad { file, wrt } => commands::grad::run(&file, &wrt),
         Command::Compile(args) => commands::compile::run(&args),
+        Command::Data(command) => commands::data::run(&command),
     }
 }

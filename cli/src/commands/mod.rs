@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod compile;
+pub mod data;
 pub mod fmt;
 pub mod grad;
 pub mod run;

@@ -3,6 +3,7 @@
 
 mod common;
 mod compile;
+mod data;
 mod grad;
 mod jit_replicas;
 mod jit_run;
