@@ -26,13 +26,16 @@
 //! [`crate::autodiff::gradients`]. Other extensions that build instructions themselves use
 //! [`Tracer::with_module`] and [`Tracer::tensor`].
 
+mod bits;
 mod dims;
 mod emit;
 mod error;
 mod grad;
 mod math;
 mod nn;
+mod pool;
 mod reduce;
+mod scopes;
 mod shape;
 mod tensor;
 mod tracer;
