@@ -15,3 +15,16 @@ impl Tracer {
         self.state.borrow_mut().scopes.pop();
     }
 }
+
+impl Tracer {
+    /// Takes every open name scope away (ops made next are at top level) and returns them for
+    /// [`Tracer::restore_scopes`]: variables are named by their variable scope alone.
+    pub fn take_scopes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.state.borrow_mut().scopes)
+    }
+
+    /// Puts back the scopes [`Tracer::take_scopes`] took.
+    pub fn restore_scopes(&mut self, scopes: Vec<String>) {
+        self.state.borrow_mut().scopes = scopes;
+    }
+}

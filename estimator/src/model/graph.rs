@@ -8,6 +8,7 @@
 //! are every variable's value after the step (its assigned value, or itself), the next global
 //! step and whatever the spec asks to outfeed.
 
+use super::get_variable::Reuse;
 use super::variables::{VariableId, VariableStore};
 use std::collections::HashMap;
 use tessel_compiler::ir::ElementType;
@@ -44,6 +45,10 @@ pub struct Graph {
     layer_names: HashMap<String, usize>,
     /// New values recorded by [`Graph::assign`], by variable.
     assignments: HashMap<VariableId, Tensor>,
+    /// Open variable scopes, outermost first (see `get_variable.rs`).
+    pub(crate) variable_scopes: Vec<(String, Reuse)>,
+    /// Random ops traced so far: each gets its own device stream (see `random.rs`).
+    random_ops: u32,
 }
 
 impl Graph {
@@ -59,6 +64,8 @@ impl Graph {
             global_step,
             layer_names: HashMap::new(),
             assignments: HashMap::new(),
+            variable_scopes: Vec::new(),
+            random_ops: 0,
         }
     }
 
@@ -77,6 +84,12 @@ impl Graph {
     /// assignment replaces the first, as the last `assign` in a TF1 step wins.
     pub fn assign(&mut self, variable: VariableId, value: Tensor) {
         self.assignments.insert(variable, value);
+    }
+
+    /// The number of the next random op of this model_fn (0, 1, ...), part of its stream's key.
+    pub fn next_random_op(&mut self) -> u32 {
+        self.random_ops += 1;
+        self.random_ops - 1
     }
 
     /// The value `variable` has after the step: its assignment, or the variable itself.
