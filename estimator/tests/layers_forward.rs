@@ -51,7 +51,7 @@ fn check_both(module: &Module, args: &[Array], reference: &[Vec<f64>], tol: f64)
     }
 }
 
-fn var<'a>(named: &'a [(String, Array)], name: &str) -> Vec<f64> {
+fn var(named: &[(String, Array)], name: &str) -> Vec<f64> {
     let a = &named.iter().find(|(n, _)| n == name).expect(name).1;
     values(a)
 }
