@@ -94,3 +94,34 @@ impl Tracer {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::ir::ElementType::{F32, F64, U32};
+    use crate::trace::{Dim, Tracer};
+
+    #[test]
+    fn bit_ops_check_their_operands() {
+        let mut t = Tracer::new("bits");
+        let x = t.parameter("x", &[4], U32);
+        let f = t.parameter("f", &[4], F32);
+        let ok = x
+            .bitwise_xor(&x)
+            .shift_left(&x.scalar_like(3.0))
+            .bitcast(F32);
+        assert_eq!(ok.element_type(), Some(F32));
+        let _ = f.bitwise_and(&f); // floats have no bits to and
+        let _ = x.bitcast(F64); // 32 to 64 bits
+        let _ = t.iota(&[Dim::Unknown, Dim::Fixed(2)], U32, 0);
+        let _ = t.iota([3i64].as_slice(), U32, 1);
+        let id = t.replica_id();
+        assert_eq!(id.element_type(), Some(U32));
+        let issues = t.issues();
+        let ops: Vec<&str> = issues.iter().map(|i| i.op.as_str()).collect();
+        assert_eq!(
+            ops,
+            ["and", "bitcast_convert", "iota", "iota"],
+            "{issues:?}"
+        );
+    }
+}
