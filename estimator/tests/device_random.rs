@@ -134,3 +134,24 @@ fn replicas_draw_differently_and_both_backends_agree() {
     let single = run(&module, &Device::interpreter(), vec![scalar_step(3)]);
     assert_eq!(interp[0], single);
 }
+
+/// A measurement, not a timed test: the device cost of the seed's dropout mask
+/// (`random_uniform` of [128, 128]; other shapes with `DIMS=1024,128`) per step on the JIT.
+#[test]
+#[ignore = "a measurement; run with --ignored --nocapture"]
+fn measure_dropout_mask_cost() {
+    let dims: Vec<i64> = std::env::var("DIMS")
+        .map(|s| s.split(",").map(|d| d.parse().unwrap()).collect())
+        .unwrap_or(vec![128, 128]);
+    let module = random_module(1, &dims, 1, false);
+    let p = compile(&module, &Device::jit()).unwrap();
+    let inputs = p.bind_ordered(vec![scalar_step(1)]).unwrap();
+    p.run(&inputs).unwrap();
+    let runs = 500;
+    let t = std::time::Instant::now();
+    for _ in 0..runs {
+        p.run(&inputs).unwrap();
+    }
+    let us = t.elapsed().as_secs_f64() * 1e6 / runs as f64;
+    println!("random_uniform {dims:?} on the JIT: {us:.1} us per run");
+}
