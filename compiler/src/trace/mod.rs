@@ -27,13 +27,16 @@
 //! [`Tracer::with_module`] and [`Tracer::tensor`].
 
 mod collective;
+mod bits;
 mod dims;
 mod emit;
 mod error;
 mod grad;
 mod math;
 mod nn;
+mod pool;
 mod reduce;
+mod scopes;
 mod shape;
 mod tensor;
 mod tracer;

@@ -22,7 +22,7 @@ pub enum Padding {
 }
 
 /// Output size and (low, high) padding of one spatial dimension.
-fn window_geometry(
+pub(super) fn window_geometry(
     input: i64,
     size: i64,
     stride: i64,
@@ -42,7 +42,7 @@ fn window_geometry(
 }
 
 /// The windowed spatial dimensions (1 and 2 of NHWC) for a window `size` and `strides`.
-fn spatial_windows(
+pub(super) fn spatial_windows(
     cx: &Emitter,
     x: InstrId,
     what: &str,

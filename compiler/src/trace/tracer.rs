@@ -241,7 +241,7 @@ impl Tracer {
     }
 
     /// Emits an op without tensor operands (constants) through an [`Emitter`].
-    fn emit_leaf(
+    pub(crate) fn emit_leaf(
         &mut self,
         op: &str,
         loc: &'static Location<'static>,

@@ -8,6 +8,7 @@
 //! are every variable's value after the step (its assigned value, or itself), the next global
 //! step and whatever the spec asks to outfeed.
 
+use super::get_variable::Reuse;
 use super::variables::{VariableId, VariableStore};
 use std::collections::HashMap;
 use tessel_compiler::ir::ElementType;
@@ -48,6 +49,10 @@ pub struct Graph {
     next_global_step: Option<Tensor>,
     /// Replicas the step runs on (TF's `tpu_function` context `number_of_shards`).
     num_shards: usize,
+    /// Open variable scopes, outermost first (see `get_variable.rs`).
+    pub(crate) variable_scopes: Vec<(String, Reuse)>,
+    /// Random ops traced so far: each gets its own device stream (see `random.rs`).
+    random_ops: u32,
 }
 
 impl Graph {
@@ -65,6 +70,8 @@ impl Graph {
             assignments: HashMap::new(),
             next_global_step: None,
             num_shards: 1,
+            variable_scopes: Vec::new(),
+            random_ops: 0,
         }
     }
 
@@ -83,6 +90,12 @@ impl Graph {
     /// assignment replaces the first, as the last `assign` in a TF1 step wins.
     pub fn assign(&mut self, variable: VariableId, value: Tensor) {
         self.assignments.insert(variable, value);
+    }
+
+    /// The number of the next random op of this model_fn (0, 1, ...), part of its stream's key.
+    pub fn next_random_op(&mut self) -> u32 {
+        self.random_ops += 1;
+        self.random_ops - 1
     }
 
     /// The value `variable` has after the step: its assignment, or the variable itself.
