@@ -5,6 +5,7 @@
 //! | `element` | `Value`, `Element`, `ValueSpec`, `ElementSpec`: what flows through a dataset |
 //! | `dataset` | `Dataset`: sources, transformations, positioned iterators, infeed |
 //! | `error` | `InputError`, `RecordContext`: every error of the pipeline |
+//! | `tfrecord_dataset` | `tfrecord_dataset`, `tfrecord_interleave`: TF's `TFRecordDataset` over files |
 //! | `tfrecord` | TFRecord files: framing, compression, `RecordReader`/`RecordFiles`, writers |
 //! | `example` | `tf.train.Example` protos (prost) and their text rendering |
 //! | `parse` | `ParseSpec`, `parse_single_example`, `decode_raw` |
@@ -19,7 +20,9 @@ pub mod idx;
 pub mod mnist;
 pub mod parse;
 pub mod tfrecord;
+pub mod tfrecord_dataset;
 
 pub use dataset::{Dataset, DatasetError, DatasetIterator};
 pub use element::{Element, ElementSpec, Value, ValueSpec};
 pub use error::{InputError, RecordContext};
+pub use tfrecord_dataset::{tfrecord_dataset, tfrecord_interleave};

@@ -16,17 +16,20 @@
 //! | `mean_squared_error.rs` | `MeanSquaredError` (`tf.metrics.mean_squared_error`) |
 //! | `precision_recall.rs` | `Precision`, `Recall` (`tf.metrics.precision`, `recall`) |
 //! | `weights.rs` | reading values and broadcasting weights |
+//! | `set.rs` | `MetricSet`: named streaming metrics, what a `metric_fn` updates |
 
 mod accuracy;
 mod mean;
 mod mean_squared_error;
 mod precision_recall;
+mod set;
 mod weights;
 
 pub use accuracy::Accuracy;
 pub use mean::Mean;
 pub use mean_squared_error::MeanSquaredError;
 pub use precision_recall::{Precision, Recall};
+pub use set::MetricSet;
 
 /// A streaming metric's result so far.
 pub trait Metric {

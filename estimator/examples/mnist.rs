@@ -1,0 +1,282 @@
+//! The seed's MNIST program (TPUEstimator's guide), ported line by line: the same model_fn,
+//! input_fn, flags and log lines. See `docs/estimator.md` for the side-by-side port.
+//!
+//! ```text
+//! cargo run --release --example mnist -- [--model-dir DIR] [--train-file F --eval-file F]
+//!     [--batch-size 128] [--train-steps 2000] [--eval-steps 78] [--iterations 50]
+//!     [--num-shards 1] [--learning-rate 0.05] [--use-tpu true]
+//! ```
+//! With no file flags it reads the MNIST IDX files bundled in `estimator/data/mnist/`.
+
+use clap::Parser;
+use std::path::PathBuf;
+use std::time::Instant;
+use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
+use tessel_compiler::trace::Tensor;
+use tessel_estimator::estimator::{EvalMetrics, Features};
+use tessel_estimator::input::parse::{
+    decode_raw, parse_single_example, FeatureDType, ParseSpec, RawType,
+};
+use tessel_estimator::input::tfrecord::ReaderOptions;
+use tessel_estimator::input::{
+    tfrecord_dataset, Dataset, DatasetError, Element, ElementSpec, Value, ValueSpec,
+};
+use tessel_estimator::model::layers::{
+    conv2d, dense, dropout, max_pooling2d, Activation, Conv2d, Dense, Padding,
+};
+use tessel_estimator::model::optimizers::GradientDescent;
+use tessel_estimator::model::schedules::exponential_decay;
+use tessel_estimator::model::{CrossShardOptimizer, Optimizer};
+use tessel_estimator::{
+    mnist_data, EstimatorError, Graph, Input, Mode, Params, RunConfig, TpuConfig, TpuEstimator,
+    TpuEstimatorSpec,
+};
+
+/// The seed's FLAGS.
+#[derive(Parser)]
+struct Flags {
+    #[arg(long)]
+    model_dir: Option<PathBuf>,
+    #[arg(long)]
+    train_file: Option<PathBuf>,
+    #[arg(long)]
+    eval_file: Option<PathBuf>,
+    #[arg(long, default_value_t = 128)]
+    batch_size: usize,
+    #[arg(long, default_value_t = 2000)]
+    train_steps: u64,
+    #[arg(long, default_value_t = 78)]
+    eval_steps: u64,
+    #[arg(long, default_value_t = 50)]
+    iterations: u64,
+    #[arg(long, default_value_t = 1)]
+    num_shards: usize,
+    #[arg(long, default_value_t = 0.05)]
+    learning_rate: f64,
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    use_tpu: bool,
+}
+
+fn model_fn(
+    g: &mut Graph,
+    features: &Features,
+    labels: Option<&Tensor>,
+    mode: Mode,
+    params: &Params,
+) -> Result<TpuEstimatorSpec, EstimatorError> {
+    let same_relu = || Conv2d {
+        padding: Padding::Same,
+        activation: Activation::Relu,
+        ..Conv2d::default()
+    };
+    let x = features["image"].reshape(&[-1, 28, 28, 1]);
+    let x = conv2d(g, &x, 32, [5, 5], same_relu())?;
+    let x = max_pooling2d(g, &x, [2, 2], [2, 2], Padding::Valid);
+    let x = conv2d(g, &x, 64, [5, 5], same_relu())?;
+    let x = max_pooling2d(g, &x, [2, 2], [2, 2], Padding::Valid);
+    let relu = Dense {
+        activation: Activation::Relu,
+        ..Dense::default()
+    };
+    let x = dense(g, &x.reshape(&[-1, 7 * 7 * 64]), 128, relu)?;
+    let x = dropout(g, &x, 0.4, mode == Mode::Train)?;
+    let logits = dense(g, &x, 10, Dense::default())?;
+    let labels = labels
+        .ok_or_else(|| EstimatorError::ModelFn("this model_fn has no PREDICT mode".into()))?;
+    let onehot = labels.one_hot(10, ElementType::F32);
+    let loss = logits
+        .softmax_cross_entropy_with_logits(&onehot)
+        .reduce_mean(&[], false);
+    let mut spec = TpuEstimatorSpec::new(mode);
+    spec.loss = Some(loss.clone());
+    if mode == Mode::Eval {
+        let metric_fn = |m: &mut tessel_estimator::metrics::MetricSet,
+                         t: &tessel_estimator::estimator::HostTensors| {
+            m.accuracy("accuracy", &t["labels"], &t["classes"], None)
+        };
+        spec.eval_metrics = Some(EvalMetrics::new(
+            metric_fn,
+            vec![("labels", labels.clone()), ("classes", logits.argmax(1))],
+        ));
+        return Ok(spec);
+    }
+    let lr = params["learning_rate"].as_f64().unwrap_or(0.05) as f32;
+    let lr = exponential_decay(lr, &g.global_step.clone(), 100000, 0.96, false)?;
+    spec.host_call = vec![("learning_rate".into(), lr.clone())];
+    let optimizer = CrossShardOptimizer::new(GradientDescent::new(lr));
+    spec.train_op = Some(optimizer.minimize(g, &loss)?);
+    Ok(spec)
+}
+
+/// The element every input_fn gives: a normalized image and its label.
+fn example_spec() -> ElementSpec {
+    ElementSpec {
+        components: vec![
+            (
+                "image".into(),
+                ValueSpec::Dense {
+                    element_type: ElementType::F32,
+                    dims: vec![Some(784)],
+                },
+            ),
+            (
+                "label".into(),
+                ValueSpec::Dense {
+                    element_type: ElementType::S32,
+                    dims: vec![],
+                },
+            ),
+        ],
+    }
+}
+
+/// `tf.cast(decode_raw(image_raw, uint8), float32) * (1. / 255) - 0.5`.
+fn normalize(pixels: &[u8]) -> Array {
+    let v: Vec<f32> = pixels
+        .iter()
+        .map(|&p| p as f32 * (1.0 / 255.0) - 0.5)
+        .collect();
+    Array::new(ArrayShape::new(ElementType::F32, &[784]), ArrayData::F32(v))
+}
+
+fn fail(index: u64, message: String) -> DatasetError {
+    DatasetError::Function {
+        op: "map",
+        index,
+        message,
+    }
+}
+
+/// The seed's parser: `parse_single_example` of `image_raw` and `label`, `decode_raw`, normalize.
+fn tfrecord_source(path: &PathBuf) -> Result<Dataset, EstimatorError> {
+    let spec = ParseSpec::new()
+        .fixed("image_raw", &[], FeatureDType::String)?
+        .fixed("label", &[], FeatureDType::Int64)?;
+    let options = ReaderOptions {
+        buffer_size: 8 << 20,
+        ..ReaderOptions::default()
+    };
+    let parser = move |e: Element| -> Result<Element, DatasetError> {
+        let Some(Value::Bytes { items, .. }) = e.values.first() else {
+            return Err(fail(0, "not a record".into()));
+        };
+        let f = parse_single_example(&items[0], &spec).map_err(|err| fail(0, err.to_string()))?;
+        let (Value::Bytes { items, .. }, label) = (&f.values[0], f.values[1].clone()) else {
+            return Err(fail(0, "image_raw".into()));
+        };
+        let raw =
+            decode_raw(&items[0], RawType::U8, true).map_err(|err| fail(0, err.to_string()))?;
+        let ArrayData::U8(pixels) = &raw.data else {
+            return Err(fail(0, "image_raw".into()));
+        };
+        Ok(Element {
+            values: vec![Value::Dense(normalize(pixels)), label],
+        })
+    };
+    Ok(tfrecord_dataset(std::slice::from_ref(path), options).map(
+        |_| Ok(example_spec()),
+        2,
+        parser,
+    )?)
+}
+
+/// The same elements from the bundled IDX files.
+fn idx_source(train: bool) -> Result<Dataset, EstimatorError> {
+    let split =
+        mnist_data::load(&mnist_data::bundled_dir(), train).map_err(EstimatorError::Input)?;
+    let n = split.labels.shape.dims[0];
+    let images = Array::new(
+        ArrayShape::new(ElementType::U8, &[n, 784]),
+        split.images.data,
+    );
+    let dataset = Dataset::from_tensor_slices(vec![
+        ("image".into(), images),
+        ("label".into(), split.labels),
+    ])?;
+    let to_example = |e: Element| -> Result<Element, DatasetError> {
+        let (Value::Dense(image), Value::Dense(label)) = (&e.values[0], &e.values[1]) else {
+            return Err(fail(0, "not dense".into()));
+        };
+        let ArrayData::U8(pixels) = &image.data else {
+            return Err(fail(0, "image is not u8".into()));
+        };
+        let label = Array::new(
+            ArrayShape::new(ElementType::S32, &[]),
+            ArrayData::S32(vec![label.data.get_f64(0) as i32]),
+        );
+        Ok(Element {
+            values: vec![Value::Dense(normalize(pixels)), Value::Dense(label)],
+        })
+    };
+    Ok(dataset.map(|_| Ok(example_spec()), 2, to_example)?)
+}
+
+/// The seed's input_fn: parse, cache, repeat when training, batch with drop_remainder, prefetch.
+fn input_fn(
+    file: Option<PathBuf>,
+    train: bool,
+) -> impl Fn(&Params) -> Result<Input, EstimatorError> {
+    move |params: &Params| {
+        let source = match &file {
+            Some(path) => tfrecord_source(path)?,
+            None => idx_source(train)?,
+        };
+        let mut ds = source.cache();
+        if train {
+            ds = ds.repeat(None);
+        }
+        let ds = ds.batch(params.batch_size() as u64, true)?.prefetch(4);
+        Ok(Input::new(ds, "label"))
+    }
+}
+
+fn main() {
+    let flags = Flags::parse();
+    if let Err(e) = run(&flags) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(flags: &Flags) -> Result<(), EstimatorError> {
+    let config = RunConfig {
+        model_dir: flags.model_dir.clone(),
+        save_checkpoints_steps: Some(1_000_000_000),
+        tpu_config: TpuConfig {
+            iterations_per_loop: flags.iterations,
+            num_shards: Some(flags.num_shards),
+            ..TpuConfig::default()
+        },
+        ..RunConfig::default()
+    };
+    let params = Params::new().with("learning_rate", flags.learning_rate);
+    let estimator = TpuEstimator::new(
+        model_fn,
+        config,
+        params,
+        flags.use_tpu,
+        flags.batch_size,
+        Some(flags.batch_size),
+        None,
+    )?;
+    let t0 = Instant::now();
+    let trained = estimator.train(
+        input_fn(flags.train_file.clone(), true),
+        None,
+        Some(flags.train_steps),
+    )?;
+    let train_wall = t0.elapsed().as_secs_f64();
+    let t0 = Instant::now();
+    let eval = estimator.evaluate(input_fn(flags.eval_file.clone(), false), flags.eval_steps)?;
+    let eval_wall = t0.elapsed().as_secs_f64();
+    println!(
+        "tessel train_wall_s={train_wall:.1} ms_per_step={:.2} steps_per_sec={:.1} compile_s={:.2} eval_wall_s={eval_wall:.1} accuracy={:.4} loss={:.4} model_dir={}",
+        1000.0 * train_wall / flags.train_steps as f64,
+        trained.steps_per_sec,
+        trained.compile_secs,
+        eval.metric("accuracy").unwrap_or(f64::NAN),
+        eval.loss,
+        estimator.model_dir().display()
+    );
+    Ok(())
+}

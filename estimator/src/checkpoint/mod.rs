@@ -1,0 +1,17 @@
+//! Checkpoints in a model_dir, laid out as TF's `Saver` lays them out.
+//!
+//! | file | holds |
+//! | --- | --- |
+//! | `model.ckpt-N.safetensors` | every variable by its TF name (model variables and optimizer slots), the global step (`global_step`, s64) and the input pipeline's position (`input_pipeline/...`) |
+//! | `checkpoint` | TF's `CheckpointState` in protobuf text format: `model_checkpoint_path` and `all_model_checkpoint_paths` (prefixes, as TF writes them) |
+//!
+//! Both are written atomically (a temporary file, then a rename), the checkpoint before the
+//! state file, so a crash at any moment leaves the previous state file naming complete
+//! checkpoints. Old checkpoints beyond `keep_checkpoint_max` are deleted after the new state
+//! file is in place.
+
+mod saver;
+mod state_file;
+
+pub use saver::{read_checkpoint, Checkpoint, CheckpointError, Saver};
+pub use state_file::CheckpointState;

@@ -1,0 +1,161 @@
+//! `RunConfig` and `TpuConfig`: TPUEstimator's configuration, with TF's defaults and TF's
+//! errors.
+
+use std::path::PathBuf;
+use thiserror::Error;
+
+/// TF's `tpu_config.InputPipelineConfig`: how input_fn is called for training.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum InputPipelineConfig {
+    /// input_fn is called once per host and its batches are dealt to the shards in turn
+    /// (PER_HOST_V1/V2; with one host, once).
+    #[default]
+    PerHost,
+    /// input_fn is called once per shard, with `params["context"]`'s shard index
+    /// (PER_SHARD_V1); each shard reads `dataset.shard(num_shards, index)` if it wants.
+    PerShard,
+}
+
+/// TF's `tf.compat.v1.estimator.tpu.TPUConfig`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TpuConfig {
+    /// Steps run in one compiled loop between host round trips (TF's default: 2).
+    pub iterations_per_loop: u64,
+    /// Replicas the step runs on (the shards of the batch). `None`: 1, as on a CPU host.
+    pub num_shards: Option<usize>,
+    pub per_host_input_for_training: InputPipelineConfig,
+}
+
+impl Default for TpuConfig {
+    fn default() -> Self {
+        TpuConfig {
+            iterations_per_loop: 2,
+            num_shards: None,
+            per_host_input_for_training: InputPipelineConfig::PerHost,
+        }
+    }
+}
+
+/// TF's `tf.compat.v1.estimator.tpu.RunConfig`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunConfig {
+    /// Where checkpoints and events go; `None` is a new temporary directory, printed.
+    pub model_dir: Option<PathBuf>,
+    pub tpu_config: TpuConfig,
+    /// Save a checkpoint every N steps (at the end of the loop that reaches it).
+    pub save_checkpoints_steps: Option<u64>,
+    /// Save a checkpoint every N seconds; TF's default is 600 when neither is set.
+    pub save_checkpoints_secs: Option<u64>,
+    /// Keep at most N checkpoints; 0 keeps all. TF's default: 5.
+    pub keep_checkpoint_max: usize,
+    /// Write summaries every N steps. TF's default: 100.
+    pub save_summary_steps: u64,
+    /// Log `loss = ..., step = ...` and `global_step/sec` every N steps. TF's default: 100.
+    pub log_step_count_steps: u64,
+    /// Seeds variable initializers and device randomness; `None`: a seed drawn per process.
+    pub tf_random_seed: Option<i64>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            model_dir: None,
+            tpu_config: TpuConfig::default(),
+            save_checkpoints_steps: None,
+            save_checkpoints_secs: None,
+            keep_checkpoint_max: 5,
+            save_summary_steps: 100,
+            log_step_count_steps: 100,
+            tf_random_seed: None,
+        }
+    }
+}
+
+/// A configuration TF would refuse, with TF's message.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set.")]
+    BothCheckpointIntervals,
+    #[error("iterations_per_loop must be positive, given: {0}")]
+    IterationsPerLoop(u64),
+    #[error("num_shards must be positive, given: 0")]
+    NumShards,
+    #[error("{what} must be positive, given: 0")]
+    ZeroInterval { what: &'static str },
+}
+
+/// When checkpoints are saved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckpointInterval {
+    Steps(u64),
+    Secs(u64),
+}
+
+impl RunConfig {
+    /// Checks what TF's `RunConfig` checks.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.save_checkpoints_steps.is_some() && self.save_checkpoints_secs.is_some() {
+            return Err(ConfigError::BothCheckpointIntervals);
+        }
+        if self.tpu_config.iterations_per_loop == 0 {
+            return Err(ConfigError::IterationsPerLoop(0));
+        }
+        if self.tpu_config.num_shards == Some(0) {
+            return Err(ConfigError::NumShards);
+        }
+        for (what, v) in [
+            ("save_checkpoints_steps", self.save_checkpoints_steps),
+            ("save_checkpoints_secs", self.save_checkpoints_secs),
+            ("save_summary_steps", Some(self.save_summary_steps)),
+            ("log_step_count_steps", Some(self.log_step_count_steps)),
+        ] {
+            if v == Some(0) {
+                return Err(ConfigError::ZeroInterval { what });
+            }
+        }
+        Ok(())
+    }
+
+    /// The checkpoint interval in force: steps, secs, or TF's default of 600 s.
+    pub fn checkpoint_interval(&self) -> CheckpointInterval {
+        match (self.save_checkpoints_steps, self.save_checkpoints_secs) {
+            (Some(steps), _) => CheckpointInterval::Steps(steps),
+            (None, Some(secs)) => CheckpointInterval::Secs(secs),
+            (None, None) => CheckpointInterval::Secs(600),
+        }
+    }
+
+    /// The number of shards (replicas) the step runs on.
+    pub fn num_shards(&self) -> usize {
+        self.tpu_config.num_shards.unwrap_or(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_tfs() {
+        let c = RunConfig::default();
+        assert_eq!(c.tpu_config.iterations_per_loop, 2);
+        assert_eq!(c.keep_checkpoint_max, 5);
+        assert_eq!(c.save_summary_steps, 100);
+        assert_eq!(c.log_step_count_steps, 100);
+        assert_eq!(c.checkpoint_interval(), CheckpointInterval::Secs(600));
+        assert_eq!(c.validate(), Ok(()));
+    }
+
+    #[test]
+    fn both_intervals_is_tfs_error() {
+        let c = RunConfig {
+            save_checkpoints_steps: Some(100),
+            save_checkpoints_secs: Some(60),
+            ..RunConfig::default()
+        };
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
+        );
+    }
+}

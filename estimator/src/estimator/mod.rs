@@ -1,0 +1,36 @@
+//! `TpuEstimator`: TPUEstimator's train / evaluate on tessel's session API
+//! (`docs/estimator.md`).
+//!
+//! | module | holds |
+//! | --- | --- |
+//! | `tpu_estimator` | `TpuEstimator::new` and what every mode shares: batch sizes, params, model_dir, device |
+//! | `params` | `Params`, TPUEstimator's `params` dict |
+//! | `spec` | `TpuEstimatorSpec`, `Features`, `EvalMetrics` |
+//! | `input_fn` | `InputFn`, `Input`: what an input_fn returns, and its batches for the device |
+//! | `trace_step` | a model_fn traced for one mode as a loop step |
+//! | `variables_state` | the variables' first values: restored from a checkpoint or initialized |
+//! | `dealer` | one input pipeline's batches dealt to the shards in a fixed order |
+//! | `loop_runner` | compiled loops of `iterations_per_loop` steps |
+//! | `train` | `train(input_fn, steps, max_steps)`: loops, logs, summaries, checkpoints, NaN check, Ctrl-C |
+//! | `evaluate` | `evaluate(input_fn, steps)`: streaming metrics on the host |
+//! | `log` | TF's log lines and the progress bar |
+
+mod dealer;
+mod evaluate;
+mod input_fn;
+mod log;
+mod loop_runner;
+mod params;
+mod spec;
+mod tpu_estimator;
+mod trace_step;
+mod train;
+mod variables_state;
+
+pub use evaluate::EvalResult;
+pub use input_fn::{Input, InputFn};
+pub use params::{Param, Params};
+pub use spec::{EvalMetrics, Features, HostTensors, MetricFn, TpuEstimatorSpec};
+pub use tpu_estimator::TpuEstimator;
+pub use trace_step::ModelFn;
+pub use train::TrainResult;

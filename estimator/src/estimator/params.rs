@@ -1,0 +1,129 @@
+//! `params`: the dict TPUEstimator hands to model_fn and input_fn.
+//!
+//! The user's entries, plus `batch_size` (the per-shard batch of the current mode), which
+//! TPUEstimator sets itself; `batch_size` and `context` are reserved, and a user entry under
+//! either is TF's error.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Index;
+
+/// One value of `params`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Param {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Str(String),
+}
+
+impl Param {
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Param::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Param::Float(v) => Some(*v),
+            Param::Int(v) => Some(*v as f64),
+            _ => None,
+        }
+    }
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Param::Str(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Param {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Param::Int(v) => write!(f, "{v}"),
+            Param::Float(v) => write!(f, "{v}"),
+            Param::Bool(v) => write!(f, "{}", if *v { "True" } else { "False" }),
+            Param::Str(v) => write!(f, "'{v}'"),
+        }
+    }
+}
+
+impl From<i64> for Param {
+    fn from(v: i64) -> Self {
+        Param::Int(v)
+    }
+}
+impl From<f64> for Param {
+    fn from(v: f64) -> Self {
+        Param::Float(v)
+    }
+}
+impl From<bool> for Param {
+    fn from(v: bool) -> Self {
+        Param::Bool(v)
+    }
+}
+impl From<&str> for Param {
+    fn from(v: &str) -> Self {
+        Param::Str(v.to_string())
+    }
+}
+
+/// TPUEstimator's reserved keys.
+pub const RESERVED_KEYS: [&str; 2] = ["batch_size", "context"];
+
+/// The params dict.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Params {
+    values: BTreeMap<String, Param>,
+}
+
+impl Params {
+    pub fn new() -> Params {
+        Params::default()
+    }
+
+    /// Adds an entry (builder style).
+    pub fn with(mut self, key: &str, value: impl Into<Param>) -> Params {
+        self.values.insert(key.to_string(), value.into());
+        self
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Param> {
+        self.values.get(key)
+    }
+
+    /// `params["batch_size"]`: the per-shard batch size of the current mode.
+    pub fn batch_size(&self) -> usize {
+        self.get("batch_size").and_then(Param::as_i64).unwrap_or(0) as usize
+    }
+
+    /// The user's keys that TPUEstimator reserves, if any (TF's error lists them).
+    pub(crate) fn reserved_keys_used(&self) -> Vec<String> {
+        RESERVED_KEYS
+            .iter()
+            .filter(|k| self.values.contains_key(**k))
+            .map(|k| k.to_string())
+            .collect()
+    }
+
+    pub(crate) fn with_batch_size(&self, batch_size: usize) -> Params {
+        self.clone().with("batch_size", batch_size as i64)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Param)> {
+        self.values.iter()
+    }
+}
+
+impl Index<&str> for Params {
+    type Output = Param;
+    /// Panics when the key is absent, as `params["x"]` raises `KeyError` in Python.
+    fn index(&self, key: &str) -> &Param {
+        self.values
+            .get(key)
+            .unwrap_or_else(|| panic!("params has no key {key:?}"))
+    }
+}

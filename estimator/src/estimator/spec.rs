@@ -1,0 +1,119 @@
+//! What a model_fn returns: TPUEstimator's `TPUEstimatorSpec`, and the features it gets.
+
+use crate::model::optimizers::TrainOp;
+use crate::model::Mode;
+use std::ops::Index;
+use tessel_compiler::ir::Array;
+use tessel_compiler::trace::Tensor;
+
+/// The features the input_fn's dataset gave, by name, as tensors of the trace (per-shard
+/// batch shapes).
+#[derive(Clone)]
+pub struct Features {
+    pub(crate) entries: Vec<(String, Tensor)>,
+}
+
+impl Features {
+    pub fn get(&self, name: &str) -> Option<&Tensor> {
+        self.entries.iter().find(|(n, _)| n == name).map(|(_, t)| t)
+    }
+
+    /// The names, in the dataset's order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// The only feature, when the dataset has one (TF's `features` as a bare tensor).
+    pub fn single(&self) -> Option<&Tensor> {
+        match self.entries.as_slice() {
+            [(_, t)] => Some(t),
+            _ => None,
+        }
+    }
+}
+
+impl Index<&str> for Features {
+    type Output = Tensor;
+    /// Panics when the dataset has no such feature, as `features["x"]` raises `KeyError`.
+    fn index(&self, name: &str) -> &Tensor {
+        self.get(name).unwrap_or_else(|| {
+            let names: Vec<&str> = self.names().collect();
+            panic!("features has no key {name:?} (it has {names:?})")
+        })
+    }
+}
+
+/// The host half of `eval_metrics = (metric_fn, tensors)`: called once per evaluation batch
+/// with the named tensors' values (concatenated over the shards in replica order, padded
+/// examples already weighted 0 by the caller's `weights` tensor if it has one), it updates
+/// streaming metrics in the given set.
+pub type MetricFn = Box<dyn Fn(&mut crate::metrics::MetricSet, &HostTensors) + Send>;
+
+/// Named arrays on the host (one evaluation batch, all shards).
+pub struct HostTensors {
+    pub(crate) entries: Vec<(String, Array)>,
+}
+
+impl HostTensors {
+    pub fn get(&self, name: &str) -> Option<&Array> {
+        self.entries.iter().find(|(n, _)| n == name).map(|(_, a)| a)
+    }
+}
+
+impl Index<&str> for HostTensors {
+    type Output = Array;
+    fn index(&self, name: &str) -> &Array {
+        self.get(name)
+            .unwrap_or_else(|| panic!("eval_metrics tensors have no {name:?}"))
+    }
+}
+
+/// `eval_metrics = (metric_fn, tensors)`.
+pub struct EvalMetrics {
+    pub metric_fn: MetricFn,
+    pub tensors: Vec<(String, Tensor)>,
+}
+
+impl EvalMetrics {
+    pub fn new(
+        metric_fn: impl Fn(&mut crate::metrics::MetricSet, &HostTensors) + Send + 'static,
+        tensors: Vec<(&str, Tensor)>,
+    ) -> EvalMetrics {
+        EvalMetrics {
+            metric_fn: Box::new(metric_fn),
+            tensors: tensors
+                .into_iter()
+                .map(|(n, t)| (n.to_string(), t))
+                .collect(),
+        }
+    }
+}
+
+/// TPUEstimator's `TPUEstimatorSpec`.
+pub struct TpuEstimatorSpec {
+    pub mode: Mode,
+    /// The scalar loss (TRAIN and EVAL).
+    pub loss: Option<Tensor>,
+    /// The optimizer's `minimize(loss)` (TRAIN).
+    pub train_op: Option<TrainOp>,
+    /// Named outputs of PREDICT.
+    pub predictions: Vec<(String, Tensor)>,
+    /// EVAL's metrics.
+    pub eval_metrics: Option<EvalMetrics>,
+    /// TPUEstimator's `host_call`: named scalars outfed every step and written as summaries.
+    pub host_call: Vec<(String, Tensor)>,
+}
+
+impl TpuEstimatorSpec {
+    /// A spec of `mode` with nothing set.
+    pub fn new(mode: Mode) -> TpuEstimatorSpec {
+        TpuEstimatorSpec {
+            mode,
+            loss: None,
+            train_op: None,
+            predictions: Vec::new(),
+            eval_metrics: None,
+            host_call: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! `TpuEstimator::new` and what train, evaluate and predict share.
+
+use super::log::Log;
+use super::params::Params;
+use super::trace_step::ModelFn;
+use crate::config::RunConfig;
+use crate::error::EstimatorError;
+use crate::model::Mode;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use tessel_runtime::session::{Backend, Device};
+
+/// TPUEstimator's `TPUEstimator(model_fn, config, params, use_tpu, train_batch_size,
+/// eval_batch_size, predict_batch_size)`.
+pub struct TpuEstimator {
+    pub(crate) model_fn: Arc<ModelFn>,
+    pub(crate) config: RunConfig,
+    pub(crate) params: Params,
+    pub(crate) use_tpu: bool,
+    pub(crate) train_batch_size: usize,
+    pub(crate) eval_batch_size: Option<usize>,
+    pub(crate) predict_batch_size: Option<usize>,
+    pub(crate) model_dir: PathBuf,
+    pub(crate) backend: Backend,
+    /// Set by Ctrl-C (or by [`TpuEstimator::stop_flag`]'s holder): training stops after
+    /// the running loop, with a checkpoint.
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) quiet: bool,
+}
+
+impl TpuEstimator {
+    /// Checks what TPUEstimator checks: the config, reserved params keys, and that every
+    /// batch size divides by the number of replicas (TF's messages). With no model_dir, a new
+    /// temporary directory is used and logged.
+    pub fn new(
+        model_fn: impl Fn(
+                &mut crate::model::Graph,
+                &super::spec::Features,
+                Option<&tessel_compiler::trace::Tensor>,
+                Mode,
+                &Params,
+            ) -> Result<super::spec::TpuEstimatorSpec, EstimatorError>
+            + Send
+            + Sync
+            + 'static,
+        config: RunConfig,
+        params: Params,
+        use_tpu: bool,
+        train_batch_size: usize,
+        eval_batch_size: Option<usize>,
+        predict_batch_size: Option<usize>,
+    ) -> Result<TpuEstimator, EstimatorError> {
+        config.validate()?;
+        let reserved = params.reserved_keys_used();
+        if !reserved.is_empty() {
+            let shown: Vec<String> = params.iter().map(|(k, v)| format!("'{k}': {v}")).collect();
+            return Err(EstimatorError::value(format!(
+                "{reserved:?} are reserved keys but existed in params {{{}}}.",
+                shown.join(", ")
+            )));
+        }
+        let replicas = if use_tpu { config.num_shards() } else { 1 };
+        for (what, size) in [
+            ("train", Some(train_batch_size)),
+            ("eval", eval_batch_size),
+            ("predict", predict_batch_size),
+        ] {
+            if let Some(size) = size {
+                if size == 0 || size % replicas != 0 {
+                    return Err(EstimatorError::value(format!(
+                        "{what} batch size {size} must be divisible by number of replicas {replicas}"
+                    )));
+                }
+            }
+        }
+        let (model_dir, temporary) = match &config.model_dir {
+            Some(dir) => (dir.clone(), false),
+            None => (temporary_model_dir()?, true),
+        };
+        let estimator = TpuEstimator {
+            model_fn: Arc::new(model_fn),
+            config,
+            params,
+            use_tpu,
+            train_batch_size,
+            eval_batch_size,
+            predict_batch_size,
+            model_dir,
+            backend: Backend::Jit,
+            stop: Arc::new(AtomicBool::new(false)),
+            quiet: false,
+        };
+        if temporary {
+            Log::new(false).warn(format!(
+                "Using temporary folder as model directory: {}",
+                estimator.model_dir.display()
+            ));
+        }
+        Ok(estimator)
+    }
+
+    /// Runs on the reference interpreter instead of the JIT (slow; for checking the JIT).
+    pub fn with_backend(mut self, backend: Backend) -> TpuEstimator {
+        self.backend = backend;
+        self
+    }
+
+    /// Keeps the log lines in memory instead of writing them to stderr (tests).
+    pub fn quiet(mut self) -> TpuEstimator {
+        self.quiet = true;
+        self
+    }
+
+    pub fn model_dir(&self) -> &Path {
+        &self.model_dir
+    }
+
+    /// The global batch sizes given to `new`: train, eval, predict.
+    pub fn batch_sizes(&self) -> (usize, Option<usize>, Option<usize>) {
+        (
+            self.train_batch_size,
+            self.eval_batch_size,
+            self.predict_batch_size,
+        )
+    }
+
+    pub fn config(&self) -> &RunConfig {
+        &self.config
+    }
+
+    /// A flag that stops training after the running loop, as Ctrl-C does: the checkpoint of
+    /// the step reached is saved and `train` returns [`EstimatorError::Interrupted`].
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stop)
+    }
+
+    /// Replicas the step runs on: `num_shards` with `use_tpu`, else 1 (the seed's local run).
+    pub fn replicas(&self) -> usize {
+        if self.use_tpu {
+            self.config.num_shards()
+        } else {
+            1
+        }
+    }
+
+    /// The device the programs run on.
+    pub(crate) fn device(&self) -> Device {
+        Device::new(self.backend).with_replicas(self.replicas())
+    }
+
+    /// `params` with `batch_size` set to the per-shard batch of `global_batch`.
+    pub(crate) fn params_for(&self, global_batch: usize) -> Params {
+        self.params.with_batch_size(global_batch / self.replicas())
+    }
+}
+
+fn temporary_model_dir() -> Result<PathBuf, EstimatorError> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let dir = std::env::temp_dir().join(format!("tessel_estimator_{}_{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| EstimatorError::Write {
+        what: format!("the temporary model_dir {}", dir.display()),
+        message: e.to_string(),
+    })?;
+    Ok(dir)
+}

@@ -1,0 +1,144 @@
+//! The variables' values before the first loop: restored from the latest checkpoint in the
+//! model_dir, or made by their initializers.
+
+use crate::checkpoint::{Checkpoint, Saver};
+use crate::error::EstimatorError;
+use crate::model::initializers::initial_value;
+use crate::model::random::resolve_seed;
+use crate::model::variables::Variable;
+use std::path::PathBuf;
+use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
+
+/// Host copy of what the device carries, plus the input position.
+pub struct HostState {
+    pub global_step: i64,
+    /// One value per variable, in the traced step's order.
+    pub values: Vec<Array>,
+    /// The input pipeline's position saved with the checkpoint (batches consumed).
+    pub input_batches: u64,
+    /// The checkpoint restored, if any.
+    pub restored_from: Option<PathBuf>,
+}
+
+const INPUT_BATCHES: &str = "batches";
+
+impl HostState {
+    /// Restores the latest checkpoint of `saver`'s model_dir, or initializes every variable
+    /// (global step 0) when there is none. Variables the checkpoint has but the step does not
+    /// use (an optimizer's slots, seen from EVAL) are ignored; a variable the step has but the
+    /// checkpoint lacks, or one of another shape, is an error naming it.
+    pub fn restore_or_init(
+        variables: &[Variable],
+        saver: &Saver,
+        seed: Option<i64>,
+    ) -> Result<HostState, EstimatorError> {
+        let file = saver.latest_file()?;
+        let Some(file) = file else {
+            let values = variables
+                .iter()
+                .map(|v| {
+                    initial_value(
+                        &v.initializer,
+                        &v.name,
+                        &v.dims,
+                        v.element_type,
+                        resolve_seed(seed),
+                    )
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| EstimatorError::ModelFn(e.to_string()))?;
+            return Ok(HostState {
+                global_step: 0,
+                values,
+                input_batches: 0,
+                restored_from: None,
+            });
+        };
+        let checkpoint = crate::checkpoint::read_checkpoint(&file)?;
+        let restore_err = |message: String| EstimatorError::Restore {
+            file: file.display().to_string(),
+            message,
+        };
+        let mut values = Vec::with_capacity(variables.len());
+        for v in variables {
+            let Some((_, a)) = checkpoint.variables.iter().find(|(n, _)| n == &v.name) else {
+                return Err(restore_err(format!(
+                    "it has no variable `{}` (the model_fn makes it; was the model changed since the checkpoint?)",
+                    v.name
+                )));
+            };
+            if a.shape.dims.as_slice() != v.dims.as_slice() || a.element_type() != v.element_type {
+                return Err(restore_err(format!(
+                    "variable `{}` is {} in the checkpoint but {}{:?} in the model_fn",
+                    v.name, a.shape, v.element_type, v.dims
+                )));
+            }
+            values.push(a.clone());
+        }
+        let input_batches = checkpoint
+            .input_state
+            .iter()
+            .find(|(n, _)| n == INPUT_BATCHES)
+            .map(|(_, a)| a.data.get_f64(0) as u64)
+            .unwrap_or(0);
+        Ok(HostState {
+            global_step: checkpoint.global_step,
+            values,
+            input_batches,
+            restored_from: Some(file),
+        })
+    }
+
+    /// The checkpoint of this state.
+    pub fn checkpoint(&self, variables: &[Variable]) -> Checkpoint {
+        Checkpoint {
+            global_step: self.global_step,
+            variables: variables
+                .iter()
+                .zip(&self.values)
+                .map(|(v, a)| (v.name.clone(), a.clone()))
+                .collect(),
+            input_state: vec![(
+                INPUT_BATCHES.to_string(),
+                Array::new(
+                    ArrayShape::new(ElementType::S64, &[]),
+                    ArrayData::S64(vec![self.input_batches as i64]),
+                ),
+            )],
+        }
+    }
+
+    /// The carried state of one shard: the global step (s32 on the device) then the values.
+    pub fn carried(&self) -> Result<Vec<Array>, EstimatorError> {
+        let step = i32::try_from(self.global_step).map_err(|_| {
+            EstimatorError::value(format!(
+                "global step {} does not fit the device's s32 step counter (TPUs have no 64-bit values)",
+                self.global_step
+            ))
+        })?;
+        let mut carried = vec![Array::new(
+            ArrayShape::new(ElementType::S32, &[]),
+            ArrayData::S32(vec![step]),
+        )];
+        carried.extend(self.values.iter().cloned());
+        Ok(carried)
+    }
+}
+
+/// The first variable holding a NaN or an infinity, with which.
+pub fn first_non_finite<'v>(
+    variables: &'v [Variable],
+    values: &[Array],
+) -> Option<(&'v str, &'static str)> {
+    for (v, a) in variables.iter().zip(values) {
+        let found = match &a.data {
+            ArrayData::F32(d) => d.iter().find(|x| !x.is_finite()).map(|x| x.is_nan()),
+            ArrayData::F64(d) => d.iter().find(|x| !x.is_finite()).map(|x| x.is_nan()),
+            _ => None,
+        };
+        if let Some(is_nan) = found {
+            return Some((&v.name, if is_nan { "NaN" } else { "an infinity" }));
+        }
+    }
+    None
+}
