@@ -24,6 +24,9 @@ pub struct ProgramStats {
     pub buffers: usize,
     pub constant_bytes: usize,
     pub compile_ms: f64,
+    /// Scratch space the program's instructions asked for (instruction name, bytes), in
+    /// the order asked (compared with the buffer assignment's plan, `jit/arena_plan.rs`).
+    pub scratch: Vec<(String, usize)>,
 }
 
 /// What the compiler hands over to make an [`Executable`].

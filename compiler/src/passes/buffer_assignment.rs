@@ -1,21 +1,55 @@
 //! Buffer assignment: which memory each value lives in.
 //!
-//! The module is laid out on one timeline: the entry's scheduled instructions, with a loop's
-//! condition and body (and a call's callee) spliced in where the loop runs. Every array value
-//! an instruction defines is a *value*; views (`tuple`, `get-tuple-element`, `bitcast`,
-//! `reshape`, and parameters of called computations) name existing values instead of
-//! defining new ones. A value is live from the instruction that defines it to its last use.
+//! The rules, exactly:
 //!
-//! Values then share *buffers*:
+//! **Timeline.** One position per instruction that runs, in the order the JIT emits them:
+//! each computation's instructions in `post_order` (the order `passes/scheduling.rs` set with
+//! `set_order`; the JIT's `emit_computation` walks the same `post_order`). A `while` takes
+//! two positions, one before its condition (where the state is defined and the initial value
+//! is read) and one after its body (where the condition's and body's results are read); the
+//! condition, then the body, are spliced in between. A `call`'s callee is spliced in where it
+//! is called; a `conditional`'s branches are spliced in one after the other before the
+//! conditional's own position, which reads the branch results and defines its value.
+//!
+//! **Views.** `tuple`, `get-tuple-element`, `bitcast`, `reshape` and the parameters of called
+//! computations (loop state, call arguments, branch operands) define no value: they name the
+//! values of their operands. Every other instruction defines one value per array leaf of its
+//! shape (named `name`, or `name{leaf}` for a tuple). A value is live from the position that
+//! defines it to its last use; the entry's root is used at the end.
+//!
+//! **Parameters and constants.** Entry parameters live in the arena, from the start to the
+//! end (the caller copies the arguments in). Constants are live throughout; whether they are
+//! in the arena is the [`BufferNeeds`]' choice: the compiler's report counts them there, the
+//! JIT keeps them in a constant pool outside the arena (`constants_in_arena` is false), and
+//! such buffers get offset -1 and count in none of the byte totals.
+//!
+//! **Scratch.** A [`BufferNeeds`] may ask for scratch space at an instruction (a GEMM
+//! operand's permuted copy, Winograd's transformed tiles, the second half of a split
+//! reduce): one buffer of kind [`BufferKind::Scratch`] per request, live at that position
+//! only, so it overlaps neither the operands nor the result.
+//!
+//! **Sharing.** Values then share *buffers*:
+//! - loop state stays in place: each while state element gets one buffer for the whole loop,
+//!   taken over from the initial value when that value dies at the loop (and no earlier
+//!   element took it);
 //! - in place: an elementwise op (or a fusion that reads that operand elementwise, or a
 //!   dynamic-update-slice's target) writes its result over an operand of the same size
-//!   whose last use it is;
-//! - loop state stays in place: each while state element gets one buffer for the whole loop,
-//!   taken over from the initial value when that value dies at the loop, and the body writes
-//!   its new value of the element into the same buffer when the old value is dead by then.
+//!   whose last use it is, in timeline order;
+//! - the body writes its new value of a state element into the element's buffer when the new
+//!   value's whole life is inside the body and the old value is no longer read when it is
+//!   written (or is read only by the writing instruction, in place).
 //!
-//! Finally buffers whose live ranges overlap get disjoint offsets (largest first, lowest
-//! offset that fits); `peak_bytes` is the end of the highest buffer.
+//! **Placement.** Buffers whose live ranges overlap get disjoint offsets, sizes rounded up to
+//! the needs' alignment (16 bytes for the report, 64 for the JIT): the better of two orders
+//! (largest first, earliest first), each buffer in the smallest gap that holds it, else on
+//! top; `peak_bytes` is the end of the highest buffer.
+//!
+//! **Where the JIT still differs** (see `runtime/src/jit/arena_plan.rs`): it lays out its
+//! arena online while emitting (first fit over freed blocks), recomputes single-use
+//! elementwise producers inside their consumers' kernels in unfused computations (no buffer),
+//! treats `copy` as a view, copies a loop's initial value into fresh state buffers, and
+//! writes a body result into the state only when its kernel reads the old state at the
+//! written index (`jit/loop_state.rs`).
 
 use super::scheduling::is_alias;
 use super::util::code_computations;
@@ -23,8 +57,33 @@ use crate::ir::{ComputationId, InstrId, Module, Op, Shape};
 use hashbrown::HashMap;
 use std::fmt::Write;
 
-/// Offsets and sizes are kept at this alignment.
+/// Offsets and sizes are kept at this alignment unless the [`BufferNeeds`] ask for more.
 pub const ALIGNMENT: i64 = 16;
+
+/// What the code generator that runs the module needs beyond its values' bytes.
+pub trait BufferNeeds {
+    /// Alignment of every buffer's offset and size, in bytes (a power of two).
+    fn alignment(&self) -> i64 {
+        ALIGNMENT
+    }
+
+    /// Whether constants live in the arena (else they get no offset and no arena bytes).
+    fn constants_in_arena(&self) -> bool {
+        true
+    }
+
+    /// Scratch space instruction `id` of computation `comp` uses while it runs, one entry
+    /// per separate buffer, in bytes.
+    fn scratch_bytes(&self, _m: &Module, _comp: ComputationId, _id: InstrId) -> Vec<i64> {
+        Vec::new()
+    }
+}
+
+/// The needs the compiler's own report assumes: [`ALIGNMENT`], constants in the arena, no
+/// scratch.
+pub struct ReportNeeds;
+
+impl BufferNeeds for ReportNeeds {}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BufferKind {
@@ -34,6 +93,8 @@ pub enum BufferKind {
     Constant,
     /// A value computed by the module.
     Temporary,
+    /// Space an instruction uses only while it runs (see [`BufferNeeds::scratch_bytes`]).
+    Scratch,
 }
 
 #[derive(Clone, Debug)]
@@ -61,10 +122,22 @@ pub struct BufferAssignment {
     pub unshared_values_bytes: i64,
     /// The timeline: `computation/instruction` at each position.
     pub timeline: Vec<String>,
+    /// Alignment of offsets and sizes.
+    pub alignment: i64,
+    /// The buffer (index in `buffers`) of each array leaf of each instruction's value, views
+    /// included; zero-sized leaves have none.
+    pub value_buffers: HashMap<(ComputationId, InstrId), Vec<Option<usize>>>,
+    /// The scratch buffers of each instruction that asked for some, in request order.
+    pub scratch_buffers: HashMap<(ComputationId, InstrId), Vec<usize>>,
 }
 
-fn align(n: i64) -> i64 {
-    (n + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT
+fn align_to(n: i64, alignment: i64) -> i64 {
+    (n + alignment - 1) / alignment * alignment
+}
+
+/// Whether a buffer takes arena bytes.
+fn in_arena(b: &Buffer) -> bool {
+    b.offset >= 0
 }
 
 /// One array value.
@@ -88,6 +161,9 @@ struct LoopSpan {
 
 struct Builder<'m> {
     m: &'m Module,
+    needs: &'m dyn BufferNeeds,
+    /// Scratch values of each instruction that asked for some.
+    scratch: HashMap<(ComputationId, InstrId), Vec<usize>>,
     values: Vec<Value>,
     /// Array values of every instruction on the timeline, one per leaf.
     leaves: HashMap<(ComputationId, InstrId), Vec<usize>>,
@@ -238,6 +314,19 @@ impl<'m> Builder<'m> {
                     let pos = self.timeline.len();
                     self.timeline.push((cid, id));
                     self.use_values(&operand_leaves.concat(), pos);
+                    let sizes = self.needs.scratch_bytes(self.m, cid, id);
+                    if !sizes.is_empty() {
+                        let name = &instr.name;
+                        let scratch = sizes
+                            .iter()
+                            .enumerate()
+                            .map(|(k, &size)| {
+                                let n = format!("{name}.scratch{k}");
+                                self.new_value(n, size, pos, BufferKind::Scratch)
+                            })
+                            .collect();
+                        self.scratch.insert((cid, id), scratch);
+                    }
                     self.define_all(cid, id, pos, BufferKind::Temporary)
                 }
             };
@@ -309,10 +398,21 @@ fn writes_in_place(m: &Module, cid: ComputationId, id: InstrId, k: usize) -> boo
     }
 }
 
-/// Assigns buffers to every value of the module, following its current schedule.
+/// Assigns buffers to every value of the module, following its current schedule, with the
+/// compiler's report's needs ([`ReportNeeds`]).
 pub fn assign_buffers(m: &Module) -> BufferAssignment {
+    assign_buffers_with(m, &ReportNeeds)
+}
+
+/// Assigns buffers to every value of the module, following its current schedule, with the
+/// alignment, constants and scratch space `needs` asks for.
+pub fn assign_buffers_with(m: &Module, needs: &dyn BufferNeeds) -> BufferAssignment {
+    let alignment = needs.alignment();
+    let align = |n: i64| align_to(n, alignment);
     let mut b = Builder {
         m,
+        needs,
+        scratch: HashMap::new(),
         values: Vec::new(),
         leaves: HashMap::new(),
         timeline: Vec::new(),
@@ -324,7 +424,7 @@ pub fn assign_buffers(m: &Module) -> BufferAssignment {
     let entry_root = b.leaves_of(m.entry, m.entry().root());
     b.use_values(&entry_root, end);
     for v in &mut b.values {
-        if v.kind != BufferKind::Temporary {
+        if matches!(v.kind, BufferKind::Parameter | BufferKind::Constant) {
             v.def = 0;
             v.last_use = end;
         }
@@ -426,6 +526,7 @@ pub fn assign_buffers(m: &Module) -> BufferAssignment {
     // Collect buffers.
     let mut index: HashMap<usize, usize> = HashMap::new();
     let mut buffers: Vec<Buffer> = Vec::new();
+    let mut buffer_of_value = Vec::with_capacity(b.values.len());
     for v in 0..b.values.len() {
         let r = sets.find(v);
         let bi = *index.entry(r).or_insert_with(|| {
@@ -441,15 +542,48 @@ pub fn assign_buffers(m: &Module) -> BufferAssignment {
         let buf = &mut buffers[bi];
         buf.size = buf.size.max(b.values[v].size);
         buf.values.push(b.values[v].name.clone());
+        buffer_of_value.push(bi);
+    }
+    // Drop empty buffers, keeping the value -> buffer map in step.
+    let mut renumber = vec![None; buffers.len()];
+    let mut kept = 0;
+    for (i, buf) in buffers.iter().enumerate() {
+        if buf.size > 0 {
+            renumber[i] = Some(kept);
+            kept += 1;
+        }
     }
     buffers.retain(|buf| buf.size > 0);
-    let peak_bytes = place(&mut buffers);
-    let total_bytes = buffers.iter().map(|b| align(b.size)).sum();
-    let lower_bound_bytes = max_live(buffers.iter().map(|b| (b.live_range, align(b.size))), end);
+    let buffer_of = |v: usize| renumber[buffer_of_value[v]];
+    let value_buffers = b
+        .leaves
+        .iter()
+        .map(|(&key, vs)| (key, vs.iter().map(|&v| buffer_of(v)).collect()))
+        .collect();
+    let scratch_buffers = b
+        .scratch
+        .iter()
+        .map(|(&key, vs)| (key, vs.iter().filter_map(|&v| buffer_of(v)).collect()))
+        .collect();
+    let arena_constants = needs.constants_in_arena();
+    let placed = |buf: &Buffer| arena_constants || buf.kind != BufferKind::Constant;
+    let peak_bytes = place(&mut buffers, alignment, placed);
+    let total_bytes = buffers
+        .iter()
+        .filter(|b| in_arena(b))
+        .map(|b| align(b.size))
+        .sum();
+    let lower_bound_bytes = max_live(
+        buffers
+            .iter()
+            .filter(|b| in_arena(b))
+            .map(|b| (b.live_range, align(b.size))),
+        end,
+    );
     let unshared_values_bytes = max_live(
         b.values
             .iter()
-            .filter(|v| v.size > 0)
+            .filter(|v| v.size > 0 && (arena_constants || v.kind != BufferKind::Constant))
             .map(|v| ((v.def, v.last_use), align(v.size))),
         end,
     );
@@ -472,6 +606,9 @@ pub fn assign_buffers(m: &Module) -> BufferAssignment {
         lower_bound_bytes,
         unshared_values_bytes,
         timeline,
+        alignment,
+        value_buffers,
+        scratch_buffers,
     }
 }
 
@@ -527,8 +664,10 @@ fn max_live(items: impl Iterator<Item = ((usize, usize), i64)>, end: usize) -> i
 }
 
 /// Gives every buffer an offset so that buffers live at the same time do not overlap; tries
-/// two orders (largest first, earliest first) and keeps the smaller result. Returns the peak.
-fn place(buffers: &mut [Buffer]) -> i64 {
+/// two orders (largest first, earliest first) and keeps the smaller result. Buffers that are
+/// not `placed` in the arena get offset -1. Returns the peak.
+fn place(buffers: &mut [Buffer], alignment: i64, in_arena: impl Fn(&Buffer) -> bool) -> i64 {
+    let align = |n: i64| align_to(n, alignment);
     let overlaps = |a: (usize, usize), b: (usize, usize)| a.0 <= b.1 && b.0 <= a.1;
     let try_order = |order: &[usize], buffers: &[Buffer]| -> (Vec<i64>, i64) {
         let mut offsets = vec![-1i64; buffers.len()];
@@ -561,9 +700,12 @@ fn place(buffers: &mut [Buffer]) -> i64 {
         }
         (offsets, peak)
     };
-    let mut by_size: Vec<usize> = (0..buffers.len()).collect();
+    let arena: Vec<usize> = (0..buffers.len())
+        .filter(|&i| in_arena(&buffers[i]))
+        .collect();
+    let mut by_size = arena.clone();
     by_size.sort_by_key(|&i| (-buffers[i].size, buffers[i].live_range.0));
-    let mut by_start: Vec<usize> = (0..buffers.len()).collect();
+    let mut by_start = arena;
     by_start.sort_by_key(|&i| (buffers[i].live_range.0, -buffers[i].size));
     let a = try_order(&by_size, buffers);
     let b = try_order(&by_start, buffers);
@@ -584,8 +726,8 @@ impl BufferAssignment {
             let live: i64 = self
                 .buffers
                 .iter()
-                .filter(|b| b.live_range.0 <= t && t <= b.live_range.1)
-                .map(|b| align(b.size))
+                .filter(|b| in_arena(b) && b.live_range.0 <= t && t <= b.live_range.1)
+                .map(|b| align_to(b.size, self.alignment))
                 .sum();
             if live > best.1 {
                 best = (t, live);
@@ -594,7 +736,7 @@ impl BufferAssignment {
         let live = (0..self.buffers.len())
             .filter(|&i| {
                 let r = self.buffers[i].live_range;
-                r.0 <= best.0 && best.0 <= r.1
+                in_arena(&self.buffers[i]) && r.0 <= best.0 && best.0 <= r.1
             })
             .collect();
         (best.0, live)
@@ -626,6 +768,7 @@ impl BufferAssignment {
                 BufferKind::Parameter => "parameter",
                 BufferKind::Constant => "constant",
                 BufferKind::Temporary => "temporary",
+                BufferKind::Scratch => "scratch",
             };
             let _ = writeln!(
                 s,

@@ -22,7 +22,10 @@ use crate::ir::Module;
 use std::fmt;
 
 pub use algebraic_simplifier::AlgebraicSimplifier;
-pub use buffer_assignment::{assign_buffers, Buffer, BufferAssignment};
+pub use buffer_assignment::{
+    assign_buffers, assign_buffers_with, Buffer, BufferAssignment, BufferKind, BufferNeeds,
+    ReportNeeds,
+};
 pub use call_inliner::CallInliner;
 pub use constant_folding::ConstantFolding;
 pub use cse::Cse;

@@ -7,6 +7,7 @@
 //! flow with loop state updated in place. All buffers live in one arena allocated once.
 //! [`Executable::run`] marshals literals in and out.
 
+pub mod arena_plan;
 pub mod buffer;
 pub mod collectives;
 pub mod conv_direct;

@@ -74,6 +74,8 @@ struct ProgramCx<'m> {
     current_name: String,
     /// The module, shared by the collective routines' plans (made on first use).
     shared_module: Option<Arc<Module>>,
+    /// Every scratch request of an instruction: its name and the bytes asked for.
+    scratch_log: Vec<(String, usize)>,
 }
 
 /// Compiles `module` (see [`super::compile`]).
@@ -106,6 +108,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         current_op: "",
         current_name: String::new(),
         shared_module: None,
+        scratch_log: Vec::new(),
     };
 
     let mut sig = Signature::new(call_conv);
@@ -151,6 +154,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         buffers: cx.layout.buffer_count(),
         constant_bytes: cx.consts.total_bytes(),
         compile_ms: start.elapsed().as_secs_f64() * 1e3,
+        scratch: std::mem::take(&mut cx.scratch_log),
     };
     Ok(Executable::new(ExecutableParts {
         jit: cx.jit,
@@ -168,6 +172,12 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
 impl<'m> ProgramCx<'m> {
     fn alloc(&mut self, bytes: usize) -> Addr {
         Addr::Arena(self.layout.alloc(bytes))
+    }
+
+    /// Scratch space for the instruction being lowered, logged for [`ProgramStats::scratch`].
+    fn alloc_scratch(&mut self, bytes: usize) -> Addr {
+        self.scratch_log.push((self.current_name.clone(), bytes));
+        self.alloc(bytes)
     }
 
     fn retain(&mut self, loc: &Loc) {
@@ -199,7 +209,7 @@ impl<'m> ProgramCx<'m> {
     ) -> Result<T, JitError> {
         let mut used = Vec::new();
         let plan = build(&mut |n: usize| {
-            let a = self.alloc(n);
+            let a = self.alloc_scratch(n);
             used.push(a);
             a
         });
@@ -440,7 +450,10 @@ impl<'m> ProgramCx<'m> {
         let vec = self.options.vectorize;
         let outputs: Vec<Buffer> = out.leaves().into_iter().cloned().collect();
         let addrs: Vec<Addr> = outputs.iter().map(|b| b.addr).collect();
-        let partials: Vec<Addr> = outputs.iter().map(|b| self.alloc(b.byte_size())).collect();
+        let partials: Vec<Addr> = outputs
+            .iter()
+            .map(|b| self.alloc_scratch(b.byte_size()))
+            .collect();
         let (first, fname) = self.build_kernel(name, comp, leaves.clone(), &addrs, &mut |e| {
             reduce::emit_reduce_part(e, root, &addrs, vec, Some((0, mid)))
         })?;
@@ -589,9 +602,7 @@ impl<'m> ProgramCx<'m> {
         for (pos, &id) in order.iter().enumerate() {
             let instr = comp.get(id);
             self.current_op = instr.op.opcode_name();
-            if self.profile.is_some() {
-                self.current_name.clone_from(&instr.name);
-            }
+            self.current_name.clone_from(&instr.name);
             let operand = |k: usize| -> Result<&Loc, JitError> {
                 locs.get(&instr.operands()[k]).ok_or_else(|| {
                     JitError::Invalid(format!("{}: operand {k} not computed", instr.name))
@@ -1052,7 +1063,7 @@ impl<'m> ProgramCx<'m> {
             })?;
             return Ok(true);
         };
-        let partial = self.alloc(acc.byte_size());
+        let partial = self.alloc_scratch(acc.byte_size());
         let mut first_addrs = addrs.clone();
         first_addrs.push(acc.addr);
         let (first, fname) =
