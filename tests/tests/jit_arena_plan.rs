@@ -1,7 +1,8 @@
 //! The compiler's buffer assignment with the JIT's needs (`jit::arena_plan`) against the
 //! program the JIT compiles, on corpus modules after the default pipeline: the plan holds
-//! exactly the scratch space the program asks for, instruction by instruction, and places
-//! every arena buffer at the JIT's alignment.
+//! exactly the scratch space the program asks for, instruction by instruction, places every
+//! arena buffer at the JIT's alignment, and needs no more bytes than the arena the JIT lays
+//! out itself today.
 
 use std::collections::BTreeMap;
 use tessel_compiler::hlo_text::parse_module_file;
@@ -59,6 +60,13 @@ fn check(what: &str, mut m: Module) {
             );
         }
     }
+    // The switch to this plan must not grow the arena the JIT lays out today.
+    assert!(
+        plan.peak_bytes as usize <= exe.stats().arena_bytes,
+        "{what}: plan {} bytes, JIT arena {} bytes",
+        plan.peak_bytes,
+        exe.stats().arena_bytes
+    );
     eprintln!(
         "{what}: JIT arena {} bytes, assignment peak {} bytes (lower bound {}), {} scratch requests",
         exe.stats().arena_bytes,
