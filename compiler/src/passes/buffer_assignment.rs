@@ -11,11 +11,21 @@
 //! is called; a `conditional`'s branches are spliced in one after the other before the
 //! conditional's own position, which reads the branch results and defines its value.
 //!
-//! **Views.** `tuple`, `get-tuple-element`, `bitcast`, `reshape` and the parameters of called
-//! computations (loop state, call arguments, branch operands) define no value: they name the
-//! values of their operands. Every other instruction defines one value per array leaf of its
-//! shape (named `name`, or `name{leaf}` for a tuple). A value is live from the position that
-//! defines it to its last use; the entry's root is used at the end.
+//! **Instances.** Every splice is a new [`Instance`] of the computation (a callee called
+//! twice is laid out twice, with buffers of its own each time, as the JIT emits it per call
+//! site). Instances are numbered in the order the walk meets them: 0 is the entry. Every
+//! per-instruction map of the result is keyed by `(instance, instruction)`.
+//!
+//! **Views.** `tuple`, `get-tuple-element`, `bitcast`, `reshape` (and `copy`, when
+//! [`BufferNeeds::copy_is_view`]) and the parameters of called computations (loop state, call
+//! arguments, branch operands) define no value: they name the values of their operands.
+//! Every other instruction defines one value per array leaf of its shape (named `name`, or
+//! `name{leaf}` for a tuple). A value is live from the position that defines it to its last
+//! use; the entry's root is used at the end.
+//!
+//! **Recomputed instructions.** Those [`BufferNeeds::recomputed`] names get no position and no
+//! value: the code generator evaluates them inside their users' kernels, so what they read is
+//! read at their users' positions.
 //!
 //! **Parameters and constants.** Entry parameters live in the arena, from the start to the
 //! end (the caller copies the arguments in). Constants are live throughout; whether they are
@@ -28,28 +38,31 @@
 //! reduce): one buffer of kind [`BufferKind::Scratch`] per request, live at that position
 //! only, so it overlaps neither the operands nor the result.
 //!
-//! **Sharing.** Values then share *buffers*:
+//! **Sharing.** Values then share *buffers*, by these rules in this order:
 //! - loop state stays in place: each while state element gets one buffer for the whole loop,
 //!   taken over from the initial value when that value dies at the loop (and no earlier
 //!   element took it);
-//! - in place: an elementwise op (or a fusion that reads that operand elementwise, or a
-//!   dynamic-update-slice's target) writes its result over an operand of the same size
-//!   whose last use it is, in timeline order;
 //! - the body writes its new value of a state element into the element's buffer when the new
 //!   value's whole life is inside the body and the old value is no longer read when it is
-//!   written (or is read only by the writing instruction, in place).
+//!   written (or is read only by the writing instruction, and `may_write_over` allows it);
+//! - in place: an instruction writes its result over a value it reads for the last time, of
+//!   the same size, when [`BufferNeeds::may_write_over`] allows it (by default: elementwise
+//!   ops, fusions that read that operand elementwise, a dynamic-update-slice's target; for
+//!   the JIT, kernels that read the buffer only at the index they write), in timeline order,
+//!   unless the result already lives in a loop state buffer.
+//!
+//! **Loop copies.** Where a loop's state copy (initial value in, body result back) has a
+//! source buffer that is another element's destination, the copy goes through a temporary: a
+//! scratch buffer live at that copy's position ([`BufferAssignment::loop_copy_temps`]).
 //!
 //! **Placement.** Buffers whose live ranges overlap get disjoint offsets, sizes rounded up to
 //! the needs' alignment (16 bytes for the report, 64 for the JIT): the better of two orders
 //! (largest first, earliest first), each buffer in the smallest gap that holds it, else on
 //! top; `peak_bytes` is the end of the highest buffer.
 //!
-//! **Where the JIT still differs** (see `runtime/src/jit/arena_plan.rs`): it lays out its
-//! arena online while emitting (first fit over freed blocks), recomputes single-use
-//! elementwise producers inside their consumers' kernels in unfused computations (no buffer),
-//! treats `copy` as a view, copies a loop's initial value into fresh state buffers, and
-//! writes a body result into the state only when its kernel reads the old state at the
-//! written index (`jit/loop_state.rs`).
+//! The JIT lays out its arena with exactly this assignment under its needs
+//! (`runtime/src/jit/arena_plan.rs`): the dump of the assignment under those needs is the
+//! memory that runs.
 
 use super::util::code_computations;
 use crate::ir::{ComputationId, InstrId, Module, Op, Shape};
@@ -90,7 +103,8 @@ pub trait BufferNeeds {
 
     /// Whether instruction `id` of `comp` may write its array result over a buffer it reads:
     /// `holds(o)` says whether instruction `o` (an operand, or a value the kernel reads through
-    /// recomputed instructions) names that buffer. The default: every operand holding it is one
+    /// recomputed instructions) names that buffer; `recomputed(o)` whether `o` is one of
+    /// [`Self::recomputed`]'s. The default: every operand holding it is one
     /// the op reads only at the index it writes (elementwise ops, fusions whose paths from
     /// that parameter are elementwise, a dynamic-update-slice's target).
     fn may_write_over(
@@ -98,6 +112,7 @@ pub trait BufferNeeds {
         m: &Module,
         comp: ComputationId,
         id: InstrId,
+        _recomputed: &dyn Fn(InstrId) -> bool,
         holds: &dyn Fn(InstrId) -> bool,
     ) -> bool {
         let operands = m.computation(comp).get(id).operands();
@@ -227,6 +242,8 @@ struct Builder<'m> {
     loops: Vec<LoopSpan>,
     /// The computation of each instance.
     instances: Vec<ComputationId>,
+    /// The recomputed instructions of each instance.
+    recomputed: Vec<hashbrown::HashSet<InstrId>>,
 }
 
 impl<'m> Builder<'m> {
@@ -307,6 +324,7 @@ impl<'m> Builder<'m> {
         let c = self.m.computation(cid);
         let recomputed: hashbrown::HashSet<InstrId> =
             self.needs.recomputed(self.m, cid).into_iter().collect();
+        self.recomputed.push(recomputed.clone());
         for id in c.post_order() {
             let instr = c.get(id);
             let operand_leaves: Vec<Vec<usize>> = instr
@@ -353,7 +371,8 @@ impl<'m> Builder<'m> {
                     let start = self.push_position(inst, id, operand_leaves[0].clone());
                     let state = self.define_all(cid, id, start, BufferKind::Temporary);
                     let cond_inst = self.walk(*condition, Some(state.clone()));
-                    let cond_root = self.leaves_of(cond_inst, self.m.computation(*condition).root());
+                    let cond_root =
+                        self.leaves_of(cond_inst, self.m.computation(*condition).root());
                     let body_start = self.timeline.len();
                     let body_inst = self.walk(*body, Some(state.clone()));
                     let body_end = self.timeline.len().saturating_sub(1).max(body_start);
@@ -495,6 +514,7 @@ pub fn assign_buffers_with(m: &Module, needs: &dyn BufferNeeds) -> BufferAssignm
         reads: Vec::new(),
         loops: Vec::new(),
         instances: Vec::new(),
+        recomputed: Vec::new(),
     };
     b.walk(m.entry, None);
     let end = b.timeline.len();
@@ -522,7 +542,8 @@ pub fn assign_buffers_with(m: &Module, needs: &dyn BufferNeeds) -> BufferAssignm
     let may_write_over = |b: &Builder, p: usize, v: usize| {
         let (inst, id) = b.timeline[p];
         let holds = |o: InstrId| b.leaves_of(inst, o).contains(&v);
-        needs.may_write_over(m, b.instances[inst], id, &holds)
+        let recomputed = |o: InstrId| b.recomputed[inst].contains(&o);
+        needs.may_write_over(m, b.instances[inst], id, &recomputed, &holds)
     };
 
     // Loop state takes over the initial value's buffer when that value dies at the loop.
@@ -545,32 +566,8 @@ pub fn assign_buffers_with(m: &Module, needs: &dyn BufferNeeds) -> BufferAssignm
         }
     }
 
-    // In-place writes, in timeline order: over a value read here for the last time.
-    for p in 0..b.timeline.len() {
-        let (inst, id) = b.timeline[p];
-        let instr = m.computation(b.instances[inst]).get(id);
-        if !instr.shape.is_array() {
-            continue;
-        }
-        let out = b.leaves_of(inst, id);
-        let [out] = out[..] else { continue };
-        if b.values[out].def != p {
-            continue;
-        }
-        for &v in &b.reads[p] {
-            let r = sets.find(v);
-            if b.values[v].kind == BufferKind::Temporary
-                && range[r].1 == p
-                && b.values[v].size == b.values[out].size
-                && may_write_over(&b, p, v)
-            {
-                union(&mut sets, &mut range, r, out);
-                break;
-            }
-        }
-    }
-
-    // The body writes each new state element over the old one when the old one is dead.
+    // The body writes each new state element over the old one when the old one is dead
+    // (before other in-place writes: this one saves a copy per iteration).
     for lp in &b.loops {
         let body = m.computation(b.instances[lp.body]);
         let root_leaves = b.leaves_of(lp.body, body.root());
@@ -602,6 +599,32 @@ pub fn assign_buffers_with(m: &Module, needs: &dyn BufferNeeds) -> BufferAssignm
         }
     }
 
+    // In-place writes, in timeline order: over a value read here for the last time.
+    for p in 0..b.timeline.len() {
+        let (inst, id) = b.timeline[p];
+        let instr = m.computation(b.instances[inst]).get(id);
+        if !instr.shape.is_array() {
+            continue;
+        }
+        let out = b.leaves_of(inst, id);
+        let [out] = out[..] else { continue };
+        // Not when the result already lives in a loop state buffer.
+        if b.values[out].def != p || range[sets.find(out)].0 != p {
+            continue;
+        }
+        for &v in &b.reads[p] {
+            let r = sets.find(v);
+            if b.values[v].kind == BufferKind::Temporary
+                && range[r].1 == p
+                && b.values[v].size == b.values[out].size
+                && may_write_over(&b, p, v)
+            {
+                union(&mut sets, &mut range, r, out);
+                break;
+            }
+        }
+    }
+
     // A state copy whose source buffer is another element's destination goes through a
     // temporary (what the code generator's copy does), live at the copy only.
     let mut copy_temps: Vec<((Instance, InstrId, LoopCopy), Vec<usize>)> = Vec::new();
@@ -613,7 +636,10 @@ pub fn assign_buffers_with(m: &Module, needs: &dyn BufferNeeds) -> BufferAssignm
         let init = b.leaves_of(lp.inst, c.get(lp.instr).operand(0));
         let body = m.computation(b.instances[lp.body]);
         let result = b.leaves_of(lp.body, body.root());
-        for (copy, src, pos) in [(LoopCopy::Enter, init, lp_start), (LoopCopy::Back, result, lp_end)] {
+        for (copy, src, pos) in [
+            (LoopCopy::Enter, init, lp_start),
+            (LoopCopy::Back, result, lp_end),
+        ] {
             let dst: Vec<usize> = state.iter().map(|&w| sets.find(w)).collect();
             let mut temps = Vec::new();
             for (k, &v) in src.iter().enumerate() {

@@ -25,37 +25,17 @@ use super::routines::conv_select::{plan_convolution, ConvPrecision};
 use super::routines::dot::DotPlan;
 use super::{JitError, JitOptions};
 use crate::arena::BUFFER_ALIGN;
-use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
+use std::collections::HashSet;
 use tessel_compiler::ir::{Computation, ComputationId, InstrId, Module, Op};
 use tessel_compiler::passes::{assign_buffers_with, BufferAssignment, BufferNeeds};
 
 /// What the JIT's arena needs (see the module docs).
-pub struct JitBufferNeeds<'o> {
-    pub options: &'o JitOptions,
-    /// `fusion_plan::plan` of each computation asked about (asked once per position).
-    recomputed: RefCell<HashMap<ComputationId, Rc<HashSet<InstrId>>>>,
+#[derive(Clone, Debug)]
+pub struct JitBufferNeeds {
+    pub options: JitOptions,
 }
 
-impl<'o> JitBufferNeeds<'o> {
-    pub fn new(options: &'o JitOptions) -> Self {
-        JitBufferNeeds {
-            options,
-            recomputed: RefCell::default(),
-        }
-    }
-
-    fn recomputed_in(&self, m: &Module, comp: ComputationId) -> Rc<HashSet<InstrId>> {
-        self.recomputed
-            .borrow_mut()
-            .entry(comp)
-            .or_insert_with(|| Rc::new(fusion_plan::plan(m.computation(comp))))
-            .clone()
-    }
-}
-
-impl BufferNeeds for JitBufferNeeds<'_> {
+impl BufferNeeds for JitBufferNeeds {
     fn alignment(&self) -> i64 {
         BUFFER_ALIGN as i64
     }
@@ -66,7 +46,7 @@ impl BufferNeeds for JitBufferNeeds<'_> {
 
     fn scratch_bytes(&self, m: &Module, comp: ComputationId, id: InstrId) -> Vec<i64> {
         // An instruction the JIT cannot plan fails when it is compiled; it needs nothing here.
-        scratch_requests(m, comp, id, self.options)
+        scratch_requests(m, comp, id, &self.options)
             .unwrap_or_default()
             .into_iter()
             .map(|n| n as i64)
@@ -78,7 +58,7 @@ impl BufferNeeds for JitBufferNeeds<'_> {
     }
 
     fn recomputed(&self, m: &Module, comp: ComputationId) -> Vec<InstrId> {
-        let mut r: Vec<InstrId> = self.recomputed_in(m, comp).iter().copied().collect();
+        let mut r: Vec<InstrId> = fusion_plan::plan(m.computation(comp)).into_iter().collect();
         r.sort();
         r
     }
@@ -88,6 +68,7 @@ impl BufferNeeds for JitBufferNeeds<'_> {
         m: &Module,
         comp: ComputationId,
         id: InstrId,
+        recomputed: &dyn Fn(InstrId) -> bool,
         holds: &dyn Fn(InstrId) -> bool,
     ) -> bool {
         let c = m.computation(comp);
@@ -104,8 +85,7 @@ impl BufferNeeds for JitBufferNeeds<'_> {
                 reads_only_aligned(f, f.root(), &|v| params.contains(&v), &param_holds)
             }
             op if fusion_plan::is_kernel_op(op) => {
-                let recomputed = self.recomputed_in(m, comp);
-                let materialized = |v: InstrId| v != id && !recomputed.contains(&v);
+                let materialized = |v: InstrId| v != id && !recomputed(v);
                 reads_only_aligned(c, id, &materialized, holds)
             }
             _ => false,
@@ -150,7 +130,12 @@ pub fn reads_only_aligned(
 
 /// The buffer assignment of `m` with the JIT's needs under `options`.
 pub fn plan_arena(m: &Module, options: &JitOptions) -> BufferAssignment {
-    assign_buffers_with(m, &JitBufferNeeds::new(options))
+    assign_buffers_with(
+        m,
+        &JitBufferNeeds {
+            options: options.clone(),
+        },
+    )
 }
 
 /// The scratch buffers (bytes, in request order) the program asks for while emitting

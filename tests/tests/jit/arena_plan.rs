@@ -4,9 +4,9 @@
 //! asks for is the scratch the assignment planned, and every buffer is 64-byte aligned.
 
 use std::collections::BTreeMap;
+use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::Module;
-use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::passes::BufferKind;
 use tessel_compiler::training_loop::wrap_in_training_loop;
 use tessel_runtime::arena::BUFFER_ALIGN;
@@ -61,10 +61,18 @@ fn check(what: &str, mut m: Module) {
 
     for b in &plan.buffers {
         if b.kind == BufferKind::Constant {
-            assert_eq!(b.offset, -1, "{what}: a constant in the arena: {:?}", b.values);
+            assert_eq!(
+                b.offset, -1,
+                "{what}: a constant in the arena: {:?}",
+                b.values
+            );
         } else {
             assert_eq!(b.offset % BUFFER_ALIGN as i64, 0, "{what}: {:?}", b.values);
-            assert!(b.offset + b.size <= plan.peak_bytes, "{what}: {:?}", b.values);
+            assert!(
+                b.offset + b.size <= plan.peak_bytes,
+                "{what}: {:?}",
+                b.values
+            );
         }
     }
     eprintln!(
@@ -78,7 +86,10 @@ fn check(what: &str, mut m: Module) {
 
 #[test]
 fn mnist_b8_step() {
-    check("mnist b8 step", corpus_module("mnist_cnn_train_step_b8.hlo"));
+    check(
+        "mnist b8 step",
+        corpus_module("mnist_cnn_train_step_b8.hlo"),
+    );
 }
 
 #[test]
@@ -106,5 +117,8 @@ fn data_parallel_modules() {
 
 #[test]
 fn mnist_b128_step() {
-    check("mnist b128 step", corpus_module("mnist_cnn_train_step_b128.hlo"));
+    check(
+        "mnist b128 step",
+        corpus_module("mnist_cnn_train_step_b128.hlo"),
+    );
 }

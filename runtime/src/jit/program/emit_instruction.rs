@@ -190,7 +190,15 @@ impl ProgramCx<'_> {
             }
             Op::While { condition, body } => {
                 let init = walk.operand(instr, 0)?.clone();
-                self.emit_while(fb, arena, (walk.inst, id), &instr.shape, init, *condition, *body)
+                self.emit_while(
+                    fb,
+                    arena,
+                    (walk.inst, id),
+                    &instr.shape,
+                    init,
+                    *condition,
+                    *body,
+                )
             }
             Op::Conditional { branches } => {
                 let a = walk.operands(instr)?;

@@ -32,7 +32,13 @@ pub struct ProgramStats {
     pub scratch: Vec<(String, usize)>,
     /// The arena offsets of every value the program placed (array leaves with bytes), by
     /// instruction instance: each is the buffer assignment's (`jit/arena_plan.rs`).
-    pub placements: Vec<((tessel_compiler::passes::Instance, tessel_compiler::ir::InstrId), Vec<usize>)>,
+    pub placements: Vec<(
+        (
+            tessel_compiler::passes::Instance,
+            tessel_compiler::ir::InstrId,
+        ),
+        Vec<usize>,
+    )>,
 }
 
 /// What the compiler hands over to make an [`Executable`].

@@ -30,7 +30,10 @@ impl ProgramCx<'_> {
             .get(&(inst, id))
             .cloned()
             .unwrap_or_default();
-        self.scratch = scratch.into_iter().map(|b| self.buffer_addr(Some(b))).collect();
+        self.scratch = scratch
+            .into_iter()
+            .map(|b| self.buffer_addr(Some(b)))
+            .collect();
         self.scratch.reverse();
     }
 
@@ -223,8 +226,7 @@ impl ProgramCx<'_> {
             if b.byte_size() > 0 && b.addr != d[i].addr && dst_addrs.contains(&b.addr) {
                 let tmp = temps.next().ok_or_else(|| {
                     JitError::Invalid(
-                        "a state copy needs a temporary the buffer assignment did not plan"
-                            .into(),
+                        "a state copy needs a temporary the buffer assignment did not plan".into(),
                     )
                 })?;
                 self.copy_buffer(fb, arena, tmp, b.addr, b.byte_size());
