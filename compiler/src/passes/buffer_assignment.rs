@@ -582,6 +582,11 @@ pub fn assign_buffers_with(m: &Module, needs: &dyn BufferNeeds) -> BufferAssignm
             if range[rr].0 < body_start || b.values[r_val].def > body_end {
                 continue;
             }
+            // ...the old value is not passed through to another element (the copy back
+            // reads it after the body)...
+            if root_leaves.contains(&w) {
+                continue;
+            }
             // ...and the old value is no longer read when it is written.
             let old_last_read = (body_start..=body_end)
                 .filter(|&p| p < b.reads.len() && b.reads[p].contains(&w))
