@@ -81,7 +81,10 @@ fn a_corrupt_record_is_an_error_with_file_and_offset_or_skipped_when_asked() {
     bytes[21 + 12] ^= 0xff;
     std::fs::write(&path, &bytes).unwrap();
 
-    let strict = records(&tfrecord_dataset(&[path.clone()], ReaderOptions::default()));
+    let strict = records(&tfrecord_dataset(
+        std::slice::from_ref(&path),
+        ReaderOptions::default(),
+    ));
     assert_eq!(strict.len(), 2);
     let err = strict[1].clone().unwrap_err();
     assert!(
