@@ -270,10 +270,11 @@ fn run(flags: &Flags) -> Result<(), EstimatorError> {
     let eval = estimator.evaluate(input_fn(flags.eval_file.clone(), false), flags.eval_steps)?;
     let eval_wall = t0.elapsed().as_secs_f64();
     println!(
-        "tessel train_wall_s={train_wall:.1} ms_per_step={:.2} steps_per_sec={:.1} compile_s={:.2} eval_wall_s={eval_wall:.1} accuracy={:.4} loss={:.4} model_dir={}",
+        "tessel train_wall_s={train_wall:.1} ms_per_step={:.2} loop_steps_per_sec={:.1} compile_s={:.2} checkpoint_ms={:.1} eval_wall_s={eval_wall:.1} accuracy={:.4} loss={:.4} model_dir={}",
         1000.0 * train_wall / flags.train_steps as f64,
         trained.steps_per_sec,
         trained.compile_secs,
+        1000.0 * trained.checkpoint_secs / trained.checkpoints.max(1) as f64,
         eval.metric("accuracy").unwrap_or(f64::NAN),
         eval.loss,
         estimator.model_dir().display()

@@ -36,6 +36,9 @@ pub struct TrainResult {
     pub steps_per_sec: f64,
     /// Seconds spent compiling the loops.
     pub compile_secs: f64,
+    /// Checkpoints written by this call and the seconds they took in all.
+    pub checkpoints: usize,
+    pub checkpoint_secs: f64,
     /// The log's lines (without the `INFO:tessel:` prefix).
     pub log: Vec<String>,
 }
@@ -87,6 +90,8 @@ impl TpuEstimator {
                         final_loss: None,
                         steps_per_sec: 0.0,
                         compile_secs: 0.0,
+                        checkpoints: 0,
+                        checkpoint_secs: 0.0,
                         log: log.lines,
                     });
                 }
@@ -150,8 +155,10 @@ impl TpuEstimator {
         let checkpoint_interval = self.config.checkpoint_interval();
         let mut last_saved_step = start;
         let mut last_saved_at = Instant::now();
+        // (checkpoints written, time spent writing them)
+        let mut saved = (0usize, Duration::ZERO);
         if state.restored_from.is_none() {
-            self.save(&saver, &state, &traced.variables, &mut log)?;
+            self.save(&saver, &state, &traced.variables, &mut log, &mut saved)?;
         }
 
         let interrupt = register_interrupt(&self.stop);
@@ -270,7 +277,7 @@ impl TpuEstimator {
             };
             let stopping = self.stop.load(Ordering::SeqCst);
             if due || step == target || stopping {
-                self.save(&saver, &state, &traced.variables, &mut log)?;
+                self.save(&saver, &state, &traced.variables, &mut log, &mut saved)?;
                 last_saved_step = step;
                 last_saved_at = Instant::now();
             }
@@ -291,6 +298,8 @@ impl TpuEstimator {
             final_loss,
             steps_per_sec: (step - start) as f64 / run_time.as_secs_f64().max(1e-9),
             compile_secs: runner.compile_time.as_secs_f64(),
+            checkpoints: saved.0,
+            checkpoint_secs: saved.1.as_secs_f64(),
             log: log.lines,
         })
     }
@@ -301,13 +310,17 @@ impl TpuEstimator {
         state: &HostState,
         variables: &[crate::model::variables::Variable],
         log: &mut Log,
+        saved: &mut (usize, Duration),
     ) -> Result<(), EstimatorError> {
+        let started = Instant::now();
         log.info(format!(
             "Saving checkpoints for {} into {}.",
             state.global_step,
             saver.save_path().display()
         ));
         saver.save(&state.checkpoint(variables))?;
+        saved.0 += 1;
+        saved.1 += started.elapsed();
         Ok(())
     }
 }
