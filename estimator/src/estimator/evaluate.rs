@@ -75,8 +75,12 @@ impl TpuEstimator {
         )?;
         log.info("Done calling model_fn.");
         let saver = Saver::new(&self.model_dir, self.config.keep_checkpoint_max);
-        let state =
-            HostState::restore_or_init(&traced.variables, &saver, self.config.tf_random_seed)?;
+        let state = HostState::restore_or_init(
+            &traced.variables,
+            &saver,
+            self.config.tf_random_seed,
+            self.warm_start.as_ref(),
+        )?;
         match &state.restored_from {
             Some(file) => log.info(format!("Restoring parameters from {}", file.display())),
             None => log.warn(format!(

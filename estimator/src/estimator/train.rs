@@ -118,8 +118,12 @@ impl TpuEstimator {
             ));
         }
 
-        let mut state =
-            HostState::restore_or_init(&traced.variables, &saver, self.config.tf_random_seed)?;
+        let mut state = HostState::restore_or_init(
+            &traced.variables,
+            &saver,
+            self.config.tf_random_seed,
+            self.warm_start.as_ref(),
+        )?;
         if let Some(file) = &state.restored_from {
             log.info(format!("Restoring parameters from {}", file.display()));
         }

@@ -1,7 +1,7 @@
 //! The variables' values before the first loop: restored from the latest checkpoint in the
 //! model_dir, or made by their initializers.
 
-use crate::checkpoint::{Checkpoint, Saver};
+use crate::checkpoint::{Checkpoint, Saver, WarmStart};
 use crate::error::EstimatorError;
 use crate::model::initializers::initial_value;
 use crate::model::random::resolve_seed;
@@ -31,12 +31,19 @@ impl HostState {
         variables: &[Variable],
         saver: &Saver,
         seed: Option<i64>,
+        warm_start: Option<&WarmStart>,
     ) -> Result<HostState, EstimatorError> {
         let file = saver.latest_file()?;
         let Some(file) = file else {
+            // TF's warm start: matched variables take the source's values, the rest initialize.
+            let warm = warm_start.map(|w| w.load(variables)).transpose()?;
             let values = variables
                 .iter()
-                .map(|v| {
+                .enumerate()
+                .map(|(i, v)| {
+                    if let Some(a) = warm.as_ref().and_then(|w| w.values[i].clone()) {
+                        return Ok(a);
+                    }
                     initial_value(
                         &v.initializer,
                         &v.name,
@@ -48,7 +55,7 @@ impl HostState {
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| EstimatorError::ModelFn(e.to_string()))?;
             return Ok(HostState {
-                global_step: 0,
+                global_step: warm.as_ref().and_then(|w| w.global_step).unwrap_or(0),
                 values,
                 input_batches: 0,
                 restored_from: None,
