@@ -14,8 +14,9 @@ use tessel_estimator::checkpoint::{
 use tessel_estimator::estimator::{Features, Input};
 use tessel_estimator::input::Dataset;
 use tessel_estimator::model::layers::{dense, Activation, Dense};
+use tessel_estimator::model::optimizers::GradientDescent;
 use tessel_estimator::model::variables::Variable;
-use tessel_estimator::model::{get_variable, Initializer};
+use tessel_estimator::model::{get_variable, Initializer, Optimizer};
 use tessel_estimator::{
     EstimatorError, Graph, Mode, Params, RunConfig, TpuEstimator, TpuEstimatorSpec,
 };
@@ -360,15 +361,18 @@ fn tiny_model_fn(
     let h = dense(g, &features["x"], 4, relu)?;
     let y = dense(g, &h, 2, Dense::default())?;
     let mut spec = TpuEstimatorSpec::new(mode);
-    spec.loss = Some((&y * &y).reduce_mean(&[], false));
+    let loss = (&y * &y).reduce_mean(&[], false);
+    spec.loss = Some(loss.clone());
+    if mode == Mode::Train {
+        // A zero learning rate: the trained values stay the warm-started ones.
+        spec.train_op = Some(GradientDescent::new(0.0f32).minimize(g, &loss)?);
+    }
     Ok(spec)
 }
 
 #[test]
 fn evaluate_with_an_empty_model_dir_uses_the_warm_started_tf_values() {
-    let x: Vec<f32> = (0..8 * 3)
-        .map(|i| ((i * 7) % 11) as f32 / 5.0 - 1.0)
-        .collect();
+    let x = tiny_x();
     let e = expected();
     let f = |n: &str| -> Vec<f64> {
         e[n]["values"]
@@ -452,4 +456,77 @@ fn evaluate_with_an_empty_model_dir_uses_the_warm_started_tf_values() {
     .quiet();
     let cold = cold.evaluate(input_fn, 1).unwrap();
     assert!((cold.loss - reference).abs() > 1e-3, "{}", cold.loss);
+}
+
+fn tiny_x() -> Vec<f32> {
+    (0..8 * 3)
+        .map(|i| ((i * 7) % 11) as f32 / 5.0 - 1.0)
+        .collect()
+}
+
+fn tiny_input_fn(p: &Params) -> Result<Input, EstimatorError> {
+    let ds = Dataset::from_tensor_slices(vec![
+        ("x".into(), Array::f32(&[8, 3], tiny_x())),
+        (
+            "label".into(),
+            Array::new(
+                ArrayShape::new(ElementType::S32, &[8]),
+                ArrayData::S32(vec![0; 8]),
+            ),
+        ),
+    ])?;
+    Ok(Input::new(
+        ds.repeat(None).batch(p.batch_size() as u64, true)?,
+        "label",
+    ))
+}
+
+#[test]
+fn training_starts_from_the_warm_start_and_a_checkpoint_then_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = || RunConfig {
+        model_dir: Some(dir.path().to_path_buf()),
+        ..RunConfig::default()
+    };
+    let estimator = TpuEstimator::new(
+        tiny_model_fn,
+        config(),
+        Params::new(),
+        false,
+        8,
+        Some(8),
+        None,
+    )
+    .unwrap()
+    .quiet()
+    .with_warm_start(WarmStart::new(fixture()).with_global_step());
+    // The global step is taken too: from 7, max_steps 9 runs two steps.
+    estimator.train(tiny_input_fn, None, Some(9)).unwrap();
+    let saved = Saver::new(dir.path(), 5).restore_latest().unwrap().unwrap();
+    assert_eq!(saved.global_step, 9);
+    let e = expected();
+    for name in [
+        "dense/kernel",
+        "dense/bias",
+        "dense_1/kernel",
+        "dense_1/bias",
+    ] {
+        let (_, a) = saved.variables.iter().find(|(n, _)| n == name).unwrap();
+        assert_same(name, a, &e[name]);
+    }
+    // The model_dir has a checkpoint now: a warm start (from a source whose names do not
+    // even match) is ignored, as TF ignores warm_start_from then.
+    let again = TpuEstimator::new(
+        tiny_model_fn,
+        config(),
+        Params::new(),
+        false,
+        8,
+        Some(8),
+        None,
+    )
+    .unwrap()
+    .quiet()
+    .with_warm_start(WarmStart::new(fixture()).rename("x", "y"));
+    assert_eq!(again.evaluate(tiny_input_fn, 1).unwrap().global_step, 9);
 }
