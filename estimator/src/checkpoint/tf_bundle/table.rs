@@ -9,12 +9,15 @@
 
 use super::masked_crc32c;
 
+/// One (key, value) of a block.
+pub type Entry = (Vec<u8>, Vec<u8>);
+
 const FOOTER_LEN: usize = 48;
 const MAGIC: u64 = 0xdb47_7524_8b80_fb57;
 const TRAILER_LEN: usize = 5;
 
 /// Every (key, value) of the table in key order. Errors are messages; the caller names the file.
-pub fn read_table(file: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+pub fn read_table(file: &[u8]) -> Result<Vec<Entry>, String> {
     if file.len() < FOOTER_LEN {
         return Err(format!(
             "it is {} bytes, shorter than a table's {FOOTER_LEN}-byte footer",
@@ -66,11 +69,7 @@ fn varint(bytes: &[u8], at: &mut usize) -> Result<u64, String> {
 }
 
 /// The entries of the block at `handle`, after checking its trailer.
-fn read_block(
-    file: &[u8],
-    (offset, size): (u64, u64),
-    what: &str,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+fn read_block(file: &[u8], (offset, size): (u64, u64), what: &str) -> Result<Vec<Entry>, String> {
     let start = usize::try_from(offset).map_err(|_| format!("{what} offset {offset} too large"))?;
     let end = usize::try_from(size)
         .ok()
@@ -103,7 +102,7 @@ fn read_block(
     parse_block(block).map_err(|m| format!("the {what} at offset {offset}: {m}"))
 }
 
-fn parse_block(block: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+fn parse_block(block: &[u8]) -> Result<Vec<Entry>, String> {
     if block.len() < 4 {
         return Err("shorter than its restart count".into());
     }
@@ -119,7 +118,7 @@ fn parse_block(block: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
             )
         })?;
     let entries = &block[..entries_end];
-    let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut out: Vec<Entry> = Vec::new();
     let mut key = Vec::new();
     let mut at = 0;
     while at < entries.len() {
