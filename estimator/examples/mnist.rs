@@ -5,6 +5,7 @@
 //! cargo run --release --example mnist -- [--model-dir DIR] [--train-file F --eval-file F]
 //!     [--batch-size 128] [--train-steps 2000] [--eval-steps 78] [--iterations 50]
 //!     [--num-shards 1] [--learning-rate 0.05] [--use-tpu true]
+//!     [--mode train|evaluate] [--warm-start-from TESSEL_OR_TF_CHECKPOINT]
 //! ```
 //! With no file flags it reads the MNIST IDX files bundled in `estimator/data/mnist/`.
 
