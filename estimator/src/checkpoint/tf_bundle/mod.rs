@@ -254,8 +254,9 @@ mod tests {
 
     #[test]
     fn masked_crc_matches_leveldb() {
-        // LevelDB's crc32c_test: Mask(Value("foo")) != Value, and Unmask round-trips; the
-        // masked value of an empty string is the delta rotated in.
+        // CRC-32C's check value, then LevelDB's masking: rotate right 15, add the delta
+        // (unmasking is the inverse).
+        assert_eq!(crc32c::crc32c(b"123456789"), 0xe306_9283);
         assert_eq!(masked_crc32c(b""), 0xa282_ead8);
         let crc = crc32c::crc32c(b"foo");
         let masked = masked_crc32c(b"foo");

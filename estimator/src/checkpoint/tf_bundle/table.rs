@@ -175,3 +175,96 @@ mod tests {
         assert!(parse_block(&bad).unwrap_err().contains("shares 5"));
     }
 }
+
+#[cfg(test)]
+mod writer_tests {
+    //! Tables with several data blocks, as TF writes for indexes past its 256 KiB block size,
+    //! built here by a minimal writer (prefix compression, a restart every 2 entries).
+    use super::*;
+
+    fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    fn block(entries: &[Entry]) -> Vec<u8> {
+        let (mut out, mut restarts, mut prev) = (Vec::new(), Vec::new(), Vec::<u8>::new());
+        for (i, (k, v)) in entries.iter().enumerate() {
+            let shared = if i % 2 == 0 {
+                restarts.push(out.len() as u32);
+                0
+            } else {
+                prev.iter().zip(k).take_while(|(a, b)| a == b).count()
+            };
+            put_varint(&mut out, shared as u64);
+            put_varint(&mut out, (k.len() - shared) as u64);
+            put_varint(&mut out, v.len() as u64);
+            out.extend(&k[shared..]);
+            out.extend(v);
+            prev = k.clone();
+        }
+        for r in &restarts {
+            out.extend(r.to_le_bytes());
+        }
+        out.extend((restarts.len() as u32).to_le_bytes());
+        out
+    }
+
+    /// Appends `contents` with its trailer; returns its handle.
+    fn append(file: &mut Vec<u8>, contents: &[u8], kind: u8) -> Vec<u8> {
+        let mut handle = Vec::new();
+        put_varint(&mut handle, file.len() as u64);
+        put_varint(&mut handle, contents.len() as u64);
+        let start = file.len();
+        file.extend(contents);
+        file.push(kind);
+        let crc = masked_crc32c(&file[start..]);
+        file.extend(crc.to_le_bytes());
+        handle
+    }
+
+    fn table(blocks: &[Vec<Entry>], kind: u8) -> Vec<u8> {
+        let mut file = Vec::new();
+        let mut index = Vec::new();
+        for b in blocks {
+            let handle = append(&mut file, &block(b), kind);
+            index.push((b.last().unwrap().0.clone(), handle));
+        }
+        let meta = append(&mut file, &block(&[]), 0);
+        let index = append(&mut file, &block(&index), 0);
+        let mut footer = [meta, index].concat();
+        footer.resize(40, 0);
+        footer.extend(MAGIC.to_le_bytes());
+        file.extend(footer);
+        file
+    }
+
+    fn entries(range: std::ops::Range<u32>) -> Vec<Entry> {
+        range
+            .map(|i| {
+                (
+                    format!("layer/var{i:04}").into_bytes(),
+                    i.to_le_bytes().to_vec(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn entries_of_every_data_block_in_order() {
+        let blocks = [entries(0..5), entries(5..6), entries(6..40)];
+        let all: Vec<Entry> = blocks.concat();
+        assert_eq!(read_table(&table(&blocks, 0)).unwrap(), all);
+    }
+
+    #[test]
+    fn snappy_blocks_and_unsorted_keys_are_refused() {
+        let e = read_table(&table(&[entries(0..3)], 1)).unwrap_err();
+        assert!(e.contains("snappy-compressed"), "{e}");
+        let e = read_table(&table(&[entries(3..6), entries(0..3)], 0)).unwrap_err();
+        assert!(e.contains("increasing order"), "{e}");
+    }
+}
