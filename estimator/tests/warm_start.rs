@@ -432,6 +432,15 @@ fn evaluate_with_an_empty_model_dir_uses_the_warm_started_tf_values() {
     };
     let result = estimator.evaluate(input_fn, 1).unwrap();
     assert_eq!(result.global_step, 0);
+    let from = format!(
+        "Warm-starting from: {}",
+        fixture().join("model.ckpt-7").display()
+    );
+    assert!(
+        result.log.iter().any(|l| l.contains(&from)),
+        "{:?}",
+        result.log
+    );
     assert!(
         (result.loss - reference).abs() < 1e-5 * reference.max(1.0),
         "{} vs {reference}",

@@ -81,9 +81,10 @@ impl TpuEstimator {
             self.config.tf_random_seed,
             self.warm_start.as_ref(),
         )?;
-        match &state.restored_from {
-            Some(file) => log.info(format!("Restoring parameters from {}", file.display())),
-            None => log.warn(format!(
+        match (&state.restored_from, &state.warm_started_from) {
+            (Some(file), _) => log.info(format!("Restoring parameters from {}", file.display())),
+            (None, Some(from)) => log.info(format!("Warm-starting from: {}", from.display())),
+            (None, None) => log.warn(format!(
                 "Could not find trained model in model_dir: {}, running initialization to evaluate.",
                 self.model_dir.display()
             )),

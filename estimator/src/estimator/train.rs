@@ -127,6 +127,9 @@ impl TpuEstimator {
         if let Some(file) = &state.restored_from {
             log.info(format!("Restoring parameters from {}", file.display()));
         }
+        if let Some(from) = &state.warm_started_from {
+            log.info(format!("Warm-starting from: {}", from.display()));
+        }
         let start = state.global_step;
         let target = match (steps, max_steps) {
             (_, Some(max)) => max as i64,

@@ -18,6 +18,8 @@ pub struct HostState {
     pub input_batches: u64,
     /// The checkpoint restored, if any.
     pub restored_from: Option<PathBuf>,
+    /// The warm start's source, when one gave the first values.
+    pub warm_started_from: Option<PathBuf>,
 }
 
 const INPUT_BATCHES: &str = "batches";
@@ -59,6 +61,7 @@ impl HostState {
                 values,
                 input_batches: 0,
                 restored_from: None,
+                warm_started_from: warm.map(|w| w.source),
             });
         };
         let checkpoint = crate::checkpoint::read_checkpoint(&file)?;
@@ -93,6 +96,7 @@ impl HostState {
             values,
             input_batches,
             restored_from: Some(file),
+            warm_started_from: None,
         })
     }
 
