@@ -5,6 +5,7 @@
 //! cargo run --release --example mnist -- [--model-dir DIR] [--train-file F --eval-file F]
 //!     [--batch-size 128] [--train-steps 2000] [--eval-steps 78] [--iterations 50]
 //!     [--num-shards 1] [--learning-rate 0.05] [--use-tpu true]
+//!     [--mode train|evaluate] [--warm-start-from TESSEL_OR_TF_CHECKPOINT]
 //! ```
 //! With no file flags it reads the MNIST IDX files bundled in `estimator/data/mnist/`.
 
@@ -13,6 +14,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_compiler::trace::Tensor;
+use tessel_estimator::checkpoint::WarmStart;
 use tessel_estimator::estimator::{EvalMetrics, Features};
 use tessel_estimator::input::parse::{
     decode_raw, parse_single_example, FeatureDType, ParseSpec, RawType,
@@ -55,6 +57,13 @@ struct Flags {
     learning_rate: f64,
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     use_tpu: bool,
+    /// `train` (then evaluate, the seed's program) or `evaluate` (no training).
+    #[arg(long, default_value = "train")]
+    mode: String,
+    /// A tessel or TF checkpoint (a model_dir or a checkpoint path) whose variables start
+    /// an empty model_dir (TF's `warm_start_from`).
+    #[arg(long)]
+    warm_start_from: Option<PathBuf>,
 }
 
 fn model_fn(
@@ -259,6 +268,31 @@ fn run(flags: &Flags) -> Result<(), EstimatorError> {
         Some(flags.batch_size),
         None,
     )?;
+    let estimator = match &flags.warm_start_from {
+        Some(from) => estimator.with_warm_start(WarmStart::new(from)),
+        None => estimator,
+    };
+    match flags.mode.as_str() {
+        "train" => {}
+        "evaluate" => {
+            let t0 = Instant::now();
+            let eval =
+                estimator.evaluate(input_fn(flags.eval_file.clone(), false), flags.eval_steps)?;
+            println!(
+                "tessel eval_wall_s={:.1} accuracy={:.4} loss={:.4} model_dir={}",
+                t0.elapsed().as_secs_f64(),
+                eval.metric("accuracy").unwrap_or(f64::NAN),
+                eval.loss,
+                estimator.model_dir().display()
+            );
+            return Ok(());
+        }
+        other => {
+            return Err(EstimatorError::Value(format!(
+                "--mode {other}: expected train or evaluate"
+            )))
+        }
+    }
     let t0 = Instant::now();
     let trained = estimator.train(
         input_fn(flags.train_file.clone(), true),

@@ -56,6 +56,8 @@ pub enum EstimatorError {
     Dataset(#[from] crate::input::DatasetError),
     #[error(transparent)]
     InputFile(#[from] crate::input::InputError),
+    #[error(transparent)]
+    WarmStart(#[from] crate::checkpoint::WarmStartError),
     #[error("cannot write {what}: {message}")]
     Write { what: String, message: String },
 }

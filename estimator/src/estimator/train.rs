@@ -123,10 +123,17 @@ impl TpuEstimator {
             ));
         }
 
-        let mut state =
-            HostState::restore_or_init(&traced.variables, &saver, self.config.tf_random_seed)?;
+        let mut state = HostState::restore_or_init(
+            &traced.variables,
+            &saver,
+            self.config.tf_random_seed,
+            self.warm_start.as_ref(),
+        )?;
         if let Some(file) = &state.restored_from {
             log.info(format!("Restoring parameters from {}", file.display()));
+        }
+        if let Some(from) = &state.warm_started_from {
+            log.info(format!("Warm-starting from: {}", from.display()));
         }
         let start = state.global_step;
         let target = match (steps, max_steps) {
