@@ -5,7 +5,8 @@
 //!
 //! `params` knobs: `learning_rate` (f64, default 0.01), `optimizer` ("adam" default, "sgd"),
 //! `poison_step` (i64: from that global step on the loss gains a NaN that reaches every
-//! gradient, so the variables turn NaN there), `no_cross_shard` (any: a bare Adam).
+//! gradient, so the variables turn NaN there), `no_cross_shard` (any: a bare Adam),
+//! `hidden` (i64, default 16: the first layer's units).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -205,7 +206,8 @@ pub fn model_fn(
         activation: Activation::Relu,
         ..Dense::default()
     };
-    let h = dense(g, &features["x"], 16, relu)?;
+    let hidden = params.get("hidden").and_then(|p| p.as_i64()).unwrap_or(16);
+    let h = dense(g, &features["x"], hidden, relu)?;
     let h = dropout(g, &h, 0.3, mode == Mode::Train)?;
     let logits = dense(g, &h, CLASSES as i64, Dense::default())?;
     let labels = labels.ok_or_else(|| EstimatorError::ModelFn("no PREDICT".into()))?;
