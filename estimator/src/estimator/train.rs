@@ -186,7 +186,14 @@ impl TpuEstimator {
                 [one] => one.sources(shards, k),
                 each => each.iter().flat_map(|d| d.sources(1, k)).collect(),
             };
-            carried = runner.run(k, carried, sources, &mut on_step)?;
+            carried = match runner.run(k, carried, sources, &mut on_step) {
+                Ok(c) => c,
+                Err(e) => {
+                    log.finish_progress();
+                    return Err(input_failure(&dealers, shards, start, last_saved_step)
+                        .unwrap_or(EstimatorError::Session(e)));
+                }
+            };
             let elapsed = started.elapsed();
             run_time += elapsed;
             since_log.1 += elapsed;
@@ -310,6 +317,24 @@ impl TpuEstimator {
         saver.save(&state.checkpoint(variables))?;
         Ok(())
     }
+}
+
+/// When a loop failed because its input did: the input_fn's error, at the step whose batch
+/// could not be made, with the checkpoint the next train resumes from. (The runtime's
+/// error would only say that the infeed closed.) `start`: the step this train call began at.
+fn input_failure(
+    dealers: &[Dealer],
+    shards: usize,
+    start: i64,
+    last_saved_step: i64,
+) -> Option<EstimatorError> {
+    let (dealt, message) = dealers.iter().find_map(Dealer::failure)?;
+    // One dealer feeds every shard in turn; otherwise each shard has its own.
+    let per_step = if dealers.len() == 1 { shards } else { 1 } as u64;
+    Some(EstimatorError::Input(format!(
+        "{message} (at step {}; the model_dir keeps the checkpoint for step {last_saved_step}, which the next train() resumes from)",
+        start + (dealt / per_step) as i64 + 1
+    )))
 }
 
 pub(crate) fn summary_err(e: crate::summary::SummaryError) -> EstimatorError {
