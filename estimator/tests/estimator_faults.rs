@@ -263,3 +263,25 @@ fn sigint_stops_within_the_loop() {
         })
     });
 }
+
+/// Regression: a stop requested during the last loop used to stay set (training had reached
+/// its target, so it returned Ok without clearing it), and the next train() then stopped
+/// after its first loop with `Interrupted`.
+#[test]
+fn a_stop_during_the_last_loop_does_not_leak_into_the_next_train() {
+    let _s = serial();
+    let dir = temp_dir("fault_stop_last_loop");
+    let est = estimator(config(&dir, 10, 1000), Params::new());
+    let flag = est.stop_flag();
+    // Element 56 is in batch 7, step 8: the last loop of a train to 10.
+    let r = est
+        .train(
+            input_with_hook(56, Arc::new(move || flag.store(true, Ordering::SeqCst))),
+            None,
+            Some(10),
+        )
+        .unwrap();
+    assert_eq!(r.global_step, 10);
+    let r = est.train(plain_input(), None, Some(40)).unwrap();
+    assert_eq!(r.global_step, 40);
+}

@@ -185,3 +185,87 @@ fn two_shards_train_reproducibly_and_evaluate_in_replica_order() {
     est_b.train(tiny::train_input, None, Some(300)).unwrap();
     assert!(ckpt_bytes(&dir, 300) == ckpt_bytes(&dir_b, 300));
 }
+
+/// Regression: with `per_host_input_for_training: PerShard` every shard's input_fn call got
+/// the same params, so no input_fn could tell which shard it fed and every shard trained on
+/// the same batches. Now `params["context"]` is the shard index: per-shard inputs that take
+/// every other batch train exactly as one per-host input dealt to the shards in turn.
+#[test]
+fn per_shard_input_fns_get_their_shard_index() {
+    use tessel_estimator::config::InputPipelineConfig;
+    let contexts: Arc<Mutex<Vec<Option<i64>>>> = Arc::default();
+    let per_shard_dir = temp_dir("per_shard");
+    let mut c = two_shards(&per_shard_dir);
+    c.tpu_config.per_host_input_for_training = InputPipelineConfig::PerShard;
+    let est = TpuEstimator::new(tiny::model_fn, c, Params::new(), true, 8, None, None)
+        .unwrap()
+        .quiet();
+    let seen = Arc::clone(&contexts);
+    est.train(
+        move |params: &Params| {
+            let index = params.get("context").and_then(|p| p.as_i64());
+            seen.lock().unwrap().push(index);
+            per_shard_input(params)
+        },
+        None,
+        Some(60),
+    )
+    .unwrap();
+    assert_eq!(*contexts.lock().unwrap(), vec![Some(0), Some(1)]);
+
+    let per_host_dir = temp_dir("per_host");
+    let est = TpuEstimator::new(
+        tiny::model_fn,
+        two_shards(&per_host_dir),
+        Params::new(),
+        true,
+        8,
+        None,
+        None,
+    )
+    .unwrap()
+    .quiet();
+    est.train(
+        |params: &Params| {
+            assert!(params.get("context").is_none());
+            let ds = tiny::examples()
+                .repeat(None)
+                .batch(params.batch_size() as u64, true)?;
+            Ok(tessel_estimator::Input::new(ds, "y"))
+        },
+        None,
+        Some(60),
+    )
+    .unwrap();
+    // The variables are equal; the input positions differ as they should (each
+    // per-shard pipeline took 60 batches, the per-host one 120).
+    let a = read_checkpoint(&per_shard_dir.join("model.ckpt-60.safetensors")).unwrap();
+    let b = read_checkpoint(&per_host_dir.join("model.ckpt-60.safetensors")).unwrap();
+    assert!(a.variables == b.variables);
+    let batches = |c: &tessel_estimator::checkpoint::Checkpoint| c.input_state[0].1.data.get_i64(0);
+    assert_eq!((batches(&a), batches(&b)), (60, 120));
+
+    // Per-shard inputs resume exactly too: 30 then 60 equals 60 at once.
+    let resumed_dir = temp_dir("per_shard_resumed");
+    for max in [30, 60] {
+        let mut c = two_shards(&resumed_dir);
+        c.tpu_config.per_host_input_for_training = InputPipelineConfig::PerShard;
+        TpuEstimator::new(tiny::model_fn, c, Params::new(), true, 8, None, None)
+            .unwrap()
+            .quiet()
+            .train(per_shard_input, None, Some(max))
+            .unwrap();
+    }
+    assert!(ckpt_bytes(&per_shard_dir, 60) == ckpt_bytes(&resumed_dir, 60));
+}
+
+/// Shard `params["context"]` of 2 reads batches i, i+2, ... of the examples (96 examples
+/// make 24 batches of 4, an even number, so epochs line up with per-host dealing).
+fn per_shard_input(params: &Params) -> Result<tessel_estimator::Input, EstimatorError> {
+    let index = params.get("context").and_then(|p| p.as_i64());
+    let ds = tiny::examples()
+        .batch(params.batch_size() as u64, true)?
+        .shard(2, index.unwrap_or(0) as u64)?
+        .repeat(None);
+    Ok(tessel_estimator::Input::new(ds, "y"))
+}

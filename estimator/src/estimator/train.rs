@@ -97,9 +97,15 @@ impl TpuEstimator {
         let params = self.params_for(self.train_batch_size);
         let per_shard_input =
             self.config.tpu_config.per_host_input_for_training == InputPipelineConfig::PerShard;
-        let inputs: Vec<Input> = (0..if per_shard_input { shards } else { 1 })
-            .map(|_| input_fn(&params))
-            .collect::<Result<_, _>>()?;
+        // Per shard, input_fn learns which shard it feeds from params["context"] (the
+        // shard index), so it can read its own part (`dataset.shard(num_shards, index)`).
+        let inputs: Vec<Input> = if per_shard_input {
+            (0..shards)
+                .map(|i| input_fn(&params.clone().with("context", i as i64)))
+                .collect::<Result<_, _>>()?
+        } else {
+            vec![input_fn(&params)?]
+        };
         let components = fed_components(inputs[0].dataset.element_spec())?;
         log.info("Calling model_fn.");
         let traced = trace_step(
@@ -281,11 +287,15 @@ impl TpuEstimator {
                 last_saved_step = step;
                 last_saved_at = Instant::now();
             }
-            if stopping && step < target {
-                log.finish_progress();
+            if stopping {
+                // Consumed here, even at the target: a flag left set would stop the next
+                // train() after its first loop.
                 self.stop.store(false, Ordering::SeqCst);
-                drop(interrupt);
-                return Err(EstimatorError::Interrupted { step });
+                if step < target {
+                    log.finish_progress();
+                    drop(interrupt);
+                    return Err(EstimatorError::Interrupted { step });
+                }
             }
         }
         drop(interrupt);
