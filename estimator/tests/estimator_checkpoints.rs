@@ -262,3 +262,26 @@ fn max_steps_already_reached_skips_training() {
         .collect();
     assert_eq!(before, after);
 }
+
+#[test]
+fn restoring_without_a_variable_the_model_needs_names_it() {
+    let dir = temp_dir("ckpt_missing_slot");
+    estimator(
+        config(&dir, 5, 1000),
+        Params::new().with("optimizer", "sgd"),
+    )
+    .train(tiny::train_input, None, Some(5))
+    .unwrap();
+    // Adam needs variables the SGD checkpoint does not have (TF's `beta1_power` first).
+    let e = estimator(config(&dir, 5, 1000), Params::new())
+        .train(tiny::train_input, None, Some(10))
+        .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("model.ckpt-5.safetensors")
+            && text.contains("it has no variable `beta1_power`")
+            && text.contains("was the model changed since the checkpoint?"),
+        "{text}"
+    );
+    assert_eq!(checkpoint_steps(&dir), vec![0, 5]);
+}

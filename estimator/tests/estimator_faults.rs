@@ -285,3 +285,67 @@ fn a_stop_during_the_last_loop_does_not_leak_into_the_next_train() {
     let r = est.train(plain_input(), None, Some(40)).unwrap();
     assert_eq!(r.global_step, 40);
 }
+
+#[test]
+fn a_nan_loss_with_finite_variables_is_reported_at_its_step() {
+    let _s = serial();
+    let dir = temp_dir("fault_nan_loss");
+    let e = estimator(
+        config(&dir, 5, 5),
+        Params::new().with("poison_loss_step", 12),
+    )
+    .train(tiny::train_input, None, Some(30))
+    .unwrap_err();
+    assert!(
+        matches!(e, EstimatorError::LossDiverged { step: 13, .. }),
+        "{e}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "the loss is NaN at step 13 (the last checkpoint, from before this loop, is intact)"
+    );
+    assert_eq!(checkpoint_steps(&dir), vec![0, 5, 10]);
+    assert_clean(&dir);
+}
+
+/// save_checkpoints_secs: a checkpoint at the end of the first loop that ends after the
+/// interval passed (the input sleeps 1.2 s in the loop of steps 11..=15), not before.
+#[test]
+fn save_checkpoints_secs_cadence() {
+    let _s = serial();
+    let dir = temp_dir("fault_secs");
+    let mut c = config(&dir, 5, 1);
+    c.save_checkpoints_steps = None;
+    c.save_checkpoints_secs = Some(1);
+    // Element 96 is in batch 12, step 13.
+    let sleep: Arc<dyn Fn() + Send + Sync> =
+        Arc::new(|| std::thread::sleep(std::time::Duration::from_millis(1200)));
+    let r = estimator(c, Params::new())
+        .train(input_with_hook(96, sleep), None, Some(25))
+        .unwrap();
+    let saved: Vec<&String> = r
+        .log
+        .iter()
+        .filter(|l| l.starts_with("Saving checkpoints for "))
+        .collect();
+    assert_eq!(saved.len(), 3, "{saved:?}");
+    assert!(saved[0].starts_with("Saving checkpoints for 0 "));
+    assert!(saved[1].starts_with("Saving checkpoints for 15 "));
+    assert!(saved[2].starts_with("Saving checkpoints for 25 "));
+}
+
+#[test]
+fn an_input_that_ends_says_to_repeat() {
+    let _s = serial();
+    let dir = temp_dir("fault_input_end");
+    // 96 examples make 12 batches of 8: step 13 has none.
+    let e = estimator(config(&dir, 5, 5), Params::new())
+        .train(tiny::eval_input, None, Some(20))
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the input_fn failed: the input_fn's dataset ended after 12 batches (use repeat() to train for more steps than one pass gives) (at step 13; the model_dir keeps the checkpoint for step 10, which the next train() resumes from)"
+    );
+    assert_eq!(checkpoint_steps(&dir), vec![0, 5, 10]);
+    assert_clean(&dir);
+}

@@ -5,7 +5,7 @@
 //!
 //! `params` knobs: `learning_rate` (f64, default 0.01), `optimizer` ("adam" default, "sgd"),
 //! `poison_step` (i64: from that global step on the loss gains a NaN that reaches every
-//! gradient, so the variables turn NaN there), `no_cross_shard` (any: a bare Adam),
+//! gradient, so the variables turn NaN there), `poison_loss_step` (the same NaN in the loss only), `no_cross_shard` (any: a bare Adam),
 //! `hidden` (i64, default 16: the first layer's units).
 
 use std::path::{Path, PathBuf};
@@ -239,6 +239,12 @@ pub fn model_fn(
         let step = g.global_step.cast(ElementType::F32);
         let s = (step * -1.0) + (at as f32 - 0.5);
         loss = loss + s.log() * logits.reduce_mean(&[], false);
+    }
+    if let Some(at) = params.get("poison_loss_step").and_then(|p| p.as_i64()) {
+        // The same NaN added to the loss alone: no variable's gradient depends on it.
+        let step = g.global_step.cast(ElementType::F32);
+        let s = (step * -1.0) + (at as f32 - 0.5);
+        loss = loss + s.log();
     }
     spec.loss = Some(loss.clone());
     let lr = params
