@@ -111,7 +111,13 @@ impl TpuEstimator {
                 }
             };
             let sources = dealer.sources(shards, k);
-            runner.run(k, carried.clone(), sources, &mut on_step)?;
+            if let Err(e) = runner.run(k, carried.clone(), sources, &mut on_step) {
+                // The input's own error, not the infeed's report of it.
+                return Err(match dealer.failure() {
+                    Some((_, message)) => EstimatorError::Input(message),
+                    None => EstimatorError::Session(e),
+                });
+            }
             for per_shard in outfed {
                 let per_shard: Vec<Vec<Array>> = per_shard.into_iter().flatten().collect();
                 loss_sum += per_shard.iter().map(|v| v[0].data.get_f64(0)).sum::<f64>()

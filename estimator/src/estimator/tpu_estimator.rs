@@ -54,11 +54,16 @@ impl TpuEstimator {
         predict_batch_size: Option<usize>,
     ) -> Result<TpuEstimator, EstimatorError> {
         config.validate()?;
-        let reserved = params.reserved_keys_used();
-        if !reserved.is_empty() {
+        if !params.reserved_keys_used().is_empty() {
+            // TF's text: the whole reserved list and the params dict, as Python prints them.
+            let keys: Vec<String> = super::params::RESERVED_KEYS
+                .iter()
+                .map(|k| format!("'{k}'"))
+                .collect();
             let shown: Vec<String> = params.iter().map(|(k, v)| format!("'{k}': {v}")).collect();
             return Err(EstimatorError::value(format!(
-                "{reserved:?} are reserved keys but existed in params {{{}}}.",
+                "[{}] are reserved keys but existed in params {{{}}}.",
+                keys.join(", "),
                 shown.join(", ")
             )));
         }

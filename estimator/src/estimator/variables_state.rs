@@ -79,8 +79,10 @@ impl HostState {
             };
             if a.shape.dims.as_slice() != v.dims.as_slice() || a.element_type() != v.element_type {
                 return Err(restore_err(format!(
-                    "variable `{}` is {} in the checkpoint but {}{:?} in the model_fn",
-                    v.name, a.shape, v.element_type, v.dims
+                    "variable `{}` is {} in the checkpoint but {} in the model_fn (was the model changed since the checkpoint?)",
+                    v.name,
+                    type_and_dims(a.element_type(), &a.shape.dims),
+                    type_and_dims(v.element_type, &v.dims)
                 )));
             }
             values.push(a.clone());
@@ -134,6 +136,13 @@ impl HostState {
         carried.extend(self.values.iter().cloned());
         Ok(carried)
     }
+}
+
+/// `f32[8,16]`: one spelling for both sides of a mismatch (the shape's own display adds
+/// its layout).
+fn type_and_dims(ty: ElementType, dims: &[i64]) -> String {
+    let dims: Vec<String> = dims.iter().map(i64::to_string).collect();
+    format!("{ty}[{}]", dims.join(","))
 }
 
 /// The first variable holding a NaN or an infinity, with which.
