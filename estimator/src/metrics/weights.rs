@@ -48,7 +48,7 @@ pub(crate) fn broadcast_weights(
         expanded = wd
             .iter()
             .copied()
-            .chain(std::iter::repeat(1).take(vd.len() - wd.len()))
+            .chain(std::iter::repeat_n(1, vd.len() - wd.len()))
             .collect();
         expanded.as_slice()
     } else {
