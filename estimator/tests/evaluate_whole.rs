@@ -408,3 +408,59 @@ fn train_and_evaluate_writes_eval_events_at_each_chunk() {
     let again = est.train_and_evaluate(&train, &eval).unwrap();
     assert_eq!(again.global_step, 20);
 }
+
+/// The data of `tests/tf/check_eval_metrics.py`, from the same formulas.
+fn tf_case() -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>, Vec<i32>) {
+    let frac = |v: f64| v.fract();
+    let n = 1000;
+    let pred: Vec<f32> = (0..n)
+        .map(|k| frac((k as f64).sin().abs() * 43758.5453) as f32)
+        .collect();
+    let labels = (0..n)
+        .map(|k| ((k * 7 % 3 == 0) != (pred[k] < 0.3)) as u8 as f32)
+        .collect();
+    let weights = (0..n)
+        .map(|k| if k % 10 == 9 { 0.0 } else { 1.0 })
+        .collect();
+    let scores = (0..n)
+        .flat_map(|k| (0..5).map(move |c| frac(((k * 5 + c) as f64).sin().abs() * 9973.1) as f32))
+        .collect();
+    let classes = (0..n).map(|k| (k % 5) as i32).collect();
+    (pred, labels, weights, scores, classes)
+}
+
+#[test]
+fn auc_and_top_k_match_tf() {
+    // Printed by tests/tf/check_eval_metrics.py with TF 2.15 (tf.compat.v1.metrics).
+    const TF_AUC200: f64 = 0.375147372;
+    const TF_AUC7: f64 = 0.373253912;
+    const TF_TOP2: f64 = 0.398888886;
+    let (pred, labels, weights, scores, classes) = tf_case();
+    let f32s = |v: &[f32], dims: &[i64]| {
+        Array::new(
+            ArrayShape::new(ElementType::F32, dims),
+            ArrayData::F32(v.to_vec()),
+        )
+    };
+    let mut set = MetricSet::new();
+    for (lo, hi) in [(0usize, 600usize), (600, 1000)] {
+        let n = (hi - lo) as i64;
+        let l = f32s(&labels[lo..hi], &[n]);
+        let p = f32s(&pred[lo..hi], &[n]);
+        let w = f32s(&weights[lo..hi], &[n]);
+        set.auc("auc200", &l, &p, Some(&w), 200);
+        set.auc("auc7", &l, &p, Some(&w), 7);
+        let s = f32s(&scores[lo * 5..hi * 5], &[n, 5]);
+        let c = Array::new(
+            ArrayShape::new(ElementType::S32, &[n]),
+            ArrayData::S32(classes[lo..hi].to_vec()),
+        );
+        set.top_k_accuracy("top2", &c, &s, 2, Some(&w));
+    }
+    assert_eq!(set.error(), None);
+    let r = set.results();
+    // TF accumulates in f32: agreement to f32 precision.
+    for ((name, v), tf) in r.iter().zip([TF_AUC200, TF_AUC7, TF_TOP2]) {
+        assert!((v - tf).abs() < 2e-6, "{name}: {v} vs TF {tf}");
+    }
+}
