@@ -276,6 +276,12 @@ fn some_steps_stops_after_n_batches() {
     assert_eq!(r.examples, 100);
     assert!((r.loss - host_reference(100).0).abs() < 1e-5);
     assert!(est.evaluate(input_fn(100, false), Some(0)).is_err());
+    // The whole set of an input that never ends is refused, not run forever.
+    let e = est
+        .evaluate(input_fn(100, true), None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("repeats forever"), "{e}");
 }
 
 #[test]
@@ -410,7 +416,10 @@ fn train_and_evaluate_writes_eval_events_at_each_chunk() {
 }
 
 /// The data of `tests/tf/check_eval_metrics.py`, from the same formulas.
-fn tf_case() -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>, Vec<i32>) {
+/// Predictions, labels, weights, scores `[n, 5]`, classes.
+type TfCase = (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>, Vec<i32>);
+
+fn tf_case() -> TfCase {
     let frac = |v: f64| v.fract();
     let n = 1000;
     let pred: Vec<f32> = (0..n)

@@ -15,6 +15,7 @@ use super::trace_step::trace_step;
 use super::variables_state::HostState;
 use crate::checkpoint::Saver;
 use crate::error::EstimatorError;
+use crate::input::dataset::Cardinality;
 use crate::metrics::MetricSet;
 use crate::model::Mode;
 use crate::summary::EventWriter;
@@ -68,6 +69,11 @@ impl TpuEstimator {
         let per_shard = eval_batch / shards;
         let params = self.params_for(eval_batch);
         let input = input_fn(&params)?;
+        if steps.is_none() && input.dataset.cardinality() == Cardinality::Infinite {
+            return Err(EstimatorError::value(
+                "evaluate(steps=None) reads the input until it ends, but the input_fn's dataset repeats forever: give steps, or do not repeat() the eval input",
+            ));
+        }
         let mask_name = input.mask.as_deref();
         let components = eval_components(input.dataset.element_spec(), per_shard, mask_name)?;
         log.info("Calling model_fn.");
