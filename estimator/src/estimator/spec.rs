@@ -53,9 +53,9 @@ impl Index<&str> for Features {
 }
 
 /// The host half of `eval_metrics = (metric_fn, tensors)`: called once per evaluation batch
-/// with the named tensors' values (concatenated over the shards in replica order, padded
-/// examples already weighted 0 by the caller's `weights` tensor if it has one), it updates
-/// streaming metrics in the given set.
+/// with the named tensors' values (concatenated over the shards in replica order) and the
+/// batch's per-example mask (`HostTensors::mask`, 0 for padding: pass it as the weights), it
+/// updates streaming metrics in the given set.
 pub type MetricFn = Box<dyn Fn(&mut crate::metrics::MetricSet, &HostTensors) + Send>;
 
 /// Named arrays on the host (one evaluation batch, all shards).
