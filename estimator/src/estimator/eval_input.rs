@@ -95,6 +95,24 @@ fn show(dims: &[Option<i64>]) -> String {
     format!("[{}]", parts.join(","))
 }
 
+/// At most this many bytes of batches are read ahead: a loop is shortened to fit, so a large
+/// `iterations_per_loop` with large batches does not hold the eval set in memory.
+pub const READ_AHEAD_BYTES: usize = 256 << 20;
+
+/// Steps whose batches (`batch_bytes` per shard, `shards` shards) fit in `cap` bytes; at
+/// least 1.
+pub fn steps_that_fit(batch_bytes: usize, shards: usize, cap: usize) -> u64 {
+    (cap / (batch_bytes * shards).max(1)).max(1) as u64
+}
+
+/// The bytes of one per-shard batch of `components`.
+pub fn batch_bytes(components: &[FedComponent]) -> usize {
+    components
+        .iter()
+        .map(|c| c.dims.iter().product::<i64>() as usize * c.element_type.byte_size())
+        .sum()
+}
+
 /// One per-shard batch ready for the device, with its mask kept on the host.
 pub struct MaskedBatch {
     pub batch: Batch,
@@ -243,4 +261,25 @@ fn mask_array(mask: &[f32]) -> Array {
         ArrayShape::new(ElementType::F32, &[mask.len() as i64]),
         ArrayData::F32(mask.to_vec()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_ahead_is_bounded() {
+        let c = |dims: Vec<i64>| FedComponent {
+            name: "x".into(),
+            element_type: ElementType::F32,
+            dims,
+        };
+        // MNIST: 128 x 784 f32 + 128 labels + the mask = 402,432 bytes.
+        let mnist = [c(vec![128, 784]), c(vec![128]), c(vec![128])];
+        assert_eq!(batch_bytes(&mnist), 402_432);
+        assert_eq!(steps_that_fit(402_432, 1, READ_AHEAD_BYTES), 667);
+        assert_eq!(steps_that_fit(402_432, 8, READ_AHEAD_BYTES), 83);
+        // A batch larger than the cap still runs, one step at a time.
+        assert_eq!(steps_that_fit(1 << 30, 2, READ_AHEAD_BYTES), 1);
+    }
 }

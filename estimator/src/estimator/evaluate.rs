@@ -4,7 +4,9 @@
 //! events, and returned.
 
 use super::dealer::Dealer;
-use super::eval_input::{eval_components, EvalBatches};
+use super::eval_input::{
+    batch_bytes, eval_components, steps_that_fit, EvalBatches, READ_AHEAD_BYTES,
+};
 use super::input_fn::Input;
 use super::log::{tf_float, Log};
 use super::loop_runner::LoopRunner;
@@ -110,8 +112,9 @@ impl TpuEstimator {
         let mut done = 0u64;
         let total = steps.map_or("?".to_string(), |n| n.to_string());
         let ipl = self.config.tpu_config.iterations_per_loop;
+        let fit = steps_that_fit(batch_bytes(&components), shards, READ_AHEAD_BYTES);
         loop {
-            let mut k = ipl.min(steps.map_or(u64::MAX, |n| n - done));
+            let mut k = ipl.min(steps.map_or(u64::MAX, |n| n - done)).min(fit);
             if k == 0 {
                 break;
             }
