@@ -122,7 +122,7 @@ fn train_and_eval_events_and_tf_log_lines() {
     );
 
     // Evaluation: TF's result line and events in model_dir/eval at the global step.
-    let e = est.evaluate(tiny::eval_input, 12).unwrap();
+    let e = est.evaluate(tiny::eval_input, Some(12)).unwrap();
     let dict = e
         .log
         .iter()

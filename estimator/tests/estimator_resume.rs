@@ -88,7 +88,7 @@ fn runs_are_reproducible_and_training_learns() {
     b.train(tiny::train_input, None, Some(300)).unwrap();
     assert!(ckpt_bytes(&a_dir, 300) == ckpt_bytes(&b_dir, 300));
     // It learns: the eval accuracy over all 96 examples beats chance (1/3) by far.
-    let e = a.evaluate(tiny::eval_input, 12).unwrap();
+    let e = a.evaluate(tiny::eval_input, Some(12)).unwrap();
     assert_eq!(e.examples, 96);
     let acc = e.metric("accuracy").unwrap();
     assert!(acc > 0.8, "accuracy {acc}, final loss {:?}", ra.final_loss);

@@ -127,7 +127,7 @@ fn two_shards_train_reproducibly_and_evaluate_in_replica_order() {
     .quiet();
     assert_eq!(est.replicas(), 2);
     let bs = Arc::clone(&batch_seen);
-    let before = est.evaluate(tiny::eval_input, 12).unwrap();
+    let before = est.evaluate(tiny::eval_input, Some(12)).unwrap();
     let r = est
         .train(
             move |params: &Params| {
@@ -145,7 +145,7 @@ fn two_shards_train_reproducibly_and_evaluate_in_replica_order() {
     }
 
     labels_seen.lock().unwrap().clear();
-    let after = est.evaluate(tiny::eval_input, 12).unwrap();
+    let after = est.evaluate(tiny::eval_input, Some(12)).unwrap();
     // It learns.
     assert!(
         after.loss < 0.5 * before.loss,

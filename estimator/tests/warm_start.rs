@@ -430,7 +430,7 @@ fn evaluate_with_an_empty_model_dir_uses_the_warm_started_tf_values() {
         ])?;
         Ok(Input::new(ds.batch(p.batch_size() as u64, true)?, "label"))
     };
-    let result = estimator.evaluate(input_fn, 1).unwrap();
+    let result = estimator.evaluate(input_fn, Some(1)).unwrap();
     assert_eq!(result.global_step, 0);
     let from = format!(
         "Warm-starting from: {}",
@@ -463,7 +463,7 @@ fn evaluate_with_an_empty_model_dir_uses_the_warm_started_tf_values() {
     )
     .unwrap()
     .quiet();
-    let cold = cold.evaluate(input_fn, 1).unwrap();
+    let cold = cold.evaluate(input_fn, Some(1)).unwrap();
     assert!((cold.loss - reference).abs() > 1e-3, "{}", cold.loss);
 }
 
@@ -537,5 +537,8 @@ fn training_starts_from_the_warm_start_and_a_checkpoint_then_wins() {
     .unwrap()
     .quiet()
     .with_warm_start(WarmStart::new(fixture()).rename("x", "y"));
-    assert_eq!(again.evaluate(tiny_input_fn, 1).unwrap().global_step, 9);
+    assert_eq!(
+        again.evaluate(tiny_input_fn, Some(1)).unwrap().global_step,
+        9
+    );
 }

@@ -13,9 +13,12 @@
 //! | `loop_runner` | compiled loops of `iterations_per_loop` steps |
 //! | `train` | `train(input_fn, steps, max_steps)`: loops, logs, summaries, checkpoints, NaN check, Ctrl-C |
 //! | `evaluate` | `evaluate(input_fn, steps)`: streaming metrics on the host |
+//! | `eval_input` | evaluation's batches: the short last batch padded, a per-example mask |
+//! | `train_and_evaluate` | `train_and_evaluate(train_spec, eval_spec)`: train in chunks, evaluate after each |
 //! | `log` | TF's log lines and the progress bar |
 
 mod dealer;
+mod eval_input;
 mod evaluate;
 mod input_fn;
 mod log;
@@ -25,6 +28,7 @@ mod spec;
 mod tpu_estimator;
 mod trace_step;
 mod train;
+mod train_and_evaluate;
 mod variables_state;
 
 pub use evaluate::EvalResult;
@@ -34,3 +38,4 @@ pub use spec::{EvalMetrics, Features, HostTensors, MetricFn, TpuEstimatorSpec};
 pub use tpu_estimator::TpuEstimator;
 pub use trace_step::ModelFn;
 pub use train::TrainResult;
+pub use train_and_evaluate::{EvalSpec, TrainSpec};
