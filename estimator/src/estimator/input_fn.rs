@@ -6,6 +6,7 @@ use super::trace_step::FedComponent;
 use crate::error::EstimatorError;
 use crate::input::dataset::Dataset;
 use crate::input::Value;
+use tessel_runtime::feed::FeedError;
 
 /// TPUEstimator's `input_fn(params)`: `params["batch_size"]` is the per-shard batch.
 pub type InputFn = dyn Fn(&Params) -> Result<Input, EstimatorError> + Send + Sync;
@@ -41,7 +42,7 @@ pub fn batches(dataset: &Dataset, components: &[FedComponent], position: u64) ->
     let spec = dataset.element_spec().clone();
     let order: Vec<Option<usize>> = components.iter().map(|c| spec.index_of(&c.name)).collect();
     let iter = dataset.iter_from(position).map(move |element| {
-        let element = element.map_err(|e| e.to_string())?;
+        let element = element.map_err(FeedError::source)?;
         let mut values: Vec<Option<Value>> = element.values.into_iter().map(Some).collect();
         let mut batch: Batch = Vec::with_capacity(order.len());
         for (c, i) in components.iter().zip(&order) {
@@ -51,12 +52,17 @@ pub fn batches(dataset: &Dataset, components: &[FedComponent], position: u64) ->
                     batch.push(a)
                 }
                 Some(Value::Dense(a)) => {
-                    return Err(format!(
+                    return Err(FeedError::message(format!(
                         "component `{}` is {}, but the step was traced for {:?}",
                         c.name, a.shape, c.dims
-                    ))
+                    )))
                 }
-                _ => return Err(format!("component `{}` is missing or not dense", c.name)),
+                _ => {
+                    return Err(FeedError::message(format!(
+                        "component `{}` is missing or not dense",
+                        c.name
+                    )))
+                }
             }
         }
         Ok(batch)
