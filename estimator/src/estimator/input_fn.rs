@@ -69,3 +69,55 @@ pub fn batches(dataset: &Dataset, components: &[FedComponent], position: u64) ->
     });
     Box::new(iter)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::dealer::Dealer;
+    use super::*;
+    use crate::input::DatasetError;
+    use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
+    use tessel_runtime::feed::FeedError;
+
+    /// A dataset's error (with its context) reaches the shards' infeed sources whole and typed,
+    /// so the loop's error can quote it.
+    #[test]
+    fn a_dataset_error_reaches_the_infeed_typed_and_whole() {
+        let x = Array::new(
+            ArrayShape::new(ElementType::F32, &[4, 2]),
+            ArrayData::F32(vec![0.0; 8]),
+        );
+        let dataset = Dataset::from_tensor_slices(vec![("x".into(), x)])
+            .unwrap()
+            .map(
+                |s| Ok(s.clone()),
+                1,
+                |_| {
+                    Err(DatasetError::source(
+                        "file a.tfrecord, record 3 at offset 120",
+                        "corrupt record",
+                    ))
+                },
+            )
+            .unwrap();
+        let fed = [FedComponent {
+            name: "x".into(),
+            element_type: ElementType::F32,
+            dims: vec![2],
+        }];
+        let dealer = Dealer::new(batches(&dataset, &fed, 0));
+        let e = dealer.sources(1, 1).remove(0).next().unwrap().unwrap_err();
+        let FeedError::Source(source) = &e else {
+            panic!("{e:?} is not the dataset's error");
+        };
+        assert!(
+            source.downcast_ref::<DatasetError>().is_some(),
+            "{source:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            DatasetError::source("file a.tfrecord, record 3 at offset 120", "corrupt record")
+                .to_string()
+        );
+        assert!(e.to_string().contains("offset 120"), "{e}");
+    }
+}
