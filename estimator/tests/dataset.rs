@@ -801,7 +801,7 @@ fn datasets_and_iterators_cross_threads() {
 fn replicas_take_turns_on_one_pipeline_whatever_order_they_ask_in() {
     use tessel_estimator::input::dataset::replica_infeed_sources;
     let d = numbers(13).batch(2, true).unwrap(); // 6 batches: x = [0,1], [2,3], ...
-    let first_x = |item: Option<Result<Literal, String>>| -> i64 {
+    let first_x = |item: Option<tessel_runtime::feed::FeedItem>| -> i64 {
         let Literal::Tuple(t) = item.unwrap().unwrap() else {
             panic!("not a tuple")
         };
@@ -843,7 +843,15 @@ fn every_replica_hears_why_the_data_stopped() {
     assert!(s[1].next().unwrap().is_ok());
     for r in [1, 0] {
         let e = s[r].next().unwrap().unwrap_err();
-        assert_eq!(e, "decode: bad pixel", "replica {r}");
+        assert_eq!(e.to_string(), "decode: bad pixel", "replica {r}");
+        // The dataset's own error, not only its text, reaches every replica.
+        let tessel_runtime::feed::FeedError::Source(source) = &e else {
+            panic!("replica {r}: {e:?} is not the dataset's error");
+        };
+        assert!(
+            source.downcast_ref::<DatasetError>().is_some(),
+            "replica {r}: {source:?}"
+        );
     }
 }
 

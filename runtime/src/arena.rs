@@ -2,6 +2,8 @@
 //! in a single allocation made once when the program is compiled. The offsets are the
 //! compiler's buffer assignment's (`jit/arena_plan.rs`).
 
+use crate::memory::MemoryError;
+
 /// Alignment of every buffer (a cache line; enough for any vector load).
 pub const BUFFER_ALIGN: usize = 64;
 
@@ -28,15 +30,14 @@ impl Arena {
 
     /// A zeroed arena of `len` bytes, or an error saying how many bytes could not be
     /// allocated (a huge program's arena must not abort the process).
-    pub fn try_new(len: usize) -> Result<Arena, String> {
+    pub fn try_new(len: usize) -> Result<Arena, MemoryError> {
         let blocks = len.div_ceil(BUFFER_ALIGN).max(1);
         let mut storage = Vec::new();
-        storage.try_reserve_exact(blocks).map_err(|_| {
-            format!(
-                "cannot allocate the {} buffer arena",
-                crate::memory::bytes_text((blocks * BUFFER_ALIGN) as u64)
-            )
-        })?;
+        storage
+            .try_reserve_exact(blocks)
+            .map_err(|_| MemoryError::Arena {
+                bytes: (blocks as u64).saturating_mul(BUFFER_ALIGN as u64),
+            })?;
         storage.resize(blocks, AlignedBlock([0; BUFFER_ALIGN]));
         Ok(Arena { storage, len })
     }
@@ -71,5 +72,22 @@ impl Arena {
             )
         };
         &mut all[offset..offset + len]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_arena_too_large_to_allocate_is_a_memory_error() {
+        let e = Arena::try_new(usize::MAX).err().unwrap();
+        assert!(matches!(e, MemoryError::Arena { .. }), "{e:?}");
+        assert!(
+            e.to_string().starts_with("cannot allocate the ")
+                && e.to_string().ends_with(" buffer arena"),
+            "{e}"
+        );
+        assert_eq!(Arena::try_new(100).unwrap().len(), 100);
     }
 }

@@ -11,7 +11,7 @@
 use crate::replicas::{is_stop_message, stopped_message};
 use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, Literal, Shape};
 
 /// Host-side queues for infeed and outfeed, shared by the replicas of one run.
@@ -67,7 +67,58 @@ impl Drop for AbortFeedOnDrop<'_> {
 
 /// One value for one replica's infeed (a tuple of the fed parameters' slices), or why the
 /// host has no more.
-pub type FeedItem = Result<Literal, String>;
+pub type FeedItem = Result<Literal, FeedError>;
+
+/// Why the host could not feed a value, or why arrays could not be split into or stacked
+/// from per-iteration values.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum FeedError {
+    /// The source's own error (a dataset's read or parse failure), whole: its message reaches
+    /// the run's error unchanged. Shared (`Arc`) because every replica fed from one pipeline
+    /// learns why it stopped.
+    #[error(transparent)]
+    Source(Arc<dyn std::error::Error + Send + Sync + 'static>),
+    /// The source failed for a reason it gives as text.
+    #[error("{0}")]
+    Message(String),
+    /// Arrays fed together are not stacked equally deep.
+    #[error("fed array {index} is {dims:?}, but the others are stacked {depth} deep")]
+    Ragged {
+        index: usize,
+        dims: Vec<i64>,
+        depth: i64,
+    },
+    /// A scalar has no leading axis to split along.
+    #[error("a scalar cannot be split along a leading axis")]
+    Scalar,
+    /// There were no values to stack.
+    #[error("nothing to stack")]
+    Empty,
+    /// Per-iteration values to stack have different shapes.
+    #[error("per-iteration values change shape: {first:?} then {other:?}")]
+    ShapeChanged { first: Vec<i64>, other: Vec<i64> },
+    /// Per-iteration values' data does not fill their shape.
+    #[error("stacking per-iteration values: their data does not fill their shape {dims:?}")]
+    Malformed { dims: Vec<i64> },
+    /// A replica failed, so the run was aborted and nobody will read the value.
+    #[error("{0}")]
+    Aborted(String),
+    /// The run is over: nobody will read the value.
+    #[error("the run is over")]
+    Finished,
+}
+
+impl FeedError {
+    /// A source's error, kept whole (its message and its `source()` chain).
+    pub fn source(error: impl std::error::Error + Send + Sync + 'static) -> FeedError {
+        FeedError::Source(Arc::new(error))
+    }
+
+    /// A source's failure given as text.
+    pub fn message(message: impl Into<String>) -> FeedError {
+        FeedError::Message(message.into())
+    }
+}
 
 /// Where one replica's infeed values come from, in order. `None` means the data ran out.
 pub type FeedSource = Box<dyn Iterator<Item = FeedItem> + Send>;
@@ -128,14 +179,14 @@ impl HostQueues {
 
     /// Appends `value` to `replica`'s queue, waiting while it is full. Fails when the run was
     /// aborted (nobody will read it).
-    pub fn push(&self, replica: usize, value: Literal) -> Result<(), String> {
+    pub fn push(&self, replica: usize, value: Literal) -> Result<(), FeedError> {
         let mut s = self.lock();
         loop {
             if let Some((r, m)) = &s.aborted {
-                return Err(stopped_message(*r, m));
+                return Err(FeedError::Aborted(stopped_message(*r, m)));
             }
             if s.finished {
-                return Err("the run is over".into());
+                return Err(FeedError::Finished);
             }
             let q = &mut s.queues[replica];
             if q.items.len() < self.depth {
@@ -263,7 +314,7 @@ pub fn drain_outfeed(rx: Receiver<(usize, Literal)>, replicas: usize) -> Vec<Vec
 /// A source that yields slice 0, 1, ..., K-1 (along the leading axis) of each array, as one
 /// tuple per iteration. The slices are cut once, up front, and moved out one by one (the
 /// infeed thread copies nothing more: on a small machine it shares the cores with the step).
-pub fn stacked_source(stacked: Vec<Array>) -> Result<FeedSource, String> {
+pub fn stacked_source(stacked: Vec<Array>) -> Result<FeedSource, FeedError> {
     let k = stacked
         .first()
         .map(|a| a.shape.dims.first().copied().unwrap_or(0))
@@ -271,10 +322,11 @@ pub fn stacked_source(stacked: Vec<Array>) -> Result<FeedSource, String> {
     let mut columns = Vec::with_capacity(stacked.len());
     for (i, a) in stacked.iter().enumerate() {
         if a.shape.dims.first() != Some(&k) {
-            return Err(format!(
-                "fed array {i} is {:?}, but the others are stacked {k} deep",
-                a.shape.dims
-            ));
+            return Err(FeedError::Ragged {
+                index: i,
+                dims: a.shape.dims.to_vec(),
+                depth: k,
+            });
         }
         columns.push(unstack(a)?.into_iter());
     }
@@ -284,15 +336,15 @@ pub fn stacked_source(stacked: Vec<Array>) -> Result<FeedSource, String> {
             .map(|c| c.next().map(Literal::Array))
             .collect::<Option<Vec<_>>>()
             .map(Literal::Tuple)
-            .ok_or_else(|| "a fed array ran out of slices".to_string())
+            .ok_or_else(|| FeedError::message("a fed array ran out of slices"))
     });
     Ok(Box::new(iter))
 }
 
 /// Splits an array along its leading axis.
-pub fn unstack(a: &Array) -> Result<Vec<Array>, String> {
+pub fn unstack(a: &Array) -> Result<Vec<Array>, FeedError> {
     let Some((&k, rest)) = a.shape.dims.split_first() else {
-        return Err("a scalar cannot be split along a leading axis".into());
+        return Err(FeedError::Scalar);
     };
     let shape = ArrayShape::new(a.shape.element_type, rest);
     let step = if k == 0 { 0 } else { a.data.len() / k as usize };
@@ -323,15 +375,15 @@ fn slice_data(data: &ArrayData, start: usize, len: usize) -> ArrayData {
 }
 
 /// Stacks equal-shaped arrays on a new leading axis.
-pub fn stack(parts: &[Array]) -> Result<Array, String> {
-    let first = parts.first().ok_or("nothing to stack")?;
+pub fn stack(parts: &[Array]) -> Result<Array, FeedError> {
+    let first = parts.first().ok_or(FeedError::Empty)?;
     let mut bytes = Vec::new();
     for p in parts {
         if p.shape != first.shape {
-            return Err(format!(
-                "per-iteration values change shape: {:?} then {:?}",
-                first.shape.dims, p.shape.dims
-            ));
+            return Err(FeedError::ShapeChanged {
+                first: first.shape.dims.to_vec(),
+                other: p.shape.dims.to_vec(),
+            });
         }
         bytes.extend(p.data.to_le_bytes());
     }
@@ -340,5 +392,82 @@ pub fn stack(parts: &[Array]) -> Result<Array, String> {
     let ty = first.shape.element_type;
     ArrayData::from_le_bytes(ty, &bytes)
         .map(|d| Array::new(ArrayShape::new(ty, &dims), d))
-        .ok_or_else(|| "stacking per-iteration values".to_string())
+        .ok_or_else(|| FeedError::Malformed {
+            dims: first.shape.dims.to_vec(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessel_compiler::ir::ElementType;
+
+    fn f32s(dims: &[i64], v: Vec<f32>) -> Array {
+        Array::new(ArrayShape::new(ElementType::F32, dims), ArrayData::F32(v))
+    }
+
+    #[test]
+    fn stack_and_unstack_round_trip() {
+        let a = f32s(&[3, 2], vec![1., 2., 3., 4., 5., 6.]);
+        let parts = unstack(&a).unwrap();
+        assert_eq!(parts.len(), 3);
+        assert_eq!(parts[1], f32s(&[2], vec![3., 4.]));
+        assert_eq!(stack(&parts).unwrap(), a);
+    }
+
+    #[test]
+    fn bad_stacks_are_typed_errors_with_their_messages() {
+        let e = stack(&[]).unwrap_err();
+        assert!(matches!(e, FeedError::Empty));
+        assert_eq!(e.to_string(), "nothing to stack");
+
+        let e = stack(&[f32s(&[2], vec![1., 2.]), f32s(&[1], vec![3.])]).unwrap_err();
+        assert!(matches!(e, FeedError::ShapeChanged { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "per-iteration values change shape: [2] then [1]"
+        );
+
+        let e = unstack(&f32s(&[], vec![1.])).unwrap_err();
+        assert!(matches!(e, FeedError::Scalar));
+
+        let e = stacked_source(vec![f32s(&[2], vec![1., 2.]), f32s(&[3], vec![1., 2., 3.])])
+            .err()
+            .unwrap();
+        assert_eq!(
+            e.to_string(),
+            "fed array 1 is [3], but the others are stacked 2 deep"
+        );
+    }
+
+    #[test]
+    fn a_source_error_keeps_its_message_and_its_chain() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("file a.tfrecord, record 3 at offset 120: corrupt length")]
+        struct Corrupt(#[source] std::io::Error);
+        let e = FeedError::source(Corrupt(std::io::Error::other("crc mismatch")));
+        assert_eq!(
+            e.to_string(),
+            "file a.tfrecord, record 3 at offset 120: corrupt length"
+        );
+        let Some(inner) = std::error::Error::source(&e) else {
+            panic!("the source's chain is lost")
+        };
+        assert_eq!(inner.to_string(), "crc mismatch");
+    }
+
+    #[test]
+    fn pushing_after_the_run_is_over_or_aborted_fails() {
+        let (q, _rx) = HostQueues::new(1, 1);
+        q.finish();
+        assert!(matches!(
+            q.push(0, Literal::Tuple(vec![])),
+            Err(FeedError::Finished)
+        ));
+        let (q, _rx) = HostQueues::new(2, 1);
+        q.abort(1, "boom");
+        let e = q.push(0, Literal::Tuple(vec![])).unwrap_err();
+        assert!(matches!(e, FeedError::Aborted(_)), "{e:?}");
+        assert!(e.to_string().contains("boom"), "{e}");
+    }
 }

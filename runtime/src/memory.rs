@@ -106,6 +106,8 @@ pub enum MemoryError {
     TooManyReplicas { replicas: usize },
     /// `TESSEL_MEMORY_BYTES` is malformed.
     Variable(String),
+    /// The allocator refused a program's buffer arena of `bytes`.
+    Arena { bytes: u64 },
 }
 
 impl fmt::Display for MemoryError {
@@ -146,6 +148,9 @@ impl fmt::Display for MemoryError {
                 "{replicas} replicas is more than the {MAX_REPLICAS} a run may have (one thread each)"
             ),
             MemoryError::Variable(m) => f.write_str(m),
+            MemoryError::Arena { bytes } => {
+                write!(f, "cannot allocate the {} buffer arena", bytes_text(*bytes))
+            }
         }
     }
 }

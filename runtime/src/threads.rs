@@ -21,6 +21,14 @@
 
 use std::num::NonZeroUsize;
 
+/// `TESSEL_THREADS` is set to something other than a positive integer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("TESSEL_THREADS must be a positive integer, got \"{value}\"")]
+pub struct ThreadBudgetError {
+    /// The variable's value as set.
+    pub value: String,
+}
+
 /// The number of compute threads a run may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ThreadBudget {
@@ -37,7 +45,7 @@ impl ThreadBudget {
 
     /// `TESSEL_THREADS`, else the available parallelism, else one. A malformed variable is
     /// an error rather than silently ignored.
-    pub fn from_env() -> Result<ThreadBudget, String> {
+    pub fn from_env() -> Result<ThreadBudget, ThreadBudgetError> {
         match std::env::var("TESSEL_THREADS") {
             Ok(v) => Self::parse(&v),
             Err(_) => Ok(Self::new(
@@ -46,12 +54,12 @@ impl ThreadBudget {
         }
     }
 
-    fn parse(v: &str) -> Result<ThreadBudget, String> {
+    fn parse(v: &str) -> Result<ThreadBudget, ThreadBudgetError> {
         match v.trim().parse::<usize>() {
             Ok(n) if n > 0 => Ok(Self::new(n)),
-            _ => Err(format!(
-                "TESSEL_THREADS must be a positive integer, got \"{v}\""
-            )),
+            _ => Err(ThreadBudgetError {
+                value: v.to_string(),
+            }),
         }
     }
 
@@ -99,6 +107,9 @@ mod tests {
     fn the_environment_variable_is_checked() {
         assert_eq!(ThreadBudget::parse("3").unwrap().total(), 3);
         assert!(ThreadBudget::parse("0").is_err());
-        assert!(ThreadBudget::parse("many").unwrap_err().contains("many"));
+        assert_eq!(
+            ThreadBudget::parse("many").unwrap_err().to_string(),
+            "TESSEL_THREADS must be a positive integer, got \"many\""
+        );
     }
 }

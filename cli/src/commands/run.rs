@@ -106,7 +106,7 @@ pub(super) fn execute(args: &RunArgs) -> Result<(), String> {
     let device = Device {
         replicas: args.replicas,
         conv_algorithm: args.conv_algorithm,
-        threads: ThreadBudget::from_env()?,
+        threads: ThreadBudget::from_env().map_err(|e| e.to_string())?,
         profile: args.profile,
         ..Device::new(backend)
     };

@@ -6,10 +6,11 @@ use super::{
     Scheduler, WhileLoopSimplifier,
 };
 use crate::ir::Module;
+use crate::verifier::VerifyError;
 use std::time::{Duration, Instant};
 
-/// Checks a module after a pass; the message says what is wrong.
-pub type Verifier = Box<dyn Fn(&Module) -> Result<(), String>>;
+/// Checks a module after a pass; the errors say what is wrong (every problem found).
+pub type Verifier = Box<dyn Fn(&Module) -> Result<(), Vec<VerifyError>>>;
 
 /// Called after every pass run: the record of that run and the module as it left it.
 pub type PassHook<'a> = &'a mut dyn FnMut(&PassRecord, &Module);
@@ -117,10 +118,13 @@ impl Pipeline {
                 duration: start.elapsed(),
             };
             if let Some(v) = verifier {
-                v(m).map_err(|e| {
+                v(m).map_err(|errors| {
                     PassError::new(
                         pass.name(),
-                        format!("module is invalid after this pass: {e}"),
+                        format!(
+                            "module is invalid after this pass: {}",
+                            crate::verifier::join(&errors)
+                        ),
                     )
                 })?;
             }
@@ -184,13 +188,7 @@ pub fn default_pipeline() -> Pipeline {
     p
 }
 
-/// The IR verifier with its errors joined into one message.
-pub fn verify(m: &Module) -> Result<(), String> {
-    crate::verifier::verify(m).map_err(|errors| {
-        errors
-            .iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-            .join("; ")
-    })
+/// The IR verifier ([`crate::verifier::verify`]), the pipelines' default [`Verifier`].
+pub fn verify(m: &Module) -> Result<(), Vec<VerifyError>> {
+    crate::verifier::verify(m)
 }

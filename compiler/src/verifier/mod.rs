@@ -45,6 +45,15 @@ impl fmt::Display for VerifyError {
 
 impl std::error::Error for VerifyError {}
 
+/// Several problems as one message, `; `-separated (for errors that carry one line of text).
+pub fn join(errors: &[VerifyError]) -> String {
+    errors
+        .iter()
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Checks the whole module; returns every problem found, not just the first.
 pub fn verify(module: &Module) -> Result<(), Vec<VerifyError>> {
     let mut report = Report {

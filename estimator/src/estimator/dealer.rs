@@ -9,12 +9,12 @@
 
 use std::sync::{Arc, Mutex};
 use tessel_compiler::ir::{Array, Literal};
-use tessel_runtime::feed::FeedSource;
+use tessel_runtime::feed::{FeedError, FeedItem, FeedSource};
 
 /// One per-shard batch: the fed parameters' values, in parameter order.
 pub type Batch = Vec<Array>;
 /// The batches of one input pipeline, as the estimator's feeding sees them.
-pub type BatchIter = Box<dyn Iterator<Item = Result<Batch, String>> + Send>;
+pub type BatchIter = Box<dyn Iterator<Item = Result<Batch, FeedError>> + Send>;
 
 struct Shared {
     batches: BatchIter,
@@ -67,7 +67,7 @@ impl Dealer {
             .collect()
     }
 
-    fn next_batch(&self) -> Result<Literal, String> {
+    fn next_batch(&self) -> FeedItem {
         let mut shared = self.lock();
         if shared.exhausted {
             return Err(input_ended(shared.dealt));
@@ -99,8 +99,8 @@ impl Dealer {
     }
 }
 
-fn input_ended(dealt: u64) -> String {
-    format!("the input_fn's dataset ended after {dealt} batches (use repeat() to train for more steps than one pass gives)")
+fn input_ended(dealt: u64) -> FeedError {
+    FeedError::message(format!("the input_fn's dataset ended after {dealt} batches (use repeat() to train for more steps than one pass gives)"))
 }
 
 #[cfg(test)]
@@ -164,7 +164,7 @@ mod tests {
         let dealer = Dealer::new(Box::new((0..1).map(|i| Ok(batch(i)))));
         let mut s = dealer.sources(1, 3).remove(0);
         assert!(s.next().unwrap().is_ok());
-        let e = s.next().unwrap().unwrap_err();
+        let e = s.next().unwrap().unwrap_err().to_string();
         assert!(
             e.contains("ended after 1 batches") && e.contains("repeat()"),
             "{e}"

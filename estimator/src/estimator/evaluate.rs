@@ -260,7 +260,7 @@ fn concat_shards(
         .enumerate()
         .map(|(i, name)| {
             let parts: Vec<Array> = per_shard.iter().map(|v| v[i + 1].clone()).collect();
-            let stacked = stack(&parts).map_err(EstimatorError::ModelFn)?;
+            let stacked = stack(&parts).map_err(|e| EstimatorError::ModelFn(e.to_string()))?;
             let dims = &stacked.shape.dims;
             let merged: Vec<i64> = if dims.len() >= 2 {
                 std::iter::once(dims[0] * dims[1])

@@ -20,6 +20,9 @@ pub enum JitError {
     /// A kernel or routine reported an error while running.
     #[error("runtime error: {0}")]
     Runtime(String),
+    /// The memory a run needs (its buffer arena) could not be allocated.
+    #[error("runtime error: {0}")]
+    Memory(#[from] crate::memory::MemoryError),
     /// Writing the CLIF dump files failed.
     #[error("dump failed: {0}")]
     Io(String),

@@ -124,20 +124,20 @@ impl SessionError {
     }
 
     /// A run failure without a known replica or instruction.
-    pub(crate) fn run(message: impl Into<String>) -> SessionError {
+    pub(crate) fn run(message: impl std::fmt::Display) -> SessionError {
         SessionError::Run {
             replica: None,
             instruction: None,
-            message: message.into(),
+            message: message.to_string(),
         }
     }
 
     /// A run failure on replica `r`.
-    pub(crate) fn on_replica(r: usize, message: impl Into<String>) -> SessionError {
+    pub(crate) fn on_replica(r: usize, message: impl std::fmt::Display) -> SessionError {
         SessionError::Run {
             replica: Some(r),
             instruction: None,
-            message: message.into(),
+            message: message.to_string(),
         }
     }
 }

@@ -6,7 +6,7 @@ use tessel_compiler::hlo_text::{parse_module, parse_module_file, print_module, P
 use tessel_compiler::ir::{Array, ArrayData, ElementType, Literal, Module, Op, Shape};
 use tessel_compiler::training_loop::{wrap_in_training_loop, LoopError};
 use tessel_runtime::feed::HostFeed;
-use tessel_runtime::feed::{stacked_source, unstack, FeedSource};
+use tessel_runtime::feed::{stacked_source, unstack, FeedError, FeedSource};
 use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::jit::JitOptions;
 use tessel_runtime::replicas::evaluate_replicated_with_feed;
@@ -296,8 +296,18 @@ fn an_infeed_closed_early_is_an_error_on_that_replica_not_a_hang() {
 #[test]
 fn a_failing_data_source_and_wrongly_shaped_data_fail_their_replica() {
     let lp = interp_loop(&sgd_step(None), 5, &[1], 4);
-    let failing: FeedSource =
-        Box::new([Ok(x_value(1.5)), Err("cannot read shard 7".to_string())].into_iter());
+    // A source's own typed error (here an io::Error, as a file dataset's) reaches the loop's
+    // error with its whole message.
+    let failing: FeedSource = Box::new(
+        [
+            Ok(x_value(1.5)),
+            Err(FeedError::source(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "cannot read shard 7: record 3 at offset 120 is corrupt",
+            ))),
+        ]
+        .into_iter(),
+    );
     let (state, srcs) = sources(5, 1, failing);
     let start = Instant::now();
     let e = lp
@@ -305,7 +315,11 @@ fn a_failing_data_source_and_wrongly_shaped_data_fail_their_replica() {
         .unwrap_err();
     assert_prompt(start);
     assert_eq!(e.replica(), Some(1), "{e}");
-    assert!(e.to_string().contains("cannot read shard 7"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("failed at value 1: cannot read shard 7: record 3 at offset 120 is corrupt"),
+        "{e}"
+    );
 
     let wrong: FeedSource = Box::new(std::iter::once(Ok(Literal::Tuple(vec![Literal::Array(
         f32s(&[3], vec![1.0; 3]),
@@ -594,8 +608,13 @@ fn a_closed_infeed_stops_the_jit_loop_with_an_error() {
 #[test]
 fn a_failing_source_or_wrongly_shaped_data_stops_the_jit_loop() {
     let lp = jit_loop(&sgd_step_one_replica(), 5, &[1], 1);
-    let failing: FeedSource =
-        Box::new([Ok(x_value(1.5)), Err("cannot read shard 7".to_string())].into_iter());
+    let failing: FeedSource = Box::new(
+        [
+            Ok(x_value(1.5)),
+            Err(FeedError::message("cannot read shard 7")),
+        ]
+        .into_iter(),
+    );
     let (state, srcs) = one_replica(5, Some(failing));
     let start = Instant::now();
     let e = lp
@@ -750,8 +769,18 @@ fn faults_on_one_replica_stop_the_jit_loop_on_every_replica() {
         "{e}"
     );
 
-    let failing: FeedSource =
-        Box::new([Ok(x_value(1.5)), Err("cannot read shard 7".to_string())].into_iter());
+    // A source's own typed error (here an io::Error, as a file dataset's) reaches the loop's
+    // error with its whole message.
+    let failing: FeedSource = Box::new(
+        [
+            Ok(x_value(1.5)),
+            Err(FeedError::source(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "cannot read shard 7: record 3 at offset 120 is corrupt",
+            ))),
+        ]
+        .into_iter(),
+    );
     let (state, srcs) = sources(5, 1, failing);
     let start = Instant::now();
     let e = lp
@@ -759,7 +788,11 @@ fn faults_on_one_replica_stop_the_jit_loop_on_every_replica() {
         .unwrap_err();
     assert_prompt(start);
     assert_eq!(e.replica(), Some(1), "{e}");
-    assert!(e.to_string().contains("cannot read shard 7"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("failed at value 1: cannot read shard 7: record 3 at offset 120 is corrupt"),
+        "{e}"
+    );
 
     let wrong: FeedSource = Box::new(std::iter::once(Ok(Literal::Tuple(vec![Literal::Array(
         f32s(&[3], vec![1.0; 3]),

@@ -140,7 +140,14 @@ fn every_pass_reports_changes_honestly_on_the_corpus() {
                     file.display()
                 );
             }
-            verify(&m).unwrap_or_else(|e| panic!("{} broke {}: {e}", pass.name(), file.display()));
+            verify(&m).unwrap_or_else(|e| {
+                panic!(
+                    "{} broke {}: {}",
+                    pass.name(),
+                    file.display(),
+                    tessel_compiler::verifier::join(&e)
+                )
+            });
         }
         assert!(unchanged_runs > 0, "no pass ever reported 'unchanged'");
     }

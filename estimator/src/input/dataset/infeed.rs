@@ -12,7 +12,7 @@ use crate::input::{Value, ValueSpec};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use tessel_compiler::ir::Literal;
-use tessel_runtime::feed::{FeedItem, FeedSource};
+use tessel_runtime::feed::{FeedError, FeedItem, FeedSource};
 
 /// Checks that the device can take `components` of `dataset` and returns their indices.
 pub fn device_components(
@@ -78,7 +78,7 @@ pub fn infeed_source(
     let to_tuple = TupleOf::new(dataset, components)?;
     let iter = dataset
         .iter_from(start)
-        .map(move |r| to_tuple.build(r.map_err(|e| e.to_string())?));
+        .map(move |r| to_tuple.build(r.map_err(FeedError::source)?));
     Ok(Box::new(iter))
 }
 
@@ -129,11 +129,11 @@ struct Splitter {
     /// The replica the iterator's next element is for.
     next_replica: usize,
     /// How the iterator ended: `Some(None)` ran out, `Some(Some(e))` failed with `e`.
-    ended: Option<Option<String>>,
+    ended: Option<Option<FeedError>>,
 }
 
 impl Splitter {
-    fn next_for(&mut self, replica: usize) -> Option<Result<Element, String>> {
+    fn next_for(&mut self, replica: usize) -> Option<Result<Element, FeedError>> {
         loop {
             if let Some(e) = self.queues[replica].pop_front() {
                 return Some(Ok(e));
@@ -150,7 +150,7 @@ impl Splitter {
                     self.queues[r].push_back(e);
                     self.next_replica = (r + 1) % self.queues.len();
                 }
-                Some(Err(e)) => self.ended = Some(Some(e.to_string())),
+                Some(Err(e)) => self.ended = Some(Some(FeedError::source(e))),
                 None => self.ended = Some(None),
             }
         }
@@ -184,7 +184,11 @@ impl TupleOf {
                 {
                     tuple.push(Literal::Array(a))
                 }
-                _ => return Err(format!("component `{name}` does not match its spec {vs:?}")),
+                _ => {
+                    return Err(FeedError::message(format!(
+                        "component `{name}` does not match its spec {vs:?}"
+                    )))
+                }
             }
         }
         Ok(Literal::Tuple(tuple))

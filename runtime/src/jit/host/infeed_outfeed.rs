@@ -10,6 +10,7 @@
 
 use crate::feed::HostFeed;
 use crate::jit::buffer::{Buffer, Loc};
+use crate::jit::error::JitError;
 use crate::jit::host::routine_abi::{guarded, resolve, Status};
 use std::cell::Cell;
 use tessel_compiler::ir::{Array, ArrayData, Literal, Shape};
@@ -62,12 +63,13 @@ pub struct InfeedPlan {
 
 impl InfeedPlan {
     /// `out` is the instruction's `(data, token)` location.
-    pub fn new(name: &str, out: &Loc) -> Result<InfeedPlan, String> {
+    pub fn new(name: &str, out: &Loc) -> Result<InfeedPlan, JitError> {
+        let malformed = || JitError::Invalid(format!("{name}: infeed must give (data, token[])"));
         let Loc::Tuple(items) = out else {
-            return Err(format!("{name}: infeed must give (data, token[])"));
+            return Err(malformed());
         };
         let [data, Loc::Token] = items.as_slice() else {
-            return Err(format!("{name}: infeed must give (data, token[])"));
+            return Err(malformed());
         };
         Ok(InfeedPlan {
             name: name.to_string(),

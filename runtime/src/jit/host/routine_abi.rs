@@ -13,6 +13,9 @@ pub type Status = i32;
 
 /// Runs a routine body, turning a panic or an error into a non-zero status and a message that
 /// [`take_last_error`] returns.
+// Routine errors stay `String` (as do the routines' `run` functions, `HostFeed` and
+// `replicas::before_collective`): they only become a generated program's status message, which
+// crosses JIT frames as text and reaches the user inside `JitError::Runtime`/`SessionError::Run`.
 pub fn guarded(what: &str, f: impl FnOnce() -> Result<(), String>) -> Status {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(())) => 0,

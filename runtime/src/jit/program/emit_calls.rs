@@ -200,7 +200,7 @@ impl ProgramCx<'_> {
         instr: &Instruction,
     ) -> Result<Loc, JitError> {
         let out = self.alloc_loc(&instr.shape)?;
-        let plan = InfeedPlan::new(&instr.name, &out).map_err(JitError::Invalid)?;
+        let plan = InfeedPlan::new(&instr.name, &out)?;
         self.call_plan(fb, arena, infeed_routine as *const () as usize, plan);
         Ok(out)
     }

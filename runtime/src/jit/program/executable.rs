@@ -250,7 +250,7 @@ impl Executable {
         let pooled = self.arenas.lock().unwrap_or_else(|p| p.into_inner()).pop();
         match pooled {
             Some(a) => Ok(a),
-            None => Arena::try_new(self.arena_size).map_err(JitError::Runtime),
+            None => Ok(Arena::try_new(self.arena_size)?),
         }
     }
 
