@@ -81,13 +81,13 @@ impl Dealer {
             }
             Some(Err(e)) => {
                 shared.exhausted = true;
-                shared.failure = Some((shared.dealt, e.clone()));
+                shared.failure = Some((shared.dealt, e.to_string()));
                 Err(e)
             }
             None => {
                 shared.exhausted = true;
                 let e = input_ended(shared.dealt);
-                shared.failure = Some((shared.dealt, e.clone()));
+                shared.failure = Some((shared.dealt, e.to_string()));
                 Err(e)
             }
         }
@@ -146,7 +146,7 @@ mod tests {
     fn a_failing_input_is_remembered_with_its_batch() {
         let dealer = Dealer::new(Box::new((0..5).map(|i| {
             if i == 3 {
-                Err("bad record".to_string())
+                Err(FeedError::message("bad record"))
             } else {
                 Ok(batch(i))
             }
@@ -155,7 +155,7 @@ mod tests {
         for _ in 0..3 {
             assert!(s.next().unwrap().is_ok());
         }
-        assert_eq!(s.next().unwrap().unwrap_err(), "bad record");
+        assert_eq!(s.next().unwrap().unwrap_err().to_string(), "bad record");
         assert_eq!(dealer.failure(), Some((3, "bad record".to_string())));
     }
 
