@@ -56,6 +56,9 @@ pub enum EstimatorError {
     Dataset(#[from] crate::input::DatasetError),
     #[error(transparent)]
     InputFile(#[from] crate::input::InputError),
+    /// Exporting or loading an export (`export`, `tessel predict`).
+    #[error("export: {0}")]
+    Export(String),
     #[error("cannot write {what}: {message}")]
     Write { what: String, message: String },
 }

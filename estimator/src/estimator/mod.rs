@@ -13,14 +13,20 @@
 //! | `loop_runner` | compiled loops of `iterations_per_loop` steps |
 //! | `train` | `train(input_fn, steps, max_steps)`: loops, logs, summaries, checkpoints, NaN check, Ctrl-C |
 //! | `evaluate` | `evaluate(input_fn, steps)`: streaming metrics on the host |
+//! | `padding` | predict's batches: a short last batch padded to the static shape |
+//! | `predict` | `predict(input_fn, predict_keys)`: an iterator fed by a producer thread running loops ahead |
+//! | `export` | `export(dir, serving_input)` and `ExportedModel` (`tessel predict`) |
 //! | `log` | TF's log lines and the progress bar |
 
 mod dealer;
 mod evaluate;
+mod export;
 mod input_fn;
 mod log;
 mod loop_runner;
+mod padding;
 mod params;
+mod predict;
 mod spec;
 mod tpu_estimator;
 mod trace_step;
@@ -28,8 +34,12 @@ mod train;
 mod variables_state;
 
 pub use evaluate::EvalResult;
+pub use export::{
+    ExportedModel, ServingInput, Signature, SignatureOutput, SignatureParameter, GLOBAL_STEP,
+};
 pub use input_fn::{Input, InputFn};
 pub use params::{Param, Params};
+pub use predict::{PredictIter, Prediction};
 pub use spec::{EvalMetrics, Features, HostTensors, MetricFn, TpuEstimatorSpec};
 pub use tpu_estimator::TpuEstimator;
 pub use trace_step::ModelFn;

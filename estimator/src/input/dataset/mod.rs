@@ -16,7 +16,7 @@
 //! | `infeed` | a batched dataset as the runtime's infeed source |
 //! | `rng`, `array_ops`, `spec_check` | SplitMix64, typed buffer copies, element checks |
 
-mod array_ops;
+pub(crate) mod array_ops;
 mod batch;
 mod cache;
 pub mod error;
