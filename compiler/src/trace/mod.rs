@@ -26,8 +26,8 @@
 //! [`crate::autodiff::gradients`]. Other extensions that build instructions themselves use
 //! [`Tracer::with_module`] and [`Tracer::tensor`].
 
-mod collective;
 mod bits;
+mod collective;
 mod dims;
 mod emit;
 mod error;

@@ -121,7 +121,10 @@ impl Signature {
                 .as_array()
                 .ok_or("`shape` is missing")?
                 .iter()
-                .map(|d| d.as_i64().ok_or_else(|| "a dimension is not an integer".into()))
+                .map(|d| {
+                    d.as_i64()
+                        .ok_or_else(|| "a dimension is not an integer".into())
+                })
                 .collect()
         };
         let dtype_of = |v: &Json| -> Result<ElementType, String> {
@@ -279,7 +282,11 @@ impl TpuEstimator {
                 "the serving input declares no features",
             ));
         }
-        let mut g = Graph::new("tpu_estimator_export", Mode::Predict, self.config.tf_random_seed);
+        let mut g = Graph::new(
+            "tpu_estimator_export",
+            Mode::Predict,
+            self.config.tf_random_seed,
+        );
         let mut entries = Vec::new();
         for (name, ty, dims) in &serving_input.features {
             let mut d = vec![batch as i64];
@@ -445,4 +452,57 @@ fn check_shape(name: &str, a: &Array, dims: &[i64], ty: ElementType) -> Result<(
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_write_leaves_no_directory() {
+        let base = tempfile::tempdir().unwrap();
+        let e = write_export(base.path(), |dir| {
+            std::fs::write(dir.join("model.hlo"), "half").unwrap();
+            Err(EstimatorError::Export("disk full".into()))
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("disk full"));
+        assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 0);
+        // Two exports in one second get two directories.
+        let a = write_export(base.path(), |_| Ok(())).unwrap();
+        let b = write_export(base.path(), |_| Ok(())).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn signature_json_round_trips_in_the_issue_form() {
+        let sig = Signature {
+            batch_size: 128,
+            parameters: vec![SignatureParameter {
+                number: 0,
+                kind: "variable".into(),
+                name: "conv2d/kernel".into(),
+                shape: vec![5, 5, 1, 32],
+                dtype: ElementType::F32,
+            }],
+            outputs: vec![SignatureOutput {
+                index: 0,
+                name: "classes".into(),
+                shape: vec![128],
+                dtype: ElementType::S32,
+            }],
+        };
+        let text = sig.to_json();
+        let v: Json = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            v,
+            json!({"batch_size": 128,
+                   "parameters": [{"number": 0, "kind": "variable", "name": "conv2d/kernel", "shape": [5, 5, 1, 32], "dtype": "f32"}],
+                   "outputs": [{"index": 0, "name": "classes", "shape": [128], "dtype": "s32"}]})
+        );
+        assert_eq!(Signature::from_json(&text).unwrap(), sig);
+        let bad = text.replace("variable", "constant");
+        assert!(Signature::from_json(&bad).unwrap_err().contains("constant"));
+    }
 }

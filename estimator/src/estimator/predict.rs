@@ -228,14 +228,15 @@ impl Producer {
                     break;
                 }
                 Some(Err(e)) => return (Err(EstimatorError::Input(e.to_string())), true),
-                Some(Ok(element)) => match pad_batch(element.values, &self.spec, &self.components)
-                {
-                    Ok((b, r)) => {
-                        batches.push(b);
-                        rows.push(r);
+                Some(Ok(element)) => {
+                    match pad_batch(element.values, &self.spec, &self.components) {
+                        Ok((b, r)) => {
+                            batches.push(b);
+                            rows.push(r);
+                        }
+                        Err(e) => return (Err(e), true),
                     }
-                    Err(e) => return (Err(e), true),
-                },
+                }
             }
         }
         if batches.is_empty() {
@@ -259,10 +260,12 @@ impl Producer {
             }
         };
         let carried = std::mem::take(&mut self.carried);
-        match self
-            .runner
-            .run(k as u64, carried, dealer.sources(shards, k as u64), &mut on_step)
-        {
+        match self.runner.run(
+            k as u64,
+            carried,
+            dealer.sources(shards, k as u64),
+            &mut on_step,
+        ) {
             // PREDICT changes no variable: the state after the loop is the next loop's.
             Ok(next) => self.carried = next,
             Err(e) => return (Err(e.into()), true),
