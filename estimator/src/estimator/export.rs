@@ -21,7 +21,7 @@ use crate::checkpoint::Saver;
 use crate::error::EstimatorError;
 use crate::model::variables::Variable;
 use crate::model::{Graph, Mode};
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::{parse_module, print_module, PrintOptions};
@@ -81,25 +81,46 @@ pub struct Signature {
 }
 
 impl Signature {
+    /// The layout: keys in its order, one parameter or output per line.
     pub fn to_json(&self) -> String {
-        let params: Vec<Json> = self
+        let q = |s: &str| Json::from(s).to_string();
+        let dims = |d: &[i64]| {
+            let parts: Vec<String> = d.iter().map(i64::to_string).collect();
+            format!("[{}]", parts.join(", "))
+        };
+        let params: Vec<String> = self
             .parameters
             .iter()
             .map(|p| {
-                json!({"number": p.number, "kind": p.kind, "name": p.name,
-                       "shape": p.shape, "dtype": p.dtype.name()})
+                format!(
+                    "{{\"number\": {}, \"kind\": {}, \"name\": {}, \"shape\": {}, \"dtype\": {}}}",
+                    p.number,
+                    q(&p.kind),
+                    q(&p.name),
+                    dims(&p.shape),
+                    q(p.dtype.name())
+                )
             })
             .collect();
-        let outputs: Vec<Json> = self
+        let outputs: Vec<String> = self
             .outputs
             .iter()
             .map(|o| {
-                json!({"index": o.index, "name": o.name, "shape": o.shape,
-                       "dtype": o.dtype.name()})
+                format!(
+                    "{{\"index\": {}, \"name\": {}, \"shape\": {}, \"dtype\": {}}}",
+                    o.index,
+                    q(&o.name),
+                    dims(&o.shape),
+                    q(o.dtype.name())
+                )
             })
             .collect();
-        let v = json!({"batch_size": self.batch_size, "parameters": params, "outputs": outputs});
-        serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+        format!(
+            "{{\"batch_size\": {},\n \"parameters\": [{}],\n \"outputs\": [{}]}}\n",
+            self.batch_size,
+            params.join(&format!(",\n{}", " ".repeat(16))),
+            outputs.join(&format!(",\n{}", " ".repeat(13)))
+        )
     }
 
     pub fn from_json(text: &str) -> Result<Signature, String> {
@@ -457,6 +478,7 @@ fn check_shape(name: &str, a: &Array, dims: &[i64], ty: ElementType) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_failed_write_leaves_no_directory() {
@@ -494,6 +516,14 @@ mod tests {
             }],
         };
         let text = sig.to_json();
+        assert_eq!(
+            text,
+            concat!(
+                "{\"batch_size\": 128,\n",
+                " \"parameters\": [{\"number\": 0, \"kind\": \"variable\", \"name\": \"conv2d/kernel\", \"shape\": [5, 5, 1, 32], \"dtype\": \"f32\"}],\n",
+                " \"outputs\": [{\"index\": 0, \"name\": \"classes\", \"shape\": [128], \"dtype\": \"s32\"}]}\n"
+            )
+        );
         let v: Json = serde_json::from_str(&text).unwrap();
         assert_eq!(
             v,
