@@ -331,3 +331,41 @@ fn export_round_trip_and_signature() {
         .collect();
     assert_eq!(entries.len(), 1, "failed exports left {entries:?}");
 }
+
+#[test]
+fn an_input_error_mid_stream_ends_the_iteration_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    train(dir.path());
+    let est = estimator(dir.path(), 1, 2, 4);
+    let failing = |p: &Params| {
+        let (x, _) = data(N);
+        let ids = Array::new(
+            ArrayShape::new(ElementType::S32, &[N as i64]),
+            ArrayData::S32((0..N as i32).collect()),
+        );
+        let ds = Dataset::from_tensor_slices(vec![("x".into(), x), ("id".into(), ids)])?
+            .map(
+                |s| Ok(s.clone()),
+                1,
+                |e: tessel_estimator::input::Element| match &e.values[1] {
+                    tessel_estimator::input::Value::Dense(a) if a.data.get_f64(0) == 21.0 => {
+                        Err(tessel_estimator::input::DatasetError::Function {
+                            op: "map",
+                            index: 21,
+                            message: "corrupt record".into(),
+                        })
+                    }
+                    _ => Ok(e),
+                },
+            )?
+            .batch(p.batch_size() as u64, false)?;
+        Ok(Input::features_only(ds))
+    };
+    let results: Vec<_> = est.predict(failing, None).unwrap().collect();
+    // Two loops of 2 batches of 4 come back (16 rows), then the error; nothing after it.
+    let ok = results.iter().take_while(|r| r.is_ok()).count();
+    assert_eq!(ok, 16);
+    assert_eq!(results.len(), 17);
+    let e = results[16].as_ref().unwrap_err().to_string();
+    assert!(e.contains("corrupt record"), "{e}");
+}

@@ -2,10 +2,11 @@
 //! `iterations_per_loop` batches per device call, run ahead by a producer thread while the
 //! caller consumes one prediction per example.
 //!
-//! The producer reads a loop's batches ahead (padding the short last one, `padding.rs`),
-//! shortens the last loop to the batches left (shards without a batch then get an all-padding
-//! one), runs the loop, strips the padded rows and sends that loop's predictions, in input
-//! order, over a channel one loop deep. Dropping the iterator closes the channel and sets a
+//! A reader thread pulls the dataset's batches and pads the short last one (`padding.rs`), up
+//! to a loop's worth ahead, so the input pipeline works while the device runs. The producer
+//! takes a loop's batches from it, shortens the last loop to the batches left (shards without
+//! a batch then get an all-padding one), runs the loop, strips the padded rows and sends that
+//! loop's predictions, in input order, over a channel one loop deep. Dropping the iterator closes the channel and sets a
 //! stop flag: the producer finishes the loop it is running (a bounded amount of work), sees
 //! either, and ends; the drop joins it. TF runs one batch per `session.run` here
 //! (tensorflow/tpu#726).
@@ -86,8 +87,9 @@ impl Drop for PredictIter {
 struct Producer {
     runner: LoopRunner,
     carried: Vec<Vec<Array>>,
-    iter: DatasetIterator,
-    spec: ElementSpec,
+    /// Padded batches and their real rows from the reader thread.
+    batches: Option<Receiver<Result<(Batch, usize), EstimatorError>>>,
+    reader: Option<JoinHandle<()>>,
     components: Vec<FedComponent>,
     shards: usize,
     iterations_per_loop: u64,
@@ -150,11 +152,20 @@ impl TpuEstimator {
         runner.prepare(ipl)?;
         let (tx, rx) = sync_channel(1);
         let stop = Arc::new(AtomicBool::new(false));
+        let (batch_tx, batch_rx) = sync_channel((ipl as usize * shards).max(1));
+        let reader = {
+            let iter = input.dataset.iter();
+            let components = components.clone();
+            std::thread::Builder::new()
+                .name("predict-input".into())
+                .spawn(move || read(iter, spec, components, batch_tx))
+                .map_err(|e| EstimatorError::Input(format!("starting the input thread: {e}")))?
+        };
         let producer = Producer {
             runner,
             carried: vec![state.carried()?; shards],
-            iter: input.dataset.iter(),
-            spec,
+            batches: Some(batch_rx),
+            reader: Some(reader),
             components,
             shards,
             iterations_per_loop: ipl,
@@ -197,6 +208,35 @@ fn select_keys(
         .collect())
 }
 
+/// The reader thread: the dataset's elements padded to the step's batch, until the input ends,
+/// fails, or the producer is gone.
+fn read(
+    mut iter: DatasetIterator,
+    spec: ElementSpec,
+    components: Vec<FedComponent>,
+    tx: SyncSender<Result<(Batch, usize), EstimatorError>>,
+) {
+    for element in iter.by_ref() {
+        let batch = element
+            .map_err(|e| EstimatorError::Input(e.to_string()))
+            .and_then(|e| pad_batch(e.values, &spec, &components));
+        let failed = batch.is_err();
+        if tx.send(batch).is_err() || failed {
+            return;
+        }
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        // Closing the reader's channel unblocks it; it ends after the element it is reading.
+        self.batches = None;
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+    }
+}
+
 impl Producer {
     fn run(mut self) {
         loop {
@@ -221,21 +261,19 @@ impl Producer {
         let mut batches: Vec<Batch> = Vec::with_capacity(want);
         let mut rows: Vec<usize> = Vec::with_capacity(want);
         let mut ended = false;
+        let Some(input) = &self.batches else {
+            return (Ok(Vec::new()), true);
+        };
         while batches.len() < want {
-            match self.iter.next() {
-                None => {
+            match input.recv() {
+                Err(_) => {
                     ended = true;
                     break;
                 }
-                Some(Err(e)) => return (Err(EstimatorError::Input(e.to_string())), true),
-                Some(Ok(element)) => {
-                    match pad_batch(element.values, &self.spec, &self.components) {
-                        Ok((b, r)) => {
-                            batches.push(b);
-                            rows.push(r);
-                        }
-                        Err(e) => return (Err(e), true),
-                    }
+                Ok(Err(e)) => return (Err(e), true),
+                Ok(Ok((b, r))) => {
+                    batches.push(b);
+                    rows.push(r);
                 }
             }
         }
