@@ -4,11 +4,14 @@
 
 use crate::dump::{DumpError, Dumper};
 use crate::ir::Module;
-use crate::passes::buffer_assignment::{assign_buffers, BufferAssignment};
+use crate::passes::buffer_assignment::{
+    assign_buffers_with, BufferAssignment, BufferNeeds, ReportNeeds,
+};
 use crate::passes::pipeline::{default_pipeline, PassRecord};
 use crate::passes::stats::{fusion_count, kernel_count};
 use crate::passes::PassError;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
 
@@ -22,12 +25,29 @@ pub enum CompileError {
 }
 
 /// What `tessel compile` and the library callers ask of the pipeline.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct CompileOptions {
     /// Write `module_NNNN.NAME.*` dump files into this directory.
     pub dump_to: Option<PathBuf>,
     /// Dump only after passes whose name matches this regular expression.
     pub dump_pass_re: Option<String>,
+    /// The needs of the code generator that will run the module: the buffer assignment
+    /// reported and dumped is made with them (the JIT's make it the arena that runs). `None`:
+    /// the compiler's own report needs ([`ReportNeeds`]).
+    pub buffer_needs: Option<Arc<dyn BufferNeeds + Send + Sync>>,
+}
+
+impl std::fmt::Debug for CompileOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompileOptions")
+            .field("dump_to", &self.dump_to)
+            .field("dump_pass_re", &self.dump_pass_re)
+            .field(
+                "buffer_needs",
+                &self.buffer_needs.as_ref().map(|_| "custom"),
+            )
+            .finish()
+    }
 }
 
 /// What the pipeline did and what the optimized module needs.
@@ -93,7 +113,10 @@ pub fn optimize(m: &mut Module, opts: &CompileOptions) -> Result<CompileReport, 
     if let Some(e) = dump_error {
         return Err(e.into());
     }
-    let buffers = assign_buffers(m);
+    let buffers = match &opts.buffer_needs {
+        Some(needs) => assign_buffers_with(m, needs.as_ref()),
+        None => assign_buffers_with(m, &ReportNeeds),
+    };
     let report = CompileReport {
         compile_time: start.elapsed(),
         instructions_before,

@@ -5,7 +5,9 @@
 //! cargo run --release --example mnist -- [--model-dir DIR] [--train-file F --eval-file F]
 //!     [--batch-size 128] [--train-steps 2000] [--eval-steps 78] [--iterations 50]
 //!     [--num-shards 1] [--learning-rate 0.05] [--use-tpu true]
-//!     [--mode predict [--predictions-out FILE.safetensors]] [--mode export --export-dir DIR]
+//!     [--mode train|evaluate|train_and_evaluate|predict|export]   (--eval-steps 0: the whole eval set)
+//!     [--warm-start-from TESSEL_OR_TF_CHECKPOINT]
+//!     [--predictions-out FILE.safetensors] (predict) [--export-dir DIR] (export)
 //! ```
 //! With no file flags it reads the MNIST IDX files bundled in `estimator/data/mnist/`.
 
@@ -14,7 +16,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_compiler::trace::Tensor;
-use tessel_estimator::estimator::{EvalMetrics, Features, ServingInput};
+use tessel_estimator::checkpoint::WarmStart;
+use tessel_estimator::estimator::{EvalMetrics, EvalSpec, Features, ServingInput, TrainSpec};
 use tessel_estimator::input::parse::{
     decode_raw, parse_single_example, FeatureDType, ParseSpec, RawType,
 };
@@ -46,9 +49,11 @@ struct Flags {
     batch_size: usize,
     #[arg(long, default_value_t = 2000)]
     train_steps: u64,
+    /// Evaluation batches; 0 evaluates the whole eval set once (the last batch padded).
     #[arg(long, default_value_t = 78)]
     eval_steps: u64,
-    /// predict | export (train, then evaluate, when not given).
+    /// train | evaluate | train_and_evaluate | predict | export (train, then evaluate, when
+    /// not given).
     #[arg(long)]
     mode: Option<String>,
     /// `--mode export`: the export's base directory.
@@ -65,6 +70,10 @@ struct Flags {
     learning_rate: f64,
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     use_tpu: bool,
+    /// A tessel or TF checkpoint (a model_dir or a checkpoint path) whose trainable variables
+    /// start training, or are evaluated directly when the model_dir has no checkpoint.
+    #[arg(long)]
+    warm_start_from: Option<PathBuf>,
 }
 
 fn model_fn(
@@ -102,15 +111,21 @@ fn model_fn(
     let labels = labels
         .ok_or_else(|| EstimatorError::ModelFn("this model_fn has no PREDICT mode".into()))?;
     let onehot = labels.one_hot(10, ElementType::F32);
-    let loss = logits
-        .softmax_cross_entropy_with_logits(&onehot)
-        .reduce_mean(&[], false);
+    let xent = logits.softmax_cross_entropy_with_logits(&onehot);
+    // In EVAL the mean is over the real examples: padding of the last batch has mask 0.
+    let loss = match features.mask() {
+        Some(mask) => {
+            let real = mask.reduce_sum(&[], false);
+            (&xent * mask).reduce_sum(&[], false) / real.maximum(&real.scalar_like(1.0))
+        }
+        None => xent.reduce_mean(&[], false),
+    };
     let mut spec = TpuEstimatorSpec::new(mode);
     spec.loss = Some(loss.clone());
     if mode == Mode::Eval {
         let metric_fn = |m: &mut tessel_estimator::metrics::MetricSet,
                          t: &tessel_estimator::estimator::HostTensors| {
-            m.accuracy("accuracy", &t["labels"], &t["classes"], None)
+            m.accuracy("accuracy", &t["labels"], &t["classes"], t.mask())
         };
         spec.eval_metrics = Some(EvalMetrics::new(
             metric_fn,
@@ -243,7 +258,8 @@ fn input_fn(
         if train {
             ds = ds.repeat(None);
         }
-        let ds = ds.batch(params.batch_size() as u64, true)?.prefetch(4);
+        // Evaluation keeps the short last batch: the estimator pads and masks it.
+        let ds = ds.batch(params.batch_size() as u64, train)?.prefetch(4);
         Ok(Input::new(ds, "label"))
     }
 }
@@ -277,26 +293,86 @@ fn run(flags: &Flags) -> Result<(), EstimatorError> {
         Some(flags.batch_size),
         Some(flags.batch_size),
     )?;
+    let estimator = match &flags.warm_start_from {
+        Some(from) => estimator.with_warm_start(WarmStart::new(from)),
+        None => estimator,
+    };
     match flags.mode.as_deref() {
         Some("predict") => return predict(&estimator, flags),
         Some("export") => return export(&estimator, flags),
         _ => {}
     }
+    let eval_steps = (flags.eval_steps > 0).then_some(flags.eval_steps);
+    let train_input = || input_fn(flags.train_file.clone(), true);
+    let eval_input = || input_fn(flags.eval_file.clone(), false);
+    let mode = flags.mode.as_deref().unwrap_or("train+evaluate");
+    let (do_train, do_eval) = match mode {
+        "train" => (true, false),
+        "evaluate" => (false, true),
+        "train+evaluate" => (true, true),
+        "train_and_evaluate" => {
+            let eval = estimator.train_and_evaluate(
+                &TrainSpec {
+                    input_fn: train_input(),
+                    max_steps: flags.train_steps,
+                },
+                &EvalSpec {
+                    input_fn: eval_input(),
+                    steps: eval_steps,
+                    every_n_steps: Some(flags.iterations.max(1) * 10),
+                },
+            )?;
+            println!(
+                "tessel global_step={} examples={} accuracy={:.4} loss={:.4} model_dir={}",
+                eval.global_step,
+                eval.examples,
+                eval.metric("accuracy").unwrap_or(f64::NAN),
+                eval.loss,
+                estimator.model_dir().display()
+            );
+            return Ok(());
+        }
+        other => {
+            return Err(EstimatorError::Value(format!(
+                "unknown --mode {other}: train, evaluate, train_and_evaluate, predict or export"
+            )))
+        }
+    };
     let t0 = Instant::now();
-    let trained = estimator.train(
-        input_fn(flags.train_file.clone(), true),
-        None,
-        Some(flags.train_steps),
-    )?;
+    let trained = if do_train {
+        Some(estimator.train(train_input(), None, Some(flags.train_steps))?)
+    } else {
+        None
+    };
     let train_wall = t0.elapsed().as_secs_f64();
+    if !do_eval {
+        println!(
+            "tessel train_wall_s={train_wall:.1} model_dir={}",
+            estimator.model_dir().display()
+        );
+        return Ok(());
+    }
     let t0 = Instant::now();
-    let eval = estimator.evaluate(input_fn(flags.eval_file.clone(), false), flags.eval_steps)?;
+    let eval = estimator.evaluate(eval_input(), eval_steps)?;
     let eval_wall = t0.elapsed().as_secs_f64();
+    let Some(trained) = trained else {
+        println!(
+            "tessel eval_wall_s={eval_wall:.1} global_step={} examples={} accuracy={:.4} loss={:.4} model_dir={}",
+            eval.global_step,
+            eval.examples,
+            eval.metric("accuracy").unwrap_or(f64::NAN),
+            eval.loss,
+            estimator.model_dir().display()
+        );
+        return Ok(());
+    };
     println!(
-        "tessel train_wall_s={train_wall:.1} ms_per_step={:.2} steps_per_sec={:.1} compile_s={:.2} eval_wall_s={eval_wall:.1} accuracy={:.4} loss={:.4} model_dir={}",
+        "tessel train_wall_s={train_wall:.1} ms_per_step={:.2} loop_steps_per_sec={:.1} compile_s={:.2} checkpoint_ms={:.1} eval_wall_s={eval_wall:.1} examples={} accuracy={:.4} loss={:.4} model_dir={}",
         1000.0 * train_wall / flags.train_steps as f64,
         trained.steps_per_sec,
         trained.compile_secs,
+        1000.0 * trained.checkpoint_secs / trained.checkpoints.max(1) as f64,
+        eval.examples,
         eval.metric("accuracy").unwrap_or(f64::NAN),
         eval.loss,
         estimator.model_dir().display()

@@ -59,6 +59,8 @@ pub enum EstimatorError {
     /// Exporting or loading an export (`export`, `tessel predict`).
     #[error("export: {0}")]
     Export(String),
+    #[error(transparent)]
+    WarmStart(#[from] crate::checkpoint::WarmStartError),
     #[error("cannot write {what}: {message}")]
     Write { what: String, message: String },
 }

@@ -1,60 +1,9 @@
 //! One buffer arena: every intermediate value of a compiled program lives at a fixed offset
-//! in a single allocation made once when the program is compiled.
+//! in a single allocation made once when the program is compiled. The offsets are the
+//! compiler's buffer assignment's (`jit/arena_plan.rs`).
 
 /// Alignment of every buffer (a cache line; enough for any vector load).
 pub const BUFFER_ALIGN: usize = 64;
-
-/// Hands out offsets during compilation. Freed blocks are reused (best fit, split when
-/// larger), so buffers whose values are dead hold the next values.
-#[derive(Debug, Default)]
-pub struct ArenaLayout {
-    size: usize,
-    buffers: usize,
-    /// Size of every block handed out, by offset.
-    blocks: std::collections::HashMap<usize, usize>,
-    /// Free blocks: (size, offset).
-    free: std::collections::BTreeSet<(usize, usize)>,
-}
-
-impl ArenaLayout {
-    pub fn new() -> ArenaLayout {
-        ArenaLayout::default()
-    }
-
-    /// Reserves `bytes` and returns their offset.
-    pub fn alloc(&mut self, bytes: usize) -> usize {
-        // Zero-sized buffers still get a distinct, valid address.
-        let want = bytes.max(1).next_multiple_of(BUFFER_ALIGN);
-        self.buffers += 1;
-        if let Some(&(size, off)) = self.free.range((want, 0)..).next() {
-            self.free.remove(&(size, off));
-            if size > want {
-                self.free.insert((size - want, off + want));
-            }
-            self.blocks.insert(off, want);
-            return off;
-        }
-        let offset = self.size.next_multiple_of(BUFFER_ALIGN);
-        self.size = offset + want;
-        self.blocks.insert(offset, want);
-        offset
-    }
-
-    /// Returns the block at `offset` for reuse.
-    pub fn free(&mut self, offset: usize) {
-        if let Some(size) = self.blocks.remove(&offset) {
-            self.free.insert((size, offset));
-        }
-    }
-
-    pub fn size(&self) -> usize {
-        self.size.next_multiple_of(BUFFER_ALIGN)
-    }
-
-    pub fn buffer_count(&self) -> usize {
-        self.buffers
-    }
-}
 
 /// The memory itself: zero-initialised, 64-byte aligned, never moved.
 pub struct Arena {

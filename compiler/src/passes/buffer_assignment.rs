@@ -1,30 +1,148 @@
 //! Buffer assignment: which memory each value lives in.
 //!
-//! The module is laid out on one timeline: the entry's scheduled instructions, with a loop's
-//! condition and body (and a call's callee) spliced in where the loop runs. Every array value
-//! an instruction defines is a *value*; views (`tuple`, `get-tuple-element`, `bitcast`,
-//! `reshape`, and parameters of called computations) name existing values instead of
-//! defining new ones. A value is live from the instruction that defines it to its last use.
+//! The rules, exactly:
 //!
-//! Values then share *buffers*:
-//! - in place: an elementwise op (or a fusion that reads that operand elementwise, or a
-//!   dynamic-update-slice's target) writes its result over an operand of the same size
-//!   whose last use it is;
+//! **Timeline.** One position per instruction that runs, in the order the JIT emits them:
+//! each computation's instructions in `post_order` (the order `passes/scheduling.rs` set with
+//! `set_order`; the JIT's `emit_computation` walks the same `post_order`). A `while` takes
+//! two positions, one before its condition (where the state is defined and the initial value
+//! is read) and one after its body (where the condition's and body's results are read); the
+//! condition, then the body, are spliced in between. A `call`'s callee is spliced in where it
+//! is called; a `conditional`'s branches are spliced in one after the other before the
+//! conditional's own position, which reads the branch results and defines its value.
+//!
+//! **Instances.** Every splice is a new [`Instance`] of the computation (a callee called
+//! twice is laid out twice, with buffers of its own each time, as the JIT emits it per call
+//! site). Instances are numbered in the order the walk meets them: 0 is the entry. Every
+//! per-instruction map of the result is keyed by `(instance, instruction)`.
+//!
+//! **Views.** `tuple`, `get-tuple-element`, `bitcast`, `reshape` (and `copy`, when
+//! [`BufferNeeds::copy_is_view`]) and the parameters of called computations (loop state, call
+//! arguments, branch operands) define no value: they name the values of their operands.
+//! Every other instruction defines one value per array leaf of its shape (named `name`, or
+//! `name{leaf}` for a tuple). A value is live from the position that defines it to its last
+//! use; the entry's root is used at the end.
+//!
+//! **Recomputed instructions.** Those [`BufferNeeds::recomputed`] names get no position and no
+//! value: the code generator evaluates them inside their users' kernels, so what they read is
+//! read at their users' positions.
+//!
+//! **Parameters and constants.** Entry parameters live in the arena, from the start to the
+//! end (the caller copies the arguments in). Constants are live throughout; whether they are
+//! in the arena is the [`BufferNeeds`]' choice: the compiler's report counts them there, the
+//! JIT keeps them in a constant pool outside the arena (`constants_in_arena` is false), and
+//! such buffers get offset -1 and count in none of the byte totals.
+//!
+//! **Scratch.** A [`BufferNeeds`] may ask for scratch space at an instruction (a GEMM
+//! operand's permuted copy, Winograd's transformed tiles, the second half of a split
+//! reduce): one buffer of kind [`BufferKind::Scratch`] per request, live at that position
+//! only, so it overlaps neither the operands nor the result.
+//!
+//! **Sharing.** Values then share *buffers*, by these rules in this order:
 //! - loop state stays in place: each while state element gets one buffer for the whole loop,
-//!   taken over from the initial value when that value dies at the loop, and the body writes
-//!   its new value of the element into the same buffer when the old value is dead by then.
+//!   taken over from the initial value when that value dies at the loop (and no earlier
+//!   element took it);
+//! - the body writes its new value of a state element into the element's buffer when the new
+//!   value's whole life is inside the body and the old value is no longer read when it is
+//!   written (or is read only by the writing instruction, and `may_write_over` allows it);
+//! - in place: an instruction writes its result over a value it reads for the last time, of
+//!   the same size, when [`BufferNeeds::may_write_over`] allows it (by default: elementwise
+//!   ops, fusions that read that operand elementwise, a dynamic-update-slice's target; for
+//!   the JIT, kernels that read the buffer only at the index they write), in timeline order,
+//!   unless the result already lives in a loop state buffer.
 //!
-//! Finally buffers whose live ranges overlap get disjoint offsets (largest first, lowest
-//! offset that fits); `peak_bytes` is the end of the highest buffer.
+//! **Loop copies.** Where a loop's state copy (initial value in, body result back) has a
+//! source buffer that is another element's destination, the copy goes through a temporary: a
+//! scratch buffer live at that copy's position ([`BufferAssignment::loop_copy_temps`]).
+//!
+//! **Placement.** Buffers whose live ranges overlap get disjoint offsets, sizes rounded up to
+//! the needs' alignment (16 bytes for the report, 64 for the JIT): the better of two orders
+//! (largest first, earliest first), each buffer in the smallest gap that holds it, else on
+//! top; `peak_bytes` is the end of the highest buffer.
+//!
+//! The JIT lays out its arena with exactly this assignment under its needs
+//! (`runtime/src/jit/arena_plan.rs`): the dump of the assignment under those needs is the
+//! memory that runs.
 
-use super::scheduling::is_alias;
 use super::util::code_computations;
 use crate::ir::{ComputationId, InstrId, Module, Op, Shape};
 use hashbrown::HashMap;
 use std::fmt::Write;
 
-/// Offsets and sizes are kept at this alignment.
+/// Offsets and sizes are kept at this alignment unless the [`BufferNeeds`] ask for more.
 pub const ALIGNMENT: i64 = 16;
+
+/// What the code generator that runs the module needs beyond its values' bytes.
+pub trait BufferNeeds {
+    /// Alignment of every buffer's offset and size, in bytes (a power of two).
+    fn alignment(&self) -> i64 {
+        ALIGNMENT
+    }
+
+    /// Whether constants live in the arena (else they get no offset and no arena bytes).
+    fn constants_in_arena(&self) -> bool {
+        true
+    }
+
+    /// Scratch space instruction `id` of computation `comp` uses while it runs, one entry
+    /// per separate buffer, in bytes.
+    fn scratch_bytes(&self, _m: &Module, _comp: ComputationId, _id: InstrId) -> Vec<i64> {
+        Vec::new()
+    }
+
+    /// Whether `copy` names its operand's buffers instead of defining a new value.
+    fn copy_is_view(&self) -> bool {
+        false
+    }
+
+    /// The instructions of `comp` the code generator recomputes inside their users' kernels:
+    /// they get no buffer, and what they read is read where their users run.
+    fn recomputed(&self, _m: &Module, _comp: ComputationId) -> Vec<InstrId> {
+        Vec::new()
+    }
+
+    /// Whether instruction `id` of `comp` may write its array result over a buffer it reads:
+    /// `holds(o)` says whether instruction `o` (an operand, or a value the kernel reads through
+    /// recomputed instructions) names that buffer; `recomputed(o)` whether `o` is one of
+    /// [`Self::recomputed`]'s. The default: every operand holding it is one
+    /// the op reads only at the index it writes (elementwise ops, fusions whose paths from
+    /// that parameter are elementwise, a dynamic-update-slice's target).
+    fn may_write_over(
+        &self,
+        m: &Module,
+        comp: ComputationId,
+        id: InstrId,
+        _recomputed: &dyn Fn(InstrId) -> bool,
+        holds: &dyn Fn(InstrId) -> bool,
+    ) -> bool {
+        let operands = m.computation(comp).get(id).operands();
+        operands.iter().any(|&o| holds(o))
+            && operands
+                .iter()
+                .enumerate()
+                .all(|(k, &o)| !holds(o) || writes_in_place(m, comp, id, k))
+    }
+}
+
+/// One emission of a computation on the timeline: instance 0 is the entry, then each loop
+/// condition and body, callee (once per call site) and branch, numbered in the order the walk
+/// meets them (the order in which the JIT emits them).
+pub type Instance = usize;
+
+/// The two copies of a `while`'s state that may need temporaries (a permutation of buffers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LoopCopy {
+    /// The initial value into the state, before the loop.
+    Enter,
+    /// The body's result into the state, after each iteration.
+    Back,
+}
+
+/// The needs the compiler's own report assumes: [`ALIGNMENT`], constants in the arena, no
+/// scratch.
+pub struct ReportNeeds;
+
+impl BufferNeeds for ReportNeeds {}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BufferKind {
@@ -34,6 +152,8 @@ pub enum BufferKind {
     Constant,
     /// A value computed by the module.
     Temporary,
+    /// Space an instruction uses only while it runs (see [`BufferNeeds::scratch_bytes`]).
+    Scratch,
 }
 
 #[derive(Clone, Debug)]
@@ -61,10 +181,28 @@ pub struct BufferAssignment {
     pub unshared_values_bytes: i64,
     /// The timeline: `computation/instruction` at each position.
     pub timeline: Vec<String>,
+    /// Alignment of offsets and sizes.
+    pub alignment: i64,
+    /// The computation of each [`Instance`].
+    pub instances: Vec<ComputationId>,
+    /// The buffer (index in `buffers`) of each array leaf of each instruction's value, views
+    /// included; zero-sized leaves and recomputed instructions have none.
+    pub value_buffers: HashMap<(Instance, InstrId), Vec<Option<usize>>>,
+    /// The scratch buffers of each instruction that asked for some, in request order
+    /// (zero-sized requests get none).
+    pub scratch_buffers: HashMap<(Instance, InstrId), Vec<usize>>,
+    /// Temporaries of a loop's state copies, one per element whose source buffer is another
+    /// element's destination (copied through a temporary first), in element order.
+    pub loop_copy_temps: HashMap<(Instance, InstrId, LoopCopy), Vec<usize>>,
 }
 
-fn align(n: i64) -> i64 {
-    (n + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT
+fn align_to(n: i64, alignment: i64) -> i64 {
+    (n + alignment - 1) / alignment * alignment
+}
+
+/// Whether a buffer takes arena bytes.
+fn in_arena(b: &Buffer) -> bool {
+    b.offset >= 0
 }
 
 /// One array value.
@@ -78,25 +216,34 @@ struct Value {
 
 /// Where a loop runs on the timeline.
 struct LoopSpan {
-    comp: ComputationId,
+    inst: Instance,
     instr: InstrId,
     start: usize,
-    body: ComputationId,
+    end: usize,
+    body: Instance,
     body_range: (usize, usize),
     state: Vec<usize>,
 }
 
 struct Builder<'m> {
     m: &'m Module,
+    needs: &'m dyn BufferNeeds,
+    /// Scratch values of each instruction that asked for some.
+    scratch: HashMap<(Instance, InstrId), Vec<usize>>,
     values: Vec<Value>,
     /// Array values of every instruction on the timeline, one per leaf.
-    leaves: HashMap<(ComputationId, InstrId), Vec<usize>>,
+    leaves: HashMap<(Instance, InstrId), Vec<usize>>,
+    /// What each recomputed instruction reads (through other recomputed ones too).
+    recomputed_reads: HashMap<(Instance, InstrId), Vec<usize>>,
     /// Instruction at each position.
-    timeline: Vec<(ComputationId, InstrId)>,
-    /// Positions at which each value is read.
+    timeline: Vec<(Instance, InstrId)>,
+    /// The values read at each position.
+    reads: Vec<Vec<usize>>,
     loops: Vec<LoopSpan>,
-    /// Values bound to the parameters of the computation being walked.
-    param_bindings: HashMap<ComputationId, Vec<usize>>,
+    /// The computation of each instance.
+    instances: Vec<ComputationId>,
+    /// The recomputed instructions of each instance.
+    recomputed: Vec<hashbrown::HashSet<InstrId>>,
 }
 
 impl<'m> Builder<'m> {
@@ -118,8 +265,26 @@ impl<'m> Builder<'m> {
         }
     }
 
-    fn leaves_of(&self, c: ComputationId, id: InstrId) -> Vec<usize> {
-        self.leaves.get(&(c, id)).cloned().unwrap_or_default()
+    /// Adds a position for instruction `id` of `inst` that reads `reads`.
+    fn push_position(&mut self, inst: Instance, id: InstrId, reads: Vec<usize>) -> usize {
+        let pos = self.timeline.len();
+        self.timeline.push((inst, id));
+        self.use_values(&reads, pos);
+        self.reads.push(reads);
+        pos
+    }
+
+    fn leaves_of(&self, inst: Instance, id: InstrId) -> Vec<usize> {
+        self.leaves.get(&(inst, id)).cloned().unwrap_or_default()
+    }
+
+    /// The values an instruction reads when it reads operand `o`: its leaves, or what it
+    /// reads when it is recomputed.
+    fn read_through(&self, inst: Instance, o: InstrId) -> Vec<usize> {
+        match self.recomputed_reads.get(&(inst, o)) {
+            Some(r) => r.clone(),
+            None => self.leaves_of(inst, o),
+        }
     }
 
     fn define_all(
@@ -151,20 +316,40 @@ impl<'m> Builder<'m> {
             .collect()
     }
 
-    fn walk(&mut self, cid: ComputationId) {
+    /// Walks one emission of computation `cid` whose parameters are bound to `bound` (the
+    /// flattened leaves of its arguments; `None` for the entry). Returns its instance.
+    fn walk(&mut self, cid: ComputationId, bound: Option<Vec<usize>>) -> Instance {
+        let inst = self.instances.len();
+        self.instances.push(cid);
         let c = self.m.computation(cid);
+        let recomputed: hashbrown::HashSet<InstrId> =
+            self.needs.recomputed(self.m, cid).into_iter().collect();
+        self.recomputed.push(recomputed.clone());
         for id in c.post_order() {
-            if self.leaves.contains_key(&(cid, id)) {
-                continue;
-            }
             let instr = c.get(id);
             let operand_leaves: Vec<Vec<usize>> = instr
                 .operands()
                 .iter()
-                .map(|&o| self.leaves_of(cid, o))
+                .map(|&o| self.leaves_of(inst, o))
                 .collect();
+            let operand_reads = || -> Vec<usize> {
+                let mut r: Vec<usize> = Vec::new();
+                for &o in instr.operands() {
+                    for v in self.read_through(inst, o) {
+                        if !r.contains(&v) {
+                            r.push(v);
+                        }
+                    }
+                }
+                r
+            };
+            if recomputed.contains(&id) {
+                let r = operand_reads();
+                self.recomputed_reads.insert((inst, id), r);
+                continue;
+            }
             let out = match &instr.op {
-                Op::Parameter(n) => match self.param_bindings.get(&cid) {
+                Op::Parameter(n) => match &bound {
                     Some(bound) => {
                         let counts = leaf_counts(&Shape::Tuple(param_shapes(self.m, cid)));
                         let start: usize = counts[..*n as usize].iter().sum();
@@ -181,68 +366,66 @@ impl<'m> Builder<'m> {
                     operand_leaves[0][start..start + counts[*index as usize]].to_vec()
                 }
                 Op::Bitcast | Op::Reshape => operand_leaves[0].clone(),
+                Op::Copy if self.needs.copy_is_view() => operand_leaves[0].clone(),
                 Op::While { condition, body } => {
-                    let start = self.timeline.len();
-                    self.timeline.push((cid, id));
-                    self.use_values(&operand_leaves[0], start);
+                    let start = self.push_position(inst, id, operand_leaves[0].clone());
                     let state = self.define_all(cid, id, start, BufferKind::Temporary);
-                    let flat = state.clone();
-                    self.param_bindings.insert(*condition, flat.clone());
-                    self.param_bindings.insert(*body, flat);
-                    self.walk(*condition);
+                    let cond_inst = self.walk(*condition, Some(state.clone()));
                     let cond_root =
-                        self.leaves_of(*condition, self.m.computation(*condition).root());
+                        self.leaves_of(cond_inst, self.m.computation(*condition).root());
                     let body_start = self.timeline.len();
-                    self.walk(*body);
+                    let body_inst = self.walk(*body, Some(state.clone()));
                     let body_end = self.timeline.len().saturating_sub(1).max(body_start);
-                    let body_root = self.leaves_of(*body, self.m.computation(*body).root());
-                    let end = self.timeline.len();
-                    self.timeline.push((cid, id));
-                    self.use_values(&cond_root, end);
-                    self.use_values(&body_root, end);
-                    self.use_values(&state, end);
+                    let body_root = self.leaves_of(body_inst, self.m.computation(*body).root());
+                    let mut read = cond_root;
+                    read.extend(body_root);
+                    read.extend(state.iter().copied());
+                    let end = self.push_position(inst, id, read);
                     self.loops.push(LoopSpan {
-                        comp: cid,
+                        inst,
                         instr: id,
                         start,
-                        body: *body,
+                        end,
+                        body: body_inst,
                         body_range: (body_start, body_end),
                         state: state.clone(),
                     });
-                    self.leaves.insert((cid, id), state.clone());
-                    continue;
+                    state
                 }
                 Op::Call { to_apply } => {
-                    self.param_bindings
-                        .insert(*to_apply, operand_leaves.concat());
-                    self.walk(*to_apply);
-                    self.leaves_of(*to_apply, self.m.computation(*to_apply).root())
+                    let callee = self.walk(*to_apply, Some(operand_leaves.concat()));
+                    self.leaves_of(callee, self.m.computation(*to_apply).root())
                 }
                 Op::Conditional { branches } => {
+                    let mut read = operand_leaves[0].clone();
                     for (k, &b) in branches.iter().enumerate() {
-                        self.param_bindings.insert(b, operand_leaves[k + 1].clone());
-                        self.walk(b);
+                        let bi = self.walk(b, Some(operand_leaves[k + 1].clone()));
+                        read.extend(self.leaves_of(bi, self.m.computation(b).root()));
                     }
-                    let pos = self.timeline.len();
-                    self.timeline.push((cid, id));
-                    for &b in branches {
-                        let r = self.leaves_of(b, self.m.computation(b).root());
-                        self.use_values(&r, pos);
-                    }
-                    self.use_values(&operand_leaves[0], pos);
-                    let out = self.define_all(cid, id, pos, BufferKind::Temporary);
-                    self.leaves.insert((cid, id), out);
-                    continue;
+                    let pos = self.push_position(inst, id, read);
+                    self.define_all(cid, id, pos, BufferKind::Temporary)
                 }
                 _ => {
-                    let pos = self.timeline.len();
-                    self.timeline.push((cid, id));
-                    self.use_values(&operand_leaves.concat(), pos);
+                    let pos = self.push_position(inst, id, operand_reads());
+                    let sizes = self.needs.scratch_bytes(self.m, cid, id);
+                    if !sizes.is_empty() {
+                        let name = &instr.name;
+                        let scratch = sizes
+                            .iter()
+                            .enumerate()
+                            .map(|(k, &size)| {
+                                let n = format!("{name}.scratch{k}");
+                                self.new_value(n, size, pos, BufferKind::Scratch)
+                            })
+                            .collect();
+                        self.scratch.insert((inst, id), scratch);
+                    }
                     self.define_all(cid, id, pos, BufferKind::Temporary)
                 }
             };
-            self.leaves.insert((cid, id), out);
+            self.leaves.insert((inst, id), out);
         }
+        inst
     }
 }
 
@@ -309,22 +492,36 @@ fn writes_in_place(m: &Module, cid: ComputationId, id: InstrId, k: usize) -> boo
     }
 }
 
-/// Assigns buffers to every value of the module, following its current schedule.
+/// Assigns buffers to every value of the module, following its current schedule, with the
+/// compiler's report's needs ([`ReportNeeds`]).
 pub fn assign_buffers(m: &Module) -> BufferAssignment {
+    assign_buffers_with(m, &ReportNeeds)
+}
+
+/// Assigns buffers to every value of the module, following its current schedule, with the
+/// alignment, constants and scratch space `needs` asks for.
+pub fn assign_buffers_with(m: &Module, needs: &dyn BufferNeeds) -> BufferAssignment {
+    let alignment = needs.alignment();
+    let align = |n: i64| align_to(n, alignment);
     let mut b = Builder {
         m,
+        needs,
+        scratch: HashMap::new(),
         values: Vec::new(),
         leaves: HashMap::new(),
+        recomputed_reads: HashMap::new(),
         timeline: Vec::new(),
+        reads: Vec::new(),
         loops: Vec::new(),
-        param_bindings: HashMap::new(),
+        instances: Vec::new(),
+        recomputed: Vec::new(),
     };
-    b.walk(m.entry);
+    b.walk(m.entry, None);
     let end = b.timeline.len();
-    let entry_root = b.leaves_of(m.entry, m.entry().root());
+    let entry_root = b.leaves_of(0, m.entry().root());
     b.use_values(&entry_root, end);
     for v in &mut b.values {
-        if v.kind != BufferKind::Temporary {
+        if matches!(v.kind, BufferKind::Parameter | BufferKind::Constant) {
             v.def = 0;
             v.last_use = end;
         }
@@ -341,12 +538,19 @@ pub fn assign_buffers(m: &Module) -> BufferAssignment {
             range[a] = (range[a].0.min(range[o].0), range[a].1.max(range[o].1));
         }
     };
+    // Whether the instruction at position `p` may write its result over value `v`.
+    let may_write_over = |b: &Builder, p: usize, v: usize| {
+        let (inst, id) = b.timeline[p];
+        let holds = |o: InstrId| b.leaves_of(inst, o).contains(&v);
+        let recomputed = |o: InstrId| b.recomputed[inst].contains(&o);
+        needs.may_write_over(m, b.instances[inst], id, &recomputed, &holds)
+    };
 
     // Loop state takes over the initial value's buffer when that value dies at the loop.
     for lp in &b.loops {
-        let c = m.computation(lp.comp);
+        let c = m.computation(b.instances[lp.inst]);
         let init = c.get(lp.instr).operand(0);
-        let init_leaves = b.leaves_of(lp.comp, init);
+        let init_leaves = b.leaves_of(lp.inst, init);
         let mut taken = Vec::new();
         for (j, &w) in lp.state.iter().enumerate() {
             let v = init_leaves[j];
@@ -362,39 +566,10 @@ pub fn assign_buffers(m: &Module) -> BufferAssignment {
         }
     }
 
-    // In-place writes, in timeline order.
-    let positions: HashMap<(ComputationId, InstrId), usize> = b
-        .timeline
-        .iter()
-        .enumerate()
-        .map(|(p, &k)| (k, p))
-        .collect();
-    for (p, &(cid, id)) in b.timeline.iter().enumerate() {
-        let c = m.computation(cid);
-        let instr = c.get(id);
-        if is_alias(&instr.op) || !instr.shape.is_array() || positions[&(cid, id)] != p {
-            continue;
-        }
-        let out = b.leaves_of(cid, id);
-        let [out] = out[..] else { continue };
-        for (k, &o) in instr.operands().iter().enumerate() {
-            let ol = b.leaves_of(cid, o);
-            let [v] = ol[..] else { continue };
-            let r = sets.find(v);
-            if b.values[v].kind == BufferKind::Temporary
-                && range[r].1 == p
-                && b.values[v].size == b.values[out].size
-                && writes_in_place(m, cid, id, k)
-            {
-                union(&mut sets, &mut range, r, out);
-                break;
-            }
-        }
-    }
-
-    // The body writes each new state element over the old one when the old one is dead.
+    // The body writes each new state element over the old one when the old one is dead
+    // (before other in-place writes: this one saves a copy per iteration).
     for lp in &b.loops {
-        let body = m.computation(lp.body);
+        let body = m.computation(b.instances[lp.body]);
         let root_leaves = b.leaves_of(lp.body, body.root());
         for (j, &w) in lp.state.iter().enumerate() {
             let r_val = root_leaves[j];
@@ -407,18 +582,83 @@ pub fn assign_buffers(m: &Module) -> BufferAssignment {
             if range[rr].0 < body_start || b.values[r_val].def > body_end {
                 continue;
             }
+            // ...the old value is not passed through to another element (the copy back
+            // reads it after the body)...
+            if root_leaves.contains(&w) {
+                continue;
+            }
             // ...and the old value is no longer read when it is written.
-            let old_last_read = last_read_in(&b, m, lp, w, &positions);
+            let old_last_read = (body_start..=body_end)
+                .filter(|&p| p < b.reads.len() && b.reads[p].contains(&w))
+                .max();
             let def = range[rr].0;
-            let overwrites_as_it_reads = old_last_read == def && {
-                let (cid, id) = b.timeline[def];
-                let instr = m.computation(cid).get(id);
-                instr.operands().iter().enumerate().all(|(k, &o)| {
-                    !b.leaves_of(cid, o).contains(&w) || writes_in_place(m, cid, id, k)
-                })
+            let ok = match old_last_read {
+                None => true,
+                Some(q) if q < def => true,
+                Some(q) if q == def => may_write_over(&b, def, w),
+                Some(_) => false,
             };
-            if old_last_read < def || overwrites_as_it_reads {
+            if ok {
                 union(&mut sets, &mut range, rw, rr);
+            }
+        }
+    }
+
+    // In-place writes, in timeline order: over a value read here for the last time.
+    for p in 0..b.timeline.len() {
+        let (inst, id) = b.timeline[p];
+        let instr = m.computation(b.instances[inst]).get(id);
+        if !instr.shape.is_array() {
+            continue;
+        }
+        let out = b.leaves_of(inst, id);
+        let [out] = out[..] else { continue };
+        // Not when the result already lives in a loop state buffer.
+        if b.values[out].def != p || range[sets.find(out)].0 != p {
+            continue;
+        }
+        for &v in &b.reads[p] {
+            let r = sets.find(v);
+            if b.values[v].kind == BufferKind::Temporary
+                && range[r].1 == p
+                && b.values[v].size == b.values[out].size
+                && may_write_over(&b, p, v)
+            {
+                union(&mut sets, &mut range, r, out);
+                break;
+            }
+        }
+    }
+
+    // A state copy whose source buffer is another element's destination goes through a
+    // temporary (what the code generator's copy does), live at the copy only.
+    let mut copy_temps: Vec<((Instance, InstrId, LoopCopy), Vec<usize>)> = Vec::new();
+    for l in 0..b.loops.len() {
+        let lp = &b.loops[l];
+        let (lp_inst, lp_instr, lp_start, lp_end) = (lp.inst, lp.instr, lp.start, lp.end);
+        let state = lp.state.clone();
+        let c = m.computation(b.instances[lp.inst]);
+        let init = b.leaves_of(lp.inst, c.get(lp.instr).operand(0));
+        let body = m.computation(b.instances[lp.body]);
+        let result = b.leaves_of(lp.body, body.root());
+        for (copy, src, pos) in [
+            (LoopCopy::Enter, init, lp_start),
+            (LoopCopy::Back, result, lp_end),
+        ] {
+            let dst: Vec<usize> = state.iter().map(|&w| sets.find(w)).collect();
+            let mut temps = Vec::new();
+            for (k, &v) in src.iter().enumerate() {
+                let s = sets.find(v);
+                if b.values[v].size > 0 && s != dst[k] && dst.contains(&s) {
+                    let name = format!("{}.copy_temp{k}", c.get(lp_instr).name);
+                    let t = b.new_value(name, b.values[v].size, pos, BufferKind::Scratch);
+                    sets.parent.push(t);
+                    range.push((pos, pos));
+                    temps.push(t);
+                }
+            }
+            if !temps.is_empty() {
+                copy_temps.push(((lp_inst, lp_instr, copy), temps));
             }
         }
     }
@@ -426,6 +666,7 @@ pub fn assign_buffers(m: &Module) -> BufferAssignment {
     // Collect buffers.
     let mut index: HashMap<usize, usize> = HashMap::new();
     let mut buffers: Vec<Buffer> = Vec::new();
+    let mut buffer_of_value = Vec::with_capacity(b.values.len());
     for v in 0..b.values.len() {
         let r = sets.find(v);
         let bi = *index.entry(r).or_insert_with(|| {
@@ -441,27 +682,61 @@ pub fn assign_buffers(m: &Module) -> BufferAssignment {
         let buf = &mut buffers[bi];
         buf.size = buf.size.max(b.values[v].size);
         buf.values.push(b.values[v].name.clone());
+        buffer_of_value.push(bi);
+    }
+    // Drop empty buffers, keeping the value -> buffer map in step.
+    let mut renumber = vec![None; buffers.len()];
+    let mut kept = 0;
+    for (i, buf) in buffers.iter().enumerate() {
+        if buf.size > 0 {
+            renumber[i] = Some(kept);
+            kept += 1;
+        }
     }
     buffers.retain(|buf| buf.size > 0);
-    let peak_bytes = place(&mut buffers);
-    let total_bytes = buffers.iter().map(|b| align(b.size)).sum();
-    let lower_bound_bytes = max_live(buffers.iter().map(|b| (b.live_range, align(b.size))), end);
+    let buffer_of = |v: usize| renumber[buffer_of_value[v]];
+    let value_buffers = b
+        .leaves
+        .iter()
+        .map(|(&key, vs)| (key, vs.iter().map(|&v| buffer_of(v)).collect()))
+        .collect();
+    let scratch_buffers = b
+        .scratch
+        .iter()
+        .map(|(&key, vs)| (key, vs.iter().filter_map(|&v| buffer_of(v)).collect()))
+        .collect();
+    let loop_copy_temps = copy_temps
+        .iter()
+        .map(|(key, vs)| (*key, vs.iter().filter_map(|&v| buffer_of(v)).collect()))
+        .collect();
+    let arena_constants = needs.constants_in_arena();
+    let placed = |buf: &Buffer| arena_constants || buf.kind != BufferKind::Constant;
+    let peak_bytes = place(&mut buffers, alignment, placed);
+    let total_bytes = buffers
+        .iter()
+        .filter(|b| in_arena(b))
+        .map(|b| align(b.size))
+        .sum();
+    let lower_bound_bytes = max_live(
+        buffers
+            .iter()
+            .filter(|b| in_arena(b))
+            .map(|b| (b.live_range, align(b.size))),
+        end,
+    );
     let unshared_values_bytes = max_live(
         b.values
             .iter()
-            .filter(|v| v.size > 0)
+            .filter(|v| v.size > 0 && (arena_constants || v.kind != BufferKind::Constant))
             .map(|v| ((v.def, v.last_use), align(v.size))),
         end,
     );
     let timeline = b
         .timeline
         .iter()
-        .map(|&(c, id)| {
-            format!(
-                "{}/{}",
-                m.computation(c).name,
-                m.computation(c).get(id).name
-            )
+        .map(|&(inst, id)| {
+            let c = m.computation(b.instances[inst]);
+            format!("{}/{}", c.name, c.get(id).name)
         })
         .collect();
     let _ = code_computations;
@@ -472,42 +747,11 @@ pub fn assign_buffers(m: &Module) -> BufferAssignment {
         lower_bound_bytes,
         unshared_values_bytes,
         timeline,
-    }
-}
-
-/// The last position inside the loop body at which state value `w` is read (through the
-/// body's parameter); `usize::MAX` if it is read by the root's own slot only... or earlier.
-fn last_read_in(
-    b: &Builder,
-    m: &Module,
-    lp: &LoopSpan,
-    w: usize,
-    positions: &HashMap<(ComputationId, InstrId), usize>,
-) -> usize {
-    let body = m.computation(lp.body);
-    let mut last = 0usize;
-    let mut any = false;
-    for id in body.post_order() {
-        let instr = body.get(id);
-        if is_alias(&instr.op) {
-            continue;
-        }
-        let Some(&p) = positions.get(&(lp.body, id)) else {
-            continue;
-        };
-        if instr
-            .operands()
-            .iter()
-            .any(|&o| b.leaves_of(lp.body, o).contains(&w))
-        {
-            last = last.max(p);
-            any = true;
-        }
-    }
-    if any {
-        last
-    } else {
-        lp.body_range.0.saturating_sub(1)
+        alignment,
+        instances: b.instances,
+        value_buffers,
+        scratch_buffers,
+        loop_copy_temps,
     }
 }
 
@@ -527,8 +771,10 @@ fn max_live(items: impl Iterator<Item = ((usize, usize), i64)>, end: usize) -> i
 }
 
 /// Gives every buffer an offset so that buffers live at the same time do not overlap; tries
-/// two orders (largest first, earliest first) and keeps the smaller result. Returns the peak.
-fn place(buffers: &mut [Buffer]) -> i64 {
+/// two orders (largest first, earliest first) and keeps the smaller result. Buffers that are
+/// not `placed` in the arena get offset -1. Returns the peak.
+fn place(buffers: &mut [Buffer], alignment: i64, in_arena: impl Fn(&Buffer) -> bool) -> i64 {
+    let align = |n: i64| align_to(n, alignment);
     let overlaps = |a: (usize, usize), b: (usize, usize)| a.0 <= b.1 && b.0 <= a.1;
     let try_order = |order: &[usize], buffers: &[Buffer]| -> (Vec<i64>, i64) {
         let mut offsets = vec![-1i64; buffers.len()];
@@ -561,9 +807,12 @@ fn place(buffers: &mut [Buffer]) -> i64 {
         }
         (offsets, peak)
     };
-    let mut by_size: Vec<usize> = (0..buffers.len()).collect();
+    let arena: Vec<usize> = (0..buffers.len())
+        .filter(|&i| in_arena(&buffers[i]))
+        .collect();
+    let mut by_size = arena.clone();
     by_size.sort_by_key(|&i| (-buffers[i].size, buffers[i].live_range.0));
-    let mut by_start: Vec<usize> = (0..buffers.len()).collect();
+    let mut by_start = arena;
     by_start.sort_by_key(|&i| (buffers[i].live_range.0, -buffers[i].size));
     let a = try_order(&by_size, buffers);
     let b = try_order(&by_start, buffers);
@@ -584,8 +833,8 @@ impl BufferAssignment {
             let live: i64 = self
                 .buffers
                 .iter()
-                .filter(|b| b.live_range.0 <= t && t <= b.live_range.1)
-                .map(|b| align(b.size))
+                .filter(|b| in_arena(b) && b.live_range.0 <= t && t <= b.live_range.1)
+                .map(|b| align_to(b.size, self.alignment))
                 .sum();
             if live > best.1 {
                 best = (t, live);
@@ -594,7 +843,7 @@ impl BufferAssignment {
         let live = (0..self.buffers.len())
             .filter(|&i| {
                 let r = self.buffers[i].live_range;
-                r.0 <= best.0 && best.0 <= r.1
+                in_arena(&self.buffers[i]) && r.0 <= best.0 && best.0 <= r.1
             })
             .collect();
         (best.0, live)
@@ -626,6 +875,7 @@ impl BufferAssignment {
                 BufferKind::Parameter => "parameter",
                 BufferKind::Constant => "constant",
                 BufferKind::Temporary => "temporary",
+                BufferKind::Scratch => "scratch",
             };
             let _ = writeln!(
                 s,

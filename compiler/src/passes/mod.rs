@@ -21,7 +21,10 @@ pub mod while_loop_simplifier;
 use crate::ir::Module;
 
 pub use algebraic_simplifier::AlgebraicSimplifier;
-pub use buffer_assignment::{assign_buffers, Buffer, BufferAssignment};
+pub use buffer_assignment::{
+    assign_buffers, assign_buffers_with, Buffer, BufferAssignment, BufferKind, BufferNeeds,
+    Instance, LoopCopy, ReportNeeds,
+};
 pub use call_inliner::CallInliner;
 pub use constant_folding::ConstantFolding;
 pub use cse::Cse;

@@ -5,6 +5,9 @@
 //! | `model.ckpt-N.safetensors` | every variable by its TF name (model variables and optimizer slots), the global step (`global_step`, s64) and the input pipeline's position (`input_pipeline/...`) |
 //! | `checkpoint` | TF's `CheckpointState` in protobuf text format: `model_checkpoint_path` and `all_model_checkpoint_paths` (prefixes, as TF writes them) |
 //!
+//! [`tf_bundle`] reads TensorFlow's own checkpoints natively, and [`WarmStart`] gives a new
+//! model_dir's variables their first values from either kind.
+//!
 //! Both are written atomically (a temporary file, then a rename), the checkpoint before the
 //! state file, so a crash at any moment leaves the previous state file naming complete
 //! checkpoints. Old checkpoints beyond `keep_checkpoint_max` are deleted after the new state
@@ -12,6 +15,10 @@
 
 mod saver;
 mod state_file;
+pub mod tf_bundle;
+mod warm_start;
 
 pub use saver::{read_checkpoint, Checkpoint, CheckpointError, Saver};
 pub use state_file::CheckpointState;
+pub use tf_bundle::{TfBundle, TfBundleError};
+pub use warm_start::{WarmStart, WarmStartError, WarmValues};

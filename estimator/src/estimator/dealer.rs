@@ -22,6 +22,9 @@ struct Shared {
     dealt: u64,
     /// Set once the iterator ended, so later sources report the end at once.
     exhausted: bool,
+    /// The input's own failure (the batch it failed at, counted like `dealt`, and why), kept
+    /// so the caller can report it as the input_fn's error rather than as the infeed's.
+    failure: Option<(u64, String)>,
 }
 
 /// Shares one batch iterator among the shards' infeed sources.
@@ -37,6 +40,7 @@ impl Dealer {
                 batches,
                 dealt: 0,
                 exhausted: false,
+                failure: None,
             })),
         }
     }
@@ -44,6 +48,11 @@ impl Dealer {
     /// Batches handed out so far.
     pub fn dealt(&self) -> u64 {
         self.lock().dealt
+    }
+
+    /// The input's failure, if it failed: the number of batches dealt before it, and why.
+    pub fn failure(&self) -> Option<(u64, String)> {
+        self.lock().failure.clone()
     }
 
     /// One infeed source per shard for a loop of `iterations`: together they take the next
@@ -72,11 +81,14 @@ impl Dealer {
             }
             Some(Err(e)) => {
                 shared.exhausted = true;
+                shared.failure = Some((shared.dealt, e.clone()));
                 Err(e)
             }
             None => {
                 shared.exhausted = true;
-                Err(input_ended(shared.dealt))
+                let e = input_ended(shared.dealt);
+                shared.failure = Some((shared.dealt, e.clone()));
+                Err(e)
             }
         }
     }
@@ -131,6 +143,23 @@ mod tests {
     }
 
     #[test]
+    fn a_failing_input_is_remembered_with_its_batch() {
+        let dealer = Dealer::new(Box::new((0..5).map(|i| {
+            if i == 3 {
+                Err("bad record".to_string())
+            } else {
+                Ok(batch(i))
+            }
+        })));
+        let mut s = dealer.sources(1, 5).remove(0);
+        for _ in 0..3 {
+            assert!(s.next().unwrap().is_ok());
+        }
+        assert_eq!(s.next().unwrap().unwrap_err(), "bad record");
+        assert_eq!(dealer.failure(), Some((3, "bad record".to_string())));
+    }
+
+    #[test]
     fn end_of_input_is_an_error_naming_repeat() {
         let dealer = Dealer::new(Box::new((0..1).map(|i| Ok(batch(i)))));
         let mut s = dealer.sources(1, 3).remove(0);
@@ -140,5 +169,6 @@ mod tests {
             e.contains("ended after 1 batches") && e.contains("repeat()"),
             "{e}"
         );
+        assert_eq!(dealer.failure(), Some((1, e)));
     }
 }

@@ -4,20 +4,24 @@
 //! events, and returned.
 
 use super::dealer::Dealer;
-use super::input_fn::{batches, Input};
+use super::eval_input::{
+    batch_bytes, eval_components, steps_that_fit, EvalBatches, READ_AHEAD_BYTES,
+};
+use super::input_fn::Input;
 use super::log::{tf_float, Log};
 use super::loop_runner::LoopRunner;
 use super::params::Params;
 use super::spec::HostTensors;
 use super::tpu_estimator::TpuEstimator;
-use super::trace_step::{fed_components, trace_step};
+use super::trace_step::trace_step;
 use super::variables_state::HostState;
 use crate::checkpoint::Saver;
 use crate::error::EstimatorError;
+use crate::input::dataset::Cardinality;
 use crate::metrics::MetricSet;
 use crate::model::Mode;
 use crate::summary::EventWriter;
-use tessel_compiler::ir::{Array, ArrayShape};
+use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_runtime::feed::stack;
 
 /// What `evaluate` returns: every metric, the mean loss and the global step evaluated.
@@ -27,7 +31,7 @@ pub struct EvalResult {
     pub loss: f64,
     /// The metric_fn's metrics by name, sorted.
     pub metrics: Vec<(String, f64)>,
-    /// Examples evaluated (steps × global eval batch).
+    /// Real examples evaluated (the masks' sum: padding is not counted).
     pub examples: u64,
     pub log: Vec<String>,
 }
@@ -42,16 +46,20 @@ impl EvalResult {
 }
 
 impl TpuEstimator {
-    /// TPUEstimator's `evaluate(input_fn, steps)`: `steps` batches of `eval_batch_size`
-    /// from the latest checkpoint (or the initial values, with TF's warning, when there is
-    /// none).
+    /// TPUEstimator's `evaluate(input_fn, steps)` from the latest checkpoint (or the initial
+    /// values, with TF's warning, when there is none).
+    ///
+    /// `steps = None` evaluates the whole dataset exactly once: the input_fn may batch without
+    /// `drop_remainder`; the last short batch is padded and masked (`eval_input`), and the
+    /// loss and metrics cover the real examples only. `Some(n)` stops after `n` steps (each
+    /// one batch per shard), or earlier when the input ends.
     pub fn evaluate(
         &self,
         input_fn: impl Fn(&Params) -> Result<Input, EstimatorError>,
-        steps: u64,
+        steps: Option<u64>,
     ) -> Result<EvalResult, EstimatorError> {
         let mut log = Log::new(self.quiet);
-        if steps == 0 {
+        if steps == Some(0) {
             return Err(EstimatorError::value("Must specify steps > 0, given: 0"));
         }
         let eval_batch = self.eval_batch_size.ok_or_else(|| {
@@ -60,9 +68,16 @@ impl TpuEstimator {
             )
         })?;
         let shards = self.replicas();
+        let per_shard = eval_batch / shards;
         let params = self.params_for(eval_batch);
         let input = input_fn(&params)?;
-        let components = fed_components(input.dataset.element_spec())?;
+        if steps.is_none() && input.dataset.cardinality() == Cardinality::Infinite {
+            return Err(EstimatorError::value(
+                "evaluate(steps=None) reads the input until it ends, but the input_fn's dataset repeats forever: give steps, or do not repeat() the eval input",
+            ));
+        }
+        let mask_name = input.mask.as_deref();
+        let components = eval_components(input.dataset.element_spec(), per_shard, mask_name)?;
         log.info("Calling model_fn.");
         let traced = trace_step(
             self.model_fn.as_ref(),
@@ -75,26 +90,59 @@ impl TpuEstimator {
         )?;
         log.info("Done calling model_fn.");
         let saver = Saver::new(&self.model_dir, self.config.keep_checkpoint_max);
-        let state =
-            HostState::restore_or_init(&traced.variables, &saver, self.config.tf_random_seed)?;
-        match &state.restored_from {
-            Some(file) => log.info(format!("Restoring parameters from {}", file.display())),
-            None => log.warn(format!(
+        let state = HostState::restore_or_init(
+            &traced.variables,
+            &saver,
+            self.config.tf_random_seed,
+            self.warm_start.as_ref(),
+        )?;
+        match (&state.restored_from, &state.warm_started_from) {
+            (Some(file), _) => log.info(format!("Restoring parameters from {}", file.display())),
+            (None, Some(from)) => log.info(format!("Warm-starting from: {}", from.display())),
+            (None, None) => log.warn(format!(
                 "Could not find trained model in model_dir: {}, running initialization to evaluate.",
                 self.model_dir.display()
             )),
         }
         log.info(format!("Starting evaluation at {}", utc_now()));
 
-        let dealer = Dealer::new(batches(&input.dataset, &components, 0));
+        let mut input_batches = EvalBatches::new(&input.dataset, &components, mask_name, per_shard);
         let mut runner = LoopRunner::new(traced.module, traced.fed.clone(), self.device());
         let mut metrics = MetricSet::new();
         let carried = vec![state.carried()?; shards];
+        // The loss: each shard's batch loss (a mean over its real examples) weighted by its
+        // real examples, so the result is the mean over every real example.
         let mut loss_sum = 0.0;
+        let mut examples = 0.0;
         let mut done = 0u64;
+        let total = steps.map_or("?".to_string(), |n| n.to_string());
         let ipl = self.config.tpu_config.iterations_per_loop;
-        while done < steps {
-            let k = ipl.min(steps - done);
+        let fit = steps_that_fit(batch_bytes(&components), shards, READ_AHEAD_BYTES);
+        loop {
+            let mut k = ipl.min(steps.map_or(u64::MAX, |n| n - done)).min(fit);
+            if k == 0 {
+                break;
+            }
+            // Read the loop's batches ahead: when the input ends within it, the loop is
+            // shortened and the last iteration's missing shards get all-padding batches.
+            let ready = input_batches.fill(k as usize * shards)?;
+            if ready == 0 {
+                break;
+            }
+            k = k.min(ready.div_ceil(shards) as u64);
+            let real = ready.min(k as usize * shards);
+            let loop_batches = input_batches.take(real, k as usize * shards - real);
+            let masks: Vec<(Vec<f32>, f64)> = loop_batches
+                .iter()
+                .map(|b| (b.mask.clone(), b.weight()))
+                .collect();
+            let dealer = Dealer::new(Box::new(
+                loop_batches
+                    .into_iter()
+                    .map(|b| Ok(b.batch))
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+            ));
             // outfed[iteration][shard] = the step's outfed values.
             let mut outfed: Vec<Vec<Option<Vec<Array>>>> = vec![vec![None; shards]; k as usize];
             let mut on_step = |shard: usize, iteration: u64, values: Vec<Array>| {
@@ -106,22 +154,50 @@ impl TpuEstimator {
                 }
             };
             let sources = dealer.sources(shards, k);
-            runner.run(k, carried.clone(), sources, &mut on_step)?;
-            for per_shard in outfed {
-                let per_shard: Vec<Vec<Array>> = per_shard.into_iter().flatten().collect();
-                loss_sum += per_shard.iter().map(|v| v[0].data.get_f64(0)).sum::<f64>()
-                    / per_shard.len().max(1) as f64;
+            if let Err(e) = runner.run(k, carried.clone(), sources, &mut on_step) {
+                // The input's own error, not the infeed's report of it.
+                return Err(match dealer.failure() {
+                    Some((_, message)) => EstimatorError::Input(message),
+                    None => EstimatorError::Session(e),
+                });
+            }
+            for (iteration, per_shard_values) in outfed.into_iter().enumerate() {
+                let per_shard_values: Vec<Vec<Array>> =
+                    per_shard_values.into_iter().flatten().collect();
+                // The dealer gave batch `iteration * shards + shard` to `shard`.
+                let dealt = &masks[iteration * shards..(iteration + 1) * shards];
+                for (values, (_, weight)) in per_shard_values.iter().zip(dealt) {
+                    // A shard with no real example adds nothing (its loss may be 0/0).
+                    if *weight > 0.0 {
+                        loss_sum += values[0].data.get_f64(0) * weight;
+                        examples += weight;
+                    }
+                }
                 if let Some(metric_fn) = &traced.metric_fn {
+                    let mask: Vec<f32> = dealt.iter().flat_map(|(m, _)| m.clone()).collect();
                     let tensors = HostTensors {
-                        entries: concat_shards(&traced.outfed[1..], &per_shard)?,
+                        entries: concat_shards(&traced.outfed[1..], &per_shard_values)?,
+                        mask: Some(Array::new(
+                            ArrayShape::new(ElementType::F32, &[mask.len() as i64]),
+                            ArrayData::F32(mask),
+                        )),
                     };
                     metric_fn(&mut metrics, &tensors);
+                    if let Some(e) = metrics.error() {
+                        return Err(EstimatorError::ModelFn(format!(
+                            "the metric_fn failed: {e}"
+                        )));
+                    }
                 }
                 done += 1;
-                log.info(format!("Evaluation [{done}/{steps}]"));
+                log.info(format!("Evaluation [{done}/{total}]"));
             }
         }
-        let loss = loss_sum / steps as f64;
+        let loss = if examples > 0.0 {
+            loss_sum / examples
+        } else {
+            0.0
+        };
         let mut results = metrics.results();
         results.push(("loss".to_string(), loss));
         results.push(("global_step".to_string(), state.global_step as f64));
@@ -167,7 +243,7 @@ impl TpuEstimator {
             global_step: state.global_step,
             loss,
             metrics,
-            examples: steps * eval_batch as u64,
+            examples: examples.round() as u64,
             log: log.lines,
         })
     }

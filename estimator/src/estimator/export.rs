@@ -211,14 +211,20 @@ impl TpuEstimator {
             EstimatorError::value("export needs predict_batch_size: the export has a static batch")
         })?;
         let saver = Saver::new(&self.model_dir, self.config.keep_checkpoint_max);
-        if saver.latest_file()?.is_none() {
+        if saver.latest_file()?.is_none() && self.warm_start.is_none() {
             return Err(EstimatorError::value(format!(
                 "Couldn't find trained model at {}.",
                 self.model_dir.display()
             )));
         }
         let (mut module, variables, outputs) = self.trace_export(batch, serving_input)?;
-        let state = HostState::restore_or_init(&variables, &saver, self.config.tf_random_seed)?;
+        // The latest checkpoint; with none, the warm-start source (a TF-trained model, say).
+        let state = HostState::restore_or_init(
+            &variables,
+            &saver,
+            self.config.tf_random_seed,
+            self.warm_start.as_ref(),
+        )?;
         // The module must be one the device runs: check before optimizing (the JIT's rules).
         tessel_compiler::verifier::verify(&module).map_err(|errors| {
             let shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();

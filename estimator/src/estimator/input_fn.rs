@@ -16,6 +16,9 @@ pub type InputFn = dyn Fn(&Params) -> Result<Input, EstimatorError> + Send + Syn
 pub struct Input {
     pub dataset: Dataset,
     pub labels: Option<String>,
+    /// Evaluation: the component holding the per-example mask, when the input_fn made one
+    /// (`padded_batch_with_mask`). Without it the estimator pads and masks the short last batch.
+    pub mask: Option<String>,
 }
 
 impl Input {
@@ -23,6 +26,7 @@ impl Input {
         Input {
             dataset,
             labels: Some(labels.to_string()),
+            mask: None,
         }
     }
 
@@ -30,7 +34,15 @@ impl Input {
         Input {
             dataset,
             labels: None,
+            mask: None,
         }
+    }
+
+    /// Names the component that is the per-example mask of `padded_batch_with_mask(n, mask)`:
+    /// evaluation takes it as the weights instead of feeding it as a feature.
+    pub fn with_mask(mut self, mask: &str) -> Input {
+        self.mask = Some(mask.to_string());
+        self
     }
 }
 

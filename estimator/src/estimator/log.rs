@@ -88,7 +88,7 @@ pub fn tf_g(v: f64) -> String {
         return format!("{v}");
     }
     let exp = v.abs().log10().floor() as i32;
-    if !(-5..6).contains(&exp) {
+    if !(-4..6).contains(&exp) {
         let s = format!("{v:.5e}");
         let (mantissa, e) = s.split_once('e').unwrap_or((&s, "0"));
         let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');

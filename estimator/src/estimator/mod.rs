@@ -13,12 +13,15 @@
 //! | `loop_runner` | compiled loops of `iterations_per_loop` steps |
 //! | `train` | `train(input_fn, steps, max_steps)`: loops, logs, summaries, checkpoints, NaN check, Ctrl-C |
 //! | `evaluate` | `evaluate(input_fn, steps)`: streaming metrics on the host |
+//! | `eval_input` | evaluation's batches: the short last batch padded, a per-example mask |
+//! | `train_and_evaluate` | `train_and_evaluate(train_spec, eval_spec)`: train in chunks, evaluate after each |
 //! | `padding` | predict's batches: a short last batch padded to the static shape |
 //! | `predict` | `predict(input_fn, predict_keys)`: an iterator fed by a producer thread running loops ahead |
 //! | `export` | `export(dir, serving_input)` and `ExportedModel` (`tessel predict`) |
 //! | `log` | TF's log lines and the progress bar |
 
 mod dealer;
+mod eval_input;
 mod evaluate;
 mod export;
 mod input_fn;
@@ -31,6 +34,7 @@ mod spec;
 mod tpu_estimator;
 mod trace_step;
 mod train;
+mod train_and_evaluate;
 mod variables_state;
 
 pub use evaluate::EvalResult;
@@ -44,3 +48,4 @@ pub use spec::{EvalMetrics, Features, HostTensors, MetricFn, TpuEstimatorSpec};
 pub use tpu_estimator::TpuEstimator;
 pub use trace_step::ModelFn;
 pub use train::TrainResult;
+pub use train_and_evaluate::{EvalSpec, TrainSpec};

@@ -43,6 +43,10 @@ impl fmt::Display for Param {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Param::Int(v) => write!(f, "{v}"),
+            // Python's repr: a whole float keeps its `.0`.
+            Param::Float(v) if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e16 => {
+                write!(f, "{v:.1}")
+            }
             Param::Float(v) => write!(f, "{v}"),
             Param::Bool(v) => write!(f, "{}", if *v { "True" } else { "False" }),
             Param::Str(v) => write!(f, "'{v}'"),

@@ -136,11 +136,16 @@ impl TpuEstimator {
         log.info("Done calling model_fn.");
         let keys = select_keys(&traced.outfed, predict_keys)?;
         let saver = Saver::new(&self.model_dir, self.config.keep_checkpoint_max);
-        let state =
-            HostState::restore_or_init(&traced.variables, &saver, self.config.tf_random_seed)?;
-        match &state.restored_from {
-            Some(file) => log.info(format!("Restoring parameters from {}", file.display())),
-            None => log.warn(format!(
+        let state = HostState::restore_or_init(
+            &traced.variables,
+            &saver,
+            self.config.tf_random_seed,
+            self.warm_start.as_ref(),
+        )?;
+        match (&state.restored_from, &state.warm_started_from) {
+            (Some(file), _) => log.info(format!("Restoring parameters from {}", file.display())),
+            (None, Some(from)) => log.info(format!("Warm-starting from: {}", from.display())),
+            (None, None) => log.warn(format!(
                 "Could not find trained model in model_dir: {}, running initialization to predict.",
                 self.model_dir.display()
             )),

@@ -11,12 +11,17 @@ use tessel_compiler::trace::Tensor;
 #[derive(Clone)]
 pub struct Features {
     pub(crate) entries: Vec<(String, Tensor)>,
+    /// EVAL's per-example mask, f32 `[batch]`: 1 for a real example, 0 for padding.
+    pub(crate) mask: Option<Tensor>,
 }
 
 impl Features {
     /// Features from named tensors of a trace (the export's serving input).
     pub(crate) fn from_entries(entries: Vec<(String, Tensor)>) -> Features {
-        Features { entries }
+        Features {
+            entries,
+            mask: None,
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<&Tensor> {
@@ -26,6 +31,13 @@ impl Features {
     /// The names, in the dataset's order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// In EVAL, the per-example mask (f32 `[batch]`, 1 real, 0 padding of the last batch):
+    /// the loss must be the mean over the real examples, e.g. `sum(loss_i * mask) /
+    /// max(sum(mask), 1)` (docs/estimator.md). `None` in TRAIN and PREDICT.
+    pub fn mask(&self) -> Option<&Tensor> {
+        self.mask.as_ref()
     }
 
     /// The only feature, when the dataset has one (TF's `features` as a bare tensor).
@@ -49,17 +61,25 @@ impl Index<&str> for Features {
 }
 
 /// The host half of `eval_metrics = (metric_fn, tensors)`: called once per evaluation batch
-/// with the named tensors' values (concatenated over the shards in replica order, padded
-/// examples already weighted 0 by the caller's `weights` tensor if it has one), it updates
-/// streaming metrics in the given set.
+/// with the named tensors' values (concatenated over the shards in replica order) and the
+/// batch's per-example mask (`HostTensors::mask`, 0 for padding: pass it as the weights), it
+/// updates streaming metrics in the given set.
 pub type MetricFn = Box<dyn Fn(&mut crate::metrics::MetricSet, &HostTensors) + Send>;
 
 /// Named arrays on the host (one evaluation batch, all shards).
 pub struct HostTensors {
     pub(crate) entries: Vec<(String, Array)>,
+    /// The batch's per-example mask over every shard (f32 `[global batch]`).
+    pub(crate) mask: Option<Array>,
 }
 
 impl HostTensors {
+    /// The per-example mask (1 real, 0 padding), concatenated over the shards as the
+    /// tensors are: pass it as every metric's `weights`. Always `Some` in `evaluate`.
+    pub fn mask(&self) -> Option<&Array> {
+        self.mask.as_ref()
+    }
+
     pub fn get(&self, name: &str) -> Option<&Array> {
         self.entries.iter().find(|(n, _)| n == name).map(|(_, a)| a)
     }

@@ -27,6 +27,8 @@ pub struct TpuEstimator {
     /// the running loop, with a checkpoint.
     pub(crate) stop: Arc<AtomicBool>,
     pub(crate) quiet: bool,
+    /// Where a model_dir without a checkpoint takes its first values (TF's `warm_start_from`).
+    pub(crate) warm_start: Option<crate::checkpoint::WarmStart>,
 }
 
 impl TpuEstimator {
@@ -52,11 +54,16 @@ impl TpuEstimator {
         predict_batch_size: Option<usize>,
     ) -> Result<TpuEstimator, EstimatorError> {
         config.validate()?;
-        let reserved = params.reserved_keys_used();
-        if !reserved.is_empty() {
+        if !params.reserved_keys_used().is_empty() {
+            // TF's text: the whole reserved list and the params dict, as Python prints them.
+            let keys: Vec<String> = super::params::RESERVED_KEYS
+                .iter()
+                .map(|k| format!("'{k}'"))
+                .collect();
             let shown: Vec<String> = params.iter().map(|(k, v)| format!("'{k}': {v}")).collect();
             return Err(EstimatorError::value(format!(
-                "{reserved:?} are reserved keys but existed in params {{{}}}.",
+                "[{}] are reserved keys but existed in params {{{}}}.",
+                keys.join(", "),
                 shown.join(", ")
             )));
         }
@@ -90,6 +97,7 @@ impl TpuEstimator {
             backend: Backend::Jit,
             stop: Arc::new(AtomicBool::new(false)),
             quiet: false,
+            warm_start: None,
         };
         if temporary {
             Log::new(false).warn(format!(
@@ -103,6 +111,14 @@ impl TpuEstimator {
     /// Runs on the reference interpreter instead of the JIT (slow; for checking the JIT).
     pub fn with_backend(mut self, backend: Backend) -> TpuEstimator {
         self.backend = backend;
+        self
+    }
+
+    /// TF's `warm_start_from`: when the model_dir has no checkpoint yet, the variables the
+    /// warm start matches take its values; the others are initialized. A model_dir with a
+    /// checkpoint restores it and ignores the warm start, as TF does.
+    pub fn with_warm_start(mut self, warm_start: crate::checkpoint::WarmStart) -> TpuEstimator {
+        self.warm_start = Some(warm_start);
         self
     }
 

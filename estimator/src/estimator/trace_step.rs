@@ -29,6 +29,10 @@ pub type ModelFn = dyn Fn(
     + Send
     + Sync;
 
+/// The fed component evaluation adds: the per-example mask (1 real, 0 padding), given to the
+/// model_fn as `features.mask()` rather than as a feature.
+pub const EVAL_MASK: &str = "__tessel_eval_mask";
+
 /// One fed component of the dataset: its name, element type and per-shard dims.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FedComponent {
@@ -93,11 +97,14 @@ pub fn trace_step(
     g.set_num_shards(num_shards);
     let mut features = Vec::new();
     let mut label_tensor = None;
+    let mut mask = None;
     for c in components {
         let t = g
             .tracer
             .parameter(&c.name, c.dims.as_slice(), c.element_type);
-        if Some(c.name.as_str()) == labels && mode != Mode::Predict {
+        if c.name == EVAL_MASK {
+            mask = Some(t);
+        } else if Some(c.name.as_str()) == labels && mode != Mode::Predict {
             label_tensor = Some(t);
         } else if Some(c.name.as_str()) != labels {
             features.push((c.name.clone(), t));
@@ -108,7 +115,10 @@ pub fn trace_step(
             "the input_fn's dataset has no component `{name}` for the labels"
         )));
     }
-    let features = Features { entries: features };
+    let features = Features {
+        entries: features,
+        mask,
+    };
     let spec = model_fn(&mut g, &features, label_tensor.as_ref(), mode, params)?;
 
     let mut outputs: Vec<Tensor> = vec![g.next_global_step()];

@@ -36,6 +36,9 @@ pub struct TrainResult {
     pub steps_per_sec: f64,
     /// Seconds spent compiling the loops.
     pub compile_secs: f64,
+    /// Checkpoints written by this call and the seconds they took in all.
+    pub checkpoints: usize,
+    pub checkpoint_secs: f64,
     /// The log's lines (without the `INFO:tessel:` prefix).
     pub log: Vec<String>,
 }
@@ -87,6 +90,8 @@ impl TpuEstimator {
                         final_loss: None,
                         steps_per_sec: 0.0,
                         compile_secs: 0.0,
+                        checkpoints: 0,
+                        checkpoint_secs: 0.0,
                         log: log.lines,
                     });
                 }
@@ -97,9 +102,15 @@ impl TpuEstimator {
         let params = self.params_for(self.train_batch_size);
         let per_shard_input =
             self.config.tpu_config.per_host_input_for_training == InputPipelineConfig::PerShard;
-        let inputs: Vec<Input> = (0..if per_shard_input { shards } else { 1 })
-            .map(|_| input_fn(&params))
-            .collect::<Result<_, _>>()?;
+        // Per shard, input_fn learns which shard it feeds from params["context"] (the
+        // shard index), so it can read its own part (`dataset.shard(num_shards, index)`).
+        let inputs: Vec<Input> = if per_shard_input {
+            (0..shards)
+                .map(|i| input_fn(&params.clone().with("context", i as i64)))
+                .collect::<Result<_, _>>()?
+        } else {
+            vec![input_fn(&params)?]
+        };
         let components = fed_components(inputs[0].dataset.element_spec())?;
         log.info("Calling model_fn.");
         let traced = trace_step(
@@ -118,10 +129,17 @@ impl TpuEstimator {
             ));
         }
 
-        let mut state =
-            HostState::restore_or_init(&traced.variables, &saver, self.config.tf_random_seed)?;
+        let mut state = HostState::restore_or_init(
+            &traced.variables,
+            &saver,
+            self.config.tf_random_seed,
+            self.warm_start.as_ref(),
+        )?;
         if let Some(file) = &state.restored_from {
             log.info(format!("Restoring parameters from {}", file.display()));
+        }
+        if let Some(from) = &state.warm_started_from {
+            log.info(format!("Warm-starting from: {}", from.display()));
         }
         let start = state.global_step;
         let target = match (steps, max_steps) {
@@ -150,8 +168,10 @@ impl TpuEstimator {
         let checkpoint_interval = self.config.checkpoint_interval();
         let mut last_saved_step = start;
         let mut last_saved_at = Instant::now();
+        // (checkpoints written, time spent writing them)
+        let mut saved = (0usize, Duration::ZERO);
         if state.restored_from.is_none() {
-            self.save(&saver, &state, &traced.variables, &mut log)?;
+            self.save(&saver, &state, &traced.variables, &mut log, &mut saved)?;
         }
 
         let interrupt = register_interrupt(&self.stop);
@@ -186,7 +206,14 @@ impl TpuEstimator {
                 [one] => one.sources(shards, k),
                 each => each.iter().flat_map(|d| d.sources(1, k)).collect(),
             };
-            carried = runner.run(k, carried, sources, &mut on_step)?;
+            carried = match runner.run(k, carried, sources, &mut on_step) {
+                Ok(c) => c,
+                Err(e) => {
+                    log.finish_progress();
+                    return Err(input_failure(&dealers, shards, start, last_saved_step)
+                        .unwrap_or(EstimatorError::Session(e)));
+                }
+            };
             let elapsed = started.elapsed();
             run_time += elapsed;
             since_log.1 += elapsed;
@@ -270,15 +297,19 @@ impl TpuEstimator {
             };
             let stopping = self.stop.load(Ordering::SeqCst);
             if due || step == target || stopping {
-                self.save(&saver, &state, &traced.variables, &mut log)?;
+                self.save(&saver, &state, &traced.variables, &mut log, &mut saved)?;
                 last_saved_step = step;
                 last_saved_at = Instant::now();
             }
-            if stopping && step < target {
-                log.finish_progress();
+            if stopping {
+                // Consumed here, even at the target: a flag left set would stop the next
+                // train() after its first loop.
                 self.stop.store(false, Ordering::SeqCst);
-                drop(interrupt);
-                return Err(EstimatorError::Interrupted { step });
+                if step < target {
+                    log.finish_progress();
+                    drop(interrupt);
+                    return Err(EstimatorError::Interrupted { step });
+                }
             }
         }
         drop(interrupt);
@@ -291,6 +322,8 @@ impl TpuEstimator {
             final_loss,
             steps_per_sec: (step - start) as f64 / run_time.as_secs_f64().max(1e-9),
             compile_secs: runner.compile_time.as_secs_f64(),
+            checkpoints: saved.0,
+            checkpoint_secs: saved.1.as_secs_f64(),
             log: log.lines,
         })
     }
@@ -301,15 +334,37 @@ impl TpuEstimator {
         state: &HostState,
         variables: &[crate::model::variables::Variable],
         log: &mut Log,
+        saved: &mut (usize, Duration),
     ) -> Result<(), EstimatorError> {
+        let started = Instant::now();
         log.info(format!(
             "Saving checkpoints for {} into {}.",
             state.global_step,
             saver.save_path().display()
         ));
         saver.save(&state.checkpoint(variables))?;
+        saved.0 += 1;
+        saved.1 += started.elapsed();
         Ok(())
     }
+}
+
+/// When a loop failed because its input did: the input_fn's error, at the step whose batch
+/// could not be made, with the checkpoint the next train resumes from. (The runtime's
+/// error would only say that the infeed closed.) `start`: the step this train call began at.
+fn input_failure(
+    dealers: &[Dealer],
+    shards: usize,
+    start: i64,
+    last_saved_step: i64,
+) -> Option<EstimatorError> {
+    let (dealt, message) = dealers.iter().find_map(Dealer::failure)?;
+    // One dealer feeds every shard in turn; otherwise each shard has its own.
+    let per_step = if dealers.len() == 1 { shards } else { 1 } as u64;
+    Some(EstimatorError::Input(format!(
+        "{message} (at step {}; the model_dir keeps the checkpoint for step {last_saved_step}, which the next train() resumes from)",
+        start + (dealt / per_step) as i64 + 1
+    )))
 }
 
 pub(crate) fn summary_err(e: crate::summary::SummaryError) -> EstimatorError {

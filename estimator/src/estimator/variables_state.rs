@@ -1,7 +1,7 @@
 //! The variables' values before the first loop: restored from the latest checkpoint in the
 //! model_dir, or made by their initializers.
 
-use crate::checkpoint::{Checkpoint, Saver};
+use crate::checkpoint::{Checkpoint, Saver, WarmStart};
 use crate::error::EstimatorError;
 use crate::model::initializers::initial_value;
 use crate::model::random::resolve_seed;
@@ -18,6 +18,8 @@ pub struct HostState {
     pub input_batches: u64,
     /// The checkpoint restored, if any.
     pub restored_from: Option<PathBuf>,
+    /// The warm start's source, when one gave the first values.
+    pub warm_started_from: Option<PathBuf>,
 }
 
 const INPUT_BATCHES: &str = "batches";
@@ -31,12 +33,19 @@ impl HostState {
         variables: &[Variable],
         saver: &Saver,
         seed: Option<i64>,
+        warm_start: Option<&WarmStart>,
     ) -> Result<HostState, EstimatorError> {
         let file = saver.latest_file()?;
         let Some(file) = file else {
+            // TF's warm start: matched variables take the source's values, the rest initialize.
+            let warm = warm_start.map(|w| w.load(variables)).transpose()?;
             let values = variables
                 .iter()
-                .map(|v| {
+                .enumerate()
+                .map(|(i, v)| {
+                    if let Some(a) = warm.as_ref().and_then(|w| w.values[i].clone()) {
+                        return Ok(a);
+                    }
                     initial_value(
                         &v.initializer,
                         &v.name,
@@ -48,10 +57,11 @@ impl HostState {
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| EstimatorError::ModelFn(e.to_string()))?;
             return Ok(HostState {
-                global_step: 0,
+                global_step: warm.as_ref().and_then(|w| w.global_step).unwrap_or(0),
                 values,
                 input_batches: 0,
                 restored_from: None,
+                warm_started_from: warm.map(|w| w.source),
             });
         };
         let checkpoint = crate::checkpoint::read_checkpoint(&file)?;
@@ -69,8 +79,10 @@ impl HostState {
             };
             if a.shape.dims.as_slice() != v.dims.as_slice() || a.element_type() != v.element_type {
                 return Err(restore_err(format!(
-                    "variable `{}` is {} in the checkpoint but {}{:?} in the model_fn",
-                    v.name, a.shape, v.element_type, v.dims
+                    "variable `{}` is {} in the checkpoint but {} in the model_fn (was the model changed since the checkpoint?)",
+                    v.name,
+                    type_and_dims(a.element_type(), &a.shape.dims),
+                    type_and_dims(v.element_type, &v.dims)
                 )));
             }
             values.push(a.clone());
@@ -86,6 +98,7 @@ impl HostState {
             values,
             input_batches,
             restored_from: Some(file),
+            warm_started_from: None,
         })
     }
 
@@ -123,6 +136,13 @@ impl HostState {
         carried.extend(self.values.iter().cloned());
         Ok(carried)
     }
+}
+
+/// `f32[8,16]`: one spelling for both sides of a mismatch (the shape's own display adds
+/// its layout).
+fn type_and_dims(ty: ElementType, dims: &[i64]) -> String {
+    let dims: Vec<String> = dims.iter().map(i64::to_string).collect();
+    format!("{ty}[{}]", dims.join(","))
 }
 
 /// The first variable holding a NaN or an infinity, with which.

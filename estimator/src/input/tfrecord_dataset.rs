@@ -17,10 +17,8 @@ pub const RECORD: &str = "record";
 /// The records of `files`, in order.
 pub fn tfrecord_dataset(files: &[PathBuf], options: ReaderOptions) -> Dataset {
     let files = files.to_vec();
-    let context = match files.as_slice() {
-        [one] => one.display().to_string(),
-        many => format!("{} TFRecord files", many.len()),
-    };
+    // The reader's errors name the file, record and offset themselves.
+    let context = "TFRecordDataset".to_string();
     Dataset::from_records(
         RECORD,
         context,

@@ -12,6 +12,8 @@
 //! | file | metric (TF1 name) |
 //! | --- | --- |
 //! | `accuracy.rs` | `Accuracy` (`tf.metrics.accuracy`) |
+//! | `auc.rs` | `Auc` (`tf.metrics.auc`: ROC, 200 thresholds, trapezoidal) |
+//! | `top_k.rs` | `TopKAccuracy` (`tf.metrics.mean(tf.nn.in_top_k(...))`) |
 //! | `mean.rs` | `Mean` (`tf.metrics.mean`) |
 //! | `mean_squared_error.rs` | `MeanSquaredError` (`tf.metrics.mean_squared_error`) |
 //! | `precision_recall.rs` | `Precision`, `Recall` (`tf.metrics.precision`, `recall`) |
@@ -19,17 +21,21 @@
 //! | `set.rs` | `MetricSet`: named streaming metrics, what a `metric_fn` updates |
 
 mod accuracy;
+mod auc;
 mod mean;
 mod mean_squared_error;
 mod precision_recall;
 mod set;
+mod top_k;
 mod weights;
 
 pub use accuracy::Accuracy;
+pub use auc::Auc;
 pub use mean::Mean;
 pub use mean_squared_error::MeanSquaredError;
 pub use precision_recall::{Precision, Recall};
 pub use set::MetricSet;
+pub use top_k::TopKAccuracy;
 
 /// A streaming metric's result so far.
 pub trait Metric {
@@ -50,6 +56,9 @@ pub enum MetricError {
         "weights can not be broadcast to values. values.shape={values}. weights.shape={weights}."
     )]
     Weights { values: String, weights: String },
+    /// A value outside the metric's domain (TF's assertion).
+    #[error("{what}: {message}")]
+    Range { what: &'static str, message: String },
 }
 
 /// `total / count`, or 0 when count is 0 (TF's `div_no_nan`).

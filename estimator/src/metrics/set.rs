@@ -5,7 +5,7 @@
 //! batches. A shape error is kept (the first one) and reported by `evaluate` after the
 //! batch, naming the metric.
 
-use super::{Accuracy, Mean, MeanSquaredError, Metric, Precision, Recall};
+use super::{Accuracy, Auc, Mean, MeanSquaredError, Metric, Precision, Recall, TopKAccuracy};
 use tessel_compiler::ir::Array;
 
 enum Streaming {
@@ -14,6 +14,8 @@ enum Streaming {
     Precision(Precision),
     Recall(Recall),
     MeanSquaredError(MeanSquaredError),
+    Auc(Auc),
+    TopK(TopKAccuracy),
 }
 
 impl Streaming {
@@ -24,6 +26,8 @@ impl Streaming {
             Streaming::Precision(m) => m.result(),
             Streaming::Recall(m) => m.result(),
             Streaming::MeanSquaredError(m) => m.result(),
+            Streaming::Auc(m) => m.result(),
+            Streaming::TopK(m) => m.result(),
         }
     }
 }
@@ -113,6 +117,44 @@ impl MetricSet {
             || Streaming::MeanSquaredError(MeanSquaredError::new()),
         ) {
             Streaming::MeanSquaredError(m) => m
+                .update(labels, predictions, weights)
+                .map_err(|e| e.to_string()),
+            _ => Err(kind_changed(name)),
+        };
+        self.keep(name, r);
+    }
+
+    /// `tf.metrics.auc(labels, predictions, weights, num_thresholds)` under `name` (ROC,
+    /// trapezoidal; TF's default is 200 thresholds). Predictions are probabilities.
+    pub fn auc(
+        &mut self,
+        name: &str,
+        labels: &Array,
+        predictions: &Array,
+        weights: Option<&Array>,
+        num_thresholds: usize,
+    ) {
+        let r = match self.entry(name, || Streaming::Auc(Auc::new(num_thresholds))) {
+            Streaming::Auc(m) => m
+                .update(labels, predictions, weights)
+                .map_err(|e| e.to_string()),
+            _ => Err(kind_changed(name)),
+        };
+        self.keep(name, r);
+    }
+
+    /// Top-k accuracy (`in_top_k`) of scores `[batch, classes]` for integer labels `[batch]`
+    /// under `name`.
+    pub fn top_k_accuracy(
+        &mut self,
+        name: &str,
+        labels: &Array,
+        predictions: &Array,
+        k: usize,
+        weights: Option<&Array>,
+    ) {
+        let r = match self.entry(name, || Streaming::TopK(TopKAccuracy::new(k))) {
+            Streaming::TopK(m) => m
                 .update(labels, predictions, weights)
                 .map_err(|e| e.to_string()),
             _ => Err(kind_changed(name)),

@@ -22,7 +22,8 @@ pub(crate) fn same_dims(what: &'static str, a: &Array, b: &Array) -> Result<(), 
 
 /// Each element's weight: 1 without weights; else `weights` broadcast to `values`' shape
 /// (a scalar, or the same rank with every dimension equal or 1, as TF's
-/// `assert_broadcastable`).
+/// `assert_broadcastable`; or, beyond TF, the values' leading dimensions, such as a
+/// per-example mask for per-example vectors).
 pub(crate) fn broadcast_weights(
     values: &Array,
     weights: Option<&Array>,
@@ -40,6 +41,19 @@ pub(crate) fn broadcast_weights(
     if wd.is_empty() {
         return Ok(vec![w.data.get_f64(0); n]);
     }
+    // Beyond TF's rule: per-example weights `[batch]` (the evaluation mask) weight every
+    // element of each example's values `[batch, ...]`, as if expanded with trailing 1s.
+    let expanded: Vec<i64>;
+    let wd = if wd.len() < vd.len() && wd == &vd[..wd.len()] {
+        expanded = wd
+            .iter()
+            .copied()
+            .chain(std::iter::repeat_n(1, vd.len() - wd.len()))
+            .collect();
+        expanded.as_slice()
+    } else {
+        wd
+    };
     if wd.len() != vd.len() || wd.iter().zip(vd).any(|(&a, &b)| a != b && a != 1) {
         return Err(bad());
     }

@@ -4,6 +4,7 @@
 
 pub mod seed_model;
 pub mod step;
+pub mod tiny;
 
 #[allow(unused_imports)]
 pub use step::*;

@@ -22,6 +22,7 @@
 //! `buffer.rs` (where a value lives: arena offset or owned memory), `options.rs` and
 //! `error.rs` are shared by every layer and depend on no other part of the JIT.
 
+pub mod arena_plan;
 pub mod buffer;
 pub mod clif;
 mod error;

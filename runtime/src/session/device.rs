@@ -2,10 +2,13 @@
 //! convolution routines and threads the JIT may use, profiling, and where to write dumps.
 //! [`Backend`] is the one notion of backend in the API.
 
+use crate::jit::arena_plan::JitBufferNeeds;
 use crate::jit::{ConvAlgorithm, JitOptions};
 use crate::threads::ThreadBudget;
 use std::path::PathBuf;
+use std::sync::Arc;
 use tessel_compiler::compile::CompileOptions;
+use tessel_compiler::passes::BufferNeeds;
 
 /// What executes a program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,9 +82,18 @@ impl Device {
 
     /// The optimization pipeline's options on this device.
     pub(crate) fn pipeline_options(&self) -> CompileOptions {
+        // The JIT lays its arena out with the assignment under its needs: reported and
+        // dumped, it is the memory that runs.
+        let buffer_needs: Option<Arc<dyn BufferNeeds + Send + Sync>> = match self.backend {
+            Backend::Jit => Some(Arc::new(JitBufferNeeds {
+                options: self.jit_options(),
+            })),
+            Backend::Interpreter => None,
+        };
         CompileOptions {
             dump_to: self.dump_to.clone(),
             dump_pass_re: self.dump_pass_re.clone(),
+            buffer_needs,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! random graphs, the convolution routines (direct, Winograd, patch GEMM), the fast paths,
 //! kernels split over threads, vector math, and in-place `while` updates.
 
+mod arena_plan;
 mod basic;
 mod conv_direct;
 mod corpus;

@@ -26,6 +26,7 @@ fn compile_with_dumps(dir: &Path, re: Option<&str>) {
     let opts = CompileOptions {
         dump_to: Some(dir.to_path_buf()),
         dump_pass_re: re.map(str::to_string),
+        ..Default::default()
     };
     optimize(&mut m, &opts).unwrap();
 }
@@ -96,6 +97,7 @@ fn a_bad_regex_is_an_error() {
     let opts = CompileOptions {
         dump_to: Some(dir.clone()),
         dump_pass_re: Some("(".into()),
+        ..Default::default()
     };
     let err = optimize(&mut m, &opts).unwrap_err();
     assert!(

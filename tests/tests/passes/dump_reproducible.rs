@@ -35,6 +35,7 @@ fn dump_once(file: &Path, run: &str) -> Vec<(String, Vec<u8>)> {
     let opts = CompileOptions {
         dump_to: Some(dir.clone()),
         dump_pass_re: None,
+        ..Default::default()
     };
     optimize(&mut m, &opts).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let out = files(&dir);

@@ -117,8 +117,10 @@ pub fn batch_normalization(
         let variance_c = variance.reshape(&c);
         let fused = rank == 4 && (axis == 1 || axis == 3);
         let for_average = if fused {
+            // TF's fused kernel divides by max(n - 1, 1): a batch of one element stays finite.
             let count = element_count(inputs, &dims, &reduced);
-            &variance_c * &count / (&count - 1.0)
+            let minus_one = (&count - 1.0).maximum(&count.scalar_like(1.0));
+            &variance_c * &count / minus_one
         } else {
             variance_c
         };

@@ -4,7 +4,8 @@
 //! [`Executable`].
 
 use super::executable::{Executable, ExecutableParts, ProgramStats};
-use crate::arena::ArenaLayout;
+use crate::jit::arena_plan::plan_arena;
+use crate::jit::buffer::Addr;
 use crate::jit::buffer::Loc;
 use crate::jit::clif::symbols::Symbols;
 use crate::jit::host::profile::{ProfileCounters, RESTART};
@@ -18,10 +19,10 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, FuncId, Linkage, Module as _};
 use std::any::Any;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
-use tessel_compiler::ir::Module;
+use tessel_compiler::ir::{InstrId, Module};
+use tessel_compiler::passes::{BufferAssignment, Instance};
 use tessel_kernels::cpu::CpuFeatures;
 
 /// State while lowering one module.
@@ -32,7 +33,18 @@ pub(super) struct ProgramCx<'m> {
     pub features: CpuFeatures,
     pub jit: JITModule,
     pub call_conv: CallConv,
-    pub layout: ArenaLayout,
+    /// The buffer assignment every arena offset comes from (`arena_plan.rs`).
+    pub plan: BufferAssignment,
+    /// The next computation instance to emit (numbered as the assignment numbers them).
+    pub next_instance: Instance,
+    /// The instruction being emitted.
+    pub current: (Instance, InstrId),
+    /// Its planned scratch buffers not handed out yet, the next one last.
+    pub scratch: Vec<Addr>,
+    /// Every scratch request: the instruction's name and the bytes asked for.
+    pub scratch_log: Vec<(String, usize)>,
+    /// The arena offsets of every value the program placed, by instruction instance.
+    pub placements: Vec<((Instance, InstrId), Vec<usize>)>,
     /// Constants, plans, counters and Rust functions the code refers to by symbol.
     pub symbols: Symbols,
     pub plans: Vec<Box<dyn Any + Send + Sync>>,
@@ -40,8 +52,6 @@ pub(super) struct ProgramCx<'m> {
     pub routine_sig: Option<SigRef>,
     pub error_block: Option<Block>,
     pub dump_index: usize,
-    /// Live references to each arena block; a block is reused once nothing refers to it.
-    pub refs: HashMap<usize, u32>,
     /// Per-kernel time counters, when `JitOptions::profile` is on.
     pub profile: Option<Box<ProfileCounters>>,
     pub mark_sig: Option<SigRef>,
@@ -74,14 +84,18 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         features,
         jit,
         call_conv,
-        layout: ArenaLayout::new(),
+        plan: plan_arena(module, options),
+        next_instance: 0,
+        current: (0, InstrId::new(0)),
+        scratch: Vec::new(),
+        scratch_log: Vec::new(),
+        placements: Vec::new(),
         symbols,
         plans: Vec::new(),
         kernels: 0,
         routine_sig: None,
         error_block: None,
         dump_index: 0,
-        refs: HashMap::new(),
         profile: options.profile.then(Box::default),
         mark_sig: None,
         current_op: "",
@@ -109,9 +123,11 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
     let entry = module.entry();
     let mut params: Vec<Loc> = Vec::new();
     for p in entry.parameters() {
+        // Instance 0 is the entry's emission.
+        cx.begin_instruction(0, p);
         params.push(cx.alloc_loc(&entry.get(p).shape)?);
     }
-    let result = cx.emit_computation(&mut fb, arena, module.entry, &params, None)?;
+    let result = cx.emit_computation(&mut fb, arena, module.entry, &params)?;
     let zero = fb.ins().iconst(types::I32, 0);
     fb.ins().return_(&[zero]);
     if let Some(err) = cx.error_block {
@@ -126,17 +142,20 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         .finalize_definitions()
         .map_err(|e| JitError::Codegen(e.to_string()))?;
     let entry_ptr = cx.jit.get_finalized_function(entry_id);
+    let arena_size = cx.plan.peak_bytes.max(0) as usize;
     let stats = ProgramStats {
         kernels: cx.kernels,
-        arena_bytes: cx.layout.size(),
-        buffers: cx.layout.buffer_count(),
+        arena_bytes: arena_size,
+        buffers: cx.plan.buffers.len(),
         constant_bytes: cx.symbols.constant_bytes(),
         compile_ms: start.elapsed().as_secs_f64() * 1e3,
+        scratch: std::mem::take(&mut cx.scratch_log),
+        placements: std::mem::take(&mut cx.placements),
     };
     Ok(Executable::new(ExecutableParts {
         jit: cx.jit,
         entry: entry_ptr,
-        arena_size: cx.layout.size(),
+        arena_size,
         params,
         result,
         consts: cx.symbols.into_consts(),

@@ -7,41 +7,45 @@ use crate::jit::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, InstBuilder, Value};
 use cranelift_frontend::FunctionBuilder;
-use tessel_compiler::ir::{ComputationId, ElementType, Shape};
+use tessel_compiler::ir::{ComputationId, ElementType, InstrId, Shape};
+use tessel_compiler::passes::{Instance, LoopCopy};
 
 impl ProgramCx<'_> {
+    /// A loop over the state buffers the assignment gives `while_instr`: the initial value is
+    /// copied in unless the state took over its buffers, and each body result not already
+    /// written in place is copied back.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn emit_while(
         &mut self,
         fb: &mut FunctionBuilder,
         arena: Value,
+        while_instr: (Instance, InstrId),
         shape: &Shape,
         init: Loc,
         cond: ComputationId,
         body: ComputationId,
     ) -> Result<Loc, JitError> {
         let state = self.alloc_loc(shape)?;
-        // Held for the caller; the loop's temporaries never reuse it.
-        self.retain(&state);
-        self.copy_loc(fb, arena, &state, &init)?;
+        let (inst, id) = while_instr;
+        let temps = self.loop_copy_temps((inst, id, LoopCopy::Enter));
+        self.copy_loc(fb, arena, &state, &init, temps)?;
         let header = fb.create_block();
         let body_block = fb.create_block();
         let exit = fb.create_block();
         fb.ins().jump(header, &[]);
         fb.switch_to_block(header);
-        let c = self.emit_computation(fb, arena, cond, std::slice::from_ref(&state), None)?;
+        let c = self.emit_computation(fb, arena, cond, std::slice::from_ref(&state))?;
         let cb = c
             .as_array()
             .cloned()
             .ok_or_else(|| JitError::Invalid("while condition is not a pred".into()))?;
         let p = self.load_scalar_i64(fb, arena, &cb)?;
-        self.release(&c);
         fb.ins().brif(p, body_block, &[], exit, &[]);
         fb.switch_to_block(body_block);
         fb.seal_block(body_block);
-        let r =
-            self.emit_computation(fb, arena, body, std::slice::from_ref(&state), Some(&state))?;
-        self.copy_loc(fb, arena, &state, &r)?;
-        self.release(&r);
+        let r = self.emit_computation(fb, arena, body, std::slice::from_ref(&state))?;
+        let temps = self.loop_copy_temps((inst, id, LoopCopy::Back));
+        self.copy_loc(fb, arena, &state, &r, temps)?;
         fb.ins().jump(header, &[]);
         fb.seal_block(header);
         fb.switch_to_block(exit);
@@ -58,7 +62,6 @@ impl ProgramCx<'_> {
         branches: &[ComputationId],
     ) -> Result<Loc, JitError> {
         let result = self.alloc_loc(shape)?;
-        self.retain(&result);
         let sel = args[0]
             .as_array()
             .cloned()
@@ -96,9 +99,9 @@ impl ProgramCx<'_> {
                 .get(k + 1)
                 .cloned()
                 .ok_or_else(|| JitError::Invalid("conditional branch without operand".into()))?;
-            let r = self.emit_computation(fb, arena, branches[k], &[arg], None)?;
-            self.copy_loc(fb, arena, &result, &r)?;
-            self.release(&r);
+            let r = self.emit_computation(fb, arena, branches[k], &[arg])?;
+            // The result is defined after the branches' results are read: no buffer is both.
+            self.copy_loc(fb, arena, &result, &r, Vec::new())?;
             fb.ins().jump(merge, &[]);
         }
         fb.seal_block(merge);

@@ -254,7 +254,7 @@ impl ProgramCx<'_> {
             })?;
             return Ok(true);
         };
-        let partial = self.alloc(acc.byte_size());
+        let partial = self.take_scratch(acc.byte_size())?;
         let mut first_addrs = addrs.clone();
         first_addrs.push(acc.addr);
         let (first, fname) =
@@ -279,7 +279,6 @@ impl ProgramCx<'_> {
             let slot = p.add_slot(&fname, self.current_op);
             self.profile_mark(fb, slot);
         }
-        self.free_scratch(vec![partial]);
         Ok(true)
     }
 }

@@ -4,8 +4,6 @@
 //! get-tuple-element, reshape, bitcast and copy only rename buffers.
 
 use super::compile::ProgramCx;
-use super::emit_fusion::fusion_leaves;
-use super::loop_state;
 use crate::jit::buffer::{Buffer, Loc};
 use crate::jit::clif::value_at_index::Leaf;
 use crate::jit::fused_kernels::fusion_plan;
@@ -14,9 +12,12 @@ use cranelift_codegen::ir::Value;
 use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
 use tessel_compiler::ir::{Computation, ComputationId, InstrId, Instruction, Op};
+use tessel_compiler::passes::Instance;
 
 /// The state of one computation's walk.
 pub(super) struct Walk<'c> {
+    /// This emission of the computation, as the buffer assignment numbers them.
+    pub inst: Instance,
     pub cid: ComputationId,
     pub comp: &'c Computation,
     /// The location of every value computed so far.
@@ -25,8 +26,6 @@ pub(super) struct Walk<'c> {
     pub materialized: HashMap<InstrId, Leaf>,
     /// The values whose last reader is the instruction at each position of the walk.
     pub dying: HashMap<usize, Vec<InstrId>>,
-    /// The loop state buffer each root operand may be written into (`loop_state.rs`).
-    pub slots: HashMap<InstrId, Buffer>,
 }
 
 impl Walk<'_> {
@@ -50,39 +49,35 @@ impl Walk<'_> {
             .map(|k| self.operand(instr, k).cloned())
             .collect()
     }
-
-    /// The locations of the values whose last reader is the instruction at `pos`.
-    pub fn dying_locs(&self, pos: usize) -> Vec<&Loc> {
-        self.dying
-            .get(&pos)
-            .into_iter()
-            .flatten()
-            .filter_map(|d| self.locs.get(d))
-            .collect()
-    }
 }
 
 impl ProgramCx<'_> {
-    /// Emits computation `cid` on `args`. `dest`, when given, is where the caller will copy
-    /// the (tuple) result: root elements are written there directly when that is safe (see
-    /// `loop_state.rs`).
+    /// Emits computation `cid` on `args`, its values in the buffers the assignment gives
+    /// this emission (the next instance: the walk meets them in the assignment's order).
     pub(super) fn emit_computation(
         &mut self,
         fb: &mut FunctionBuilder,
         arena: Value,
         cid: ComputationId,
         args: &[Loc],
-        dest: Option<&Loc>,
     ) -> Result<Loc, JitError> {
         let comp = self.module.computation(cid);
+        let inst = self.next_instance;
+        self.next_instance += 1;
+        if self.plan.instances.get(inst) != Some(&cid) {
+            return Err(JitError::Invalid(format!(
+                "{}: emitted out of the buffer assignment's order",
+                comp.name
+            )));
+        }
         let fused = fusion_plan::plan(comp);
         let mut walk = Walk {
+            inst,
             cid,
             comp,
             locs: HashMap::new(),
             materialized: HashMap::new(),
             dying: fusion_plan::last_uses(comp, &fused),
-            slots: loop_state::root_slots(comp, dest),
         };
         let order: Vec<InstrId> = comp
             .post_order()
@@ -92,12 +87,20 @@ impl ProgramCx<'_> {
         for (pos, &id) in order.iter().enumerate() {
             let instr = comp.get(id);
             self.current_op = instr.op.opcode_name();
-            if self.profile.is_some() {
-                self.current_name.clone_from(&instr.name);
-            }
+            self.current_name.clone_from(&instr.name);
             let loc = match self.renamed_value(&walk, instr, args)? {
                 Some(loc) => loc,
-                None => self.emit_instruction(fb, arena, &walk, pos, id)?,
+                None => {
+                    self.begin_instruction(inst, id);
+                    let loc = self.emit_instruction(fb, arena, &walk, id)?;
+                    if !self.scratch.is_empty() {
+                        return Err(JitError::Invalid(format!(
+                            "{}: scratch planned by the buffer assignment and not used",
+                            instr.name
+                        )));
+                    }
+                    loc
+                }
             };
             if let Loc::Array(b) = &loc {
                 walk.materialized.insert(
@@ -108,19 +111,10 @@ impl ProgramCx<'_> {
                     },
                 );
             }
-            // Call, while and conditional results come back with their references held.
-            if !matches!(
-                instr.op,
-                Op::Call { .. } | Op::While { .. } | Op::Conditional { .. }
-            ) {
-                self.retain(&loc);
-            }
             walk.locs.insert(id, loc);
+            // A dead value is never read again: kernels stop looking at it.
             for dead in walk.dying.get(&pos).into_iter().flatten() {
-                if let Some(l) = walk.locs.get(dead).cloned() {
-                    self.release(&l);
-                    walk.materialized.remove(dead);
-                }
+                walk.materialized.remove(dead);
             }
         }
         walk.locs
@@ -173,14 +167,13 @@ impl ProgramCx<'_> {
         }))
     }
 
-    /// Emits the code of instruction `id` (at position `pos` of the walk) by op class: a host
+    /// Emits the code of instruction `id` by op class: a host
     /// routine, control flow, or a kernel.
     fn emit_instruction(
         &mut self,
         fb: &mut FunctionBuilder,
         arena: Value,
         walk: &Walk,
-        pos: usize,
         id: InstrId,
     ) -> Result<Loc, JitError> {
         let instr = walk.comp.get(id);
@@ -193,11 +186,19 @@ impl ProgramCx<'_> {
             | Op::PartitionId => self.emit_collective(fb, arena, walk, id),
             Op::Call { to_apply } => {
                 let a = walk.operands(instr)?;
-                self.emit_computation(fb, arena, *to_apply, &a, None)
+                self.emit_computation(fb, arena, *to_apply, &a)
             }
             Op::While { condition, body } => {
                 let init = walk.operand(instr, 0)?.clone();
-                self.emit_while(fb, arena, &instr.shape, init, *condition, *body)
+                self.emit_while(
+                    fb,
+                    arena,
+                    (walk.inst, id),
+                    &instr.shape,
+                    init,
+                    *condition,
+                    *body,
+                )
             }
             Op::Conditional { branches } => {
                 let a = walk.operands(instr)?;
@@ -208,6 +209,8 @@ impl ProgramCx<'_> {
                 // feature dimension) makes every product sum empty: zeros. The routines'
                 // plans divide by these extents.
                 let out = self.alloc_loc(&instr.shape)?;
+                // The routine's planned scratch goes unused.
+                self.scratch.clear();
                 if let Loc::Array(b) = &out {
                     self.zero_buffer(fb, arena, b.addr, b.byte_size());
                 }
@@ -223,78 +226,20 @@ impl ProgramCx<'_> {
                 instr.name
             ))),
             Op::Fusion { calls, .. } => {
-                self.emit_fusion_instruction(fb, arena, walk, pos, id, *calls)
+                let a = walk.operands(instr)?;
+                let out = self.alloc_loc(&instr.shape)?;
+                self.emit_fusion(fb, arena, &instr.name, *calls, &a, out)
             }
             // Any other op is a kernel rooted at this instruction; it reads the materialized
-            // values and recomputes the fused instructions in between.
-            _ => self.emit_kernel_instruction(fb, arena, walk, pos, id),
+            // values and recomputes the fused instructions in between. Its buffer may be one
+            // it reads (the assignment's in-place rule, `jit/arena_plan.rs`).
+            _ => {
+                let out = self.alloc_loc(&instr.shape)?;
+                let leaves = walk.materialized.clone();
+                self.emit_kernel_for(fb, arena, &instr.name, walk.cid, id, leaves, &out)?;
+                Ok(out)
+            }
         }
-    }
-
-    /// A fusion instruction, written into its loop state buffer when that is safe.
-    fn emit_fusion_instruction(
-        &mut self,
-        fb: &mut FunctionBuilder,
-        arena: Value,
-        walk: &Walk,
-        pos: usize,
-        id: InstrId,
-        calls: ComputationId,
-    ) -> Result<Loc, JitError> {
-        let instr = walk.comp.get(id);
-        let a = walk.operands(instr)?;
-        let read_here = walk.dying_locs(pos);
-        let fused_comp = self.module.computation(calls);
-        let slot = walk.slots.get(&id).filter(|slot| {
-            loop_state::can_write_in_place(slot, &instr.shape, &self.refs, &read_here, || {
-                fusion_leaves(fused_comp, &a).is_some_and(|leaves| {
-                    loop_state::reads_only_aligned(
-                        fused_comp,
-                        fused_comp.root(),
-                        &leaves,
-                        slot.addr,
-                    )
-                })
-            })
-        });
-        let out = match slot {
-            Some(b) => Loc::Array(b.clone()),
-            None => self.alloc_loc(&instr.shape)?,
-        };
-        self.emit_fusion(fb, arena, &instr.name, calls, &a, out)
-    }
-
-    /// A kernel rooted at instruction `id`, written into its loop state buffer when that is
-    /// safe.
-    fn emit_kernel_instruction(
-        &mut self,
-        fb: &mut FunctionBuilder,
-        arena: Value,
-        walk: &Walk,
-        pos: usize,
-        id: InstrId,
-    ) -> Result<Loc, JitError> {
-        let instr = walk.comp.get(id);
-        let read_here = walk.dying_locs(pos);
-        let slot = walk.slots.get(&id).filter(|slot| {
-            loop_state::can_write_in_place(slot, &instr.shape, &self.refs, &read_here, || {
-                loop_state::reads_only_aligned(walk.comp, id, &walk.materialized, slot.addr)
-            })
-        });
-        let out = match slot {
-            Some(b) => Loc::Array(b.clone()),
-            None => self.alloc_loc(&instr.shape)?,
-        };
-        self.emit_kernel_for(
-            fb,
-            arena,
-            &instr.name,
-            walk.cid,
-            id,
-            walk.materialized.clone(),
-            &out,
-        )?;
-        Ok(out)
     }
 }
 

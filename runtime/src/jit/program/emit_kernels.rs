@@ -162,7 +162,10 @@ impl ProgramCx<'_> {
         let vec = self.options.vectorize;
         let outputs: Vec<Buffer> = out.leaves().into_iter().cloned().collect();
         let addrs: Vec<Addr> = outputs.iter().map(|b| b.addr).collect();
-        let partials: Vec<Addr> = outputs.iter().map(|b| self.alloc(b.byte_size())).collect();
+        let partials: Vec<Addr> = outputs
+            .iter()
+            .map(|b| self.take_scratch(b.byte_size()))
+            .collect::<Result<_, _>>()?;
         let (first, fname) = self.build_kernel(name, comp, leaves.clone(), &addrs, &mut |e| {
             reduce::emit_reduce_part(e, root, &addrs, vec, Some((0, mid)))
         })?;
@@ -183,7 +186,6 @@ impl ProgramCx<'_> {
             let slot = p.add_slot(&fname, self.current_op);
             self.profile_mark(fb, slot);
         }
-        self.free_scratch(partials);
         Ok(())
     }
 

@@ -27,6 +27,18 @@ pub struct ProgramStats {
     pub buffers: usize,
     pub constant_bytes: usize,
     pub compile_ms: f64,
+    /// Scratch space the program's instructions asked for (instruction name, bytes), in
+    /// the order asked (compared with the buffer assignment's plan, `jit/arena_plan.rs`).
+    pub scratch: Vec<(String, usize)>,
+    /// The arena offsets of every value the program placed (array leaves with bytes), by
+    /// instruction instance: each is the buffer assignment's (`jit/arena_plan.rs`).
+    pub placements: Vec<(
+        (
+            tessel_compiler::passes::Instance,
+            tessel_compiler::ir::InstrId,
+        ),
+        Vec<usize>,
+    )>,
 }
 
 /// What the compiler hands over to make an [`Executable`].

@@ -1,6 +1,7 @@
-//! Where the program's values live: arena blocks allocated as values are produced and freed
-//! after their last reader (live references per block), scratch space of one routine call,
-//! constants, and the in-line copies between buffers (loop state, conditional results).
+//! Where the program's values live: every arena offset is the compiler's buffer assignment's
+//! (`arena_plan.rs` states the JIT's needs to it), looked up by instruction instance for
+//! values, scratch and loop-copy temporaries; constants live in the constant pool. Also the
+//! in-line copies between buffers (loop state, conditional results).
 
 use super::compile::ProgramCx;
 use crate::jit::buffer::{Addr, Buffer, Loc};
@@ -9,78 +10,129 @@ use crate::jit::clif::types::scalar_type;
 use crate::jit::JitError;
 use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
 use cranelift_frontend::FunctionBuilder;
-use tessel_compiler::ir::{Literal, Shape};
+use tessel_compiler::ir::{InstrId, Literal, Shape};
+use tessel_compiler::passes::{Instance, LoopCopy};
 
 impl ProgramCx<'_> {
-    pub(super) fn alloc(&mut self, bytes: usize) -> Addr {
-        Addr::Arena(self.layout.alloc(bytes))
+    /// The arena offset of buffer `b` of the assignment.
+    fn buffer_addr(&self, b: Option<usize>) -> Addr {
+        // Zero-sized leaves have no buffer: nothing reads or writes them.
+        Addr::Arena(b.map_or(0, |b| self.plan.buffers[b].offset.max(0) as usize))
     }
 
-    pub(super) fn retain(&mut self, loc: &Loc) {
-        for b in loc.leaves() {
-            if let Addr::Arena(off) = b.addr {
-                *self.refs.entry(off).or_insert(0) += 1;
-            }
+    /// Sets the instruction being emitted: its value's buffers and its scratch come from the
+    /// assignment's entries for it.
+    pub(super) fn begin_instruction(&mut self, inst: Instance, id: InstrId) {
+        self.current = (inst, id);
+        let scratch = self
+            .plan
+            .scratch_buffers
+            .get(&(inst, id))
+            .cloned()
+            .unwrap_or_default();
+        self.scratch = scratch
+            .into_iter()
+            .map(|b| self.buffer_addr(Some(b)))
+            .collect();
+        self.scratch.reverse();
+    }
+
+    /// The next scratch buffer the assignment planned for the instruction being emitted
+    /// (scratch is asked for in the same order `arena_plan::scratch_requests` states it).
+    pub(super) fn take_scratch(&mut self, bytes: usize) -> Result<Addr, JitError> {
+        if bytes == 0 {
+            return Ok(Addr::Arena(0));
         }
+        self.scratch_log.push((self.current_name.clone(), bytes));
+        self.scratch.pop().ok_or_else(|| {
+            JitError::Invalid(format!(
+                "{}: {bytes} bytes of scratch the buffer assignment did not plan",
+                self.current_name
+            ))
+        })
     }
 
-    pub(super) fn release(&mut self, loc: &Loc) {
-        for b in loc.leaves() {
-            if let Addr::Arena(off) = b.addr {
-                let r = self.refs.entry(off).or_insert(0);
-                *r = r.saturating_sub(1);
-                if *r == 0 {
-                    self.refs.remove(&off);
-                    self.layout.free(off);
-                }
-            }
-        }
-    }
-
-    /// Builds a routine's plan with scratch space that only that routine call uses: the
-    /// scratch is allocated while planning and freed right after, so later values reuse it.
+    /// Builds a routine's plan with the scratch space the assignment planned for it.
     pub(super) fn with_scratch<T>(
         &mut self,
         build: impl FnOnce(&mut dyn FnMut(usize) -> Addr) -> Result<T, JitError>,
     ) -> Result<T, JitError> {
-        let mut used = Vec::new();
-        let plan = build(&mut |n: usize| {
-            let a = self.alloc(n);
-            used.push(a);
-            a
-        });
-        self.free_scratch(used);
-        plan
-    }
-
-    /// Frees scratch space used by one routine call only.
-    pub(super) fn free_scratch(&mut self, scratch: Vec<Addr>) {
-        for a in scratch {
-            if let Addr::Arena(off) = a {
-                self.layout.free(off);
+        let mut missing = None;
+        let plan = build(&mut |n: usize| match self.take_scratch(n) {
+            Ok(a) => a,
+            Err(e) => {
+                missing = Some(e);
+                Addr::Arena(0)
             }
+        });
+        match missing {
+            Some(e) => Err(e),
+            None => plan,
         }
     }
 
+    /// The location the buffer assignment gives the value of the instruction being emitted.
     pub(super) fn alloc_loc(&mut self, shape: &Shape) -> Result<Loc, JitError> {
+        let key = self.current;
+        let buffers = self.plan.value_buffers.get(&key).cloned().ok_or_else(|| {
+            JitError::Invalid(format!(
+                "{}: the buffer assignment has no buffer for it",
+                self.current_name
+            ))
+        })?;
+        let mut next = buffers.into_iter();
+        let loc = self.planned_loc(shape, &mut next)?;
+        let offsets = loc
+            .leaves()
+            .iter()
+            .filter_map(|b| match b.addr {
+                Addr::Arena(off) if b.byte_size() > 0 => Some(off),
+                _ => None,
+            })
+            .collect();
+        self.placements.push((key, offsets));
+        Ok(loc)
+    }
+
+    fn planned_loc(
+        &self,
+        shape: &Shape,
+        next: &mut impl Iterator<Item = Option<usize>>,
+    ) -> Result<Loc, JitError> {
         Ok(match shape {
             Shape::Array(a) => {
                 scalar_type(a.element_type)?;
                 if !a.is_static() {
                     return Err(JitError::Unsupported(format!("dynamic shape {shape}")));
                 }
+                let b = next.next().ok_or_else(|| {
+                    JitError::Invalid(format!(
+                        "{}: the buffer assignment has fewer buffers than the value",
+                        self.current_name
+                    ))
+                })?;
                 Loc::Array(Buffer {
-                    addr: self.alloc(a.byte_size() as usize),
+                    addr: self.buffer_addr(b),
                     shape: a.clone(),
                 })
             }
             Shape::Tuple(t) => Loc::Tuple(
                 t.iter()
-                    .map(|s| self.alloc_loc(s))
+                    .map(|s| self.planned_loc(s, next))
                     .collect::<Result<_, _>>()?,
             ),
             Shape::Token => Loc::Token,
         })
+    }
+
+    /// The temporaries the assignment planned for a loop's state copy.
+    pub(super) fn loop_copy_temps(&self, key: (Instance, InstrId, LoopCopy)) -> Vec<Addr> {
+        let temps = self.plan.loop_copy_temps.get(&key);
+        temps
+            .into_iter()
+            .flatten()
+            .map(|&b| self.buffer_addr(Some(b)))
+            .collect()
     }
 
     pub(super) fn const_loc(&mut self, lit: &Literal) -> Result<Loc, JitError> {
@@ -145,14 +197,16 @@ impl ProgramCx<'_> {
         fb.call_memset(config, d, zero, n);
     }
 
-    /// Copies every array of `src` into the same position of `dst`, through temporaries when
-    /// a source buffer is also a different destination (a permutation of the loop state).
+    /// Copies every array of `src` into the same position of `dst`, through `temps` (planned
+    /// by the buffer assignment, in element order) when a source buffer is also a different
+    /// destination (a permutation of the loop state).
     pub(super) fn copy_loc(
         &mut self,
         fb: &mut FunctionBuilder,
         arena: Value,
         dst: &Loc,
         src: &Loc,
+        temps: Vec<Addr>,
     ) -> Result<(), JitError> {
         let d: Vec<Buffer> = dst.leaves().into_iter().cloned().collect();
         let s: Vec<Buffer> = src.leaves().into_iter().cloned().collect();
@@ -161,15 +215,22 @@ impl ProgramCx<'_> {
                 "loop state and body result differ in shape".into(),
             ));
         }
-        let dst_addrs: Vec<Addr> = d.iter().map(|b| b.addr).collect();
+        let dst_addrs: Vec<Addr> = d
+            .iter()
+            .filter(|b| b.byte_size() > 0)
+            .map(|b| b.addr)
+            .collect();
+        let mut temps = temps.into_iter();
         let mut srcs: Vec<Addr> = Vec::with_capacity(s.len());
-        let mut temps = Vec::new();
         for (i, b) in s.iter().enumerate() {
-            if b.addr != d[i].addr && dst_addrs.contains(&b.addr) {
-                let tmp = self.alloc(b.byte_size());
+            if b.byte_size() > 0 && b.addr != d[i].addr && dst_addrs.contains(&b.addr) {
+                let tmp = temps.next().ok_or_else(|| {
+                    JitError::Invalid(
+                        "a state copy needs a temporary the buffer assignment did not plan".into(),
+                    )
+                })?;
                 self.copy_buffer(fb, arena, tmp, b.addr, b.byte_size());
                 srcs.push(tmp);
-                temps.push(tmp);
             } else {
                 srcs.push(b.addr);
             }
@@ -177,7 +238,6 @@ impl ProgramCx<'_> {
         for (i, b) in d.iter().enumerate() {
             self.copy_buffer(fb, arena, b.addr, srcs[i], b.byte_size());
         }
-        self.free_scratch(temps);
         Ok(())
     }
 

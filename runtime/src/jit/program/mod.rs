@@ -8,12 +8,12 @@
 //! buffer is placed in one arena.
 //!
 //! - `compile.rs`: the entry ([`compile_module`]) and the per-module state;
-//! - `memory.rs`: arena placement, scratch, constants and buffer copies;
+//! - `memory.rs`: buffers and scratch looked up in the buffer assignment (`../arena_plan.rs`),
+//!   constants and buffer copies;
 //! - `emit_instruction.rs`: the walk of a computation and the dispatch by op class;
 //! - `emit_control_flow.rs`: `while` and `conditional`;
 //! - `emit_calls.rs`: routine calls (dot, convolution, collectives, feeds) and profile marks;
 //! - `emit_fusion.rs`, `emit_kernels.rs`: kernels for fusions and other ops, and their calls;
-//! - `loop_state.rs`: when a loop body may write straight into the loop state;
 //! - `executable.rs`: the compiled program, run once or on replicas.
 
 mod compile;
@@ -23,7 +23,6 @@ mod emit_fusion;
 mod emit_instruction;
 mod emit_kernels;
 pub mod executable;
-pub mod loop_state;
 mod memory;
 
 pub use compile::compile_module;

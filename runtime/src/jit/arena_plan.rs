@@ -1,0 +1,223 @@
+//! The JIT's memory needs, stated to the compiler's buffer assignment, whose offsets the
+//! program then uses for every arena buffer.
+//!
+//! [`JitBufferNeeds`] tells `tessel_compiler::passes::assign_buffers_with` what the program
+//! does beyond the values' bytes:
+//! - 64-byte alignment ([`BUFFER_ALIGN`], for the AVX-512 routines);
+//! - constants outside the arena (the executable's constant pool);
+//! - `copy` names its operand's buffer (the program emits no code for it);
+//! - the instructions `fusion_plan::plan` recomputes inside their users' kernels (no buffer;
+//!   what they read is read where their users run);
+//! - in-place writes only where the kernel reads the overwritten buffer at the index it
+//!   writes ([`reads_only_aligned`]: every path from the kernel's root to it goes through
+//!   elementwise ops of the output's dimensions; a kernel loads an element's inputs before it
+//!   stores it, also 4 lanes at a time);
+//! - the scratch space each instruction's routine or split kernel asks for. Scratch sizes come
+//!   from the same planners the program calls while emitting (`DotPlan::new`,
+//!   `plan_convolution`, `reduce::reduce_split`), run here with placeholder addresses: those
+//!   planners size their scratch from shapes and options only.
+//!
+//! [`plan_arena`] is that assignment; `program/` looks every offset up in it.
+
+use super::buffer::Addr;
+use super::fused_kernels::{fusion_plan, reduce};
+use super::routines::conv_select::{plan_convolution, ConvPrecision};
+use super::routines::dot::DotPlan;
+use super::{JitError, JitOptions};
+use crate::arena::BUFFER_ALIGN;
+use std::collections::HashSet;
+use tessel_compiler::ir::{Computation, ComputationId, InstrId, Module, Op};
+use tessel_compiler::passes::{assign_buffers_with, BufferAssignment, BufferNeeds};
+
+/// What the JIT's arena needs (see the module docs).
+#[derive(Clone, Debug)]
+pub struct JitBufferNeeds {
+    pub options: JitOptions,
+}
+
+impl BufferNeeds for JitBufferNeeds {
+    fn alignment(&self) -> i64 {
+        BUFFER_ALIGN as i64
+    }
+
+    fn constants_in_arena(&self) -> bool {
+        false
+    }
+
+    fn scratch_bytes(&self, m: &Module, comp: ComputationId, id: InstrId) -> Vec<i64> {
+        // An instruction the JIT cannot plan fails when it is compiled; it needs nothing here.
+        scratch_requests(m, comp, id, &self.options)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|n| n as i64)
+            .collect()
+    }
+
+    fn copy_is_view(&self) -> bool {
+        true
+    }
+
+    fn recomputed(&self, m: &Module, comp: ComputationId) -> Vec<InstrId> {
+        let mut r: Vec<InstrId> = fusion_plan::plan(m.computation(comp)).into_iter().collect();
+        r.sort();
+        r
+    }
+
+    fn may_write_over(
+        &self,
+        m: &Module,
+        comp: ComputationId,
+        id: InstrId,
+        recomputed: &dyn Fn(InstrId) -> bool,
+        holds: &dyn Fn(InstrId) -> bool,
+    ) -> bool {
+        let c = m.computation(comp);
+        let instr = c.get(id);
+        match &instr.op {
+            Op::Fusion { calls, .. } => {
+                let f = m.computation(*calls);
+                let operands = instr.operands();
+                let param_holds = |p: InstrId| match f.get(p).op {
+                    Op::Parameter(n) => operands.get(n as usize).is_some_and(|&o| holds(o)),
+                    _ => false,
+                };
+                let params: HashSet<InstrId> = f.parameters().iter().copied().collect();
+                reads_only_aligned(f, f.root(), &|v| params.contains(&v), &param_holds)
+            }
+            op if fusion_plan::is_kernel_op(op) => {
+                let materialized = |v: InstrId| v != id && !recomputed(v);
+                reads_only_aligned(c, id, &materialized, holds)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Whether the kernel computing `root` of `comp` reads the buffer `holds` names only at the
+/// index it writes: every path from `root` to a materialized instruction holding it goes
+/// through elementwise ops whose dimensions are the output's, and that instruction's
+/// dimensions are the output's too.
+pub fn reads_only_aligned(
+    comp: &Computation,
+    root: InstrId,
+    materialized: &dyn Fn(InstrId) -> bool,
+    holds: &dyn Fn(InstrId) -> bool,
+) -> bool {
+    let Some(out) = comp.get(root).shape.as_array() else {
+        return false;
+    };
+    let mut seen = HashSet::new();
+    let mut stack = vec![(root, true)];
+    while let Some((v, aligned)) = stack.pop() {
+        if !seen.insert((v, aligned)) {
+            continue;
+        }
+        let instr = comp.get(v);
+        if materialized(v) {
+            let dims_match = instr.shape.as_array().is_some_and(|a| a.dims == out.dims);
+            if holds(v) && !(aligned && dims_match) {
+                return false;
+            }
+            continue;
+        }
+        let keep = aligned
+            && instr.op.is_elementwise()
+            && instr.shape.as_array().is_some_and(|a| a.dims == out.dims);
+        stack.extend(instr.operands().iter().map(|&o| (o, keep)));
+    }
+    true
+}
+
+/// The buffer assignment of `m` with the JIT's needs under `options`.
+pub fn plan_arena(m: &Module, options: &JitOptions) -> BufferAssignment {
+    assign_buffers_with(
+        m,
+        &JitBufferNeeds {
+            options: options.clone(),
+        },
+    )
+}
+
+/// The scratch buffers (bytes, in request order) the program asks for while emitting
+/// instruction `id` of computation `comp`.
+pub fn scratch_requests(
+    m: &Module,
+    comp: ComputationId,
+    id: InstrId,
+    options: &JitOptions,
+) -> Result<Vec<usize>, JitError> {
+    let c = m.computation(comp);
+    let instr = c.get(id);
+    let operand_shape = |k: usize| {
+        c.get(instr.operands()[k]).shape.as_array().ok_or_else(|| {
+            JitError::Invalid(format!("{}: operand {k} is not an array", instr.name))
+        })
+    };
+    let mut sizes = Vec::new();
+    // The planners only size their scratch; these addresses are never used.
+    let placeholder = Addr::Arena(0);
+    let mut record = |n: usize| {
+        sizes.push(n);
+        placeholder
+    };
+    match &instr.op {
+        Op::Dot(dnums) => {
+            DotPlan::new(
+                &instr.name,
+                dnums,
+                (placeholder, operand_shape(0)?),
+                (placeholder, operand_shape(1)?),
+                placeholder,
+                options.gemm,
+                options.gemm_threads,
+                &mut record,
+            )?;
+        }
+        Op::Convolution(conv) => {
+            let out = instr.shape.as_array().ok_or_else(|| {
+                JitError::Invalid(format!("{}: convolution of a tuple", instr.name))
+            })?;
+            plan_convolution(
+                &instr.name,
+                conv,
+                ConvPrecision::of(&instr.extra_attrs),
+                (placeholder, operand_shape(0)?),
+                (placeholder, operand_shape(1)?),
+                (placeholder, out),
+                options,
+                &mut record,
+            )?;
+        }
+        Op::Reduce { .. } => sizes.extend(split_reduce_partials(m, comp, id)),
+        Op::Fusion { calls, .. } => {
+            // A fused reduce (the root, or an output of a multi-output fusion) computed in
+            // two parts keeps its second part in scratch.
+            let f = m.computation(*calls);
+            let root = f.get(f.root());
+            let outputs = match root.op {
+                Op::Tuple => root.operands().to_vec(),
+                _ => vec![f.root()],
+            };
+            for out in outputs {
+                sizes.extend(split_reduce_partials(m, *calls, out));
+            }
+        }
+        _ => {}
+    }
+    Ok(sizes)
+}
+
+/// The partial results of reduce `red` when it is computed in two parts
+/// (`reduce::reduce_split`): one buffer per output array.
+fn split_reduce_partials(m: &Module, comp: ComputationId, red: InstrId) -> Vec<usize> {
+    let c = m.computation(comp);
+    if reduce::reduce_split(m, c, red).is_none() {
+        return Vec::new();
+    }
+    c.get(red)
+        .shape
+        .leaves()
+        .iter()
+        .map(|a| a.byte_size() as usize)
+        .collect()
+}
