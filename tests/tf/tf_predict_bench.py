@@ -3,7 +3,7 @@
 
 Run in the TF 2.15 environment (/tmp/tf, see ../shared/peers/README.md); CI does not need it.
 
-    python tests/tf/tf_predict_bench.py MODEL_DIR TRAIN.tfrecords TEST.tfrecords [batch] [repeats] [train_steps]
+    python tests/tf/tf_predict_bench.py MODEL_DIR TRAIN.tfrecords TEST.tfrecords [batch] [repeats] [train_steps] [OUT.npz]
 
 The seed's model_fn (`../shared/peers/tf_train_eval.py`, with a PREDICT branch: classes =
 argmax, probabilities = softmax) through the real `TPUEstimator(use_tpu=False)`, on TFRecords
@@ -14,7 +14,8 @@ written by `tf_convert_to_records.py`. If MODEL_DIR has no checkpoint it first t
 The rate excludes TF's graph build, session creation and restore: those happen before the
 first example is yielded, so the clock starts at the first yield and the first batch's
 examples are not counted: rate = (N - B) / (t_last - t_first). The wall rate (N / whole call)
-is printed too.
+is printed too. With OUT.npz the last run's `classes` and `probabilities` are saved, to compare
+row by row with tessel's `--predictions-out` (e.g. after `--warm-start-from MODEL_DIR`).
 """
 import os
 import sys
@@ -30,6 +31,7 @@ MD, TRAIN, TEST = sys.argv[1], sys.argv[2], sys.argv[3]
 B = int(sys.argv[4]) if len(sys.argv) > 4 else 128
 REPEATS = int(sys.argv[5]) if len(sys.argv) > 5 else 3
 STEPS = int(sys.argv[6]) if len(sys.argv) > 6 else 100
+OUT = sys.argv[7] if len(sys.argv) > 7 else None
 
 
 def model_fn(features, labels, mode, params):
@@ -80,14 +82,17 @@ labels = np.array([int(tf.train.Example.FromString(r).features.feature["label"].
 for _ in range(REPEATS):
     t0 = time.perf_counter()
     first = None
-    classes = []
+    classes, probabilities = [], []
     for p in est.predict(predict_input_fn):
         if first is None:
             first = time.perf_counter()
         classes.append(p["classes"])
+        probabilities.append(p["probabilities"])
     t1 = time.perf_counter()
     n = len(classes)
     acc = float(np.mean(np.array(classes) == labels[:n]))
     print(f"tf predict examples={n} accuracy={acc:.4f} setup_s={first - t0:.2f} "
           f"examples_per_sec={(n - B) / (t1 - first):.0f} wall_examples_per_sec={n / (t1 - t0):.0f}",
           flush=True)
+if OUT:
+    np.savez(OUT, classes=np.array(classes, np.int32), probabilities=np.array(probabilities, np.float32))
