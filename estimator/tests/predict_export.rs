@@ -199,6 +199,8 @@ fn predict_rows_in_input_order_with_padding_stripped() {
         .err()
         .unwrap();
     assert!(e.to_string().contains("\"nope\""), "{e}");
+    let e = est.predict(predict_input(N), Some(&[])).err().unwrap();
+    assert!(e.to_string().contains("at least one output"), "{e}");
 }
 
 #[test]
@@ -368,4 +370,35 @@ fn an_input_error_mid_stream_ends_the_iteration_with_it() {
     assert_eq!(results.len(), 17);
     let e = results[16].as_ref().unwrap_err().to_string();
     assert!(e.contains("corrupt record"), "{e}");
+}
+
+#[test]
+fn a_panicking_map_function_is_an_error_not_an_early_end() {
+    let dir = tempfile::tempdir().unwrap();
+    train(dir.path());
+    let est = estimator(dir.path(), 1, 2, 4);
+    let panicking = |p: &Params| {
+        let (x, _) = data(N);
+        let ds = Dataset::from_tensor_slices(vec![("x".into(), x)])?
+            .map(
+                |s| Ok(s.clone()),
+                1,
+                |e: tessel_estimator::input::Element| {
+                    // The 31st element's map call panics (on the reader thread).
+                    static SEEN: std::sync::atomic::AtomicUsize =
+                        std::sync::atomic::AtomicUsize::new(0);
+                    if SEEN.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 30 {
+                        panic!("a map function panicked");
+                    }
+                    Ok(e)
+                },
+            )?
+            .batch(p.batch_size() as u64, false)?;
+        Ok(Input::features_only(ds))
+    };
+    let results: Vec<_> = est.predict(panicking, None).unwrap().collect();
+    let last = results.last().unwrap();
+    let e = last.as_ref().unwrap_err().to_string();
+    assert!(e.contains("a map function panicked"), "{e}");
+    assert!(results.len() < N, "not every row came back");
 }

@@ -63,8 +63,17 @@ impl Iterator for PredictIter {
                     return Some(Err(e));
                 }
                 Err(_) => {
+                    // The producer is gone: the end, unless it panicked (then say so rather
+                    // than end early as if the input had).
                     self.rx = None;
-                    return None;
+                    let joined = self.producer.take().map(JoinHandle::join);
+                    return match joined {
+                        Some(Err(panic)) => Some(Err(EstimatorError::Predict(format!(
+                            "the predict thread panicked: {}",
+                            panic_message(&panic)
+                        )))),
+                        _ => None,
+                    };
                 }
             }
         }
@@ -202,6 +211,11 @@ fn select_keys(
     let Some(wanted) = predict_keys else {
         return Ok(all);
     };
+    if wanted.is_empty() {
+        return Err(EstimatorError::value(format!(
+            "Expected to run at least one output from {outfed:?}, provided []."
+        )));
+    }
     if let Some(missing) = wanted.iter().find(|k| !outfed.iter().any(|o| o == *k)) {
         return Err(EstimatorError::value(format!(
             "Expected to find {missing:?} in predictions; the model_fn's predictions are {outfed:?}"
@@ -211,6 +225,15 @@ fn select_keys(
         .into_iter()
         .filter(|(k, _)| wanted.contains(&k.as_str()))
         .collect())
+}
+
+/// A panic's message, when it has one.
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
 }
 
 /// The reader thread: the dataset's elements padded to the step's batch, until the input ends,
@@ -272,6 +295,17 @@ impl Producer {
         while batches.len() < want {
             match input.recv() {
                 Err(_) => {
+                    // The reader is done: the input ended, unless the reader panicked (a
+                    // panicking map function, say), which must not pass for the end.
+                    if let Some(Err(panic)) = self.reader.take().map(JoinHandle::join) {
+                        return (
+                            Err(EstimatorError::Predict(format!(
+                                "the input thread panicked: {}",
+                                panic_message(&panic)
+                            ))),
+                            true,
+                        );
+                    }
                     ended = true;
                     break;
                 }
@@ -348,5 +382,31 @@ impl Producer {
             }
         }
         (Ok(out), ended)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_producer_is_an_error_not_an_early_end() {
+        let (tx, rx) = sync_channel(1);
+        let handle = std::thread::spawn(move || {
+            tx.send(Ok(vec![Prediction::new()])).unwrap();
+            panic!("boom");
+        });
+        let it = PredictIter {
+            rx: Some(rx),
+            ready: VecDeque::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+            producer: Some(handle),
+            log: Vec::new(),
+        };
+        let results: Vec<_> = it.collect();
+        assert_eq!(results.len(), 2);
+        assert!(results[0].is_ok());
+        let e = results[1].as_ref().unwrap_err().to_string();
+        assert!(e.contains("the predict thread panicked: boom"), "{e}");
     }
 }
