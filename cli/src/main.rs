@@ -31,6 +31,8 @@ enum Command {
     },
     /// Run the optimization pipeline and print a summary; optionally dump every pass.
     Compile(commands::compile::CompileArgs),
+    /// Run an estimator export on one batch of features from a safetensors file.
+    Predict(commands::predict::PredictArgs),
     /// TFRecord files of tf.train.Example: convert MNIST, inspect files.
     #[command(subcommand)]
     Data(commands::data::DataCommand),
@@ -44,5 +46,6 @@ fn main() -> ExitCode {
         Command::Grad { file, wrt } => commands::grad::run(&file, &wrt),
         Command::Compile(args) => commands::compile::run(&args),
         Command::Data(command) => commands::data::run(&command),
+        Command::Predict(args) => commands::predict::run(&args),
     }
 }

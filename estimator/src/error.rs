@@ -56,6 +56,12 @@ pub enum EstimatorError {
     Dataset(#[from] crate::input::DatasetError),
     #[error(transparent)]
     InputFile(#[from] crate::input::InputError),
+    /// Exporting or loading an export (`export`, `tessel predict`).
+    #[error("export: {0}")]
+    Export(String),
+    /// `predict`'s threads failed in a way that is no input or model_fn error (a panic).
+    #[error("predict failed: {0}")]
+    Predict(String),
     #[error(transparent)]
     WarmStart(#[from] crate::checkpoint::WarmStartError),
     #[error("cannot write {what}: {message}")]

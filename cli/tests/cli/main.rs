@@ -8,3 +8,4 @@ mod grad;
 mod jit_replicas;
 mod jit_run;
 mod limits;
+mod predict;

@@ -15,15 +15,21 @@
 //! | `evaluate` | `evaluate(input_fn, steps)`: streaming metrics on the host |
 //! | `eval_input` | evaluation's batches: the short last batch padded, a per-example mask |
 //! | `train_and_evaluate` | `train_and_evaluate(train_spec, eval_spec)`: train in chunks, evaluate after each |
+//! | `padding` | predict's batches: a short last batch padded to the static shape |
+//! | `predict` | `predict(input_fn, predict_keys)`: an iterator fed by a producer thread running loops ahead |
+//! | `export` | `export(dir, serving_input)` and `ExportedModel` (`tessel predict`) |
 //! | `log` | TF's log lines and the progress bar |
 
 mod dealer;
 mod eval_input;
 mod evaluate;
+mod export;
 mod input_fn;
 mod log;
 mod loop_runner;
+mod padding;
 mod params;
+mod predict;
 mod spec;
 mod tpu_estimator;
 mod trace_step;
@@ -32,8 +38,12 @@ mod train_and_evaluate;
 mod variables_state;
 
 pub use evaluate::EvalResult;
+pub use export::{
+    ExportedModel, ServingInput, Signature, SignatureOutput, SignatureParameter, GLOBAL_STEP,
+};
 pub use input_fn::{Input, InputFn};
 pub use params::{Param, Params};
+pub use predict::{PredictIter, Prediction};
 pub use spec::{EvalMetrics, Features, HostTensors, MetricFn, TpuEstimatorSpec};
 pub use tpu_estimator::TpuEstimator;
 pub use trace_step::ModelFn;

@@ -16,6 +16,14 @@ pub struct Features {
 }
 
 impl Features {
+    /// Features from named tensors of a trace (the export's serving input).
+    pub(crate) fn from_entries(entries: Vec<(String, Tensor)>) -> Features {
+        Features {
+            entries,
+            mask: None,
+        }
+    }
+
     pub fn get(&self, name: &str) -> Option<&Tensor> {
         self.entries.iter().find(|(n, _)| n == name).map(|(_, t)| t)
     }
