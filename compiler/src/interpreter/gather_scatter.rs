@@ -12,12 +12,15 @@
 
 use super::element::{for_each_type, typed, Elem};
 use super::elementwise::binary_fn;
+use super::plan::{Plan, ScalarFn};
 use super::reduce::{array_from_scalars, call_reducer, element_literal, simple_binary};
 use super::shape_ops::strides_of;
-use super::{err, EvalResult, Evaluator};
+use super::{err, EvalResult, Evaluator, LoneReplica};
 use crate::ir::{
-    Array, ArrayShape, ComputationId, GatherDimensionNumbers, Literal, ScatterDimensionNumbers,
+    Array, ArrayShape, BinaryOp, ComputationId, GatherDimensionNumbers, InstrId, Literal, Module,
+    Op, ScatterDimensionNumbers,
 };
+use std::sync::Arc;
 
 /// An index as a signed number; an unsigned index too large for i64 is past every bound.
 fn index_value(indices: &Array, i: usize) -> i64 {
@@ -275,6 +278,31 @@ pub(crate) fn scatter(
     dn: &ScatterDimensionNumbers,
     to_apply: ComputationId,
 ) -> EvalResult<Array> {
+    let general = |acc: Literal, u: Literal| -> EvalResult<Literal> {
+        Ok(call_reducer(ev, to_apply, &[acc], &[u])?
+            .pop()
+            .expect("one accumulator"))
+    };
+    scatter_with(
+        simple_binary(ev, to_apply),
+        &general,
+        operand,
+        indices,
+        updates,
+        dn,
+    )
+}
+
+/// Scatter with a combiner that is one binary op (`simple`, applied directly) or else
+/// `general`, called on scalar literals `(old value, update)`.
+fn scatter_with(
+    simple: Option<(BinaryOp, bool)>,
+    general: &dyn Fn(Literal, Literal) -> EvalResult<Literal>,
+    operand: &Array,
+    indices: &Array,
+    updates: &Array,
+    dn: &ScatterDimensionNumbers,
+) -> EvalResult<Array> {
     if updates.element_type() != operand.element_type() {
         return err(format!(
             "scatter updates {} must have the element type of operand {}",
@@ -282,7 +310,7 @@ pub(crate) fn scatter(
         ));
     }
     let targets = scatter_target_offsets(dn, &operand.shape, indices, &updates.shape)?;
-    if let Some((op, swapped)) = simple_binary(ev, to_apply) {
+    if let Some((op, swapped)) = simple {
         let data = for_each_type!(operand.element_type(), T => {
             let mut out = typed::<T>(operand)?.to_vec();
             let ups = typed::<T>(updates)?;
@@ -296,18 +324,57 @@ pub(crate) fn scatter(
         });
         return Ok(Array::new(operand.shape.clone(), data));
     }
-    // A general combiner, called on scalar literals.
     let mut out: Vec<Literal> = (0..operand.len())
         .map(|i| element_literal(operand, i))
         .collect();
     for (i, t) in targets.iter().enumerate() {
         if let Some(t) = *t {
-            let u = element_literal(updates, i);
             let acc = std::mem::replace(&mut out[t], Literal::Token);
-            out[t] = call_reducer(ev, to_apply, &[acc], &[u])?
-                .pop()
-                .expect("one accumulator");
+            out[t] = general(acc, element_literal(updates, i))?;
         }
     }
     array_from_scalars(operand.element_type(), &operand.shape.dims, &out)
+}
+
+/// One scatter instruction, computed from its operand values exactly as the interpreter
+/// computes it (the JIT calls it from a host routine).
+pub struct ScatterStep {
+    module: Arc<Module>,
+    to_apply: ComputationId,
+    dims: ScatterDimensionNumbers,
+    /// The combiner as one binary op, when it is one (then no evaluator is needed).
+    simple: Option<(BinaryOp, bool)>,
+}
+
+impl ScatterStep {
+    /// The scatter `id` of computation `comp`.
+    pub fn new(module: Arc<Module>, comp: ComputationId, id: InstrId) -> EvalResult<ScatterStep> {
+        if comp.0 as usize >= module.computations.len() {
+            return err(format!("{comp} does not exist in module {}", module.name));
+        }
+        let Op::Scatter { dims, to_apply, .. } = module.computation(comp).get(id).op.clone() else {
+            return err("not a scatter");
+        };
+        let simple = match Plan::new(&module, to_apply).scalar_fn {
+            Some(ScalarFn::Binary { op, swapped }) => Some((op, swapped)),
+            _ => None,
+        };
+        Ok(ScatterStep {
+            module,
+            to_apply,
+            dims,
+            simple,
+        })
+    }
+
+    pub fn run(&self, operand: &Array, indices: &Array, updates: &Array) -> EvalResult<Array> {
+        let evaluator = std::cell::OnceCell::new();
+        let general = |acc: Literal, u: Literal| -> EvalResult<Literal> {
+            let ev = evaluator.get_or_init(|| Evaluator::new(&self.module, &LoneReplica));
+            Ok(call_reducer(ev, self.to_apply, &[acc], &[u])?
+                .pop()
+                .expect("one accumulator"))
+        };
+        scatter_with(self.simple, &general, operand, indices, updates, &self.dims)
+    }
 }

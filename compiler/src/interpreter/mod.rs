@@ -30,7 +30,7 @@ mod tests;
 use crate::ir::{Array, ComputationId, InstrId, Literal, Module, Op, Shape};
 
 pub use collectives::CollectiveStep;
-pub use gather_scatter::{gather_source_offsets, scatter_target_offsets};
+pub use gather_scatter::{gather_source_offsets, scatter_target_offsets, ScatterStep};
 use plan::Plan;
 pub use replica_link::{CollectiveSite, LoneReplica, ReplicaLink};
 use std::borrow::Cow;
