@@ -320,7 +320,7 @@ fn op_attributes(comp: &Computation, id: InstrId, names: &Names) -> Vec<String> 
             slice_sizes,
             indices_are_sorted,
         } => {
-            // XLA's order: GatherDimensionNumbersToString, slice_sizes, indices_are_sorted.
+            // XLA's order (as JAX 0.10 prints it): dimension numbers, slice_sizes, indices_are_sorted.
             a.push(format!(
                 "offset_dims={}",
                 int_list_to_text(&dims.offset_dims)
@@ -328,6 +328,10 @@ fn op_attributes(comp: &Computation, id: InstrId, names: &Names) -> Vec<String> 
             a.push(format!(
                 "collapsed_slice_dims={}",
                 int_list_to_text(&dims.collapsed_slice_dims)
+            ));
+            a.push(format!(
+                "start_index_map={}",
+                int_list_to_text(&dims.start_index_map)
             ));
             if !dims.operand_batching_dims.is_empty() {
                 a.push(format!(
@@ -339,10 +343,6 @@ fn op_attributes(comp: &Computation, id: InstrId, names: &Names) -> Vec<String> 
                     int_list_to_text(&dims.start_indices_batching_dims)
                 ));
             }
-            a.push(format!(
-                "start_index_map={}",
-                int_list_to_text(&dims.start_index_map)
-            ));
             a.push(format!("index_vector_dim={}", dims.index_vector_dim));
             a.push(format!("slice_sizes={}", int_list_to_text(slice_sizes)));
             if *indices_are_sorted {
@@ -363,6 +363,10 @@ fn op_attributes(comp: &Computation, id: InstrId, names: &Names) -> Vec<String> 
                 "inserted_window_dims={}",
                 int_list_to_text(&dims.inserted_window_dims)
             ));
+            a.push(format!(
+                "scatter_dims_to_operand_dims={}",
+                int_list_to_text(&dims.scatter_dims_to_operand_dims)
+            ));
             if !dims.input_batching_dims.is_empty() {
                 a.push(format!(
                     "input_batching_dims={}",
@@ -373,10 +377,6 @@ fn op_attributes(comp: &Computation, id: InstrId, names: &Names) -> Vec<String> 
                     int_list_to_text(&dims.scatter_indices_batching_dims)
                 ));
             }
-            a.push(format!(
-                "scatter_dims_to_operand_dims={}",
-                int_list_to_text(&dims.scatter_dims_to_operand_dims)
-            ));
             a.push(format!("index_vector_dim={}", dims.index_vector_dim));
             if *indices_are_sorted {
                 a.push("indices_are_sorted=true".to_string());

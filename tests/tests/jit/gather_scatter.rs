@@ -312,8 +312,8 @@ fn text_round_trips_and_shape_errors_are_clear() {
     let text = print(&m);
     assert!(
         text.contains(
-            "gather(t, i), offset_dims={}, collapsed_slice_dims={1}, operand_batching_dims={0}, \
-             start_indices_batching_dims={0}, start_index_map={1}, index_vector_dim=2, \
+            "gather(t, i), offset_dims={}, collapsed_slice_dims={1}, start_index_map={1}, \
+             operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=2, \
              slice_sizes={1,1}, indices_are_sorted=true"
         ),
         "{text}"
