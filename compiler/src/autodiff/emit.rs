@@ -10,8 +10,8 @@ use super::AutodiffError;
 use crate::builder::Builder;
 use crate::ir::{
     Array, ArrayData, ArrayShape, BinaryOp, ComparisonDirection, ComputationId, Convolution,
-    DotDimensionNumbers, ElementType, InstrId, Instruction, Literal, Metadata, Module, Op, PadDim,
-    Shape, SliceDim, UnaryOp, Window,
+    DotDimensionNumbers, ElementType, GatherDimensionNumbers, InstrId, Instruction, Literal,
+    Metadata, Module, Op, PadDim, ScatterDimensionNumbers, Shape, SliceDim, UnaryOp, Window,
 };
 
 pub(crate) type R<T> = Result<T, AutodiffError>;
@@ -549,6 +549,52 @@ impl<'a> Emitter<'a> {
             Shape::Array(a),
             &[operand, source, init],
         ))
+    }
+
+    /// `gather(x, indices)`; its shape from shape inference.
+    pub fn gather(
+        &mut self,
+        x: InstrId,
+        indices: InstrId,
+        dims: GatherDimensionNumbers,
+        slice_sizes: Vec<i64>,
+        indices_are_sorted: bool,
+    ) -> R<InstrId> {
+        let op = Op::Gather {
+            dims,
+            slice_sizes,
+            indices_are_sorted,
+        };
+        self.inferred(op, &[x, indices])
+    }
+
+    /// `scatter(x, indices, updates)` adding the updates in.
+    pub fn scatter_add(
+        &mut self,
+        x: InstrId,
+        indices: InstrId,
+        updates: InstrId,
+        dims: ScatterDimensionNumbers,
+        indices_are_sorted: bool,
+    ) -> R<InstrId> {
+        let ty = self.element_type(x)?;
+        let to_apply = self.scalars.get(self.module, ScalarKind::Add, ty);
+        let op = Op::Scatter {
+            dims,
+            to_apply,
+            indices_are_sorted,
+            unique_indices: false,
+        };
+        self.inferred(op, &[x, indices, updates])
+    }
+
+    /// Adds `op` with the shape shape inference gives (for ops whose shape rules are long).
+    fn inferred(&mut self, op: Op, operands: &[InstrId]) -> R<InstrId> {
+        let shapes: Vec<Shape> = operands.iter().map(|&o| self.shape(o).clone()).collect();
+        let refs: Vec<&Shape> = shapes.iter().collect();
+        let shape = crate::shape_inference::infer_shape(self.module, &op, &refs)
+            .map_err(|e| AutodiffError::new(e.message))?;
+        Ok(self.raw(op, shape, operands))
     }
 
     /// `reduce-window` summing `x`.

@@ -15,6 +15,7 @@ mod rules_control;
 mod rules_convolution;
 mod rules_dot;
 mod rules_elementwise;
+mod rules_gather;
 mod rules_reduce;
 mod rules_shape;
 mod rules_while;
@@ -249,6 +250,7 @@ pub(crate) fn vjp(em: &mut Emitter, node: &Node, ct: Cot) -> R<Contributions> {
                 Op::Dot(dn) => rules_dot::vjp(em, node, dn, g),
                 Op::Convolution(conv) => rules_convolution::vjp(em, node, conv, g),
                 Op::ReduceWindow { .. } => rules_window::vjp(em, node, g),
+                Op::Gather { .. } | Op::Scatter { .. } => rules_gather::vjp(em, node, g),
                 _ => Err(non_differentiable(em, node)),
             }
         }

@@ -10,7 +10,8 @@ use super::literal_text::parse_literal;
 use super::parser::{RawAttr, RawInstr, RawOperands};
 use crate::ir::{
     BinaryOp, CollectiveAttrs, ComparisonDirection, ComparisonType, ComputationId, Convolution,
-    DotDimensionNumbers, Op, UnaryOp, Window, WindowDim,
+    DotDimensionNumbers, GatherDimensionNumbers, Op, ScatterDimensionNumbers, UnaryOp, Window,
+    WindowDim,
 };
 use hashbrown::HashMap;
 
@@ -295,6 +296,34 @@ impl<'a> OpBuilder<'a, '_> {
                     batch_group_count: self.opt_int(bag, "batch_group_count")?.unwrap_or(1),
                 })
             }
+            "gather" => Op::Gather {
+                dims: GatherDimensionNumbers {
+                    offset_dims: self.opt_list(bag, "offset_dims")?,
+                    collapsed_slice_dims: self.opt_list(bag, "collapsed_slice_dims")?,
+                    start_index_map: self.opt_list(bag, "start_index_map")?,
+                    index_vector_dim: self.int(bag, raw, "index_vector_dim")?,
+                    operand_batching_dims: self.opt_list(bag, "operand_batching_dims")?,
+                    start_indices_batching_dims: self
+                        .opt_list(bag, "start_indices_batching_dims")?,
+                },
+                slice_sizes: self.list(bag, raw, "slice_sizes")?,
+                indices_are_sorted: self.opt_bool(bag, "indices_are_sorted")?,
+            },
+            "scatter" => Op::Scatter {
+                dims: ScatterDimensionNumbers {
+                    update_window_dims: self.opt_list(bag, "update_window_dims")?,
+                    inserted_window_dims: self.opt_list(bag, "inserted_window_dims")?,
+                    scatter_dims_to_operand_dims: self
+                        .opt_list(bag, "scatter_dims_to_operand_dims")?,
+                    index_vector_dim: self.int(bag, raw, "index_vector_dim")?,
+                    input_batching_dims: self.opt_list(bag, "input_batching_dims")?,
+                    scatter_indices_batching_dims: self
+                        .opt_list(bag, "scatter_indices_batching_dims")?,
+                },
+                to_apply: self.comp(bag, raw, "to_apply")?,
+                indices_are_sorted: self.opt_bool(bag, "indices_are_sorted")?,
+                unique_indices: self.opt_bool(bag, "unique_indices")?,
+            },
             "tuple" => Op::Tuple,
             "get-tuple-element" => Op::GetTupleElement {
                 index: self.int(bag, raw, "index")?,
@@ -436,6 +465,8 @@ pub(crate) fn check_opcode(name: &str) -> Result<(), String> {
         "select-and-scatter",
         "dot",
         "convolution",
+        "gather",
+        "scatter",
         "tuple",
         "get-tuple-element",
         "call",
@@ -476,8 +507,6 @@ fn malformed(c: &Cursor, raw: &RawInstr) -> PResult<Op> {
 /// Opcodes XLA has that tessel's IR does not, for a clearer message than "unknown".
 const XLA_OPCODES_NOT_SUPPORTED: &[&str] = &[
     "sort",
-    "scatter",
-    "gather",
     "map",
     "rng",
     "rng-bit-generator",
@@ -558,7 +587,18 @@ fn check_arity(op: &Op, n: usize) -> Result<(), String> {
         Op::Binary(_) | Op::Compare { .. } | Op::Pad { .. } | Op::Dot(_) | Op::Outfeed { .. } => {
             exactly(2)
         }
-        Op::Convolution(_) => exactly(2),
+        Op::Convolution(_) | Op::Gather { .. } => exactly(2),
+        // Variadic scatter (N arrays, indices, N updates) is rejected by shape inference with
+        // a clearer message than an arity error.
+        Op::Scatter { .. } => {
+            if n >= 3 && n % 2 == 1 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "takes N arrays, the indices and N updates, found {n} operands"
+                ))
+            }
+        }
         Op::Select | Op::Clamp | Op::SelectAndScatter { .. } => exactly(3),
         Op::DynamicSlice { .. } | Op::Concatenate { .. } | Op::AllGather { .. } => at_least(1),
         Op::AllReduce { .. } | Op::ReduceScatter { .. } => at_least(1),

@@ -315,6 +315,77 @@ fn op_attributes(comp: &Computation, id: InstrId, names: &Names) -> Vec<String> 
                 a.push(format!("batch_group_count={}", conv.batch_group_count));
             }
         }
+        Op::Gather {
+            dims,
+            slice_sizes,
+            indices_are_sorted,
+        } => {
+            // XLA's order (as JAX 0.10 prints it): dimension numbers, slice_sizes, indices_are_sorted.
+            a.push(format!(
+                "offset_dims={}",
+                int_list_to_text(&dims.offset_dims)
+            ));
+            a.push(format!(
+                "collapsed_slice_dims={}",
+                int_list_to_text(&dims.collapsed_slice_dims)
+            ));
+            a.push(format!(
+                "start_index_map={}",
+                int_list_to_text(&dims.start_index_map)
+            ));
+            if !dims.operand_batching_dims.is_empty() {
+                a.push(format!(
+                    "operand_batching_dims={}",
+                    int_list_to_text(&dims.operand_batching_dims)
+                ));
+                a.push(format!(
+                    "start_indices_batching_dims={}",
+                    int_list_to_text(&dims.start_indices_batching_dims)
+                ));
+            }
+            a.push(format!("index_vector_dim={}", dims.index_vector_dim));
+            a.push(format!("slice_sizes={}", int_list_to_text(slice_sizes)));
+            if *indices_are_sorted {
+                a.push("indices_are_sorted=true".to_string());
+            }
+        }
+        Op::Scatter {
+            dims,
+            to_apply,
+            indices_are_sorted,
+            unique_indices,
+        } => {
+            a.push(format!(
+                "update_window_dims={}",
+                int_list_to_text(&dims.update_window_dims)
+            ));
+            a.push(format!(
+                "inserted_window_dims={}",
+                int_list_to_text(&dims.inserted_window_dims)
+            ));
+            a.push(format!(
+                "scatter_dims_to_operand_dims={}",
+                int_list_to_text(&dims.scatter_dims_to_operand_dims)
+            ));
+            if !dims.input_batching_dims.is_empty() {
+                a.push(format!(
+                    "input_batching_dims={}",
+                    int_list_to_text(&dims.input_batching_dims)
+                ));
+                a.push(format!(
+                    "scatter_indices_batching_dims={}",
+                    int_list_to_text(&dims.scatter_indices_batching_dims)
+                ));
+            }
+            a.push(format!("index_vector_dim={}", dims.index_vector_dim));
+            if *indices_are_sorted {
+                a.push("indices_are_sorted=true".to_string());
+            }
+            if *unique_indices {
+                a.push("unique_indices=true".to_string());
+            }
+            a.push(format!("to_apply={}", cname(*to_apply)));
+        }
         Op::GetTupleElement { index } => a.push(format!("index={index}")),
         Op::Call { to_apply } => a.push(format!("to_apply={}", cname(*to_apply))),
         Op::While { condition, body } => {

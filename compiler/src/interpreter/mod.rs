@@ -17,6 +17,7 @@ mod dot;
 mod element;
 mod elementwise;
 mod feed;
+mod gather_scatter;
 mod plan;
 mod reduce;
 mod replica_link;
@@ -29,6 +30,7 @@ mod tests;
 use crate::ir::{Array, ComputationId, InstrId, Literal, Module, Op, Shape};
 
 pub use collectives::CollectiveStep;
+pub use gather_scatter::{gather_source_offsets, scatter_target_offsets, ScatterStep};
 use plan::Plan;
 pub use replica_link::{CollectiveSite, LoneReplica, ReplicaLink};
 use std::borrow::Cow;
@@ -325,6 +327,30 @@ impl<'m> Evaluator<'m> {
                 out_array(shape)?,
             )?
             .into(),
+            Gather {
+                dims, slice_sizes, ..
+            } => gather_scatter::gather(
+                arr(operands, 0)?,
+                arr(operands, 1)?,
+                dims,
+                slice_sizes,
+                out_array(shape)?,
+            )?
+            .into(),
+            Scatter { dims, to_apply, .. } => {
+                if operands.len() != 3 {
+                    return err("tessel supports one array per scatter");
+                }
+                gather_scatter::scatter(
+                    self,
+                    arr(operands, 0)?,
+                    arr(operands, 1)?,
+                    arr(operands, 2)?,
+                    dims,
+                    *to_apply,
+                )?
+                .into()
+            }
             Tuple => Literal::Tuple(operands.iter().map(|l| (*l).clone()).collect()),
             GetTupleElement { index } => {
                 control_flow::get_tuple_element(operand(operands, 0)?, *index)?

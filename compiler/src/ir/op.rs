@@ -360,6 +360,37 @@ pub struct SliceDim {
     pub stride: i64,
 }
 
+/// `offset_dims`, `collapsed_slice_dims`, ... of `gather` (XLA's GatherDimensionNumbers).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct GatherDimensionNumbers {
+    /// Output dimensions that index within a slice, in increasing order.
+    pub offset_dims: Vec<i64>,
+    /// Operand dimensions of slice size 1 that the output drops.
+    pub collapsed_slice_dims: Vec<i64>,
+    /// For each component of an index vector, the operand dimension it starts.
+    pub start_index_map: Vec<i64>,
+    /// The dimension of the indices that holds the index vectors (may equal their rank).
+    pub index_vector_dim: i64,
+    /// Operand dimensions indexed by the matching `start_indices_batching_dims` (dropped too).
+    pub operand_batching_dims: Vec<i64>,
+    pub start_indices_batching_dims: Vec<i64>,
+}
+
+/// `update_window_dims`, `inserted_window_dims`, ... of `scatter` (XLA's
+/// ScatterDimensionNumbers).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ScatterDimensionNumbers {
+    /// Update dimensions that index within a window, in increasing order.
+    pub update_window_dims: Vec<i64>,
+    /// Operand dimensions of window size 1 absent from the updates.
+    pub inserted_window_dims: Vec<i64>,
+    /// For each component of an index vector, the operand dimension it starts.
+    pub scatter_dims_to_operand_dims: Vec<i64>,
+    pub index_vector_dim: i64,
+    pub input_batching_dims: Vec<i64>,
+    pub scatter_indices_batching_dims: Vec<i64>,
+}
+
 /// `replica_groups={{0,1},{2,3}}`; empty means one group of all replicas.
 pub type ReplicaGroups = Vec<Vec<i64>>;
 
@@ -437,6 +468,20 @@ pub enum Op {
     },
     Dot(DotDimensionNumbers),
     Convolution(Convolution),
+    /// Operands: the array and the start indices.
+    Gather {
+        dims: GatherDimensionNumbers,
+        slice_sizes: Vec<i64>,
+        indices_are_sorted: bool,
+    },
+    /// Operands: the array, the scatter indices, the updates (one array: tessel has no
+    /// variadic scatter). `to_apply` combines the old value with an update.
+    Scatter {
+        dims: ScatterDimensionNumbers,
+        to_apply: ComputationId,
+        indices_are_sorted: bool,
+        unique_indices: bool,
+    },
     Tuple,
     GetTupleElement {
         index: i64,
@@ -524,6 +569,8 @@ impl Op {
             SelectAndScatter { .. } => "select-and-scatter",
             Dot(_) => "dot",
             Convolution(_) => "convolution",
+            Gather { .. } => "gather",
+            Scatter { .. } => "scatter",
             Tuple => "tuple",
             GetTupleElement { .. } => "get-tuple-element",
             Call { .. } => "call",
@@ -550,6 +597,7 @@ impl Op {
             Reduce { to_apply, .. }
             | ReduceWindow { to_apply, .. }
             | Call { to_apply }
+            | Scatter { to_apply, .. }
             | AllReduce { to_apply, .. }
             | ReduceScatter { to_apply, .. } => vec![*to_apply],
             SelectAndScatter {
@@ -570,6 +618,7 @@ impl Op {
             Reduce { to_apply, .. }
             | ReduceWindow { to_apply, .. }
             | Call { to_apply }
+            | Scatter { to_apply, .. }
             | AllReduce { to_apply, .. }
             | ReduceScatter { to_apply, .. } => *to_apply = f(*to_apply),
             SelectAndScatter {

@@ -348,3 +348,19 @@ error: module `t` cannot run on the device: 2 problems (2 64-bit-type)
     assert_eq!(text, expected);
     assert_eq!(code_name("E0101"), "dynamic-shape");
 }
+
+#[test]
+fn gather_and_scatter_are_legal() {
+    // TPUs run gather and scatter: an embedding lookup and its scatter-add gradient pass.
+    let text = "HloModule t\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  \
+                ROOT r = f32[] add(a, b)\n}\n\nENTRY main {\n  t = f32[20,8] parameter(0)\n  \
+                i = s32[10,1] parameter(1)\n  \
+                g = f32[10,8] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, \
+                start_index_map={0}, index_vector_dim=1, slice_sizes={1,8}\n  \
+                ROOT s = f32[20,8] scatter(t, i, g), update_window_dims={1}, \
+                inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, \
+                to_apply=add\n}\n";
+    let m = crate::hlo_text::parse_module(text, None).unwrap();
+    assert!(crate::verifier::verify(&m).is_ok());
+    assert_eq!(check_legality(&m), vec![]);
+}

@@ -12,6 +12,7 @@ mod control_flow;
 mod convolution;
 mod dot;
 mod elementwise;
+mod gather;
 mod given;
 mod io;
 mod reduce;
@@ -92,6 +93,10 @@ pub fn infer_shape(module: &Module, op: &Op, operands: &[&Shape]) -> Result<Shap
             scatter,
         } => reduce::select_and_scatter(module, window, *select, *scatter, operands),
         Dot(dn) => dot::dot(dn, operands),
+        Gather {
+            dims, slice_sizes, ..
+        } => gather::gather(dims, slice_sizes, operands),
+        Scatter { dims, to_apply, .. } => gather::scatter(module, dims, *to_apply, operands),
         Convolution(conv) => convolution::convolution(conv, operands),
         Tuple => control_flow::tuple(operands),
         GetTupleElement { index } => control_flow::get_tuple_element(*index, operands),

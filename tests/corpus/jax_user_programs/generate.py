@@ -2,7 +2,8 @@
 with their inputs and JAX's outputs.
 
 Run it through `generate.sh` (which makes a pinned Python environment); the outputs are committed,
-so tests never need Python. For each program NAME it writes, beside this file:
+so tests never need Python. `TESSEL_CORPUS_ONLY=a,b` writes only programs a and b (the others are
+still built, so that the shared random inputs stay the same, and keep their rows in the manifest). For each program NAME it writes, beside this file:
 - `NAME.hlo`: `jax.jit(fn).lower(*args).as_text(dialect="hlo", debug_info=True)`;
 - `NAME.inputs.safetensors`: the flattened arguments keyed "0", "1", ... (entry parameter order);
 - `NAME.outputs.safetensors`: the flattened results keyed "0", "1", ...;
@@ -506,12 +507,53 @@ def _():
     return step, (p, normal(4, 8, 8, 1), RNG.integers(0, 10, size=(4,)).astype(np.int32))
 
 
+@program("embedding_table_grad", "the gradient of a loss through an embedding lookup, duplicate ids", wrt=[0])
+def _():
+    def f(table, ids, w):
+        return jnp.sum(jnp.tanh(jnp.take(table, ids, axis=0)) * w)
+
+    return f, (normal(12, 4), np.array([[3, 7, 3], [0, 11, 3]], np.int32), normal(2, 3, 4))
+
+
+@program("scatter_add_grads", "x.at[ids].add(u) with duplicate ids, gradients w.r.t. x and u", wrt=[0, 2])
+def _():
+    def f(x, ids, u):
+        return jnp.sum(jnp.sin(x.at[ids].add(u)))
+
+    return f, (normal(6, 3), np.array([4, 1, 4, 0], np.int32), normal(4, 3))
+
+
+@program("take_along_axis", "jnp.take_along_axis on rows (gather with batching dims)", wrt=[0])
+def _():
+    def f(x, idx):
+        return jnp.sum(jnp.take_along_axis(x, idx, axis=1) ** 2)
+
+    return f, (normal(3, 5), RNG.integers(0, 5, size=(3, 4)).astype(np.int32))
+
+
+@program("scatter_set_max_and_2d_gather", "x.at[].set, x.at[].max and x[rows, cols] (two index arrays)")
+def _():
+    def f(x, ids, u, rows, cols):
+        return x.at[ids].set(u), x.at[ids].max(u), x[rows, cols]
+
+    return f, (
+        normal(5, 2),
+        np.array([3, 0, 3], np.int32),
+        normal(3, 2),
+        np.array([4, 0, 2], np.int32),
+        np.array([1, 0, 1], np.int32),
+    )
+
+
 def flat(tree):
     return [np.asarray(a) for a in jax.tree.leaves(tree)]
 
 
 def write(name, what, replicas, rtol, wrt, build):
-    fn, args = build()
+    fn, args = build()  # always built: the shared RNG must advance the same way
+    only = os.environ.get("TESSEL_CORPUS_ONLY")
+    if only and name not in only.split(","):
+        return f"{name}\t{replicas}\t{rtol:g}\t{','.join(map(str, wrt or []))}\t{what}"
     jitted = jax.jit(fn)
     text = jitted.lower(*args).as_text(dialect="hlo", debug_info=True)
     with open(os.path.join(OUT, f"{name}.hlo"), "w") as f:

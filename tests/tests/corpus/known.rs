@@ -34,20 +34,6 @@ const ALL: &[Mode] = &MODES;
 
 pub const KNOWN: &[Known] = &[
     Known {
-        name: "embedding_lookup",
-        modes: ALL,
-        grad: false,
-        error: "`gather` is not supported",
-        reason: "gather is not in tessel's IR",
-    },
-    Known {
-        name: "embedding_gradient",
-        modes: ALL,
-        grad: false,
-        error: "`gather` is not supported",
-        reason: "gather (and scatter) are not in tessel's IR",
-    },
-    Known {
         name: "top_k",
         modes: ALL,
         grad: false,

@@ -1,12 +1,14 @@
 //! The JIT on one replica against the interpreter and JAX: hand-built modules, the corpus,
-//! random graphs, the convolution routines (direct, Winograd, patch GEMM), the fast paths,
-//! kernels split over threads, vector math, and in-place `while` updates.
+//! random graphs, gather and scatter, the convolution routines (direct, Winograd, patch
+//! GEMM), the fast paths, kernels split over threads, vector math, and in-place `while`
+//! updates.
 
 mod arena_plan;
 mod basic;
 mod conv_direct;
 mod corpus;
 mod fast_paths;
+mod gather_scatter;
 mod gemm_backends;
 mod long_programs;
 mod parallel_kernels;

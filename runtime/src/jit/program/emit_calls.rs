@@ -6,6 +6,7 @@ use super::compile::ProgramCx;
 use super::emit_instruction::Walk;
 use crate::jit::buffer::{Buffer, Loc};
 use crate::jit::host::collectives::{collective_routine, CollectivePlan};
+use crate::jit::host::gather_scatter::{gather_routine, scatter_routine, GatherPlan, ScatterPlan};
 use crate::jit::host::infeed_outfeed::{infeed_routine, outfeed_routine, InfeedPlan, OutfeedPlan};
 use crate::jit::host::profile::{tessel_profile_mark, ProfileCounters};
 use crate::jit::routines::conv_select::{plan_convolution, ConvPrecision};
@@ -123,6 +124,54 @@ impl ProgramCx<'_> {
             .clone();
         let plan = CollectivePlan::new(&instr.name, shared, walk.cid, id, operands, &out)?;
         self.call_plan(fb, arena, collective_routine as *const () as usize, plan);
+        Ok(out)
+    }
+
+    /// A gather or a scatter: a host routine over the arena (see `gather_scatter.rs`).
+    pub(super) fn emit_gather_scatter(
+        &mut self,
+        fb: &mut FunctionBuilder,
+        arena: Value,
+        walk: &Walk,
+        id: InstrId,
+    ) -> Result<Loc, JitError> {
+        let instr = walk.comp.get(id);
+        let out = self.alloc_loc(&instr.shape)?;
+        match &instr.op {
+            Op::Gather {
+                dims, slice_sizes, ..
+            } => {
+                let (a, i) = (walk.array(instr, 0)?, walk.array(instr, 1)?);
+                let plan = GatherPlan::new(&instr.name, dims, slice_sizes, a, i, &out)?;
+                self.call_plan(fb, arena, gather_routine as *const () as usize, plan);
+            }
+            Op::Scatter { .. } => {
+                if instr.operands().len() != 3 {
+                    return Err(JitError::Unsupported(format!(
+                        "{}: a scatter of several arrays",
+                        instr.name
+                    )));
+                }
+                let operands = [
+                    walk.array(instr, 0)?,
+                    walk.array(instr, 1)?,
+                    walk.array(instr, 2)?,
+                ];
+                let module = self.module;
+                let shared = self
+                    .shared_module
+                    .get_or_insert_with(|| Arc::new(module.clone()))
+                    .clone();
+                let plan = ScatterPlan::new(&instr.name, shared, walk.cid, id, operands, &out)?;
+                self.call_plan(fb, arena, scatter_routine as *const () as usize, plan);
+            }
+            _ => {
+                return Err(JitError::Invalid(format!(
+                    "{} is not a gather or scatter",
+                    instr.name
+                )))
+            }
+        }
         Ok(out)
     }
 

@@ -217,6 +217,7 @@ impl ProgramCx<'_> {
                 Ok(out)
             }
             Op::Dot(_) => self.emit_dot(fb, arena, walk, instr),
+            Op::Gather { .. } | Op::Scatter { .. } => self.emit_gather_scatter(fb, arena, walk, id),
             Op::Convolution(_) => self.emit_convolution(fb, arena, walk, instr),
             Op::Infeed { .. } => self.emit_infeed(fb, arena, instr),
             Op::Outfeed { .. } => self.emit_outfeed(fb, arena, walk, instr),
