@@ -48,36 +48,6 @@ pub const KNOWN: &[Known] = &[
         reason: "gather (and scatter) are not in tessel's IR",
     },
     Known {
-        name: "top_k",
-        modes: ALL,
-        grad: false,
-        error: "topk",
-        reason: "the topk opcode is unknown to the parser",
-    },
-    Known {
-        name: "bf16_f16_casts",
-        modes: &[Mode::Interpreter, Mode::InterpreterOptimized],
-        grad: false,
-        error: "output 0[0] = 1.6796875, JAX 1.681884765625",
-        reason: "the interpreter rounds the bf16 product to bf16; XLA:CPU keeps it in f32",
-    },
-    Known {
-        name: "bf16_f16_casts",
-        modes: &[Mode::Jit, Mode::JitOptimized],
-        grad: false,
-        error: "the JIT does not support element type bf16",
-        reason: "the JIT has no bf16",
-    },
-    Known {
-        name: "gelu",
-        modes: &[Mode::Interpreter, Mode::Jit],
-        grad: true,
-        error: "= NaN, JAX",
-        reason: "tessel differentiates XLA's expansion of erfc, a select between two \
-                 approximations; near 0 the untaken one's derivative overflows and its zero \
-                 cotangent times inf is NaN (JAX differentiates erf itself)",
-    },
-    Known {
         name: "gelu",
         modes: &[Mode::InterpreterOptimized, Mode::JitOptimized],
         grad: true,
