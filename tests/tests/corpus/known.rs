@@ -47,14 +47,6 @@ pub const KNOWN: &[Known] = &[
         error: "`gather` is not supported",
         reason: "gather (and scatter) are not in tessel's IR",
     },
-    Known {
-        name: "gelu",
-        modes: &[Mode::InterpreterOptimized, Mode::JitOptimized],
-        grad: true,
-        error: "neither fused before it nor an input of its fusion",
-        reason: "the fusion pass groups the gradient module's instructions so that one reads \
-                 a value from outside its fusion that is not an input (it used to panic)",
-    },
 ];
 
 /// The known failure of `name` under `check`, if it has one.

@@ -9,6 +9,7 @@ mod corpus;
 mod fast_paths;
 mod gemm_backends;
 mod long_programs;
+mod low_precision_topk;
 mod parallel_kernels;
 mod pool_gradient_fusion;
 mod random_graphs;

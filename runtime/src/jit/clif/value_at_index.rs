@@ -581,7 +581,9 @@ impl<'a, 'f> Elemental<'a, 'f> {
     }
 
     /// Whether convert `id` reads its operand's unrounded f32 value: a convert to f32 or f64
-    /// of a bf16 unary or binary op computed in this kernel (not read from a buffer).
+    /// of a bf16 unary or binary op that this kernel can compute: fused into it, or stored
+    /// (rounded) but with every operand still readable here. Otherwise the convert reads the
+    /// stored, rounded value (the limit `docs/interpreter.md` states).
     fn reads_unrounded(&self, id: InstrId) -> bool {
         let instr = self.comp.get(id);
         let Some(&src) = instr.operands().first() else {
@@ -593,7 +595,8 @@ impl<'a, 'f> Elemental<'a, 'f> {
             Some(ElementType::F32 | ElementType::F64)
         ) && s.shape.element_type() == Some(ElementType::BF16)
             && matches!(s.op, Op::Unary(_) | Op::Binary(_))
-            && !self.leaves.contains_key(&src)
+            && (!self.leaves.contains_key(&src)
+                || s.operands().iter().all(|o| self.leaves.contains_key(o)))
     }
 
     /// A scalar operand (dynamic-slice start) as an `i64`.
