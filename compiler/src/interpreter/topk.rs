@@ -34,7 +34,7 @@ pub fn topk(a: &Array, k: i64, largest: bool) -> EvalResult<Literal> {
         ));
     }
     let k = k as usize;
-    let rows = if n == 0 { 0 } else { a.len() / n };
+    let rows = a.len().checked_div(n).unwrap_or(0);
     let order = key(&a.data, a.element_type());
     // Source offsets of the chosen elements, row by row, and their indices in the row.
     let mut picked = Vec::with_capacity(rows * k);
