@@ -1,10 +1,21 @@
 //! The reverse sweep: walks a computation from seed cotangents back to target instructions,
 //! applying each instruction's gradient rule once all its users have contributed.
+//!
+//! **Masked cotangents are strong zeros.** A select sends its untaken operand an exact zero
+//! cotangent; that operand's own gradient rules then multiply the zero by their local
+//! derivatives, which can be infinite there (XLA's erfc expansion computes `1/|x|` in the
+//! branch it does not take near 0), and `0 * inf` is NaN. The sweep marks the cotangents a
+//! select (or clamp) produces, and everything computed from them, as *masked*; below a masked
+//! cotangent `g`, each elementwise rule's result is `select(g == 0, 0, rule)`, so a zero
+//! cotangent stays zero whatever the derivative. This is JAX's "double where" done by the
+//! differentiator: the gradient of a piecewise function is the gradient of the piece taken.
+//! Limit: where a masked cotangent is zero and the derivative is genuinely NaN or infinite,
+//! tessel gives 0 where JAX's own (unmasked) rule would give NaN.
 
 use super::cotangent::{accumulate, Cot};
 use super::emit::{Emitter, R};
 use super::{vjp, Node};
-use crate::ir::InstrId;
+use crate::ir::{ComparisonDirection, InstrId, Op};
 use hashbrown::{HashMap, HashSet};
 
 /// Cotangents of `targets` given cotangents `seeds` of later values in the emitter's
@@ -26,9 +37,10 @@ pub(crate) fn backprop(
         }
     }
     let mut cts: HashMap<InstrId, Cot> = HashMap::new();
+    let mut masked: HashSet<InstrId> = HashSet::new();
     for (id, c) in seeds {
         if relevant.contains(&id) {
-            add_cotangent(em, &mut cts, id, c)?;
+            add_cotangent(em, &mut cts, &mut masked, id, c)?;
         }
     }
     let saved = em.metadata.clone();
@@ -48,11 +60,38 @@ pub(crate) fn backprop(
             .collect();
         let node = Node { id, instr, wanted };
         em.metadata = node.instr.metadata.clone();
+        let g = match &ct {
+            Cot::Value(g) => Some(*g),
+            _ => None,
+        };
         let contributions = vjp(em, &node, ct);
-        em.metadata = saved.clone();
+        let from_mask = matches!(node.instr.op, Op::Select | Op::Clamp);
+        let below_mask = g.filter(|g| masked.contains(g));
+        let mut out = Vec::new();
         for (operand, c) in contributions? {
+            let c = match (c, below_mask) {
+                (Cot::Value(c), Some(g)) => {
+                    let elementwise = matches!(node.instr.op, Op::Unary(_) | Op::Binary(_));
+                    let c = if elementwise {
+                        strong_zero(em, g, c)?
+                    } else {
+                        c
+                    };
+                    masked.insert(c);
+                    Cot::Value(c)
+                }
+                (Cot::Value(c), None) if from_mask => {
+                    masked.insert(c);
+                    Cot::Value(c)
+                }
+                (c, _) => c,
+            };
+            out.push((operand, c));
+        }
+        em.metadata = saved.clone();
+        for (operand, c) in out {
             if relevant.contains(&operand) {
-                add_cotangent(em, &mut cts, operand, c)?;
+                add_cotangent(em, &mut cts, &mut masked, operand, c)?;
             }
         }
     }
@@ -62,14 +101,41 @@ pub(crate) fn backprop(
         .collect())
 }
 
-fn add_cotangent(em: &mut Emitter, cts: &mut HashMap<InstrId, Cot>, id: InstrId, c: Cot) -> R<()> {
+/// `select(g == 0, 0, c)`: the contribution `c` computed from cotangent `g`, exactly zero where
+/// `g` is (see the module doc). `c` has `g`'s shape (elementwise rules).
+fn strong_zero(em: &mut Emitter, g: InstrId, c: InstrId) -> R<InstrId> {
+    if em.shape(g) != em.shape(c) {
+        return Ok(c);
+    }
+    let zero = em.full_like(g, 0.0)?;
+    let is_zero = em.compare(ComparisonDirection::Eq, g, zero)?;
+    em.select(is_zero, zero, c)
+}
+
+fn add_cotangent(
+    em: &mut Emitter,
+    cts: &mut HashMap<InstrId, Cot>,
+    masked: &mut HashSet<InstrId>,
+    id: InstrId,
+    c: Cot,
+) -> R<()> {
     let shape = em.shape(id).clone();
     let c = c.prune(&shape);
     if c.is_zero() {
         return Ok(());
     }
     let sum = match cts.remove(&id) {
-        Some(old) => accumulate(em, old, c)?,
+        Some(old) => {
+            // A sum with a masked part stays masked.
+            let was_masked = [&old, &c]
+                .iter()
+                .any(|x| matches!(x, Cot::Value(v) if masked.contains(v)));
+            let sum = accumulate(em, old, c)?;
+            if let (true, Cot::Value(v)) = (was_masked, &sum) {
+                masked.insert(*v);
+            }
+            sum
+        }
         None => c,
     };
     cts.insert(id, sum);

@@ -411,6 +411,15 @@ impl<'a> OpBuilder<'a, '_> {
                     },
                 }
             }
+            "topk" => Op::TopK {
+                k: self.int(bag, raw, "k")?,
+                // XLA's `largest` defaults to true.
+                largest: bag
+                    .take("largest")
+                    .map(|v| whole(v, "largest", |c| c.bool()))
+                    .transpose()?
+                    .unwrap_or(true),
+            },
             "fusion" => {
                 let v = self.required(bag, raw, "kind")?;
                 let kind = whole(v, "kind", |c| Ok(c.word().to_string()))?;
@@ -483,6 +492,7 @@ pub(crate) fn check_opcode(name: &str) -> Result<(), String> {
         "after-all",
         "custom-call",
         "fusion",
+        "topk",
     ];
     if NAMED.contains(&name)
         || UnaryOp::from_name(name).is_some()
@@ -583,6 +593,7 @@ fn check_arity(op: &Op, n: usize) -> Result<(), String> {
         | Op::GetTupleElement { .. }
         | Op::While { .. }
         | Op::CollectivePermute { .. }
+        | Op::TopK { .. }
         | Op::Infeed { .. } => exactly(1),
         Op::Binary(_) | Op::Compare { .. } | Op::Pad { .. } | Op::Dot(_) | Op::Outfeed { .. } => {
             exactly(2)

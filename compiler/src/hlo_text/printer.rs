@@ -246,6 +246,10 @@ fn op_attributes(comp: &Computation, id: InstrId, names: &Names) -> Vec<String> 
         | Op::PartitionId
         | Op::AfterAll => {}
         Op::Iota { dimension } => a.push(format!("iota_dimension={dimension}")),
+        Op::TopK { k, largest } => {
+            a.push(format!("k={k}"));
+            a.push(format!("largest={largest}"));
+        }
         Op::Broadcast { dimensions } | Op::Reverse { dimensions } => {
             a.push(format!("dimensions={}", int_list_to_text(dimensions)))
         }

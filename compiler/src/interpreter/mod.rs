@@ -19,9 +19,11 @@ mod elementwise;
 mod feed;
 mod gather_scatter;
 mod plan;
+mod precision;
 mod reduce;
 mod replica_link;
 mod shape_ops;
+mod topk;
 mod window;
 
 #[cfg(test)]
@@ -34,7 +36,9 @@ pub use gather_scatter::{gather_source_offsets, scatter_target_offsets, ScatterS
 use plan::Plan;
 pub use replica_link::{CollectiveSite, LoneReplica, ReplicaLink};
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
+pub use topk::topk;
 
 /// Why evaluation failed, and where.
 #[derive(Clone, Debug, PartialEq)]
@@ -185,6 +189,8 @@ impl<'m> Evaluator<'m> {
         let plan = self.plan(comp);
         let mut values: Vec<Option<Cow<Literal>>> = vec![None; plan.slots];
         let mut remaining = plan.use_counts.clone();
+        // f32 values of bf16 ops that a convert reads unrounded (`precision.rs`).
+        let mut unrounded: HashMap<InstrId, Array> = HashMap::new();
         for &id in &plan.order {
             let instr = c.get(id);
             let value: Cow<Literal> = match &instr.op {
@@ -208,9 +214,25 @@ impl<'m> Evaluator<'m> {
                                 .expect("operands are evaluated first")
                         })
                         .collect();
-                    let v = ensure_allocatable(&instr.shape)
-                        .and_then(|()| self.eval_instruction(comp, id, op, &instr.shape, &operands))
-                        .map_err(|e| e.at(&instr.name, &c.name))?;
+                    let wide = match op {
+                        Op::Convert => instr.operands().first().and_then(|o| unrounded.get(o)),
+                        _ => None,
+                    };
+                    let v = match wide {
+                        // The convert reads the bf16 op's f32 value (`precision.rs`).
+                        Some(w) => convert::convert(w, out_array(&instr.shape)?.element_type)
+                            .map(Literal::Array),
+                        None => ensure_allocatable(&instr.shape).and_then(|()| {
+                            self.eval_instruction(comp, id, op, &instr.shape, &operands)
+                        }),
+                    }
+                    .map_err(|e| e.at(&instr.name, &c.name))?;
+                    if plan.unrounded.contains(&id) {
+                        let arrays = arrays(&operands).map_err(|e| e.at(&instr.name, &c.name))?;
+                        let w = precision::eval_in_f32(op, &arrays)
+                            .map_err(|e| e.at(&instr.name, &c.name))?;
+                        unrounded.insert(id, w);
+                    }
                     Cow::Owned(v)
                 }
             };
@@ -266,6 +288,7 @@ impl<'m> Evaluator<'m> {
             }
             Pad { dims } => shape_ops::pad(arr(operands, 0)?, arr(operands, 1)?, dims)?.into(),
             Reverse { dimensions } => shape_ops::reverse(arr(operands, 0)?, dimensions)?.into(),
+            TopK { k, largest } => topk::topk(arr(operands, 0)?, *k, *largest)?,
             Convert => convert::convert(arr(operands, 0)?, out_array(shape)?.element_type)?.into(),
             BitcastConvert => {
                 convert::bitcast_convert(arr(operands, 0)?, out_array(shape)?)?.into()

@@ -26,6 +26,8 @@ pub(crate) struct Plan {
     /// How many operand slots read each node (plus one for the root, so it is never dropped).
     pub(crate) use_counts: Vec<u32>,
     pub(crate) scalar_fn: Option<ScalarFn>,
+    /// bf16 ops whose unrounded f32 value a convert reads (`precision.rs`).
+    pub(crate) unrounded: hashbrown::HashSet<crate::ir::InstrId>,
 }
 
 impl Plan {
@@ -46,11 +48,13 @@ impl Plan {
         if c.has_root() {
             use_counts[c.root().index()] += 1;
         }
+        let unrounded = super::precision::unrounded_sources(c, &order);
         Plan {
             order,
             slots,
             use_counts,
             scalar_fn: recognise_scalar_fn(module, comp),
+            unrounded,
         }
     }
 }

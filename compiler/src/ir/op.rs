@@ -531,6 +531,12 @@ pub enum Op {
         backend_config: Option<String>,
         called: Vec<ComputationId>,
     },
+    /// XLA's TopK over the last dimension: `(values, s32 indices)` of the `k` largest (or
+    /// smallest) elements of each row, ties broken by the lower index.
+    TopK {
+        k: i64,
+        largest: bool,
+    },
     /// A fused kernel made by the fusion pass; `kind` is XLA's `kLoop`, `kInput`, `kOutput`.
     Fusion {
         kind: String,
@@ -587,6 +593,7 @@ impl Op {
             AfterAll => "after-all",
             CustomCall { .. } => "custom-call",
             Fusion { .. } => "fusion",
+            TopK { .. } => "topk",
         }
     }
 

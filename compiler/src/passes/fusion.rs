@@ -22,6 +22,12 @@
 //! overflow its stack. A longer chain becomes several fusions, each reading the previous
 //! one's output. The bound is far above any fusion of the corpus (the MNIST step's are
 //! unchanged).
+//!
+//! A group whose inputs (on the graph as earlier groups left it) depend on its own members is
+//! not fused: its fusion would read its own output. Copies and sibling merges could combine
+//! into such a group in the gradient of GELU's erfc expansion (a long chain of cheap
+//! elementwise ops shared between the forward and backward passes); it used to fail with
+//! "neither fused before it nor an input of its fusion" after an earlier fusion had made a cycle.
 
 use super::util::{add_named, code_computations, name_base, pin_roots, remove_if_dead};
 use super::{Pass, PassError};
@@ -64,6 +70,13 @@ impl Pass for Fusion {
                 g.members.retain(|&x| c.contains(x));
                 g.copies.retain(|&x| c.contains(x));
                 if g.roots.is_empty() {
+                    continue;
+                }
+                // A group whose inputs depend on its own members would read its own output:
+                // fusing it would make a cycle (sibling merges and copies can combine into
+                // one after earlier groups are replaced). It stays unfused instead.
+                let order = c.post_order();
+                if depends_on(c, &inputs(c, &g, &order), &g.members) {
                     continue;
                 }
                 materialize(m, cid, g)?;

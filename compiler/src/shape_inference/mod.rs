@@ -17,6 +17,7 @@ mod given;
 mod io;
 mod reduce;
 mod shape_ops;
+mod topk;
 mod util;
 mod window;
 
@@ -80,6 +81,7 @@ pub fn infer_shape(module: &Module, op: &Op, operands: &[&Shape]) -> Result<Shap
         Concatenate { dimension } => shape_ops::concatenate(*dimension, operands),
         Pad { dims } => shape_ops::pad(dims, operands),
         Reverse { dimensions } => shape_ops::reverse(dimensions, operands),
+        TopK { k, .. } => topk::topk(*k, operands),
         Reduce {
             dimensions,
             to_apply,

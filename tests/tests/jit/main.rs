@@ -11,6 +11,7 @@ mod fast_paths;
 mod gather_scatter;
 mod gemm_backends;
 mod long_programs;
+mod low_precision_topk;
 mod parallel_kernels;
 mod pool_gradient_fusion;
 mod random_graphs;

@@ -3,6 +3,7 @@
 //! An op with no 4-lane form here is applied lane by lane.
 
 use crate::jit::clif::symbols::Symbols;
+use crate::jit::clif::types::{compute_type, is_low_precision};
 use crate::jit::clif::vector_math::Vm;
 use crate::jit::JitError;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -47,15 +48,36 @@ libfn!(log1p_f64, f64, |a| a.ln_1p());
 libfn!(tanh_f64, f64, |a| a.tanh());
 libfn!(logistic_f64, f64, |a| 1.0 / (1.0 + (-a).exp()));
 libfn!(sin_f64, f64, |a| a.sin());
+// 16-bit floats: rounding to nearest even, and the bits they are stored as.
+libfn!(round_bf16, f32, |a| half::bf16::from_f32(a).to_f32());
+libfn!(round_f16, f32, |a| half::f16::from_f32(a).to_f32());
+extern "C" fn f16_bits_to_f32(bits: i32) -> f32 {
+    half::f16::from_bits(bits as u16).to_f32()
+}
+extern "C" fn f32_to_f16_bits(a: f32) -> i32 {
+    half::f16::from_f32(a).to_bits() as i32
+}
 libfn!(cos_f64, f64, |a| a.cos());
 
 impl Libcalls<'_> {
     fn call(&self, fb: &mut FunctionBuilder, f: usize, ty: Type, args: &[Value]) -> Value {
+        self.call_typed(fb, f, ty, ty, args)
+    }
+
+    /// Calls `f(args: param) -> ret`.
+    fn call_typed(
+        &self,
+        fb: &mut FunctionBuilder,
+        f: usize,
+        param: Type,
+        ret: Type,
+        args: &[Value],
+    ) -> Value {
         let mut sig = Signature::new(self.call_conv);
         for _ in args {
-            sig.params.push(AbiParam::new(ty));
+            sig.params.push(AbiParam::new(param));
         }
-        sig.returns.push(AbiParam::new(ty));
+        sig.returns.push(AbiParam::new(ret));
         let sigref = fb.import_signature(sig);
         let callee = self.symbols.function(fb, f);
         let call = fb.ins().call_indirect(sigref, callee, args);
@@ -78,9 +100,9 @@ pub fn scalar_constant(
         ArrayData::F32(v) => fb.ins().f32const(v[i]),
         ArrayData::F64(v) => fb.ins().f64const(v[i]),
         ArrayData::Pred(v) => fb.ins().iconst(types::I8, v[i] as i64),
-        ArrayData::F16(_) | ArrayData::BF16(_) => {
-            return Err(JitError::Unsupported(format!("{ty} constants")))
-        }
+        // Held as the f32 of the same value (`types.rs`).
+        ArrayData::F16(v) => fb.ins().f32const(v[i].to_f32()),
+        ArrayData::BF16(v) => fb.ins().f32const(v[i].to_f32()),
         _ => {
             let t = crate::jit::clif::types::scalar_type(ty)?;
             let bits = data.get_i64(i);
@@ -296,6 +318,9 @@ pub fn emit_op(
     args: &[Value],
     lanes: u32,
 ) -> Result<Value, JitError> {
+    if is_low_precision(out) || arg_tys.iter().any(|&t| is_low_precision(t)) {
+        return low_precision_op(fb, lib, has_fma, op, out, arg_tys, args, lanes);
+    }
     if lanes > 1 && !has_vector_form(op, out, arg_tys) {
         let mut res = Vec::with_capacity(4);
         for l in 0..4u8 {
@@ -364,6 +389,85 @@ pub fn emit_op(
             other.opcode_name()
         ))),
     }
+}
+
+/// An op on `bf16`/`f16` values (held as f32): computed in f32, the result rounded back to
+/// its 16-bit type to nearest even, as XLA:CPU computes them (`docs/jit.md`).
+#[allow(clippy::too_many_arguments)]
+fn low_precision_op(
+    fb: &mut FunctionBuilder,
+    lib: &Libcalls<'_>,
+    has_fma: bool,
+    op: &Op,
+    out: ElementType,
+    arg_tys: &[ElementType],
+    args: &[Value],
+    lanes: u32,
+) -> Result<Value, JitError> {
+    if lanes > 1 {
+        return Err(JitError::Invalid(format!(
+            "{} on {out} in 4-lane code",
+            op.opcode_name()
+        )));
+    }
+    if matches!(op, Op::BitcastConvert) {
+        return Err(JitError::Unsupported(format!(
+            "bitcast-convert from {} to {out}",
+            arg_tys[0]
+        )));
+    }
+    let tys: Vec<ElementType> = arg_tys.iter().map(|&t| compute_type(t)).collect();
+    let v = emit_op(fb, lib, has_fma, op, compute_type(out), &tys, args, 1)?;
+    Ok(if is_low_precision(out) {
+        round_to(fb, lib, v, out)
+    } else {
+        v
+    })
+}
+
+/// `x` (an f32) rounded to the nearest `ty` (bf16 or f16) value, still as an f32.
+pub fn round_to(fb: &mut FunctionBuilder, lib: &Libcalls<'_>, x: Value, ty: ElementType) -> Value {
+    let f = if ty == ElementType::BF16 {
+        round_bf16 as *const () as usize
+    } else {
+        round_f16 as *const () as usize
+    };
+    lib.call(fb, f, types::F32, &[x])
+}
+
+/// A 16-bit float's bits (an `i16` loaded from memory) as the f32 of its value.
+pub fn widen_bits(
+    fb: &mut FunctionBuilder,
+    lib: &Libcalls<'_>,
+    bits: Value,
+    ty: ElementType,
+) -> Value {
+    let w = fb.ins().uextend(types::I32, bits);
+    if ty == ElementType::BF16 {
+        // bf16 is the top half of an f32.
+        let hi = fb.ins().ishl_imm_u(w, 16);
+        fb.ins().bitcast(types::F32, MemFlagsData::new(), hi)
+    } else {
+        let f = f16_bits_to_f32 as *const () as usize;
+        lib.call_typed(fb, f, types::I32, types::F32, &[w])
+    }
+}
+
+/// The `i16` bits to store for `x`, an f32 holding a value of `ty` (already rounded to it).
+pub fn narrow_bits(
+    fb: &mut FunctionBuilder,
+    lib: &Libcalls<'_>,
+    x: Value,
+    ty: ElementType,
+) -> Value {
+    let w = if ty == ElementType::BF16 {
+        let b = fb.ins().bitcast(types::I32, MemFlagsData::new(), x);
+        fb.ins().ushr_imm_u(b, 16)
+    } else {
+        let f = f32_to_f16_bits as *const () as usize;
+        lib.call_typed(fb, f, types::F32, types::I32, &[x])
+    };
+    fb.ins().ireduce(types::I16, w)
 }
 
 fn float_libcall_f64(u: UnaryOp) -> Option<usize> {

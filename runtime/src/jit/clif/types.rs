@@ -18,12 +18,23 @@ pub fn scalar_type(ty: ElementType) -> Result<Type, JitError> {
         S64 | U64 => types::I64,
         F32 => types::F32,
         F64 => types::F64,
-        F16 | BF16 => {
-            return Err(JitError::Unsupported(format!(
-                "element type {ty} in compiled code"
-            )))
-        }
+        // Held widened; see the module doc.
+        F16 | BF16 => types::F32,
     })
+}
+
+/// Whether `ty` is a 16-bit float held as an `f32` in CLIF.
+pub fn is_low_precision(ty: ElementType) -> bool {
+    matches!(ty, ElementType::F16 | ElementType::BF16)
+}
+
+/// The type arithmetic on `ty` runs in: `f32` for the 16-bit floats, else `ty` itself.
+pub fn compute_type(ty: ElementType) -> ElementType {
+    if is_low_precision(ty) {
+        ElementType::F32
+    } else {
+        ty
+    }
 }
 
 /// Whether 4-lane code handles this element type.

@@ -13,7 +13,7 @@
 //! pad's bounds), the subtree is evaluated lane by lane.
 
 use super::element_ops::{self, Libcalls};
-use super::types::{scalar_type, value_type};
+use super::types::{is_low_precision, scalar_type, value_type};
 use crate::jit::buffer::Addr;
 use crate::jit::JitError;
 use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
@@ -517,6 +517,30 @@ impl<'a, 'f> Elemental<'a, 'f> {
             Op::SelectAndScatter { .. } => {
                 crate::jit::fused_kernels::window_tiled::tiled_value(self, id, idx, lanes)
             }
+            Op::Convert if lanes == 1 && self.reads_unrounded(id) => {
+                // The bf16 op's f32 value, not rounded to bf16 (the interpreter's precision
+                // contract, `compiler/src/interpreter/precision.rs`).
+                let src = self.comp.get(ops[0]);
+                let mut args = Vec::with_capacity(src.operands().len());
+                for &o in src.operands() {
+                    args.push(self.emit(o, idx, 1)?);
+                }
+                let f32s = vec![ElementType::F32; args.len()];
+                let wide = element_ops::emit_op(
+                    self.fb,
+                    &self.libcalls,
+                    self.has_fma,
+                    &src.op,
+                    ElementType::F32,
+                    &f32s,
+                    &args,
+                    1,
+                )
+                .map_err(|e| e.at(&src.name))?;
+                let v = element_ops::convert_scalar(self.fb, wide, ElementType::F32, ty)
+                    .map_err(|e| e.at(&instr.name))?;
+                Ok(Some(v))
+            }
             op if op.is_elementwise() => {
                 let mut args = Vec::with_capacity(ops.len());
                 let mut arg_tys = Vec::with_capacity(ops.len());
@@ -556,6 +580,25 @@ impl<'a, 'f> Elemental<'a, 'f> {
         }
     }
 
+    /// Whether convert `id` reads its operand's unrounded f32 value: a convert to f32 or f64
+    /// of a bf16 unary or binary op that this kernel can compute: fused into it, or stored
+    /// (rounded) but with every operand still readable here. Otherwise the convert reads the
+    /// stored, rounded value (the limit `docs/interpreter.md` states).
+    fn reads_unrounded(&self, id: InstrId) -> bool {
+        let instr = self.comp.get(id);
+        let Some(&src) = instr.operands().first() else {
+            return false;
+        };
+        let s = self.comp.get(src);
+        matches!(
+            instr.shape.element_type(),
+            Some(ElementType::F32 | ElementType::F64)
+        ) && s.shape.element_type() == Some(ElementType::BF16)
+            && matches!(s.op, Op::Unary(_) | Op::Binary(_))
+            && (!self.leaves.contains_key(&src)
+                || s.operands().iter().all(|o| self.leaves.contains_key(o)))
+    }
+
     /// A scalar operand (dynamic-slice start) as an `i64`.
     fn scalar_index(&mut self, id: InstrId) -> Result<Value, JitError> {
         let ty = self.shape(id)?.element_type;
@@ -579,6 +622,14 @@ impl<'a, 'f> Elemental<'a, 'f> {
             self.fb.ins().imul_imm_s(b, size)
         };
         let p = self.fb.ins().iadd(base, off);
+        if is_low_precision(ty) {
+            // 16 bits in memory, widened to the f32 of the same value (`types.rs`).
+            if lanes > 1 {
+                return Err(JitError::Invalid(format!("{ty} load in 4-lane code")));
+            }
+            let bits = self.fb.ins().load(types::I16, mem(), p, 0);
+            return Ok(element_ops::widen_bits(self.fb, &self.libcalls, bits, ty));
+        }
         let sty = scalar_type(ty)?;
         if lanes == 1 || c == 0 {
             let s = self.fb.ins().load(sty, mem(), p, 0);
@@ -612,7 +663,13 @@ impl<'a, 'f> Elemental<'a, 'f> {
             self.fb.ins().imul_imm_s(b, size)
         };
         let p = self.fb.ins().iadd(base, off);
-        if lanes == 1 {
+        if is_low_precision(ty) {
+            if lanes > 1 {
+                return Err(JitError::Invalid(format!("{ty} store in 4-lane code")));
+            }
+            let bits = element_ops::narrow_bits(self.fb, &self.libcalls, v, ty);
+            self.fb.ins().store(mem(), bits, p, 0);
+        } else if lanes == 1 {
             self.fb.ins().store(mem(), v, p, 0);
         } else if ty == ElementType::Pred {
             let bytes = element_ops::mask_to_bytes(self.fb, v);

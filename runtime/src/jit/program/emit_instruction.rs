@@ -7,6 +7,7 @@ use super::compile::ProgramCx;
 use crate::jit::buffer::{Buffer, Loc};
 use crate::jit::clif::value_at_index::Leaf;
 use crate::jit::fused_kernels::fusion_plan;
+use crate::jit::host::topk::{topk_routine, TopKPlan};
 use crate::jit::JitError;
 use cranelift_codegen::ir::Value;
 use cranelift_frontend::FunctionBuilder;
@@ -220,6 +221,14 @@ impl ProgramCx<'_> {
             Op::Gather { .. } | Op::Scatter { .. } => self.emit_gather_scatter(fb, arena, walk, id),
             Op::Convolution(_) => self.emit_convolution(fb, arena, walk, instr),
             Op::Infeed { .. } => self.emit_infeed(fb, arena, instr),
+            Op::TopK { k, largest } => {
+                let operand = walk.array(instr, 0)?;
+                let out = self.alloc_loc(&instr.shape)?;
+                let plan = TopKPlan::new(&instr.name, operand, &out, *k, *largest)
+                    .map_err(JitError::Invalid)?;
+                self.call_plan(fb, arena, topk_routine as *const () as usize, plan);
+                Ok(out)
+            }
             Op::Outfeed { .. } => self.emit_outfeed(fb, arena, walk, instr),
             Op::CustomCall { .. } => Err(JitError::Unsupported(format!(
                 "{} ({})",
