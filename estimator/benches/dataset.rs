@@ -1,7 +1,7 @@
 //! The seed's training input pipeline on MNIST-sized data (60000 u8 [28, 28] images and s32
 //! labels, synthetic so the benchmark needs no files): from_tensor_slices -> map (cast to f32,
 //! /255 - 0.5) -> cache -> repeat -> batch(128, drop_remainder) -> prefetch(4), as
-//! `../shared/peers/tf_train_eval.py`'s input_fn (which does not shuffle). Prints examples/s
+//! the seed's input_fn in `estimator/examples/mnist.rs` (which, like TF's, does not shuffle). Prints examples/s
 //! and µs per batch for the first epoch (the map runs) and the cached epochs after it, on 1
 //! thread (everything on the caller), 2 (the pipeline on the prefetch thread) and 3 (two map
 //! workers and the prefetch thread); the same through the infeed source; and what resuming at

@@ -4,7 +4,7 @@
 //! benchmark, not a timed test.
 //!
 //! ```text
-//! cargo run --release -p tessel -- data convert-mnist ../shared/data/mnist /tmp/mnist_records
+//! cargo run --release -p tessel -- data convert-mnist estimator/data/mnist /tmp/mnist_records
 //! cargo bench -p tessel-estimator --bench records -- /tmp/mnist_records/train.tfrecords
 //! ```
 //!

@@ -1,4 +1,4 @@
-//! The seed's MNIST model_fn (`../shared/peers/tf_train_eval.py`) written with tessel's
+//! The seed's MNIST model_fn (TPUEstimator's guide, as in `estimator/examples/mnist.rs`) written with tessel's
 //! layers, line for line: reshape, conv2d 32 5x5 same relu, max_pool 2, conv2d 64, max_pool,
 //! flatten, dense 128 relu, dropout 0.4 in training, dense 10.
 
