@@ -12,9 +12,9 @@
 //! same number of steps.
 
 use super::dealer::Batch;
+use super::padding::{pad_batch, padding_batch};
 use super::trace_step::{FedComponent, EVAL_MASK};
 use crate::error::EstimatorError;
-use crate::input::dataset::array_ops::append_zeros;
 use crate::input::dataset::DatasetIterator;
 use crate::input::{Dataset, ElementSpec, Value, ValueSpec};
 use std::collections::VecDeque;
@@ -129,8 +129,7 @@ impl MaskedBatch {
 /// The dataset's batches padded and masked, read ahead a loop at a time.
 pub struct EvalBatches {
     iter: DatasetIterator,
-    /// For each fed component but the mask: its index in the element.
-    order: Vec<usize>,
+    spec: ElementSpec,
     components: Vec<FedComponent>,
     mask_index: Option<usize>,
     per_shard: usize,
@@ -149,10 +148,7 @@ impl EvalBatches {
         let fed = &components[..components.len() - 1];
         EvalBatches {
             iter: dataset.iter(),
-            order: fed
-                .iter()
-                .map(|c| spec.index_of(&c.name).unwrap_or(usize::MAX))
-                .collect(),
+            spec: spec.clone(),
             components: fed.to_vec(),
             mask_index: mask.and_then(|m| spec.index_of(m)),
             per_shard,
@@ -184,71 +180,31 @@ impl EvalBatches {
     }
 
     fn padding_batch(&self) -> MaskedBatch {
+        let mut batch = padding_batch(&self.components);
+        batch.push(mask_array(&vec![0.0; self.per_shard]));
         MaskedBatch {
-            batch: self
-                .components
-                .iter()
-                .map(|c| Array::zeros(ArrayShape::new(c.element_type, &c.dims)))
-                .chain(std::iter::once(mask_array(&vec![0.0; self.per_shard])))
-                .collect(),
+            batch,
             mask: vec![0.0; self.per_shard],
         }
     }
 
-    fn pad(&self, mut values: Vec<Value>) -> Result<MaskedBatch, EstimatorError> {
-        let mut batch = Vec::with_capacity(self.components.len() + 1);
-        let mut rows = None;
-        for (c, &i) in self.components.iter().zip(&self.order) {
-            let Some(Value::Dense(a)) = values.get_mut(i).map(|v| {
-                std::mem::replace(
-                    v,
-                    Value::Dense(Array::zeros(ArrayShape::new(ElementType::F32, &[]))),
-                )
-            }) else {
-                return Err(EstimatorError::Input(format!(
-                    "component `{}` is missing or not dense",
-                    c.name
-                )));
-            };
-            let dims = a.shape.dims.as_slice();
-            let b = dims.first().copied().unwrap_or(0);
-            if dims.is_empty() || b > c.dims[0] || dims[1..] != c.dims[1..] {
-                return Err(EstimatorError::Input(format!(
-                    "component `{}` is {}, but evaluation takes at most {:?}",
-                    c.name, a.shape, c.dims
-                )));
-            }
-            if *rows.get_or_insert(b) != b {
-                return Err(EstimatorError::Input(format!(
-                    "component `{}` has {b} examples but the batch's other components have {}",
-                    c.name,
-                    rows.unwrap_or(0)
-                )));
-            }
-            let row: usize = c.dims[1..].iter().product::<i64>() as usize;
-            let missing = (c.dims[0] - b) as usize * row;
-            let mut data = a.data;
-            if missing > 0 {
-                append_zeros(&mut data, missing);
-            }
-            batch.push(Array::new(ArrayShape::new(c.element_type, &c.dims), data));
-        }
-        let rows = rows.unwrap_or(0) as usize;
+    fn pad(&self, values: Vec<Value>) -> Result<MaskedBatch, EstimatorError> {
+        // The input's own mask (if any) is read before the values move into the batch.
+        let input_mask = self.mask_index.map(|i| match values.get(i) {
+            Some(Value::Dense(m)) if m.len() <= self.per_shard => Ok((0..m.len())
+                .map(|k| m.data.get_f64(k) as f32)
+                .collect::<Vec<_>>()),
+            _ => Err(EstimatorError::Input(
+                "the mask component is missing or longer than the batch".into(),
+            )),
+        });
+        let (mut batch, rows) = pad_batch(values, &self.spec, &self.components)?;
         let mut mask: Vec<f32> = (0..self.per_shard)
             .map(|i| if i < rows { 1.0 } else { 0.0 })
             .collect();
-        if let Some(i) = self.mask_index {
-            match values.get(i) {
-                Some(Value::Dense(m)) if m.len() <= self.per_shard => {
-                    for (k, w) in mask.iter_mut().enumerate().take(m.len()) {
-                        *w *= m.data.get_f64(k) as f32;
-                    }
-                }
-                _ => {
-                    return Err(EstimatorError::Input(
-                        "the mask component is missing or longer than the batch".into(),
-                    ))
-                }
+        if let Some(input_mask) = input_mask {
+            for (w, m) in mask.iter_mut().zip(input_mask?) {
+                *w *= m;
             }
         }
         batch.push(mask_array(&mask));
