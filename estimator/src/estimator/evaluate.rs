@@ -14,8 +14,7 @@ use super::params::Params;
 use super::spec::HostTensors;
 use super::tpu_estimator::TpuEstimator;
 use super::trace_step::trace_step;
-use super::variables_state::HostState;
-use crate::checkpoint::Saver;
+use super::variables_state::restore_for;
 use crate::error::EstimatorError;
 use crate::input::dataset::Cardinality;
 use crate::metrics::MetricSet;
@@ -89,21 +88,7 @@ impl TpuEstimator {
             self.config.tf_random_seed,
         )?;
         log.info("Done calling model_fn.");
-        let saver = Saver::new(&self.model_dir, self.config.keep_checkpoint_max);
-        let state = HostState::restore_or_init(
-            &traced.variables,
-            &saver,
-            self.config.tf_random_seed,
-            self.warm_start.as_ref(),
-        )?;
-        match (&state.restored_from, &state.warm_started_from) {
-            (Some(file), _) => log.info(format!("Restoring parameters from {}", file.display())),
-            (None, Some(from)) => log.info(format!("Warm-starting from: {}", from.display())),
-            (None, None) => log.warn(format!(
-                "Could not find trained model in model_dir: {}, running initialization to evaluate.",
-                self.model_dir.display()
-            )),
-        }
+        let state = restore_for(self, &traced.variables, "evaluate", &mut log)?;
         log.info(format!("Starting evaluation at {}", utc_now()));
 
         let mut input_batches = EvalBatches::new(&input.dataset, &components, mask_name, per_shard);

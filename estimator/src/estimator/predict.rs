@@ -19,8 +19,7 @@ use super::padding::{pad_batch, padded_components, padding_batch, row};
 use super::params::Params;
 use super::tpu_estimator::TpuEstimator;
 use super::trace_step::{trace_step, FedComponent};
-use super::variables_state::HostState;
-use crate::checkpoint::Saver;
+use super::variables_state::restore_for;
 use crate::error::EstimatorError;
 use crate::input::dataset::DatasetIterator;
 use crate::input::ElementSpec;
@@ -144,21 +143,7 @@ impl TpuEstimator {
         )?;
         log.info("Done calling model_fn.");
         let keys = select_keys(&traced.outfed, predict_keys)?;
-        let saver = Saver::new(&self.model_dir, self.config.keep_checkpoint_max);
-        let state = HostState::restore_or_init(
-            &traced.variables,
-            &saver,
-            self.config.tf_random_seed,
-            self.warm_start.as_ref(),
-        )?;
-        match (&state.restored_from, &state.warm_started_from) {
-            (Some(file), _) => log.info(format!("Restoring parameters from {}", file.display())),
-            (None, Some(from)) => log.info(format!("Warm-starting from: {}", from.display())),
-            (None, None) => log.warn(format!(
-                "Could not find trained model in model_dir: {}, running initialization to predict.",
-                self.model_dir.display()
-            )),
-        }
+        let state = restore_for(self, &traced.variables, "predict", &mut log)?;
         let device: Device = self.device();
         let mut runner = LoopRunner::new(traced.module, traced.fed.clone(), device);
         // Compile here, so a step the device cannot run fails the call, not the iteration.

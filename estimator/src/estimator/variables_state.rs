@@ -145,6 +145,33 @@ fn type_and_dims(ty: ElementType, dims: &[i64]) -> String {
     format!("{ty}[{}]", dims.join(","))
 }
 
+/// The variables for evaluate or predict: the latest checkpoint, else the warm start, else
+/// the initial values with TF's warning (`purpose`: "evaluate", "predict"), logged as TF logs
+/// them.
+pub fn restore_for(
+    estimator: &super::tpu_estimator::TpuEstimator,
+    variables: &[Variable],
+    purpose: &str,
+    log: &mut super::log::Log,
+) -> Result<HostState, EstimatorError> {
+    let saver = Saver::new(&estimator.model_dir, estimator.config.keep_checkpoint_max);
+    let state = HostState::restore_or_init(
+        variables,
+        &saver,
+        estimator.config.tf_random_seed,
+        estimator.warm_start.as_ref(),
+    )?;
+    match (&state.restored_from, &state.warm_started_from) {
+        (Some(file), _) => log.info(format!("Restoring parameters from {}", file.display())),
+        (None, Some(from)) => log.info(format!("Warm-starting from: {}", from.display())),
+        (None, None) => log.warn(format!(
+            "Could not find trained model in model_dir: {}, running initialization to {purpose}.",
+            estimator.model_dir.display()
+        )),
+    }
+    Ok(state)
+}
+
 /// The first variable holding a NaN or an infinity, with which.
 pub fn first_non_finite<'v>(
     variables: &'v [Variable],
