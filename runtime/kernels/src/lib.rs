@@ -8,6 +8,7 @@
 //! - [`conv_direct`]: direct convolution loops for few input channels (forward and weight
 //!   gradient) over register tiles in AVX-512 / AVX2 / portable code.
 //! - [`winograd`]: Winograd F(2x2, r x r) convolution and its weight gradient.
+//! - [`pooling`]: NHWC max-pool forward and its fused gradient (ReLU gate, bias sum).
 //! - [`parallel`]: the fixed worker split the routines share.
 //! - [`fma_peak`]: this machine's measured FMA peak, for the benches.
 //!
@@ -23,6 +24,7 @@ pub mod gemm;
 pub mod geometry;
 pub mod parallel;
 pub mod patch_gemm;
+pub mod pooling;
 pub mod scratch;
 pub mod winograd;
 

@@ -1,0 +1,283 @@
+//! Max-pooling over NHWC data, vectorized along the contiguous channel dimension: the forward
+//! reduce-window max ([`MaxPool`], optionally of `max(x, 0)`: a ReLU before the pool) and the
+//! fused backward pass ([`MaxPoolGrad`]: the select-and-scatter of a non-overlapping max-pool,
+//! the ReLU gradient gate and the bias gradient's sum over batch and space, in one read of the
+//! pre-activation and one write of its gradient).
+//!
+//! Semantics are the interpreter's exactly: `maximum` is NaN when either side is NaN and else
+//! `x >= y ? x : y` (so `-0` vs `+0` keeps the first); select-and-scatter's select is `>=`, so
+//! the first maximum in window order wins and a NaN candidate is selected (and then replaced by
+//! the next element, as `NaN >= e` is false); its scatter adds to the init `0`. The bias sum
+//! folds each part's windows in order (window by window, positions in window order) per
+//! channel; lanes are channels, so every instruction set gives the same bits.
+//!
+//! Code paths ([`crate::conv_direct::Isa`], `TESSEL_CONV_ISA` forces one): AVX-512F
+//! ([`avx512`]) whenever the CPU has it, also on Zen 4 where 512-bit work runs as two halves:
+//! these loops are bound by memory traffic and index arithmetic, not by the vector units, and
+//! the 512-bit form has half the instructions and lane masks for the channel tail; AVX2
+//! ([`avx2`], 8 lanes, scalar tail) without AVX-512; portable scalar code otherwise
+//! ([`portable`], also the reference the others are tested against).
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+mod portable;
+#[cfg(test)]
+mod tests;
+
+pub use crate::conv_direct::Isa;
+use crate::parallel::{for_each_worker, Shared};
+use crate::KernelError;
+
+/// Most window positions the backward pass takes (its select keeps one mask per position).
+pub const MAX_WINDOW_POSITIONS: usize = 16;
+
+/// An NHWC max-pool: window `[kh, kw]` moving by `stride` over height and width, no padding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolGeometry {
+    pub batch: usize,
+    pub height: usize,
+    pub width: usize,
+    pub channels: usize,
+    pub window: [usize; 2],
+    pub stride: [usize; 2],
+}
+
+impl PoolGeometry {
+    /// Output height and width: `(in - k) / s + 1` windows, 0 when the window does not fit.
+    pub fn output_hw(&self) -> [usize; 2] {
+        let f = |n: usize, k: usize, s: usize| if n >= k { (n - k) / s + 1 } else { 0 };
+        [
+            f(self.height, self.window[0], self.stride[0]),
+            f(self.width, self.window[1], self.stride[1]),
+        ]
+    }
+
+    fn valid(&self) -> bool {
+        self.window.iter().chain(&self.stride).all(|&v| v > 0)
+    }
+
+    fn in_image(&self) -> usize {
+        self.height * self.width * self.channels
+    }
+
+    fn out_image(&self) -> usize {
+        let [oh, ow] = self.output_hw();
+        oh * ow * self.channels
+    }
+}
+
+/// The forward max-pool `dst = reduce_window(max, -inf)(relu ? max(src, 0) : src)`.
+#[derive(Clone, Copy, Debug)]
+pub struct MaxPool {
+    pub geometry: PoolGeometry,
+    pub relu: bool,
+    pub isa: Isa,
+    pub threads: usize,
+}
+
+impl MaxPool {
+    /// Declines a zero window or stride.
+    pub fn new(geometry: PoolGeometry, relu: bool, threads: usize) -> Result<MaxPool, KernelError> {
+        if !geometry.valid() {
+            return Err(KernelError::declined("max-pool", "zero window or stride"));
+        }
+        Ok(MaxPool {
+            geometry,
+            relu,
+            isa: Isa::detect(),
+            threads: threads.max(1),
+        })
+    }
+
+    /// # Safety
+    /// `src` must hold the input (`batch * height * width * channels` floats) and `dst` room
+    /// for the output; they must not overlap.
+    pub unsafe fn run(&self, src: *const f32, dst: *mut f32) {
+        let g = self.geometry;
+        if g.out_image() == 0 || g.batch == 0 {
+            return;
+        }
+        let (src, dst) = (Shared(src as *mut f32), Shared(dst));
+        let workers = self.threads.min(g.batch);
+        for_each_worker(workers, |w| {
+            let (n0, n1) = (g.batch * w / workers, g.batch * (w + 1) / workers);
+            unsafe { forward_part(self.isa, &g, self.relu, src.get(), dst.get(), n0, n1) };
+        });
+    }
+}
+
+/// The fused backward pass of a non-overlapping max-pool (stride = window, windows tiling the
+/// input): `dz = select(gate ? z > 0 : true, select_and_scatter(relu ? max(z, 0) : z, g, 0), 0)`
+/// and, when asked, `bias[c] = sum over n, h, w of dz`.
+#[derive(Clone, Copy, Debug)]
+pub struct MaxPoolGrad {
+    pub geometry: PoolGeometry,
+    pub relu: bool,
+    pub gate: bool,
+    pub isa: Isa,
+    pub threads: usize,
+}
+
+/// Where the bias gradient goes: images `[0, cut)` sum into `bias`, images `[cut, batch)` into
+/// `partial` (when given; else all into `bias`), then `bias += partial`. The cut is fixed by
+/// the caller, so the result does not depend on the thread count.
+#[derive(Clone, Copy, Debug)]
+pub struct BiasSum {
+    pub bias: *mut f32,
+    pub partial: Option<(*mut f32, usize)>,
+}
+
+impl MaxPoolGrad {
+    /// Declines windows that overlap, skip or do not tile the input, and windows of more than
+    /// [`MAX_WINDOW_POSITIONS`] positions.
+    pub fn new(
+        geometry: PoolGeometry,
+        relu: bool,
+        gate: bool,
+        threads: usize,
+    ) -> Result<MaxPoolGrad, KernelError> {
+        let g = geometry;
+        let tiles = g.valid()
+            && g.window == g.stride
+            && g.height % g.window[0] == 0
+            && g.width % g.window[1] == 0;
+        if !tiles || g.window[0] * g.window[1] > MAX_WINDOW_POSITIONS {
+            return Err(KernelError::declined(
+                "max-pool gradient",
+                "windows must tile the input, at most 16 positions",
+            ));
+        }
+        Ok(MaxPoolGrad {
+            geometry,
+            relu,
+            gate,
+            isa: Isa::detect(),
+            threads: threads.max(1),
+        })
+    }
+
+    /// # Safety
+    /// `z` and `dz` hold `batch * height * width * channels` floats, `g` the pooled shape;
+    /// `dz` may be `z` itself (each window is read before it is written) but must not overlap
+    /// `g`; the bias buffers hold `channels` floats each.
+    pub unsafe fn run(&self, z: *const f32, g: *const f32, dz: *mut f32, bias: Option<BiasSum>) {
+        let geo = self.geometry;
+        let (z, g, dz) = (Shared(z as *mut f32), Shared(g as *mut f32), Shared(dz));
+        let part = |n0: usize, n1: usize, acc: *mut f32| unsafe {
+            if !acc.is_null() {
+                std::ptr::write_bytes(acc, 0, geo.channels);
+            }
+            backward_part(
+                self.isa,
+                &geo,
+                self,
+                z.get(),
+                g.get(),
+                dz.get(),
+                acc,
+                n0,
+                n1,
+            );
+        };
+        match bias {
+            None => {
+                let workers = self.threads.min(geo.batch.max(1));
+                for_each_worker(workers, |w| {
+                    let (n0, n1) = (geo.batch * w / workers, geo.batch * (w + 1) / workers);
+                    part(n0, n1, std::ptr::null_mut());
+                });
+            }
+            Some(BiasSum {
+                bias,
+                partial: None,
+            }) => part(0, geo.batch, bias),
+            Some(BiasSum {
+                bias,
+                partial: Some((partial, cut)),
+            }) => {
+                let cut = cut.min(geo.batch);
+                let accs = [Shared(bias), Shared(partial)];
+                let ranges = [(0, cut), (cut, geo.batch)];
+                if self.threads >= 2 {
+                    for_each_worker(2, |w| part(ranges[w].0, ranges[w].1, accs[w].get()));
+                } else {
+                    (0..2).for_each(|w| part(ranges[w].0, ranges[w].1, accs[w].get()));
+                }
+                for c in 0..geo.channels {
+                    *bias.add(c) += *partial.add(c);
+                }
+            }
+        }
+    }
+}
+
+/// Images `[n0, n1)` of the forward pass.
+unsafe fn forward_part(
+    isa: Isa,
+    g: &PoolGeometry,
+    relu: bool,
+    src: *const f32,
+    dst: *mut f32,
+    n0: usize,
+    n1: usize,
+) {
+    let (src, dst) = (src.add(n0 * g.in_image()), dst.add(n0 * g.out_image()));
+    let images = n1 - n0;
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => avx512::forward(g, relu, src, dst, images),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => avx2::forward(g, relu, src, dst, images),
+        _ => portable::forward(g, relu, src, dst, images, 0),
+    }
+}
+
+/// Images `[n0, n1)` of the backward pass, summing into `acc` (zeroed) unless it is null.
+#[allow(clippy::too_many_arguments)]
+unsafe fn backward_part(
+    isa: Isa,
+    geo: &PoolGeometry,
+    r: &MaxPoolGrad,
+    z: *const f32,
+    g: *const f32,
+    dz: *mut f32,
+    acc: *mut f32,
+    n0: usize,
+    n1: usize,
+) {
+    let z = z.add(n0 * geo.in_image());
+    let dz = dz.add(n0 * geo.in_image());
+    let g = g.add(n0 * geo.out_image());
+    let images = n1 - n0;
+    let f = Flags {
+        relu: r.relu,
+        gate: r.gate,
+    };
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => avx512::backward(geo, f, z, g, dz, acc, images),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => avx2::backward(geo, f, z, g, dz, acc, images),
+        _ => portable::backward(geo, f, z, g, dz, acc, images, 0),
+    }
+}
+
+/// The backward pass's options.
+#[derive(Clone, Copy, Debug)]
+struct Flags {
+    relu: bool,
+    gate: bool,
+}
+
+/// Offsets (in floats, from a window's first element) of a window's positions, in window order.
+fn window_offsets(g: &PoolGeometry) -> Vec<usize> {
+    let mut v = Vec::with_capacity(g.window[0] * g.window[1]);
+    for i in 0..g.window[0] {
+        for j in 0..g.window[1] {
+            v.push((i * g.width + j) * g.channels);
+        }
+    }
+    v
+}
