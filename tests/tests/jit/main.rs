@@ -14,6 +14,7 @@ mod long_programs;
 mod low_precision_topk;
 mod parallel_kernels;
 mod pool_gradient_fusion;
+mod pool_routines;
 mod random_graphs;
 mod reduce_parallel;
 mod vector_math;

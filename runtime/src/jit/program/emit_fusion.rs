@@ -115,6 +115,9 @@ impl ProgramCx<'_> {
         let leaves = fusion_leaves(comp, args).ok_or_else(|| {
             JitError::Unsupported(format!("{name}: a fusion parameter is not an array"))
         })?;
+        if self.emit_pool_fusion(fb, arena, name, calls, args, &out)? {
+            return Ok(out);
+        }
         let root = comp.root();
         let root_instr = comp.get(root);
         if let (Op::Tuple, Loc::Tuple(outs)) = (&root_instr.op, &out) {

@@ -14,6 +14,7 @@
 //! - `emit_control_flow.rs`: `while` and `conditional`;
 //! - `emit_calls.rs`: routine calls (dot, convolution, collectives, feeds) and profile marks;
 //! - `emit_fusion.rs`, `emit_kernels.rs`: kernels for fusions and other ops, and their calls;
+//! - `emit_pooling.rs`: max-pool fusions as calls of the pooling routines;
 //! - `executable.rs`: the compiled program, run once or on replicas.
 
 mod compile;
@@ -22,6 +23,7 @@ mod emit_control_flow;
 mod emit_fusion;
 mod emit_instruction;
 mod emit_kernels;
+mod emit_pooling;
 pub mod executable;
 mod memory;
 

@@ -7,6 +7,8 @@
 //! - `conv_select.rs`: which routine a convolution runs (and the rule for choosing).
 //! - `convolution.rs`: the general patch-matrix GEMM, any convolution.
 //! - `conv_direct.rs`, `winograd.rs`: the specialized convolutions.
+//! - `pool_match.rs`, `pooling.rs`: max-pool fusions (forward; gradient with ReLU gate and bias
+//!   sum) recognized and run by the pooling routines.
 //! - `kernel_pair.rs`: two halves of a generated kernel on two workers.
 
 pub mod conv_direct;
@@ -15,4 +17,6 @@ pub(crate) mod conv_shape;
 pub mod convolution;
 pub mod dot;
 pub mod kernel_pair;
+pub mod pool_match;
+pub mod pooling;
 pub mod winograd;

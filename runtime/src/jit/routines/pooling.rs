@@ -1,0 +1,125 @@
+//! Plans for the kernels crate's pooling routines (`tessel_kernels::pooling`): a fusion that
+//! `pool_match` recognizes (a max-pool forward, or the max-pool gradient with its ReLU gate
+//! and bias sum) is one routine call over its buffers instead of a generated kernel.
+//!
+//! The bias sum is cut where the generated kernels would cut it (`reduce::reduce_split`, the
+//! scratch the buffer assignment planned for it holds the second part), so the result is the
+//! same bits on one and two threads.
+
+use super::pool_match::PoolMatch;
+use crate::jit::buffer::Addr;
+use crate::jit::host::{guarded, resolve, Status};
+use tessel_kernels::pooling::{BiasSum, MaxPool, MaxPoolGrad};
+
+/// A recognized pooling fusion with its buffers.
+#[derive(Clone, Debug)]
+pub struct PoolPlan {
+    name: String,
+    routine: PoolRoutine,
+}
+
+#[derive(Clone, Debug)]
+enum PoolRoutine {
+    Forward {
+        pool: MaxPool,
+        input: Addr,
+        output: Addr,
+    },
+    Backward {
+        grad: MaxPoolGrad,
+        z: Addr,
+        g: Addr,
+        dz: Addr,
+        /// The bias sum's output, and the scratch for its second part with the cut.
+        bias: Option<(Addr, Option<(Addr, usize)>)>,
+    },
+}
+
+impl PoolPlan {
+    /// The plan for `m` over the fusion's parameter buffers `params` and outputs (`outputs[k]`
+    /// is the fusion's output `k`, one entry when it is not a tuple); `partial` is the planned
+    /// scratch of the bias sum's second part with the cut, when the sum is split. `None` when
+    /// the routine declines the geometry.
+    pub fn new(
+        name: &str,
+        m: &PoolMatch,
+        params: &[Addr],
+        outputs: &[Addr],
+        partial: Option<(Addr, usize)>,
+        threads: usize,
+    ) -> Option<PoolPlan> {
+        let routine = match *m {
+            PoolMatch::Forward {
+                input,
+                geometry,
+                relu,
+            } => PoolRoutine::Forward {
+                pool: MaxPool::new(geometry, relu, threads).ok()?,
+                input: *params.get(input as usize)?,
+                output: *outputs.first()?,
+            },
+            PoolMatch::Backward {
+                z,
+                grad,
+                geometry,
+                relu,
+                gate,
+                outputs: outs,
+            } => {
+                let (dz, bias) = match outs {
+                    Some((d, b, _)) => (*outputs.get(d)?, Some((*outputs.get(b)?, partial))),
+                    None => (*outputs.first()?, None),
+                };
+                PoolRoutine::Backward {
+                    grad: MaxPoolGrad::new(geometry, relu, gate, threads).ok()?,
+                    z: *params.get(z as usize)?,
+                    g: *params.get(grad as usize)?,
+                    dz,
+                    bias,
+                }
+            }
+        };
+        Some(PoolPlan {
+            name: name.to_string(),
+            routine,
+        })
+    }
+
+    /// # Safety
+    /// `arena` must be the program's arena.
+    unsafe fn run(&self, arena: *mut u8) {
+        let f = |a: Addr| resolve(a, arena) as *mut f32;
+        match &self.routine {
+            PoolRoutine::Forward {
+                pool,
+                input,
+                output,
+            } => pool.run(f(*input), f(*output)),
+            PoolRoutine::Backward {
+                grad,
+                z,
+                g,
+                dz,
+                bias,
+            } => {
+                let sum = bias.map(|(b, partial)| BiasSum {
+                    bias: f(b),
+                    partial: partial.map(|(p, cut)| (f(p), cut)),
+                });
+                grad.run(f(*z), f(*g), f(*dz), sum)
+            }
+        }
+    }
+}
+
+/// Called by generated code: `plan` is a `*const PoolPlan` the executable keeps alive.
+///
+/// # Safety
+/// `plan` must point to a live `PoolPlan` and `arena` be the program's arena.
+pub unsafe extern "C" fn pool_routine(plan: *const PoolPlan, arena: *mut u8) -> Status {
+    let plan = unsafe { &*plan };
+    guarded(&plan.name, || {
+        unsafe { plan.run(arena) };
+        Ok(())
+    })
+}
