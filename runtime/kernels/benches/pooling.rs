@@ -56,13 +56,22 @@ fn main() {
         let z = values(input, 1);
         let gr = values(output, 2);
         let mut out = vec![0f32; output];
-        let mut dz = vec![0f32; input];
+        // `dz` 1 KiB past a multiple of 4 KiB from `z` when TESSEL_BENCH_SKEW is set.
+        let skew = if std::env::var("TESSEL_BENCH_SKEW").is_ok() {
+            256
+        } else {
+            0
+        };
+        let mut dz_block = vec![0f32; input + 2048];
+        let z_mod = (z.as_ptr() as usize / 4) % 1024;
+        let dz_at = (z_mod + 1024 - (dz_block.as_ptr() as usize / 4) % 1024) % 1024 + skew;
+        let dz = &mut dz_block[dz_at..dz_at + input];
         let (mut bias, mut partial) = (vec![0f32; channels], vec![0f32; channels]);
         for threads in [1, 2] {
             let fwd_bytes = 4 * (input + output);
             let bwd_bytes = 4 * (2 * input + output);
             let (copy_f, copy_b) = (copy_ms(fwd_bytes, threads), copy_ms(bwd_bytes, threads));
-            for isa in Isa::available() {
+            for isa in Isa::available().into_iter().filter(|&i| i != Isa::Portable) {
                 let mut p = MaxPool::new(g, true, threads).unwrap();
                 p.isa = isa;
                 let ms = median_ms(REPS, || unsafe { p.run(z.as_ptr(), out.as_mut_ptr()) });

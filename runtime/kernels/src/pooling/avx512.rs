@@ -14,6 +14,29 @@ fn lanes(c: usize, channels: usize) -> __mmask16 {
     }
 }
 
+/// Loads 16 lanes under `mask` (a plain load when all are on: masked memory operations cost
+/// more on AMD cores).
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn load(mask: __mmask16, p: *const f32) -> __m512 {
+    if mask == 0xffff {
+        _mm512_loadu_ps(p)
+    } else {
+        _mm512_maskz_loadu_ps(mask, p)
+    }
+}
+
+/// Stores 16 lanes under `mask` (see [`load`]).
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn store(mask: __mmask16, p: *mut f32, v: __m512) {
+    if mask == 0xffff {
+        _mm512_storeu_ps(p, v)
+    } else {
+        _mm512_mask_storeu_ps(p, mask, v)
+    }
+}
+
 /// Forward pass of `images` images (see [`super::MaxPool`]).
 ///
 /// # Safety
@@ -55,7 +78,7 @@ unsafe fn forward_impl<const RELU: bool>(
                     let mask = lanes(ch, c);
                     let mut acc = neg_inf;
                     for &off in &offsets {
-                        let mut x = _mm512_maskz_loadu_ps(mask, base.add(off + ch));
+                        let mut x = load(mask, base.add(off + ch));
                         if RELU {
                             // max(x, 0): `0 > x ? 0 : x` keeps -0 and NaN as the interpreter does.
                             x = _mm512_max_ps(zero, x);
@@ -64,7 +87,7 @@ unsafe fn forward_impl<const RELU: bool>(
                         let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
                         acc = _mm512_mask_mov_ps(_mm512_max_ps(x, acc), nan, x);
                     }
-                    _mm512_mask_storeu_ps(out.add(ch), mask, acc);
+                    store(mask, out.add(ch), acc);
                 }
             }
         }
@@ -85,10 +108,13 @@ pub(super) unsafe fn backward(
     acc: *mut f32,
     images: usize,
 ) {
+    // Streaming stores need whole aligned vectors.
+    let stream = f.stream && (dz as usize).is_multiple_of(64) && geo.channels.is_multiple_of(16);
     macro_rules! pick {
         ($($p:literal)*) => {
             match geo.window[0] * geo.window[1] {
-                $($p => backward_impl::<$p>(geo, f, z, g, dz, acc, images),)*
+                $($p if stream => backward_impl::<$p, true>(geo, f, z, g, dz, acc, images),)*
+                $($p => backward_impl::<$p, false>(geo, f, z, g, dz, acc, images),)*
                 _ => unreachable!("window positions checked by MaxPoolGrad::new"),
             }
         };
@@ -98,7 +124,7 @@ pub(super) unsafe fn backward(
 
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn backward_impl<const P: usize>(
+unsafe fn backward_impl<const P: usize, const STREAM: bool>(
     geo: &PoolGeometry,
     f: Flags,
     z: *const f32,
@@ -122,7 +148,7 @@ unsafe fn backward_impl<const P: usize>(
                     let mask = lanes(ch, c);
                     let mut zs = [zero; P];
                     for k in 0..P {
-                        zs[k] = _mm512_maskz_loadu_ps(mask, z.add(at + offsets[k] + ch));
+                        zs[k] = load(mask, z.add(at + offsets[k] + ch));
                     }
                     let m = |k: usize| {
                         if f.relu {
@@ -144,12 +170,11 @@ unsafe fn backward_impl<const P: usize>(
                         }
                         sel[k] = switch;
                     }
-                    let gv =
-                        _mm512_add_ps(zero, _mm512_maskz_loadu_ps(mask, g_row.add(j * c + ch)));
+                    let gv = _mm512_add_ps(zero, load(mask, g_row.add(j * c + ch)));
                     let mut sum = if acc.is_null() {
                         zero
                     } else {
-                        _mm512_maskz_loadu_ps(mask, acc.add(ch))
+                        load(mask, acc.add(ch))
                     };
                     for k in 0..P {
                         let open = if f.gate {
@@ -158,14 +183,21 @@ unsafe fn backward_impl<const P: usize>(
                             0xffff
                         };
                         let d = _mm512_maskz_mov_ps(sel[k] & open, gv);
-                        _mm512_mask_storeu_ps(dz.add(at + offsets[k] + ch), mask, d);
+                        if STREAM {
+                            _mm512_stream_ps(dz.add(at + offsets[k] + ch), d);
+                        } else {
+                            store(mask, dz.add(at + offsets[k] + ch), d);
+                        }
                         sum = _mm512_add_ps(sum, d);
                     }
                     if !acc.is_null() {
-                        _mm512_mask_storeu_ps(acc.add(ch), mask, sum);
+                        store(mask, acc.add(ch), sum);
                     }
                 }
             }
         }
+    }
+    if STREAM {
+        _mm_sfence();
     }
 }

@@ -30,6 +30,12 @@ pub use crate::conv_direct::Isa;
 use crate::parallel::{for_each_worker, Shared};
 use crate::KernelError;
 
+/// Gradients of at least this many bytes are written with streaming (non-temporal) stores on
+/// the AVX-512 path: more than both cores' L2 caches hold, so the lines would leave the core
+/// anyway, and a streaming store does not read each line before writing it over (measured on
+/// the MNIST step, family 26: the 12.8 MB gradient 1.2 -> 1.0 ms, the 6.4 MB one 0.54 -> 0.39 ms).
+pub const STREAM_BYTES: usize = 4 << 20;
+
 /// Most window positions the backward pass takes (its select keeps one mask per position).
 pub const MAX_WINDOW_POSITIONS: usize = 16;
 
@@ -118,6 +124,8 @@ pub struct MaxPoolGrad {
     pub gate: bool,
     pub isa: Isa,
     pub threads: usize,
+    /// Write the gradient with streaming stores (see [`STREAM_BYTES`]).
+    pub stream: bool,
 }
 
 /// Where the bias gradient goes: images `[0, cut)` sum into `bias`, images `[cut, batch)` into
@@ -141,8 +149,8 @@ impl MaxPoolGrad {
         let g = geometry;
         let tiles = g.valid()
             && g.window == g.stride
-            && g.height % g.window[0] == 0
-            && g.width % g.window[1] == 0;
+            && g.height.is_multiple_of(g.window[0])
+            && g.width.is_multiple_of(g.window[1]);
         if !tiles || g.window[0] * g.window[1] > MAX_WINDOW_POSITIONS {
             return Err(KernelError::declined(
                 "max-pool gradient",
@@ -155,6 +163,7 @@ impl MaxPoolGrad {
             gate,
             isa: Isa::detect(),
             threads: threads.max(1),
+            stream: 4 * g.batch * g.in_image() >= STREAM_BYTES,
         })
     }
 
@@ -254,6 +263,7 @@ unsafe fn backward_part(
     let f = Flags {
         relu: r.relu,
         gate: r.gate,
+        stream: r.stream,
     };
     match isa {
         #[cfg(target_arch = "x86_64")]
@@ -269,6 +279,7 @@ unsafe fn backward_part(
 struct Flags {
     relu: bool,
     gate: bool,
+    stream: bool,
 }
 
 /// Offsets (in floats, from a window's first element) of a window's positions, in window order.

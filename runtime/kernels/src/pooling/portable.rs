@@ -83,8 +83,10 @@ pub(super) unsafe fn backward(
                         zs[k] = *z.add(at + off + ch);
                         m[k] = if f.relu { fmax(zs[k], 0.0) } else { zs[k] };
                     }
+                    // The select `m[sel] >= m[k]` as HLO states it: false on NaN, then `k` wins.
                     let mut sel = 0;
                     for k in 1..offsets.len() {
+                        #[allow(clippy::neg_cmp_op_on_partial_ord)]
                         if !(m[sel] >= m[k]) {
                             sel = k;
                         }

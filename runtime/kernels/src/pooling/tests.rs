@@ -107,6 +107,7 @@ fn backward_def(
             }
         }
     }
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     for (p, d) in dz.iter_mut().enumerate() {
         if gate && !(z[p] > 0.0) {
             *d = 0.0;
@@ -160,11 +161,18 @@ fn backward_matches_the_definition_on_every_path_and_thread_count() {
         for (relu, gate) in [(true, true), (false, true), (true, false), (false, false)] {
             let (want, want_bias) = backward_def(&g, relu, gate, &z, &gr);
             let mut first_bias: Option<Vec<f32>> = None;
-            for isa in Isa::available() {
+            for (isa, stream) in Isa::available()
+                .into_iter()
+                .flat_map(|i| [(i, false), (i, true)])
+            {
                 for threads in [1, 2] {
                     let mut r = MaxPoolGrad::new(g, relu, gate, threads).unwrap();
                     r.isa = isa;
-                    let mut dz = vec![7f32; z.len()];
+                    r.stream = stream;
+                    // 64-byte aligned, so that the streaming stores are taken where asked.
+                    let mut dz_block = vec![7f32; z.len() + 16];
+                    let skip = dz_block.as_ptr().align_offset(64);
+                    let dz = &mut dz_block[skip..skip + z.len()];
                     let mut bias = vec![7f32; g.channels];
                     let mut partial = vec![7f32; g.channels];
                     let sum = BiasSum {
