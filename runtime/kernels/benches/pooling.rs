@@ -39,6 +39,11 @@ fn copy_ms(bytes: usize, threads: usize) -> f64 {
     })
 }
 
+/// The index of the first element of `v` on a 4 KiB boundary.
+fn page_offset(v: &[f32]) -> usize {
+    v.as_ptr().align_offset(4096)
+}
+
 fn line(name: &str, threads: usize, bytes: usize, ms: f64, copy: f64) {
     let gbs = bytes as f64 / ms / 1e6;
     println!(
@@ -53,18 +58,20 @@ fn main() {
         let g = pool(size, channels);
         let input = g.batch * size * size * channels;
         let output = input / 4;
-        let z = values(input, 1);
+        // Page-aligned like the arena's large buffers (offsets are multiples of 64 bytes and,
+        // for the MNIST step, of 4 KiB); `dz` 1 KiB further when TESSEL_BENCH_SKEW is set.
+        let mut z_block = values(input + 1024, 1);
+        let z_at = page_offset(&z_block);
+        let z = &mut z_block[z_at..z_at + input];
         let gr = values(output, 2);
         let mut out = vec![0f32; output];
-        // `dz` 1 KiB past a multiple of 4 KiB from `z` when TESSEL_BENCH_SKEW is set.
         let skew = if std::env::var("TESSEL_BENCH_SKEW").is_ok() {
             256
         } else {
             0
         };
         let mut dz_block = vec![0f32; input + 2048];
-        let z_mod = (z.as_ptr() as usize / 4) % 1024;
-        let dz_at = (z_mod + 1024 - (dz_block.as_ptr() as usize / 4) % 1024) % 1024 + skew;
+        let dz_at = page_offset(&dz_block) + skew;
         let dz = &mut dz_block[dz_at..dz_at + input];
         let (mut bias, mut partial) = (vec![0f32; channels], vec![0f32; channels]);
         for threads in [1, 2] {

@@ -78,10 +78,13 @@ pub(super) unsafe fn backward(
     acc: *mut f32,
     images: usize,
 ) {
+    // Streaming stores need whole aligned vectors.
+    let stream = f.stream && (dz as usize).is_multiple_of(32) && geo.channels.is_multiple_of(8);
     macro_rules! pick {
         ($($p:literal)*) => {
             match geo.window[0] * geo.window[1] {
-                $($p => backward_impl::<$p>(geo, f, z, g, dz, acc, images),)*
+                $($p if stream => backward_impl::<$p, true>(geo, f, z, g, dz, acc, images),)*
+                $($p => backward_impl::<$p, false>(geo, f, z, g, dz, acc, images),)*
                 _ => unreachable!("window positions checked by MaxPoolGrad::new"),
             }
         };
@@ -95,7 +98,7 @@ pub(super) unsafe fn backward(
 
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn backward_impl<const P: usize>(
+unsafe fn backward_impl<const P: usize, const STREAM: bool>(
     geo: &PoolGeometry,
     f: Flags,
     z: *const f32,
@@ -154,7 +157,11 @@ unsafe fn backward_impl<const P: usize>(
                             all
                         };
                         let d = _mm256_and_ps(_mm256_and_ps(sel[k], open), gv);
-                        _mm256_storeu_ps(dz.add(at + offsets[k] + ch), d);
+                        if STREAM {
+                            _mm256_stream_ps(dz.add(at + offsets[k] + ch), d);
+                        } else {
+                            _mm256_storeu_ps(dz.add(at + offsets[k] + ch), d);
+                        }
                         sum = _mm256_add_ps(sum, d);
                     }
                     if !acc.is_null() {
@@ -163,5 +170,8 @@ unsafe fn backward_impl<const P: usize>(
                 }
             }
         }
+    }
+    if STREAM {
+        _mm_sfence();
     }
 }
