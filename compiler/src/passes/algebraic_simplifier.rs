@@ -12,8 +12,11 @@
 //!   broadcast of that scalar; a unary op or convert of one runs on the scalar;
 //! - a reduce over dimensions of size 1 is its reducer applied to the reshaped operand;
 //! - dot and convolution read a transposed operand directly, with the transpose folded into
-//!   their dimension numbers.
+//!   their dimension numbers; a transpose that is a convolution's only user folds into the
+//!   convolution's output labels (autodiff's gradients come out in their operand's layout),
+//!   and one that swaps a dot's free dimensions is the dot with its operands swapped.
 
+use super::result_transpose::{fold_transpose_of_convolution, fold_transpose_of_dot};
 use super::util::{add_instr, pin_roots, remove_if_dead, uniform_constant};
 use super::{Pass, PassError};
 use crate::ir::{
@@ -181,6 +184,11 @@ fn simplify(m: &mut Module, c: ComputationId, id: InstrId) -> Option<Rewrite> {
                     metadata,
                 );
                 return replace(new);
+            }
+            let folded = fold_transpose_of_convolution(m, c, id, permutation)
+                .or_else(|| fold_transpose_of_dot(m, c, id, permutation));
+            if let Some(x) = folded {
+                return replace(x);
             }
             rebroadcast_scalar(m, c, id)
         }

@@ -13,6 +13,7 @@ pub mod cse;
 pub mod dce;
 pub mod fusion;
 pub mod pipeline;
+mod result_transpose;
 pub mod scheduling;
 pub mod stats;
 pub mod util;

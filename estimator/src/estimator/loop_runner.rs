@@ -29,6 +29,7 @@ impl LoopRunner {
     /// `fed`: the step's parameters read from the infeed (features and labels); every other
     /// parameter is carried state.
     pub fn new(step: Module, fed: Vec<u32>, device: Device) -> LoopRunner {
+        super::dump::dump_step(&step);
         LoopRunner {
             step,
             fed,

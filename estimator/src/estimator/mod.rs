@@ -18,9 +18,11 @@
 //! | `padding` | predict's batches: a short last batch padded to the static shape |
 //! | `predict` | `predict(input_fn, predict_keys)`: an iterator fed by a producer thread running loops ahead |
 //! | `export` | `export(dir, serving_input)` and `ExportedModel` (`tessel predict`) |
+//! | `dump` | `XLA_FLAGS=--xla_dump_to=DIR`: the traced step programs as HLO text |
 //! | `log` | TF's log lines and the progress bar |
 
 mod dealer;
+mod dump;
 mod eval_input;
 mod evaluate;
 mod export;

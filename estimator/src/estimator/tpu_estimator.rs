@@ -162,7 +162,10 @@ impl TpuEstimator {
 
     /// The device the programs run on.
     pub(crate) fn device(&self) -> Device {
-        Device::new(self.backend).with_replicas(self.replicas())
+        let mut device = Device::new(self.backend).with_replicas(self.replicas());
+        // XLA_FLAGS=--xla_dump_to: the device dumps its passes and CLIF there too.
+        device.dump_to = super::dump::dump_dir();
+        device
     }
 
     /// `params` with `batch_size` set to the per-shard batch of `global_batch`.

@@ -4,7 +4,8 @@
 //! `group_assignment`) when the reduction is MEAN, then defers to the wrapped optimizer;
 //! `apply_gradients` sums every gradient across replicas with
 //! [`Tensor::cross_replica_sum`] (one HLO `all-reduce` per gradient) and lets the wrapped
-//! optimizer apply the sums. The runtime adds the replicas' values in replica-id order, so
+//! optimizer apply the sums (on one shard the gradients are applied as they are: nothing to
+//! sum). The runtime adds the replicas' values in replica-id order, so
 //! a replicated step is bitwise deterministic run to run.
 //!
 //! Errors use TF's wording: a `group_assignment` that is not a permutation of the replicas
@@ -135,6 +136,12 @@ impl<O: Optimizer> Optimizer for CrossShardOptimizer<O> {
         grads_and_vars: &[GradAndVar],
     ) -> Result<TrainOp, OptimizerError> {
         verify_group_assignment(self.groups(), g.num_shards())?;
+        if g.num_shards() == 1 {
+            // A sum over one replica is the gradient itself: no all-reduce, which the
+            // device would run as a copy of every gradient each step.
+            let op = self.opt.apply_gradients(g, grads_and_vars)?;
+            return Ok(TrainOp::new(op.updated, true));
+        }
         let summed: Vec<GradAndVar> = grads_and_vars
             .iter()
             .map(|gv| GradAndVar {

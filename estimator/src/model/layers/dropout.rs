@@ -5,6 +5,7 @@
 use super::{layer_name, rank_error, LayerError};
 use crate::model::graph::Graph;
 use crate::model::random::random_uniform;
+use tessel_compiler::ir::ElementType;
 use tessel_compiler::trace::Tensor;
 
 /// Dropout when `training` (the seed passes `mode == TRAIN`; here `g.mode == Mode::Train`),
@@ -34,7 +35,16 @@ pub fn dropout(
     };
     g.tracer.push_scope(&name);
     let noise = random_uniform(g, &dims);
-    let y = inputs.dropout(&noise, rate);
+    // `x * scale * cast(noise >= rate)`, the multiply form of TF's dropout: a select would
+    // make the gradient a masked cotangent, and the differentiator then guards every
+    // elementwise gradient below it (both conv layers' relu and bias gradients) with
+    // `select(g == 0, 0, ..)`. Kept elements are bitwise TF's `x * scale`; dropped ones are a
+    // zero (signed like x) that the next dense layer adds as zero, and a NaN or infinite x
+    // stays NaN, so the NaN check still sees it.
+    let keep = noise
+        .greater_equal(&noise.scalar_like(rate))
+        .cast(inputs.element_type().unwrap_or(ElementType::F32));
+    let y = &(inputs * &inputs.scalar_like(1.0 / (1.0 - rate))) * &keep;
     g.tracer.pop_scope();
     Ok(y)
 }
