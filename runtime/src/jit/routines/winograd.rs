@@ -12,6 +12,30 @@ use tessel_kernels::geometry::window_output;
 use tessel_kernels::winograd::{KernelLayout, WinogradConv, WinogradFilterGradient};
 use tessel_kernels::Conv2dGeometry;
 
+/// What a Winograd convolution computes, for the choice of its output tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Use {
+    Forward,
+    /// The forward routine with a reversed kernel: JAX's data gradient.
+    DataGradient,
+    FilterGradient,
+}
+
+impl Use {
+    /// The output tile `m` of F(m x m, r x r). F(2x2) everywhere: larger tiles need fewer
+    /// products but round more (measured in docs/jit.md, "Points and error"), and the corpus
+    /// margin for them is not yet measured. `TESSEL_WINOGRAD_TILE=f,d,w` (e.g. `3,2,2`) sets
+    /// the three tiles, the switch for measuring error and speed; an unsupported tile declines
+    /// Winograd for that convolution.
+    fn tile(self) -> usize {
+        let chosen = std::env::var("TESSEL_WINOGRAD_TILE").ok().and_then(|v| {
+            let t: Vec<usize> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+            (t.len() == 3).then(|| t[self as usize])
+        });
+        chosen.unwrap_or(tessel_kernels::winograd::DEFAULT_TILE)
+    }
+}
+
 /// Row-major strides of `dims`, in elements.
 fn row_major_strides(dims: &[usize]) -> Vec<usize> {
     let mut s = vec![1usize; dims.len()];
@@ -96,7 +120,13 @@ impl WinogradPlan {
             strides: ks.map(|k| kstrides[k]),
             reversed: [win[0].reversal, win[1].reversal],
         };
-        let routine = WinogradConv::new(&geometry, layout, threads).ok()?;
+        let tile = if layout.reversed[0] {
+            Use::DataGradient
+        } else {
+            Use::Forward
+        }
+        .tile();
+        let routine = WinogradConv::with_tile(&geometry, layout, threads, tile).ok()?;
         Some(WinogradPlan {
             name: name.to_string(),
             scratch: alloc(routine.scratch_bytes()),
@@ -199,8 +229,13 @@ impl WinogradFilterPlan {
             padding: pads,
         };
         let ostrides = row_major_strides(&odims);
-        let routine =
-            WinogradFilterGradient::new(&geometry, od.map(|i| ostrides[i]), threads).ok()?;
+        let routine = WinogradFilterGradient::with_tile(
+            &geometry,
+            od.map(|i| ostrides[i]),
+            threads,
+            Use::FilterGradient.tile(),
+        )
+        .ok()?;
         Some(WinogradFilterPlan {
             name: name.to_string(),
             scratch: alloc(routine.scratch_bytes()),
