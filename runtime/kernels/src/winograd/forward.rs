@@ -1,6 +1,7 @@
-//! Winograd F(2x2, r x r) convolution for 2-D, stride-1, undilated, one-group convolutions
-//! with a square `r x r` kernel (r = 3 or 5): 36 products per 4 outputs for r = 5 where the
-//! direct algorithm needs 100 (see `matrices.rs` for the transforms).
+//! Winograd F(m x m, r x r) convolution for 2-D, stride-1, undilated, one-group convolutions
+//! with a square `r x r` kernel (r = 3 or 5, `m` a plan parameter): for r = 5, 36 products per
+//! 4 outputs with m = 2 and 64 per 16 with m = 4, where the direct algorithm needs 100 per
+//! output (see `matrices.rs` for the transforms).
 //!
 //! Layouts: input `[N, H, W, C]` and output `[N, OH, OW, O]` (`b01f` labels, channels
 //! contiguous), the kernel in any layout (it is read once per call, through its strides).

@@ -22,17 +22,23 @@ enum Use {
 }
 
 impl Use {
-    /// The output tile `m` of F(m x m, r x r). F(2x2) everywhere: larger tiles need fewer
-    /// products but round more (measured in docs/jit.md, "Points and error"), and the corpus
-    /// margin for them is not yet measured. `TESSEL_WINOGRAD_TILE=f,d,w` (e.g. `3,2,2`) sets
+    /// The output tile `m` of F(m x m, r x r) for an `r x r` window: F(4x4) for 5x5 in all
+    /// three uses (4 products per output instead of 9; on the MNIST step the corpus margin is
+    /// 0.001 of the tolerance, see docs/jit.md "Points and error"), F(2x2) for 3x3 (the
+    /// larger 3x3 tiles are not compiled). `TESSEL_WINOGRAD_TILE=f,d,w` (e.g. `2,2,2`) sets
     /// the three tiles, the switch for measuring error and speed; an unsupported tile declines
     /// Winograd for that convolution.
-    fn tile(self) -> usize {
+    fn tile(self, r: usize) -> usize {
         let chosen = std::env::var("TESSEL_WINOGRAD_TILE").ok().and_then(|v| {
             let t: Vec<usize> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
             (t.len() == 3).then(|| t[self as usize])
         });
-        chosen.unwrap_or(tessel_kernels::winograd::DEFAULT_TILE)
+        let default = if r == 5 {
+            4
+        } else {
+            tessel_kernels::winograd::DEFAULT_TILE
+        };
+        chosen.unwrap_or(default)
     }
 }
 
@@ -125,7 +131,7 @@ impl WinogradPlan {
         } else {
             Use::Forward
         }
-        .tile();
+        .tile(r);
         let routine = WinogradConv::with_tile(&geometry, layout, threads, tile).ok()?;
         Some(WinogradPlan {
             name: name.to_string(),
@@ -233,7 +239,7 @@ impl WinogradFilterPlan {
             &geometry,
             od.map(|i| ostrides[i]),
             threads,
-            Use::FilterGradient.tile(),
+            Use::FilterGradient.tile(geometry.window[0]),
         )
         .ok()?;
         Some(WinogradFilterPlan {
