@@ -19,7 +19,10 @@ use super::matrices::Matrices;
 #[cfg(target_arch = "x86_64")]
 use super::tiles::Avx;
 use super::tiles::{filter_tile, gradient_tile, input_tile, Portable, Vector, LANES};
-use super::{supported_kernel, tile_pixels, tiles_per_block, with_sizes, MIN_CHANNELS, TILE};
+use super::{
+    supported_kernel, supported_tile, tile_pixels, tiles_per_block, with_sizes, DEFAULT_TILE,
+    MIN_CHANNELS,
+};
 use crate::gemm::small::{small_gemm, Simd, COLUMN_GROUP};
 use crate::geometry::Conv2dGeometry;
 use crate::parallel::{for_each_worker, Shared};
@@ -33,6 +36,8 @@ const BLOCK_BYTES: usize = 512 << 10;
 #[derive(Clone, Debug)]
 pub struct WinogradFilterGradient {
     simd: Simd,
+    /// Output tile size `m` of F(m x m, r x r).
+    m: usize,
     r: usize,
     batch: usize,
     h: usize,
@@ -65,12 +70,28 @@ impl WinogradFilterGradient {
         output_strides: [usize; 4],
         threads: usize,
     ) -> Result<WinogradFilterGradient, KernelError> {
+        Self::with_tile(geometry, output_strides, threads, DEFAULT_TILE)
+    }
+
+    /// As [`Self::new`] with `m x m` tiles of dY (see [`super::supported_tile`]).
+    pub fn with_tile(
+        geometry: &Conv2dGeometry,
+        output_strides: [usize; 4],
+        threads: usize,
+        m: usize,
+    ) -> Result<WinogradFilterGradient, KernelError> {
         let g = geometry;
         let r = g.window[0];
         if !supported_kernel(r) || g.window[1] != r {
             return Err(KernelError::declined(
                 "winograd filter gradient",
                 "window is not 3x3 or 5x5",
+            ));
+        }
+        if !supported_tile(m, r) {
+            return Err(KernelError::declined(
+                "winograd filter gradient",
+                "no transform for this tile",
             ));
         }
         if g.channels < MIN_CHANNELS {
@@ -83,16 +104,17 @@ impl WinogradFilterGradient {
             return Err(KernelError::declined("winograd filter gradient", "empty"));
         };
         let (batch, c, k) = (g.batch, g.channels, g.out_channels);
-        let n = TILE + r - 1;
+        let n = m + r - 1;
         let k_pad = k.next_multiple_of(COLUMN_GROUP);
         let tiles_per_block = tiles_per_block(n, c + k_pad, BLOCK_BYTES);
-        let tiles = batch * oh.div_ceil(TILE) * ow.div_ceil(TILE);
+        let tiles = batch * oh.div_ceil(m) * ow.div_ceil(m);
         let workers = threads.max(1).min(tiles.div_ceil(tiles_per_block));
         let worker_floats =
             (n * n * (tiles_per_block * (c + k_pad) + c * k_pad)).next_multiple_of(16);
         let mut scratch = Scratch::default();
         Ok(WinogradFilterGradient {
             simd: Simd::detect(),
+            m,
             r,
             batch,
             h: g.height,
@@ -142,10 +164,10 @@ impl WinogradFilterGradient {
         let dy = Shared(grad as *mut f32);
         let out = output;
         let scratch = Shared(floats(scratch, self.workers_at));
-        let tiles = self.batch * self.oh.div_ceil(TILE) * self.ow.div_ceil(TILE);
+        let tiles = self.batch * self.oh.div_ceil(self.m) * self.ow.div_ceil(self.m);
         let blocks = tiles.div_ceil(self.tiles_per_block);
         let workers = self.workers;
-        with_sizes!(self.r, |N, R| {
+        with_sizes!(self.m, self.r, |N, M, R| {
             let du_floats = N * N * self.c * self.k_pad;
             let du_of = |wk: usize| scratch.get().add((wk + 1) * self.worker_floats - du_floats);
             for_each_worker(workers, |wk| {
@@ -158,7 +180,7 @@ impl WinogradFilterGradient {
                 for b in b0..b1 {
                     let t0 = b * self.tiles_per_block;
                     let count = self.tiles_per_block.min(tiles - t0);
-                    self.dispatch_block::<N, R>(x.get(), dy.get(), buf, du, t0, count, b > b0);
+                    self.dispatch_block::<N, M, R>(x.get(), dy.get(), buf, du, t0, count, b > b0);
                 }
             });
             // The partial sums, in worker order.
@@ -169,12 +191,12 @@ impl WinogradFilterGradient {
                     *total.add(i) += *part.add(i);
                 }
             }
-            self.write_output::<N, R>(total, out);
+            self.write_output::<N, M, R>(total, out);
         });
     }
 
     #[allow(clippy::too_many_arguments)]
-    unsafe fn dispatch_block<const N: usize, const R: usize>(
+    unsafe fn dispatch_block<const N: usize, const M: usize, const R: usize>(
         &self,
         x: *const f32,
         dy: *const f32,
@@ -186,15 +208,15 @@ impl WinogradFilterGradient {
     ) {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2Fma => self.block_avx2::<N, R>(x, dy, buf, du, t0, count, accumulate),
-            _ => self.block::<N, R, Portable>(x, dy, buf, du, t0, count, accumulate),
+            Simd::Avx2Fma => self.block_avx2::<N, M, R>(x, dy, buf, du, t0, count, accumulate),
+            _ => self.block::<N, M, R, Portable>(x, dy, buf, du, t0, count, accumulate),
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn block_avx2<const N: usize, const R: usize>(
+    unsafe fn block_avx2<const N: usize, const M: usize, const R: usize>(
         &self,
         x: *const f32,
         dy: *const f32,
@@ -204,13 +226,13 @@ impl WinogradFilterGradient {
         count: usize,
         accumulate: bool,
     ) {
-        self.block::<N, R, Avx>(x, dy, buf, du, t0, count, accumulate)
+        self.block::<N, M, R, Avx>(x, dy, buf, du, t0, count, accumulate)
     }
 
     /// Tiles `t0..t0 + count` into `du` (overwritten unless `accumulate`).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn block<const N: usize, const R: usize, V: Vector>(
+    unsafe fn block<const N: usize, const M: usize, const R: usize, V: Vector>(
         &self,
         x: *const f32,
         dy: *const f32,
@@ -221,17 +243,17 @@ impl WinogradFilterGradient {
         accumulate: bool,
     ) {
         // The matrices as compile-time constants, so that their 0 / 1 / -1 entries fold.
-        let mats: &'static Matrices<N, TILE, R> = const { &Matrices::standard() };
+        let mats: &'static Matrices<N, M, R> = const { &Matrices::standard() };
         let tpb = self.tiles_per_block;
         let (c, k_pad) = (self.c, self.k_pad);
         let v = buf;
         let yhat = buf.add(N * N * tpb * c);
-        let (ty_n, tx_n) = (self.oh.div_ceil(TILE), self.ow.div_ceil(TILE));
+        let (ty_n, tx_n) = (self.oh.div_ceil(M), self.ow.div_ceil(M));
         let zero = self.zeros.as_ptr();
         for tb in 0..count {
             let t = t0 + tb;
             let (img, ty, tx) = (t / (ty_n * tx_n), t / tx_n % ty_n, t % tx_n);
-            let (oy, ox) = ((ty * TILE) as i64, (tx * TILE) as i64);
+            let (oy, ox) = ((ty * M) as i64, (tx * M) as i64);
             let px = tile_pixels::<N>(
                 x,
                 img,
@@ -241,8 +263,8 @@ impl WinogradFilterGradient {
                 zero,
             );
             input_tile::<N, V>(&mats.bt, &px, c, v.add(tb * c), tpb * c);
-            let gp = tile_pixels::<TILE>(dy, img, [self.oh, self.ow], self.k, [oy, ox], zero);
-            gradient_tile::<N, TILE, V>(&mats.at, &gp, self.k, yhat.add(tb * k_pad), tpb * k_pad);
+            let gp = tile_pixels::<M>(dy, img, [self.oh, self.ow], self.k, [oy, ox], zero);
+            gradient_tile::<N, M, V>(&mats.at, &gp, self.k, yhat.add(tb * k_pad), tpb * k_pad);
         }
         for xi in 0..N * N {
             small_gemm(
@@ -263,9 +285,13 @@ impl WinogradFilterGradient {
     }
 
     /// `dW = G^T dU G`, 8 output features at a time, stored through the output's strides.
-    unsafe fn write_output<const N: usize, const R: usize>(&self, du: *const f32, out: *mut f32) {
+    unsafe fn write_output<const N: usize, const M: usize, const R: usize>(
+        &self,
+        du: *const f32,
+        out: *mut f32,
+    ) {
         // The matrices as compile-time constants, so that their 0 / 1 / -1 entries fold.
-        let mats: &'static Matrices<N, TILE, R> = const { &Matrices::standard() };
+        let mats: &'static Matrices<N, M, R> = const { &Matrices::standard() };
         let [sy, sx, sc, sk] = self.ostride;
         let plane = self.c * self.k_pad;
         for c in 0..self.c {

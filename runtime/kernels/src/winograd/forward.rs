@@ -1,6 +1,7 @@
-//! Winograd F(2x2, r x r) convolution for 2-D, stride-1, undilated, one-group convolutions
-//! with a square `r x r` kernel (r = 3 or 5): 36 products per 4 outputs for r = 5 where the
-//! direct algorithm needs 100 (see `matrices.rs` for the transforms).
+//! Winograd F(m x m, r x r) convolution for 2-D, stride-1, undilated, one-group convolutions
+//! with a square `r x r` kernel (r = 3 or 5, `m` a plan parameter): for r = 5, 36 products per
+//! 4 outputs with m = 2 and 64 per 16 with m = 4, where the direct algorithm needs 100 per
+//! output (see `matrices.rs` for the transforms).
 //!
 //! Layouts: input `[N, H, W, C]` and output `[N, OH, OW, O]` (`b01f` labels, channels
 //! contiguous), the kernel in any layout (it is read once per call, through its strides).
@@ -19,7 +20,10 @@ use super::matrices::Matrices;
 #[cfg(target_arch = "x86_64")]
 use super::tiles::Avx;
 use super::tiles::{input_tile, kernel_tile, output_tile, Portable, Vector, LANES};
-use super::{supported_kernel, tile_pixels, tiles_per_block, with_sizes, MIN_CHANNELS, TILE};
+use super::{
+    supported_kernel, supported_tile, tile_pixels, tiles_per_block, with_sizes, DEFAULT_TILE,
+    MIN_CHANNELS,
+};
 use crate::gemm::small::{small_gemm, Simd, COLUMN_GROUP};
 use crate::geometry::Conv2dGeometry;
 use crate::parallel::{for_each_worker, Shared};
@@ -53,6 +57,8 @@ impl KernelLayout {
 #[derive(Clone, Debug)]
 pub struct WinogradConv {
     simd: Simd,
+    /// Output tile size `m` of F(m x m, r x r).
+    m: usize,
     r: usize,
     batch: usize,
     h: usize,
@@ -78,12 +84,23 @@ pub struct WinogradConv {
 }
 
 impl WinogradConv {
-    /// Plans `geometry` with the kernel at `kernel` on `threads` workers; declines windows
-    /// other than 3x3 and 5x5, and fewer than [`MIN_CHANNELS`] input channels.
+    /// Plans `geometry` with the kernel at `kernel` on `threads` workers, with F(2x2, r x r);
+    /// declines windows other than 3x3 and 5x5, and fewer than [`MIN_CHANNELS`] input
+    /// channels.
     pub fn new(
         geometry: &Conv2dGeometry,
         kernel: KernelLayout,
         threads: usize,
+    ) -> Result<WinogradConv, KernelError> {
+        Self::with_tile(geometry, kernel, threads, DEFAULT_TILE)
+    }
+
+    /// As [`Self::new`] with output tiles of `m x m` (see [`super::supported_tile`]).
+    pub fn with_tile(
+        geometry: &Conv2dGeometry,
+        kernel: KernelLayout,
+        threads: usize,
+        m: usize,
     ) -> Result<WinogradConv, KernelError> {
         let g = geometry;
         let r = g.window[0];
@@ -91,6 +108,12 @@ impl WinogradConv {
             return Err(KernelError::declined(
                 "winograd",
                 "window is not 3x3 or 5x5",
+            ));
+        }
+        if !supported_tile(m, r) {
+            return Err(KernelError::declined(
+                "winograd",
+                "no transform for this tile",
             ));
         }
         if g.channels < MIN_CHANNELS {
@@ -103,15 +126,16 @@ impl WinogradConv {
             return Err(KernelError::declined("winograd", "empty"));
         };
         let (batch, c, o) = (g.batch, g.channels, g.out_channels);
-        let n = TILE + r - 1;
+        let n = m + r - 1;
         let o_pad = o.next_multiple_of(COLUMN_GROUP);
         let tiles_per_block = tiles_per_block(n, c + o_pad, BLOCK_BYTES);
-        let tiles = batch * oh.div_ceil(TILE) * ow.div_ceil(TILE);
+        let tiles = batch * oh.div_ceil(m) * ow.div_ceil(m);
         let workers = threads.max(1).min(tiles.div_ceil(tiles_per_block));
         let worker_floats = (n * n * tiles_per_block * (c + o_pad)).next_multiple_of(16);
         let mut scratch = Scratch::default();
         Ok(WinogradConv {
             simd: Simd::detect(),
+            m,
             r,
             batch,
             h: g.height,
@@ -154,7 +178,7 @@ impl WinogradConv {
     pub unsafe fn run(&self, x: *const f32, k: *const f32, y: *mut f32, scratch: *mut u8) {
         let u = floats(scratch, self.u);
         let scratch = floats(scratch, self.blocks);
-        with_sizes!(self.r, |N, R| {
+        with_sizes!(self.m, self.r, |N, M, R| {
             let (xs, ks, ys, us, ss) = (
                 Shared(x as *mut f32),
                 Shared(k as *mut f32),
@@ -165,10 +189,10 @@ impl WinogradConv {
             // 1. U, the transformed kernel: input channels split among the workers.
             for_each_worker(self.workers, |wk| {
                 let (c0, c1) = (self.c * wk / self.workers, self.c * (wk + 1) / self.workers);
-                self.dispatch_kernel::<N, R>(ks.get(), us.get(), c0, c1);
+                self.dispatch_kernel::<N, M, R>(ks.get(), us.get(), c0, c1);
             });
             // 2. Blocks of tiles, taken in turn.
-            let tiles = self.batch * self.oh.div_ceil(TILE) * self.ow.div_ceil(TILE);
+            let tiles = self.batch * self.oh.div_ceil(M) * self.ow.div_ceil(M);
             let blocks = tiles.div_ceil(self.tiles_per_block);
             let next = AtomicUsize::new(0);
             for_each_worker(self.workers, |wk| {
@@ -180,13 +204,13 @@ impl WinogradConv {
                     }
                     let t0 = b * self.tiles_per_block;
                     let count = self.tiles_per_block.min(tiles - t0);
-                    self.dispatch_block::<N, R>(xs.get(), us.get(), ys.get(), buf, t0, count);
+                    self.dispatch_block::<N, M, R>(xs.get(), us.get(), ys.get(), buf, t0, count);
                 }
             });
         });
     }
 
-    unsafe fn dispatch_kernel<const N: usize, const R: usize>(
+    unsafe fn dispatch_kernel<const N: usize, const M: usize, const R: usize>(
         &self,
         k: *const f32,
         u: *mut f32,
@@ -195,27 +219,27 @@ impl WinogradConv {
     ) {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2Fma => self.kernel_avx2::<N, R>(k, u, c0, c1),
-            _ => self.kernel_part::<N, R, Portable>(k, u, c0, c1),
+            Simd::Avx2Fma => self.kernel_avx2::<N, M, R>(k, u, c0, c1),
+            _ => self.kernel_part::<N, M, R, Portable>(k, u, c0, c1),
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn kernel_avx2<const N: usize, const R: usize>(
+    unsafe fn kernel_avx2<const N: usize, const M: usize, const R: usize>(
         &self,
         k: *const f32,
         u: *mut f32,
         c0: usize,
         c1: usize,
     ) {
-        self.kernel_part::<N, R, Avx>(k, u, c0, c1)
+        self.kernel_part::<N, M, R, Avx>(k, u, c0, c1)
     }
 
     /// `U[xi][c][o] = (G g G^T)[xi]` for input channels `c0..c1`, 8 output channels at a
     /// time (zeros in the padding columns).
     #[inline(always)]
-    unsafe fn kernel_part<const N: usize, const R: usize, V: Vector>(
+    unsafe fn kernel_part<const N: usize, const M: usize, const R: usize, V: Vector>(
         &self,
         k: *const f32,
         u: *mut f32,
@@ -223,7 +247,7 @@ impl WinogradConv {
         c1: usize,
     ) {
         // The matrices as compile-time constants, so that their 0 / 1 / -1 entries fold.
-        let mats: &'static Matrices<N, TILE, R> = const { &Matrices::standard() };
+        let mats: &'static Matrices<N, M, R> = const { &Matrices::standard() };
         let [sy, sx, si, so] = self.kernel.strides;
         let plane = self.c * self.o_pad;
         let tap = |t: usize, rev: bool| if rev { R - 1 - t } else { t };
@@ -256,7 +280,7 @@ impl WinogradConv {
     }
 
     #[allow(clippy::too_many_arguments)]
-    unsafe fn dispatch_block<const N: usize, const R: usize>(
+    unsafe fn dispatch_block<const N: usize, const M: usize, const R: usize>(
         &self,
         x: *const f32,
         u: *const f32,
@@ -267,15 +291,15 @@ impl WinogradConv {
     ) {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2Fma => self.block_avx2::<N, R>(x, u, y, buf, t0, count),
-            _ => self.block::<N, R, Portable>(x, u, y, buf, t0, count),
+            Simd::Avx2Fma => self.block_avx2::<N, M, R>(x, u, y, buf, t0, count),
+            _ => self.block::<N, M, R, Portable>(x, u, y, buf, t0, count),
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn block_avx2<const N: usize, const R: usize>(
+    unsafe fn block_avx2<const N: usize, const M: usize, const R: usize>(
         &self,
         x: *const f32,
         u: *const f32,
@@ -284,13 +308,13 @@ impl WinogradConv {
         t0: usize,
         count: usize,
     ) {
-        self.block::<N, R, Avx>(x, u, y, buf, t0, count)
+        self.block::<N, M, R, Avx>(x, u, y, buf, t0, count)
     }
 
     /// Tiles `t0..t0 + count`: input transform, the `N * N` products, output transform.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn block<const N: usize, const R: usize, V: Vector>(
+    unsafe fn block<const N: usize, const M: usize, const R: usize, V: Vector>(
         &self,
         x: *const f32,
         u: *const f32,
@@ -300,20 +324,17 @@ impl WinogradConv {
         count: usize,
     ) {
         // The matrices as compile-time constants, so that their 0 / 1 / -1 entries fold.
-        let mats: &'static Matrices<N, TILE, R> = const { &Matrices::standard() };
+        let mats: &'static Matrices<N, M, R> = const { &Matrices::standard() };
         let tpb = self.tiles_per_block;
         let (c, o_pad) = (self.c, self.o_pad);
         let v = buf;
         let mm = buf.add(N * N * tpb * c);
-        let (ty_n, tx_n) = (self.oh.div_ceil(TILE), self.ow.div_ceil(TILE));
+        let (ty_n, tx_n) = (self.oh.div_ceil(M), self.ow.div_ceil(M));
         let zero = self.zeros.as_ptr();
         for tb in 0..count {
             let t = t0 + tb;
             let (img, ty, tx) = (t / (ty_n * tx_n), t / tx_n % ty_n, t % tx_n);
-            let (y0, x0) = (
-                (ty * TILE) as i64 - self.pad_y,
-                (tx * TILE) as i64 - self.pad_x,
-            );
+            let (y0, x0) = ((ty * M) as i64 - self.pad_y, (tx * M) as i64 - self.pad_x);
             let px = tile_pixels::<N>(x, img, [self.h, self.w], c, [y0, x0], zero);
             input_tile::<N, V>(&mats.bt, &px, c, v.add(tb * c), tpb * c);
         }
@@ -336,10 +357,10 @@ impl WinogradConv {
         for tb in 0..count {
             let t = t0 + tb;
             let (img, ty, tx) = (t / (ty_n * tx_n), t / tx_n % ty_n, t % tx_n);
-            let out: [[*mut f32; TILE]; TILE] = std::array::from_fn(|i| {
-                let oy = ty * TILE + i;
+            let out: [[*mut f32; M]; M] = std::array::from_fn(|i| {
+                let oy = ty * M + i;
                 std::array::from_fn(|j| {
-                    let ox = tx * TILE + j;
+                    let ox = tx * M + j;
                     if oy < self.oh && ox < self.ow {
                         y.add(((img * self.oh + oy) * self.ow + ox) * self.o)
                     } else {
@@ -347,7 +368,7 @@ impl WinogradConv {
                     }
                 })
             });
-            output_tile::<N, TILE, V>(&mats.at, mm.add(tb * o_pad), tpb * o_pad, self.o, &out);
+            output_tile::<N, M, V>(&mats.at, mm.add(tb * o_pad), tpb * o_pad, self.o, &out);
         }
     }
 }
@@ -399,10 +420,15 @@ mod tests {
                 x[((img * h + y as usize) * w + xx as usize) * c + ch] as f64
             }
         };
-        let paths = [Simd::detect(), Simd::Portable];
+        // Every instruction set and every tile of r = 5 (the error grows with the tile).
+        let paths: Vec<(Simd, usize)> = [Simd::detect(), Simd::Portable]
+            .into_iter()
+            .flat_map(|s| [2, 3, 4].map(|m| (s, m)))
+            .collect();
+        let tol = |m: usize| 1e-5 * m as f64;
         // Forward: y[n, oy, ox, o] = sum x[n, oy + ky - 2, ox + kx - 1, c] * k[ky, kx, c, o].
-        for simd in paths {
-            let plan = WinogradConv::new(&geometry, KernelLayout::hwio(&geometry), 2)
+        for &(simd, m) in &paths {
+            let plan = WinogradConv::with_tile(&geometry, KernelLayout::hwio(&geometry), 2, m)
                 .expect("winograd takes it")
                 .with_simd(simd);
             let mut y = vec![f32::NAN; n * oh * ow * o];
@@ -433,8 +459,8 @@ mod tests {
                             }
                             let got = y[((img * oh + oy) * ow + ox) * o + oc] as f64;
                             assert!(
-                                (got - want).abs() <= 1e-5 * mag,
-                                "{simd:?} forward: {got} vs {want}"
+                                (got - want).abs() <= tol(m) * mag,
+                                "{simd:?} F({m}, 5) forward: {got} vs {want}"
                             );
                         }
                     }
@@ -442,9 +468,9 @@ mod tests {
             }
         }
         // Weight gradient: dw[ky, kx, c, o] = sum x[n, y + ky - 2, x + kx - 1, c] * dy[n, y, x, o].
-        for simd in paths {
+        for &(simd, m) in &paths {
             let strides = [r * c * o, c * o, o, 1];
-            let plan = WinogradFilterGradient::new(&geometry, strides, 2)
+            let plan = WinogradFilterGradient::with_tile(&geometry, strides, 2, m)
                 .expect("the filter routine takes it")
                 .with_simd(simd);
             let mut dw = vec![f32::NAN; r * r * c * o];
@@ -475,8 +501,8 @@ mod tests {
                             }
                             let got = dw[((ky * r + kx) * c + ch) * o + oc] as f64;
                             assert!(
-                                (got - want).abs() <= 1e-5 * mag,
-                                "{simd:?} filter: {got} vs {want}"
+                                (got - want).abs() <= tol(m) * mag,
+                                "{simd:?} F({m}, 5) filter: {got} vs {want}"
                             );
                         }
                     }

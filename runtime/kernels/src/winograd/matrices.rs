@@ -41,10 +41,12 @@ pub struct Transform {
 /// - F(2, 3): `{0, 1, -1}` (the classic choice, exact in binary);
 /// - F(2, 5) and F(4, 3): `{0, 1, -1, 2, -1/2}`, which beat `{0, +-1, +-2}` and
 ///   `{0, +-1, +-1/2}` (see `docs/jit.md` for the figures).
-pub fn points_for(m: usize, r: usize) -> Option<&'static [f64]> {
+pub const fn points_for(m: usize, r: usize) -> Option<&'static [f64]> {
     match (m, r) {
         (2, 3) => Some(&POINTS_3),
         (2, 5) | (4, 3) => Some(&POINTS_5),
+        (3, 5) => Some(&POINTS_6),
+        (4, 5) | (6, 3) => Some(&POINTS_7),
         _ => None,
     }
 }
@@ -53,6 +55,10 @@ pub fn points_for(m: usize, r: usize) -> Option<&'static [f64]> {
 pub const POINTS_3: [f64; 3] = [0.0, 1.0, -1.0];
 /// The finite points of F(2, 5) and F(4, 3).
 pub const POINTS_5: [f64; 5] = [0.0, 1.0, -1.0, 2.0, -0.5];
+/// The finite points of F(3, 5).
+pub const POINTS_6: [f64; 6] = [0.0, 1.0, -1.0, 2.0, -0.5, 0.5];
+/// The finite points of F(4, 5) and F(6, 3).
+pub const POINTS_7: [f64; 7] = [0.0, 1.0, -1.0, 2.0, -0.5, 0.5, -2.0];
 
 /// F(M, R) (N = M + R - 1) rounded to f32, as fixed-size arrays. The routines evaluate
 /// [`Matrices::standard`] at compile time (`const { .. }`), so that in their unrolled loops
@@ -65,11 +71,11 @@ pub struct Matrices<const N: usize, const M: usize, const R: usize> {
 }
 
 impl<const N: usize, const M: usize, const R: usize> Matrices<N, M, R> {
-    /// F(M, R) with the points of [`points_for`] (F(2, 3), F(2, 5) or F(4, 3)).
+    /// F(M, R) with the points of [`points_for`].
     pub const fn standard() -> Self {
-        let points: &[f64] = match (M, R) {
-            (2, 3) => &POINTS_3,
-            _ => &POINTS_5,
+        let points: &[f64] = match points_for(M, R) {
+            Some(p) => p,
+            None => panic!("no transform for this F(m, r)"),
         };
         Self::cook_toom(points)
     }
@@ -257,7 +263,7 @@ mod tests {
     #[test]
     fn one_dimensional_identity_holds_in_f64() {
         let mut rng = Rng(0x9e3779b97f4a7c15);
-        for (m, r) in [(2, 3), (2, 5), (4, 3)] {
+        for (m, r) in [(2, 3), (2, 5), (4, 3), (3, 5), (4, 5), (6, 3)] {
             let t = Transform::standard(m, r).unwrap();
             for _ in 0..50 {
                 let d: Vec<f64> = (0..t.n).map(|_| rng.next()).collect();
@@ -266,7 +272,7 @@ mod tests {
                 for (k, &yk) in y.iter().enumerate() {
                     let direct: f64 = (0..r).map(|j| g[j] * d[k + j]).sum();
                     assert!(
-                        (yk - direct).abs() < 1e-12,
+                        (yk - direct).abs() < 1e-11,
                         "F({m},{r}) y{k}: {yk} vs {direct}"
                     );
                 }
@@ -309,6 +315,15 @@ mod tests {
         let f43 = Matrices::<6, 4, 3>::standard();
         let (at, bt, g) = Transform::standard(4, 3).unwrap().to_f32();
         assert_eq!((flat(&f43.at), flat(&f43.bt), flat(&f43.g)), (at, bt, g));
+        let f35 = Matrices::<7, 3, 5>::standard();
+        let (at, bt, g) = Transform::standard(3, 5).unwrap().to_f32();
+        assert_eq!((flat(&f35.at), flat(&f35.bt), flat(&f35.g)), (at, bt, g));
+        let f45 = Matrices::<8, 4, 5>::standard();
+        let (at, bt, g) = Transform::standard(4, 5).unwrap().to_f32();
+        assert_eq!((flat(&f45.at), flat(&f45.bt), flat(&f45.g)), (at, bt, g));
+        let f63 = Matrices::<8, 6, 3>::standard();
+        let (at, bt, g) = Transform::standard(6, 3).unwrap().to_f32();
+        assert_eq!((flat(&f63.at), flat(&f63.bt), flat(&f63.g)), (at, bt, g));
     }
 
     #[test]
@@ -318,6 +333,7 @@ mod tests {
         assert!(Transform::cook_toom(2, 3, &[0.0, f64::NAN, 1.0]).is_err());
         assert!(Transform::cook_toom(0, 3, &[]).is_err());
         assert!(Transform::standard(3, 7).is_none());
+        assert!(Transform::standard(5, 5).is_none());
     }
 
     /// One 2-D tile computed in f32 (transforms and products rounded to f32 at every step, as
@@ -404,6 +420,49 @@ mod tests {
                     tile_error_f32(&Transform::cook_toom(m, r, pts).unwrap(), 20000);
                 println!("F({m},{r}) {pts:?}: max {emax:.3e} mean {emean:.3e}");
                 assert!(cmean <= emean * 1.02, "F({m},{r}): {pts:?} is better");
+            }
+        }
+        // The larger tiles: the chosen sets against their alternatives (printed, for the
+        // table in docs/jit.md; run with --nocapture).
+        let larger: [(usize, usize, &[&[f64]]); 3] = [
+            (
+                3,
+                5,
+                &[
+                    &[0.0, 1.0, -1.0, 2.0, -0.5, 0.5],
+                    &[0.0, 1.0, -1.0, 2.0, -0.5, -2.0],
+                    &[0.0, 1.0, -1.0, 2.0, -2.0, 0.5],
+                    &[0.0, 1.0, -1.0, 0.5, -0.5, 2.0],
+                ],
+            ),
+            (
+                4,
+                5,
+                &[
+                    &[0.0, 1.0, -1.0, 2.0, -0.5, 0.5, -2.0],
+                    &[0.0, 1.0, -1.0, 2.0, -2.0, 0.5, 3.0],
+                    &[0.0, 1.0, -1.0, 2.0, -0.5, 0.5, 3.0],
+                ],
+            ),
+            (
+                6,
+                3,
+                &[
+                    &[0.0, 1.0, -1.0, 2.0, -0.5, 0.5, -2.0],
+                    &[0.0, 1.0, -1.0, 2.0, -2.0, 0.5, 3.0],
+                ],
+            ),
+        ];
+        for (m, r, sets) in larger {
+            let (cmax, cmean) = tile_error_f32(&Transform::standard(m, r).unwrap(), 20000);
+            println!(
+                "F({m},{r}) chosen {:?}: max {cmax:.3e} mean {cmean:.3e}",
+                points_for(m, r)
+            );
+            for pts in sets {
+                let (emax, emean) =
+                    tile_error_f32(&Transform::cook_toom(m, r, pts).unwrap(), 20000);
+                println!("F({m},{r}) {pts:?}: max {emax:.3e} mean {emean:.3e}");
             }
         }
         let (f23, _) = tile_error_f32(&Transform::standard(2, 3).unwrap(), 2000);

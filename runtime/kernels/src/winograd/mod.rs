@@ -1,4 +1,5 @@
-//! Winograd F(2x2, r x r) convolution (r = 3 or 5): the transform matrices ([`matrices`]),
+//! Winograd F(m x m, r x r) convolution (r = 3 or 5, output tiles m = 2..6): the transform
+//! matrices ([`matrices`]),
 //! the per-tile transforms vectorized over channels ([`tiles`]), the forward convolution
 //! ([`forward`]) and its weight gradient by the transposed algorithm ([`filter_gradient`]).
 
@@ -9,9 +10,10 @@ pub mod tiles;
 
 pub use filter_gradient::WinogradFilterGradient;
 pub use forward::{KernelLayout, WinogradConv};
+pub use matrices::points_for;
 
-/// Output tile size per dimension (F(2x2, r x r)).
-pub(crate) const TILE: usize = 2;
+/// The output tile used when none is asked for (F(2x2, r x r), the smallest error).
+pub const DEFAULT_TILE: usize = 2;
 
 /// Input channels below this are declined: the transforms work on 8 channels at a time, and
 /// with one channel the Winograd products are too thin to pay for them. (The JIT's
@@ -24,17 +26,39 @@ pub fn supported_kernel(r: usize) -> bool {
     matches!(r, 3 | 5)
 }
 
-/// Runs `$body` with `N`, `R` bound to the sizes of F(2, r).
+/// Whether F(m x m, r x r) has a routine: r = 3 with m = 2 and r = 5 with m = 2, 3 or 4.
+/// (`matrices.rs` also derives F(4, 3) and F(6, 3); they are not compiled into routines,
+/// since every fully unrolled size adds minutes to the crate's optimized build.)
+pub fn supported_tile(m: usize, r: usize) -> bool {
+    matches!((m, r), (2, 3) | (2..=4, 5))
+}
+
+/// Runs `$body` with `N`, `M`, `R` bound to the sizes of F(m, r) (one of [`supported_tile`];
+/// anything else runs F(2, 5), so callers check first).
 macro_rules! with_sizes {
-    ($r:expr, |$n:ident, $rr:ident| $body:expr) => {
-        match $r {
-            3 => {
+    ($m:expr, $r:expr, |$n:ident, $mm:ident, $rr:ident| $body:expr) => {
+        match ($m, $r) {
+            (2, 3) => {
                 const $n: usize = 4;
+                const $mm: usize = 2;
                 const $rr: usize = 3;
+                $body
+            }
+            (3, 5) => {
+                const $n: usize = 7;
+                const $mm: usize = 3;
+                const $rr: usize = 5;
+                $body
+            }
+            (4, 5) => {
+                const $n: usize = 8;
+                const $mm: usize = 4;
+                const $rr: usize = 5;
                 $body
             }
             _ => {
                 const $n: usize = 6;
+                const $mm: usize = 2;
                 const $rr: usize = 5;
                 $body
             }

@@ -12,6 +12,36 @@ use tessel_kernels::geometry::window_output;
 use tessel_kernels::winograd::{KernelLayout, WinogradConv, WinogradFilterGradient};
 use tessel_kernels::Conv2dGeometry;
 
+/// What a Winograd convolution computes, for the choice of its output tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Use {
+    Forward,
+    /// The forward routine with a reversed kernel: JAX's data gradient.
+    DataGradient,
+    FilterGradient,
+}
+
+impl Use {
+    /// The output tile `m` of F(m x m, r x r) for an `r x r` window: F(4x4) for 5x5 in all
+    /// three uses (4 products per output instead of 9; on the MNIST step the corpus margin is
+    /// 0.001 of the tolerance, see docs/jit.md "Points and error"), F(2x2) for 3x3 (the
+    /// larger 3x3 tiles are not compiled). `TESSEL_WINOGRAD_TILE=f,d,w` (e.g. `2,2,2`) sets
+    /// the three tiles, the switch for measuring error and speed; an unsupported tile declines
+    /// Winograd for that convolution.
+    fn tile(self, r: usize) -> usize {
+        let chosen = std::env::var("TESSEL_WINOGRAD_TILE").ok().and_then(|v| {
+            let t: Vec<usize> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+            (t.len() == 3).then(|| t[self as usize])
+        });
+        let default = if r == 5 {
+            4
+        } else {
+            tessel_kernels::winograd::DEFAULT_TILE
+        };
+        chosen.unwrap_or(default)
+    }
+}
+
 /// Row-major strides of `dims`, in elements.
 fn row_major_strides(dims: &[usize]) -> Vec<usize> {
     let mut s = vec![1usize; dims.len()];
@@ -96,7 +126,13 @@ impl WinogradPlan {
             strides: ks.map(|k| kstrides[k]),
             reversed: [win[0].reversal, win[1].reversal],
         };
-        let routine = WinogradConv::new(&geometry, layout, threads).ok()?;
+        let tile = if layout.reversed[0] {
+            Use::DataGradient
+        } else {
+            Use::Forward
+        }
+        .tile(r);
+        let routine = WinogradConv::with_tile(&geometry, layout, threads, tile).ok()?;
         Some(WinogradPlan {
             name: name.to_string(),
             scratch: alloc(routine.scratch_bytes()),
@@ -199,8 +235,13 @@ impl WinogradFilterPlan {
             padding: pads,
         };
         let ostrides = row_major_strides(&odims);
-        let routine =
-            WinogradFilterGradient::new(&geometry, od.map(|i| ostrides[i]), threads).ok()?;
+        let routine = WinogradFilterGradient::with_tile(
+            &geometry,
+            od.map(|i| ostrides[i]),
+            threads,
+            Use::FilterGradient.tile(geometry.window[0]),
+        )
+        .ok()?;
         Some(WinogradFilterPlan {
             name: name.to_string(),
             scratch: alloc(routine.scratch_bytes()),
