@@ -423,7 +423,7 @@ mod tests {
         // Every instruction set and every tile of r = 5 (the error grows with the tile).
         let paths: Vec<(Simd, usize)> = [Simd::detect(), Simd::Portable]
             .into_iter()
-            .flat_map(|s| [2, 3, 4].map(|m| (s, m)))
+            .flat_map(|s| [2, 4].map(|m| (s, m)))
             .collect();
         let tol = |m: usize| 1e-5 * m as f64;
         // Forward: y[n, oy, ox, o] = sum x[n, oy + ky - 2, ox + kx - 1, c] * k[ky, kx, c, o].
