@@ -5,7 +5,7 @@
 //! `U = G w G^T` and `V = B^T d B`, so the gradient of `sum <dY, Y>` with respect to `w` is
 //! `G^T dU G` with `dU[xi][c][k] = sum over tiles V[xi][tile][c] * Yhat[xi][tile][k]` and
 //! `Yhat = A dY A^T` (the 2x2 gradient tile, zeros past the edge). Per block of tiles:
-//! transform the input tiles into `V[xi][t][c]` and the gradient tiles into `Yhat[xi][t][k]`,
+//! transform the input tiles into `V[t][xi][c]` and the gradient tiles into `Yhat[t][xi][k]`,
 //! then `dU[xi] += V[xi]^T * Yhat[xi]` (36 small products, `gemm/small.rs`).
 //!
 //! It is planned from the geometry of the forward convolution (`X` as `[N, H, W, C]`, an
@@ -30,7 +30,7 @@ use crate::scratch::{floats, Scratch};
 use crate::KernelError;
 
 /// Scratch bytes a worker's block may use for `V` and `Yhat` (its `dU` comes on top).
-const BLOCK_BYTES: usize = 512 << 10;
+const BLOCK_BYTES: usize = 768 << 10;
 
 /// A planned weight gradient.
 #[derive(Clone, Debug)]
@@ -51,7 +51,7 @@ pub struct WinogradFilterGradient {
     pad_x: i64,
     /// Output strides (elements) of ky, kx, c, k.
     ostride: [usize; 4],
-    /// Per worker `V[xi][t][c]`, `Yhat[xi][t][k_pad]`, `dU[xi][c][k_pad]` (scratch offset).
+    /// Per worker `V[t][xi][c]`, `Yhat[t][xi][k_pad]`, `dU[xi][c][k_pad]` (scratch offset).
     workers_at: usize,
     scratch: Scratch,
     worker_floats: usize,
@@ -208,7 +208,9 @@ impl WinogradFilterGradient {
     ) {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2Fma => self.block_avx2::<N, M, R>(x, dy, buf, du, t0, count, accumulate),
+            Simd::Avx2Fma | Simd::Avx512 => {
+                self.block_avx2::<N, M, R>(x, dy, buf, du, t0, count, accumulate)
+            }
             _ => self.block::<N, M, R, Portable>(x, dy, buf, du, t0, count, accumulate),
         }
     }
@@ -246,8 +248,13 @@ impl WinogradFilterGradient {
         let mats: &'static Matrices<N, M, R> = const { &Matrices::standard() };
         let tpb = self.tiles_per_block;
         let (c, k_pad) = (self.c, self.k_pad);
+        // Tile-major (`V[t][xi][c]`, `Yhat[t][xi][k]`): each tile's transform writes one
+        // contiguous run; the products step over tiles with a stride.
         let v = buf;
         let yhat = buf.add(N * N * tpb * c);
+        // Strides of a tile and of a point in V and Yhat.
+        let (vt, vx) = (N * N * c, c);
+        let (yt, yx) = (N * N * k_pad, k_pad);
         let (ty_n, tx_n) = (self.oh.div_ceil(M), self.ow.div_ceil(M));
         let zero = self.zeros.as_ptr();
         for tb in 0..count {
@@ -262,9 +269,9 @@ impl WinogradFilterGradient {
                 [oy - self.pad_y, ox - self.pad_x],
                 zero,
             );
-            input_tile::<N, V>(&mats.bt, &px, c, v.add(tb * c), tpb * c);
+            input_tile::<N, V>(&mats.bt, &px, c, v.add(tb * vt), vx);
             let gp = tile_pixels::<M>(dy, img, [self.oh, self.ow], self.k, [oy, ox], zero);
-            gradient_tile::<N, M, V>(&mats.at, &gp, self.k, yhat.add(tb * k_pad), tpb * k_pad);
+            gradient_tile::<N, M, V>(&mats.at, &gp, self.k, yhat.add(tb * yt), yx);
         }
         for xi in 0..N * N {
             small_gemm(
@@ -272,11 +279,11 @@ impl WinogradFilterGradient {
                 c,
                 k_pad,
                 count,
-                v.add(xi * tpb * c),
+                v.add(xi * vx),
                 1,
-                c as isize,
-                yhat.add(xi * tpb * k_pad),
-                k_pad,
+                vt as isize,
+                yhat.add(xi * yx),
+                yt,
                 du.add(xi * c * k_pad),
                 k_pad,
                 accumulate,

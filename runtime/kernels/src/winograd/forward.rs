@@ -11,7 +11,7 @@
 //! Per call: the kernel is transformed once into `U[xi][c][o]` (xi < 36 for F(2,5); the
 //! columns padded to a multiple of 8). Then the output tiles are cut into blocks of
 //! `tiles_per_block`; each worker takes blocks in turn and, per block, transforms the input
-//! tiles into `V[xi][t][c]`, computes the 36 products `M[xi] = V[xi] * U[xi]` with a
+//! tiles into `V[t][xi][c]`, computes the 36 products `M[xi] = V[xi] * U[xi]` with a
 //! register-blocked kernel (`gemm/small.rs`) and transforms `M` back into output tiles. The
 //! block's scratch stays in L2. Each output is written by exactly one block, so the result
 //! does not depend on the number of workers.
@@ -32,7 +32,7 @@ use crate::KernelError;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Scratch bytes a worker's block may use (V and M), so that they stay in the L2 cache.
-const BLOCK_BYTES: usize = 512 << 10;
+const BLOCK_BYTES: usize = 768 << 10;
 
 /// Where the kernel's taps are: strides in floats of its rows, columns, input channels and
 /// output channels, and whether the window is reversed along the rows and the columns.
@@ -73,7 +73,7 @@ pub struct WinogradConv {
     kernel: KernelLayout,
     /// `U[xi][c][o_pad]` (scratch offset).
     u: usize,
-    /// Per worker `V[xi][t][c]` then `M[xi][t][o_pad]`, `worker_floats` apart (scratch offset).
+    /// Per worker `V[t][xi][c]` then `M[t][xi][o_pad]`, `worker_floats` apart (scratch offset).
     blocks: usize,
     scratch: Scratch,
     worker_floats: usize,
@@ -219,7 +219,7 @@ impl WinogradConv {
     ) {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2Fma => self.kernel_avx2::<N, M, R>(k, u, c0, c1),
+            Simd::Avx2Fma | Simd::Avx512 => self.kernel_avx2::<N, M, R>(k, u, c0, c1),
             _ => self.kernel_part::<N, M, R, Portable>(k, u, c0, c1),
         }
     }
@@ -291,7 +291,7 @@ impl WinogradConv {
     ) {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2Fma => self.block_avx2::<N, M, R>(x, u, y, buf, t0, count),
+            Simd::Avx2Fma | Simd::Avx512 => self.block_avx2::<N, M, R>(x, u, y, buf, t0, count),
             _ => self.block::<N, M, R, Portable>(x, u, y, buf, t0, count),
         }
     }
@@ -327,8 +327,14 @@ impl WinogradConv {
         let mats: &'static Matrices<N, M, R> = const { &Matrices::standard() };
         let tpb = self.tiles_per_block;
         let (c, o_pad) = (self.c, self.o_pad);
+        // Tile-major: a tile's N * N transformed points are adjacent (`V[t][xi][c]`,
+        // `M[t][xi][o]`), so each transform reads or writes one contiguous run, and the
+        // products reach their rows through a stride.
         let v = buf;
         let mm = buf.add(N * N * tpb * c);
+        // Strides of a tile and of a point in V and M.
+        let (vt, vx) = (N * N * c, c);
+        let (mt, mx) = (N * N * o_pad, o_pad);
         let (ty_n, tx_n) = (self.oh.div_ceil(M), self.ow.div_ceil(M));
         let zero = self.zeros.as_ptr();
         for tb in 0..count {
@@ -336,7 +342,7 @@ impl WinogradConv {
             let (img, ty, tx) = (t / (ty_n * tx_n), t / tx_n % ty_n, t % tx_n);
             let (y0, x0) = ((ty * M) as i64 - self.pad_y, (tx * M) as i64 - self.pad_x);
             let px = tile_pixels::<N>(x, img, [self.h, self.w], c, [y0, x0], zero);
-            input_tile::<N, V>(&mats.bt, &px, c, v.add(tb * c), tpb * c);
+            input_tile::<N, V>(&mats.bt, &px, c, v.add(tb * vt), vx);
         }
         for xi in 0..N * N {
             small_gemm(
@@ -344,13 +350,13 @@ impl WinogradConv {
                 count,
                 o_pad,
                 c,
-                v.add(xi * tpb * c),
-                c as isize,
+                v.add(xi * vx),
+                vt as isize,
                 1,
                 u.add(xi * c * o_pad),
                 o_pad,
-                mm.add(xi * tpb * o_pad),
-                o_pad,
+                mm.add(xi * mx),
+                mt,
                 false,
             );
         }
@@ -368,7 +374,7 @@ impl WinogradConv {
                     }
                 })
             });
-            output_tile::<N, M, V>(&mats.at, mm.add(tb * o_pad), tpb * o_pad, self.o, &out);
+            output_tile::<N, M, V>(&mats.at, mm.add(tb * mt), mx, self.o, &out);
         }
     }
 }
@@ -421,7 +427,7 @@ mod tests {
             }
         };
         // Every instruction set and every tile of r = 5 (the error grows with the tile).
-        let paths: Vec<(Simd, usize)> = [Simd::detect(), Simd::Portable]
+        let paths: Vec<(Simd, usize)> = Simd::available()
             .into_iter()
             .flat_map(|s| [2, 4].map(|m| (s, m)))
             .collect();

@@ -6,24 +6,56 @@
 //! transposed operand costs nothing), `b` and `c` row-major with a row stride, and `n` a
 //! multiple of 8 (the callers pad their columns). With AVX2 and FMA the kernel keeps a 6 x 16
 //! block of `c` in twelve registers and, per step of `k`, loads two vectors of `b` and
-//! broadcasts six values of `a`; elsewhere a portable loop does the same arithmetic.
+//! broadcasts six values of `a` (`avx2.rs`); with full-width AVX-512, a 6 x 64 block in 24
+//! registers (`avx512.rs`); elsewhere a portable loop does the same arithmetic.
 
 /// Which code the Winograd routines run, detected once when a plan is made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Simd {
     /// x86-64 with AVX2 and FMA: 8-lane vectors, fused multiply-add.
     Avx2Fma,
+    /// As [`Simd::Avx2Fma`] for the transforms, with the products in 16-lane AVX-512
+    /// registers. Chosen wherever AVX-512 exists: also on Zen 4, which splits 512-bit work
+    /// into two halves, the 6 x 64 kernel beats the AVX2 one (fewer loads and instructions
+    /// per multiply-add; the b128 step 24.5 -> 21.5 ms there, docs/performance.md).
+    Avx512,
     /// Anything else: plain loops the compiler vectorizes for the baseline target.
     Portable,
 }
 
 impl Simd {
+    /// The fastest code this machine runs. `TESSEL_SMALL_GEMM=avx512|avx2|portable` asks for
+    /// one (to measure them against each other); a request the CPU cannot run is ignored.
     pub fn detect() -> Simd {
-        if cfg!(target_arch = "x86_64") && crate::cpu::CpuFeatures::detect().avx2_fma() {
+        let f = crate::cpu::CpuFeatures::detect();
+        let avx2 = cfg!(target_arch = "x86_64") && f.avx2_fma();
+        let avx512 = avx2 && f.avx512f;
+        match std::env::var("TESSEL_SMALL_GEMM").as_deref() {
+            Ok("avx512") if avx512 => return Simd::Avx512,
+            Ok("avx2") if avx2 => return Simd::Avx2Fma,
+            Ok("portable") => return Simd::Portable,
+            _ => {}
+        }
+        if avx512 {
+            Simd::Avx512
+        } else if avx2 {
             Simd::Avx2Fma
         } else {
             Simd::Portable
         }
+    }
+
+    /// Every path this machine can run (tests compare them).
+    pub fn available() -> Vec<Simd> {
+        let f = crate::cpu::CpuFeatures::detect();
+        let mut out = vec![Simd::Portable];
+        if cfg!(target_arch = "x86_64") && f.avx2_fma() {
+            out.push(Simd::Avx2Fma);
+            if f.avx512f {
+                out.push(Simd::Avx512);
+            }
+        }
+        out
     }
 }
 
@@ -54,6 +86,8 @@ pub unsafe fn small_gemm(
     match simd {
         #[cfg(target_arch = "x86_64")]
         Simd::Avx2Fma => avx2::gemm(m, n, k, a, rsa, csa, b, ldb, c, ldc, accumulate),
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx512 => avx512::gemm(m, n, k, a, rsa, csa, b, ldb, c, ldc, accumulate),
         _ => portable(m, n, k, a, rsa, csa, b, ldb, c, ldc, accumulate),
     }
 }
@@ -88,103 +122,9 @@ unsafe fn portable(
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use std::arch::x86_64::*;
-
-    /// Rows of `c` one kernel call keeps in registers.
-    const MR: usize = 6;
-
-    #[target_feature(enable = "avx2,fma")]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn gemm(
-        m: usize,
-        n: usize,
-        k: usize,
-        a: *const f32,
-        rsa: isize,
-        csa: isize,
-        b: *const f32,
-        ldb: usize,
-        c: *mut f32,
-        ldc: usize,
-        acc: bool,
-    ) {
-        let mut j = 0;
-        while j < n {
-            let wide = n - j >= 16;
-            let mut i = 0;
-            while i < m {
-                let rows = (m - i).min(MR);
-                let ap = a.offset(i as isize * rsa);
-                let (bp, cp) = (b.add(j), c.add(i * ldc + j));
-                macro_rules! tile {
-                    ($mr:literal) => {
-                        if wide {
-                            tile::<$mr, 2>(k, ap, rsa, csa, bp, ldb, cp, ldc, acc)
-                        } else {
-                            tile::<$mr, 1>(k, ap, rsa, csa, bp, ldb, cp, ldc, acc)
-                        }
-                    };
-                }
-                match rows {
-                    6 => tile!(6),
-                    5 => tile!(5),
-                    4 => tile!(4),
-                    3 => tile!(3),
-                    2 => tile!(2),
-                    _ => tile!(1),
-                }
-                i += rows;
-            }
-            j += if wide { 16 } else { 8 };
-        }
-    }
-
-    /// One `R x (8 * V)` block of `c`, accumulated over all of `k` in registers.
-    #[target_feature(enable = "avx2,fma")]
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn tile<const R: usize, const V: usize>(
-        k: usize,
-        a: *const f32,
-        rsa: isize,
-        csa: isize,
-        b: *const f32,
-        ldb: usize,
-        c: *mut f32,
-        ldc: usize,
-        acc: bool,
-    ) {
-        let mut r = [[_mm256_setzero_ps(); V]; R];
-        if acc {
-            for (i, ri) in r.iter_mut().enumerate() {
-                for (v, rv) in ri.iter_mut().enumerate() {
-                    *rv = _mm256_loadu_ps(c.add(i * ldc + 8 * v));
-                }
-            }
-        }
-        let (mut ap, mut bp) = (a, b);
-        for _ in 0..k {
-            let mut bv = [_mm256_setzero_ps(); V];
-            for (v, x) in bv.iter_mut().enumerate() {
-                *x = _mm256_loadu_ps(bp.add(8 * v));
-            }
-            for (i, ri) in r.iter_mut().enumerate() {
-                let x = _mm256_set1_ps(*ap.offset(i as isize * rsa));
-                for (rv, &bx) in ri.iter_mut().zip(&bv) {
-                    *rv = _mm256_fmadd_ps(x, bx, *rv);
-                }
-            }
-            ap = ap.offset(csa);
-            bp = bp.add(ldb);
-        }
-        for (i, ri) in r.iter().enumerate() {
-            for (v, &rv) in ri.iter().enumerate() {
-                _mm256_storeu_ps(c.add(i * ldc + 8 * v), rv);
-            }
-        }
-    }
-}
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 
 #[cfg(test)]
 mod tests {
@@ -224,13 +164,17 @@ mod tests {
 
     #[test]
     fn both_paths_match_a_reference_for_odd_shapes_and_strides() {
-        for simd in [Simd::detect(), Simd::Portable] {
+        for simd in Simd::available() {
             for (m, n, k) in [
                 (1, 8, 1),
                 (7, 24, 5),
                 (13, 40, 33),
                 (6, 16, 64),
                 (32, 64, 30),
+                (18, 64, 32),
+                (32, 56, 18),
+                (6, 48, 7),
+                (11, 104, 9),
             ] {
                 for transposed in [false, true] {
                     let a = data(m * k, 1);
