@@ -16,9 +16,9 @@
 //! result is always the same.
 
 use super::matrices::Matrices;
-#[cfg(target_arch = "x86_64")]
-use super::tiles::Avx;
 use super::tiles::{filter_tile, gradient_tile, input_tile, Portable, Vector, LANES};
+#[cfg(target_arch = "x86_64")]
+use super::tiles::{Avx, Avx512};
 use super::{
     supported_kernel, supported_tile, tile_pixels, tiles_per_block, with_sizes, DEFAULT_TILE,
     MIN_CHANNELS,
@@ -208,9 +208,9 @@ impl WinogradFilterGradient {
     ) {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2Fma | Simd::Avx512 => {
-                self.block_avx2::<N, M, R>(x, dy, buf, du, t0, count, accumulate)
-            }
+            Simd::Avx2Fma => self.block_avx2::<N, M, R>(x, dy, buf, du, t0, count, accumulate),
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx512 => self.block_avx512::<N, M, R>(x, dy, buf, du, t0, count, accumulate),
             _ => self.block::<N, M, R, Portable>(x, dy, buf, du, t0, count, accumulate),
         }
     }
@@ -229,6 +229,22 @@ impl WinogradFilterGradient {
         accumulate: bool,
     ) {
         self.block::<N, M, R, Avx>(x, dy, buf, du, t0, count, accumulate)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn block_avx512<const N: usize, const M: usize, const R: usize>(
+        &self,
+        x: *const f32,
+        dy: *const f32,
+        buf: *mut f32,
+        du: *mut f32,
+        t0: usize,
+        count: usize,
+        accumulate: bool,
+    ) {
+        self.block::<N, M, R, Avx512>(x, dy, buf, du, t0, count, accumulate)
     }
 
     /// Tiles `t0..t0 + count` into `du` (overwritten unless `accumulate`).

@@ -17,9 +17,9 @@
 //! does not depend on the number of workers.
 
 use super::matrices::Matrices;
-#[cfg(target_arch = "x86_64")]
-use super::tiles::Avx;
 use super::tiles::{input_tile, kernel_tile, output_tile, Portable, Vector, LANES};
+#[cfg(target_arch = "x86_64")]
+use super::tiles::{Avx, Avx512};
 use super::{
     supported_kernel, supported_tile, tile_pixels, tiles_per_block, with_sizes, DEFAULT_TILE,
     MIN_CHANNELS,
@@ -291,7 +291,9 @@ impl WinogradConv {
     ) {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2Fma | Simd::Avx512 => self.block_avx2::<N, M, R>(x, u, y, buf, t0, count),
+            Simd::Avx2Fma => self.block_avx2::<N, M, R>(x, u, y, buf, t0, count),
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx512 => self.block_avx512::<N, M, R>(x, u, y, buf, t0, count),
             _ => self.block::<N, M, R, Portable>(x, u, y, buf, t0, count),
         }
     }
@@ -309,6 +311,21 @@ impl WinogradConv {
         count: usize,
     ) {
         self.block::<N, M, R, Avx>(x, u, y, buf, t0, count)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn block_avx512<const N: usize, const M: usize, const R: usize>(
+        &self,
+        x: *const f32,
+        u: *const f32,
+        y: *mut f32,
+        buf: *mut f32,
+        t0: usize,
+        count: usize,
+    ) {
+        self.block::<N, M, R, Avx512>(x, u, y, buf, t0, count)
     }
 
     /// Tiles `t0..t0 + count`: input transform, the `N * N` products, output transform.

@@ -1,7 +1,9 @@
 //! The per-tile Winograd transforms, vectorized over channels: every function works on
-//! groups of 8 consecutive channels (NHWC keeps them contiguous) held in a [`Vector`]: one
-//! AVX2 register with fused multiply-add ([`Avx`], used when the machine has them) or an
-//! `[f32; 8]` the compiler vectorizes as it can ([`Portable`]).
+//! groups of consecutive channels (NHWC keeps them contiguous) held in a [`Vector`]: one
+//! AVX-512 register of 16 ([`Avx512`], for the per-block transforms where the machine has
+//! AVX-512), one AVX2 register of 8 with fused multiply-add ([`Avx`]), or an `[f32; 8]` the
+//! compiler vectorizes as it can ([`Portable`]). The kernel transforms, once per call, stay
+//! at 8 lanes.
 //!
 //! Matrices are passed as fixed-size arrays (`at`: M x N, `bt`: N x N, `g`: N x R), so every
 //! loop has constant bounds and unrolls.
@@ -9,15 +11,17 @@
 /// Channels per vector group.
 pub const LANES: usize = 8;
 
-/// 8 f32 lanes.
+/// `LANES` f32 lanes (8, or 16 for [`Avx512`]).
 pub trait Vector: Copy {
+    /// Channels per vector.
+    const LANES: usize;
     fn zero() -> Self;
-    /// Reads `w <= 8` floats (zeros after them).
+    /// Reads `w <= LANES` floats (zeros after them).
     ///
     /// # Safety
     /// `p` must address `w` readable floats.
     unsafe fn load(p: *const f32, w: usize) -> Self;
-    /// Writes the first `w <= 8` lanes.
+    /// Writes the first `w <= LANES` lanes.
     ///
     /// # Safety
     /// `p` must address `w` writable floats.
@@ -33,6 +37,7 @@ pub trait Vector: Copy {
 pub struct Portable([f32; LANES]);
 
 impl Vector for Portable {
+    const LANES: usize = LANES;
     #[inline(always)]
     fn zero() -> Self {
         Portable([0.0; LANES])
@@ -82,6 +87,7 @@ pub struct Avx(std::arch::x86_64::__m256);
 
 #[cfg(target_arch = "x86_64")]
 impl Vector for Avx {
+    const LANES: usize = LANES;
     #[inline(always)]
     fn zero() -> Self {
         // SAFETY: AVX is present wherever an `Avx` is used (see the type's comment).
@@ -127,6 +133,67 @@ impl Vector for Avx {
     }
 }
 
+/// One AVX-512 register (16 lanes): the per-block transforms where the CPU has AVX-512
+/// (`Simd::Avx512`). As for [`Avx`], only used inside functions compiled with `avx512f` on a
+/// machine that has it.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+pub struct Avx512(std::arch::x86_64::__m512);
+
+#[cfg(target_arch = "x86_64")]
+impl Avx512 {
+    /// The first `w` of 16 lanes.
+    #[inline(always)]
+    fn mask(w: usize) -> u16 {
+        ((1u32 << w) - 1) as u16
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Vector for Avx512 {
+    const LANES: usize = 16;
+    #[inline(always)]
+    fn zero() -> Self {
+        // SAFETY: AVX-512 is present wherever an `Avx512` is used (see the type's comment).
+        Avx512(unsafe { std::arch::x86_64::_mm512_setzero_ps() })
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32, w: usize) -> Self {
+        use std::arch::x86_64::*;
+        if w == 16 {
+            Avx512(_mm512_loadu_ps(p))
+        } else {
+            // A masked load reads (and may fault on) only the lanes asked for.
+            Avx512(_mm512_maskz_loadu_ps(Self::mask(w), p))
+        }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f32, w: usize) {
+        use std::arch::x86_64::*;
+        if w == 16 {
+            _mm512_storeu_ps(p, self.0)
+        } else {
+            _mm512_mask_storeu_ps(p, Self::mask(w), self.0)
+        }
+    }
+    #[inline(always)]
+    fn madd(self, x: Self, s: f32) -> Self {
+        use std::arch::x86_64::*;
+        // SAFETY: as above.
+        Avx512(unsafe { _mm512_fmadd_ps(x.0, _mm512_set1_ps(s), self.0) })
+    }
+    #[inline(always)]
+    fn add(self, x: Self) -> Self {
+        // SAFETY: as above.
+        Avx512(unsafe { std::arch::x86_64::_mm512_add_ps(self.0, x.0) })
+    }
+    #[inline(always)]
+    fn sub(self, x: Self) -> Self {
+        // SAFETY: as above.
+        Avx512(unsafe { std::arch::x86_64::_mm512_sub_ps(self.0, x.0) })
+    }
+}
+
 /// Runs `$body` for `$i` in `0..$n` (`$n` at most 8, a constant in every use here) as
 /// straight-line code: the compiler's own unrolling gives up on these nests, and only
 /// unrolled, the constant matrix entries fold into the instructions.
@@ -146,18 +213,19 @@ macro_rules! unroll {
     };
 }
 
-/// Runs `$body` for every group of 8 channels below `$ch` with `$c0` its first channel and
-/// `$w` its width: the full groups in a loop where `$w` is the constant 8 (so the loads and
-/// stores have no tail test), then the partial last group, if any.
+/// Runs `$body` for every group of `$lanes` channels below `$ch` with `$c0` its first channel
+/// and `$w` its width: the full groups in a loop where `$w` is the constant `$lanes` (so the
+/// loads and stores have no tail test), then the partial last group, if any.
 macro_rules! by_chunks {
-    ($ch:expr, |$c0:ident, $w:ident| $body:block) => {{
+    ($ch:expr, $lanes:expr, |$c0:ident, $w:ident| $body:block) => {{
         let ch: usize = $ch;
-        let full = ch / LANES * LANES;
+        let lanes: usize = $lanes;
+        let full = ch / lanes * lanes;
         let mut $c0 = 0;
         while $c0 < full {
-            let $w = LANES;
+            let $w = lanes;
             $body
-            $c0 += LANES;
+            $c0 += lanes;
         }
         if $c0 < ch {
             let $w = ch - $c0;
@@ -205,7 +273,7 @@ pub unsafe fn input_tile<const N: usize, V: Vector>(
     v: *mut f32,
     plane: usize,
 ) {
-    by_chunks!(ch, |c0, w| {
+    by_chunks!(ch, V::LANES, |c0, w| {
         // tmp[x][i] = (B^T d)[i][x], column by column.
         let mut tmp = [[V::zero(); N]; N];
         unroll!(N, |x| {
@@ -233,8 +301,8 @@ pub unsafe fn input_tile<const N: usize, V: Vector>(
 /// not null (outputs past the image edge are dropped).
 ///
 /// # Safety
-/// `mm` must hold the `N * N` planes with `ch` rounded up to 8 readable floats each; every
-/// non-null `out` pointer `ch` writable floats.
+/// `mm` must hold the `N * N` planes with `ch` readable floats each; every non-null `out`
+/// pointer `ch` writable floats.
 #[inline(always)]
 pub unsafe fn output_tile<const N: usize, const M: usize, V: Vector>(
     at: &[[f32; N]; M],
@@ -243,13 +311,13 @@ pub unsafe fn output_tile<const N: usize, const M: usize, V: Vector>(
     ch: usize,
     out: &[[*mut f32; M]; M],
 ) {
-    by_chunks!(ch, |c0, w| {
+    by_chunks!(ch, V::LANES, |c0, w| {
         // tmp[b][i] = (A^T Mt)[i][b]
         let mut tmp = [[V::zero(); M]; N];
         unroll!(N, |b| {
             let mut col = [V::zero(); N];
             unroll!(N, |a| {
-                col[a] = V::load(mm.add((a * N + b) * plane + c0), LANES);
+                col[a] = V::load(mm.add((a * N + b) * plane + c0), w);
             });
             tmp[b] = mat_vec::<M, N, V>(at, &col);
         });
@@ -290,7 +358,10 @@ pub unsafe fn gradient_tile<const N: usize, const M: usize, V: Vector>(
             a[p][i] = at[i][p];
         });
     });
-    by_chunks!(ch, |c0, w| {
+    by_chunks!(ch, V::LANES, |c0, w| {
+        // The lanes past `w` load as zeros and so transform to zeros: written up to the next
+        // multiple of 8, they are the zero padding the products read.
+        let padded = w.next_multiple_of(LANES).min(V::LANES);
         // tmp[j][p] = (A dy)[p][j]
         let mut tmp = [[V::zero(); N]; M];
         unroll!(M, |j| {
@@ -307,7 +378,7 @@ pub unsafe fn gradient_tile<const N: usize, const M: usize, V: Vector>(
             });
             let out = mat_vec::<N, M, V>(&a, &row);
             unroll!(N, |q| {
-                out[q].store(y.add((p * N + q) * plane + c0), LANES);
+                out[q].store(y.add((p * N + q) * plane + c0), padded);
             });
         });
     });
