@@ -6,7 +6,7 @@
 //! `G^T dU G` with `dU[xi][c][k] = sum over tiles V[xi][tile][c] * Yhat[xi][tile][k]` and
 //! `Yhat = A dY A^T` (the 2x2 gradient tile, zeros past the edge). Per block of tiles:
 //! transform the input tiles into `V[t][xi][c]` and the gradient tiles into `Yhat[t][xi][k]`,
-//! then `dU[xi] += V[xi]^T * Yhat[xi]` (36 small products, `gemm/small.rs`).
+//! then `dU[xi] += V[xi]^T * Yhat[xi]` (36 small products, `gemm/small/`).
 //!
 //! It is planned from the geometry of the forward convolution (`X` as `[N, H, W, C]`, an
 //! `r x r` window, `K` output channels, so `dY` is `[N, OH, OW, K]`); the output `dW` may be

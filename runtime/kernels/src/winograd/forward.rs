@@ -12,7 +12,7 @@
 //! columns padded to a multiple of 8). Then the output tiles are cut into blocks of
 //! `tiles_per_block`; each worker takes blocks in turn and, per block, transforms the input
 //! tiles into `V[t][xi][c]`, computes the 36 products `M[xi] = V[xi] * U[xi]` with a
-//! register-blocked kernel (`gemm/small.rs`) and transforms `M` back into output tiles. The
+//! register-blocked kernel (`gemm/small/`) and transforms `M` back into output tiles. The
 //! block's scratch stays in L2. Each output is written by exactly one block, so the result
 //! does not depend on the number of workers.
 
