@@ -46,7 +46,8 @@ pub struct Tile {
     pub dst_block: isize,
 }
 
-/// Which instructions the tiles use, decided once when a convolution is planned.
+/// Which instructions the routines use (the direct and Winograd convolutions, their small
+/// GEMM, the pooling routines), decided once when a routine is planned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Isa {
     Avx512,

@@ -23,7 +23,8 @@ use super::{
     supported_kernel, supported_tile, tile_pixels, tiles_per_block, with_sizes, DEFAULT_TILE,
     MIN_CHANNELS,
 };
-use crate::gemm::small::{small_gemm, Simd, COLUMN_GROUP};
+use crate::conv_direct::Isa;
+use crate::gemm::small::{small_gemm, COLUMN_GROUP};
 use crate::geometry::Conv2dGeometry;
 use crate::parallel::{for_each_worker, Shared};
 use crate::scratch::{floats, Scratch};
@@ -35,7 +36,7 @@ const BLOCK_BYTES: usize = 768 << 10;
 /// A planned weight gradient.
 #[derive(Clone, Debug)]
 pub struct WinogradFilterGradient {
-    simd: Simd,
+    simd: Isa,
     /// Output tile size `m` of F(m x m, r x r).
     m: usize,
     r: usize,
@@ -113,7 +114,7 @@ impl WinogradFilterGradient {
             (n * n * (tiles_per_block * (c + k_pad) + c * k_pad)).next_multiple_of(16);
         let mut scratch = Scratch::default();
         Ok(WinogradFilterGradient {
-            simd: Simd::detect(),
+            simd: Isa::detect(),
             m,
             r,
             batch,
@@ -137,7 +138,7 @@ impl WinogradFilterGradient {
     }
 
     /// Runs `simd` instead of the detected code (tests and benches; the machine must have it).
-    pub fn with_simd(mut self, simd: Simd) -> WinogradFilterGradient {
+    pub fn with_simd(mut self, simd: Isa) -> WinogradFilterGradient {
         self.simd = simd;
         self
     }
@@ -208,9 +209,9 @@ impl WinogradFilterGradient {
     ) {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2Fma => self.block_avx2::<N, M, R>(x, dy, buf, du, t0, count, accumulate),
+            Isa::Avx2Fma => self.block_avx2::<N, M, R>(x, dy, buf, du, t0, count, accumulate),
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx512 => self.block_avx512::<N, M, R>(x, dy, buf, du, t0, count, accumulate),
+            Isa::Avx512 => self.block_avx512::<N, M, R>(x, dy, buf, du, t0, count, accumulate),
             _ => self.block::<N, M, R, Portable>(x, dy, buf, du, t0, count, accumulate),
         }
     }

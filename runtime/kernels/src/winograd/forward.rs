@@ -24,7 +24,8 @@ use super::{
     supported_kernel, supported_tile, tile_pixels, tiles_per_block, with_sizes, DEFAULT_TILE,
     MIN_CHANNELS,
 };
-use crate::gemm::small::{small_gemm, Simd, COLUMN_GROUP};
+use crate::conv_direct::Isa;
+use crate::gemm::small::{small_gemm, COLUMN_GROUP};
 use crate::geometry::Conv2dGeometry;
 use crate::parallel::{for_each_worker, Shared};
 use crate::scratch::{floats, Scratch};
@@ -56,7 +57,7 @@ impl KernelLayout {
 /// A planned forward convolution.
 #[derive(Clone, Debug)]
 pub struct WinogradConv {
-    simd: Simd,
+    simd: Isa,
     /// Output tile size `m` of F(m x m, r x r).
     m: usize,
     r: usize,
@@ -134,7 +135,7 @@ impl WinogradConv {
         let worker_floats = (n * n * tiles_per_block * (c + o_pad)).next_multiple_of(16);
         let mut scratch = Scratch::default();
         Ok(WinogradConv {
-            simd: Simd::detect(),
+            simd: Isa::detect(),
             m,
             r,
             batch,
@@ -159,7 +160,7 @@ impl WinogradConv {
     }
 
     /// Runs `simd` instead of the detected code (tests and benches; the machine must have it).
-    pub fn with_simd(mut self, simd: Simd) -> WinogradConv {
+    pub fn with_simd(mut self, simd: Isa) -> WinogradConv {
         self.simd = simd;
         self
     }
@@ -219,7 +220,7 @@ impl WinogradConv {
     ) {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2Fma | Simd::Avx512 => self.kernel_avx2::<N, M, R>(k, u, c0, c1),
+            Isa::Avx2Fma | Isa::Avx512 => self.kernel_avx2::<N, M, R>(k, u, c0, c1),
             _ => self.kernel_part::<N, M, R, Portable>(k, u, c0, c1),
         }
     }
@@ -291,9 +292,9 @@ impl WinogradConv {
     ) {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2Fma => self.block_avx2::<N, M, R>(x, u, y, buf, t0, count),
+            Isa::Avx2Fma => self.block_avx2::<N, M, R>(x, u, y, buf, t0, count),
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx512 => self.block_avx512::<N, M, R>(x, u, y, buf, t0, count),
+            Isa::Avx512 => self.block_avx512::<N, M, R>(x, u, y, buf, t0, count),
             _ => self.block::<N, M, R, Portable>(x, u, y, buf, t0, count),
         }
     }
@@ -444,7 +445,7 @@ mod tests {
             }
         };
         // Every instruction set and every tile of r = 5 (the error grows with the tile).
-        let paths: Vec<(Simd, usize)> = Simd::available()
+        let paths: Vec<(Isa, usize)> = Isa::available()
             .into_iter()
             .flat_map(|s| [2, 4].map(|m| (s, m)))
             .collect();

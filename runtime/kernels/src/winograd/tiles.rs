@@ -79,7 +79,7 @@ impl Vector for Portable {
 }
 
 /// One AVX register. Only to be used inside functions compiled with `avx2,fma` on a machine
-/// that has them (checked by `Simd::detect` when a plan is made), where these always-inlined
+/// that has them (checked by `Isa::detect` when a plan is made), where these always-inlined
 /// methods become single instructions; hence this module is private to the crate.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
@@ -134,7 +134,7 @@ impl Vector for Avx {
 }
 
 /// One AVX-512 register (16 lanes): the per-block transforms where the CPU has AVX-512
-/// (`Simd::Avx512`). As for [`Avx`], only used inside functions compiled with `avx512f` on a
+/// (`Isa::Avx512`). As for [`Avx`], only used inside functions compiled with `avx512f` on a
 /// machine that has it.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]

@@ -6,58 +6,14 @@
 //! transposed operand costs nothing), `b` and `c` row-major with a row stride, and `n` a
 //! multiple of 8 (the callers pad their columns). With AVX2 and FMA the kernel keeps a 6 x 16
 //! block of `c` in twelve registers and, per step of `k`, loads two vectors of `b` and
-//! broadcasts six values of `a` (`avx2.rs`); with full-width AVX-512, a 6 x 64 block in 24
-//! registers (`avx512.rs`); elsewhere a portable loop does the same arithmetic.
+//! broadcasts six values of `a` (`avx2.rs`); with AVX-512, a 6 x 64 block in 24 registers
+//! (`avx512.rs`); elsewhere a portable loop does the same arithmetic. The path is the
+//! crate's one instruction-set choice, [`Isa`] (`TESSEL_CONV_ISA` forces one). AVX-512 is
+//! taken wherever it exists: also on Zen 4, which splits 512-bit work into two halves, the
+//! 6 x 64 kernel beats the AVX2 one through fewer loads and instructions per multiply-add
+//! (docs/performance.md).
 
-/// Which code the Winograd routines run, detected once when a plan is made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Simd {
-    /// x86-64 with AVX2 and FMA: 8-lane vectors, fused multiply-add.
-    Avx2Fma,
-    /// As [`Simd::Avx2Fma`] for the transforms, with the products in 16-lane AVX-512
-    /// registers. Chosen wherever AVX-512 exists: also on Zen 4, which splits 512-bit work
-    /// into two halves, the 6 x 64 kernel beats the AVX2 one (fewer loads and instructions
-    /// per multiply-add; the b128 step 24.5 -> 21.5 ms there, docs/performance.md).
-    Avx512,
-    /// Anything else: plain loops the compiler vectorizes for the baseline target.
-    Portable,
-}
-
-impl Simd {
-    /// The fastest code this machine runs. `TESSEL_SMALL_GEMM=avx512|avx2|portable` asks for
-    /// one (to measure them against each other); a request the CPU cannot run is ignored.
-    pub fn detect() -> Simd {
-        let f = crate::cpu::CpuFeatures::detect();
-        let avx2 = cfg!(target_arch = "x86_64") && f.avx2_fma();
-        let avx512 = avx2 && f.avx512f;
-        match std::env::var("TESSEL_SMALL_GEMM").as_deref() {
-            Ok("avx512") if avx512 => return Simd::Avx512,
-            Ok("avx2") if avx2 => return Simd::Avx2Fma,
-            Ok("portable") => return Simd::Portable,
-            _ => {}
-        }
-        if avx512 {
-            Simd::Avx512
-        } else if avx2 {
-            Simd::Avx2Fma
-        } else {
-            Simd::Portable
-        }
-    }
-
-    /// Every path this machine can run (tests compare them).
-    pub fn available() -> Vec<Simd> {
-        let f = crate::cpu::CpuFeatures::detect();
-        let mut out = vec![Simd::Portable];
-        if cfg!(target_arch = "x86_64") && f.avx2_fma() {
-            out.push(Simd::Avx2Fma);
-            if f.avx512f {
-                out.push(Simd::Avx512);
-            }
-        }
-        out
-    }
-}
+pub use crate::conv_direct::Isa;
 
 /// Columns are processed in groups of this many; `n` must be a multiple of it.
 pub const COLUMN_GROUP: usize = 8;
@@ -66,10 +22,10 @@ pub const COLUMN_GROUP: usize = 8;
 ///
 /// # Safety
 /// The pointers must address the matrices with these strides; `n % COLUMN_GROUP == 0`;
-/// `simd` must be what [`Simd::detect`] returned on this machine.
+/// `simd` must be what [`Isa::detect`] returned on this machine.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn small_gemm(
-    simd: Simd,
+    simd: Isa,
     m: usize,
     n: usize,
     k: usize,
@@ -85,9 +41,9 @@ pub unsafe fn small_gemm(
     debug_assert!(n.is_multiple_of(COLUMN_GROUP));
     match simd {
         #[cfg(target_arch = "x86_64")]
-        Simd::Avx2Fma => avx2::gemm(m, n, k, a, rsa, csa, b, ldb, c, ldc, accumulate),
+        Isa::Avx2Fma => avx2::gemm(m, n, k, a, rsa, csa, b, ldb, c, ldc, accumulate),
         #[cfg(target_arch = "x86_64")]
-        Simd::Avx512 => avx512::gemm(m, n, k, a, rsa, csa, b, ldb, c, ldc, accumulate),
+        Isa::Avx512 => avx512::gemm(m, n, k, a, rsa, csa, b, ldb, c, ldc, accumulate),
         _ => portable(m, n, k, a, rsa, csa, b, ldb, c, ldc, accumulate),
     }
 }
@@ -164,7 +120,7 @@ mod tests {
 
     #[test]
     fn both_paths_match_a_reference_for_odd_shapes_and_strides() {
-        for simd in Simd::available() {
+        for simd in Isa::available() {
             for (m, n, k) in [
                 (1, 8, 1),
                 (7, 24, 5),
