@@ -13,6 +13,9 @@
 //!   the budget when N ≤ budget, and each replica runs single-threaded when N > budget.
 //! - The feed threads (one infeed, one outfeed per host) only move data and wait; they are
 //!   not counted.
+//! - The intra-op workers are the calling thread plus the kernels crate's helper threads
+//!   (`tessel_kernels::parallel`), started on first use and spinning 2 ms after their last
+//!   share before they sleep, so a step's parallel routines do not each pay a wake-up.
 //!
 //! Where it is applied: the JIT's GEMM threads are fixed when a program is compiled
 //! (`JitOptions::gemm_threads`), so whoever compiles a program for N replicas sets

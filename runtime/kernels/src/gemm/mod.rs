@@ -7,6 +7,8 @@
 
 pub mod small;
 
+use crate::parallel::Shared;
+
 /// The GEMM library behind dot and convolution.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GemmBackend {
@@ -67,21 +69,71 @@ pub unsafe fn sgemm(
     }
     match backend {
         GemmBackend::Gemm => {
-            let par = if threads > 1 && (m * n * k) >= PARALLEL_PRODUCT {
-                gemm::Parallelism::Rayon(threads)
-            } else {
-                gemm::Parallelism::None
+            let (a, b, c) = (Shared(a as *mut f32), Shared(b as *mut f32), Shared(c));
+            let one = |m0: usize, m1: usize, n0: usize, n1: usize| {
+                let (mi, ni) = (m0 as isize, n0 as isize);
+                let (a, b, c) = (a.get() as *const f32, b.get() as *const f32, c.get());
+                gemm::gemm(
+                    m1 - m0,
+                    n1 - n0,
+                    k,
+                    c.offset(mi * rsc + ni * csc),
+                    csc,
+                    rsc,
+                    accumulate,
+                    a.offset(mi * rsa),
+                    csa,
+                    rsa,
+                    b.offset(ni * csb),
+                    csb,
+                    rsb,
+                    1.0f32,
+                    1.0f32,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                )
             };
-            gemm::gemm(
-                m, n, k, c, csc, rsc, accumulate, a, csa, rsa, b, csb, rsb, 1.0f32, 1.0f32, false,
-                false, false, par,
-            );
+            if threads > 1 && (m * n * k) >= PARALLEL_PRODUCT {
+                split_product(threads, m, n, &one);
+            } else {
+                one(0, m, 0, n);
+            }
         }
         GemmBackend::MatrixMultiply => {
             let beta = if accumulate { 1.0 } else { 0.0 };
             matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
         }
     }
+}
+
+/// Columns (or rows) of `c` a part of a split product starts on a multiple of: a 512-bit
+/// register's f32 lanes, so no part cuts a register tile of the `gemm` crate's kernels.
+const SPLIT_ALIGN: usize = 16;
+
+/// Runs `part(m0, m1, n0, n1)`, the product of rows `m0..m1` and columns `n0..n1` of `c`, for
+/// up to `threads` parts of the larger of `c`'s dimensions, on the crate's workers
+/// ([`crate::parallel`], whose callers work too: the `gemm` crate's own Rayon threading would
+/// wake two pool threads per product and leave the caller waiting). Every element of `c` is
+/// still summed over the whole of `k` by one single-threaded product.
+fn split_product(
+    threads: usize,
+    m: usize,
+    n: usize,
+    part: &(dyn Fn(usize, usize, usize, usize) + Sync),
+) {
+    let long = m.max(n);
+    let step = long.div_ceil(threads).next_multiple_of(SPLIT_ALIGN);
+    let parts = long.div_ceil(step);
+    crate::parallel::for_each_worker(parts, |w| {
+        let (lo, hi) = (w * step, ((w + 1) * step).min(long));
+        if n >= m {
+            part(0, m, lo, hi)
+        } else {
+            part(lo, hi, 0, n)
+        }
+    });
 }
 
 /// `c = a * b` for f64 matrices, `c` row-major with `n` columns (the `gemm` crate, one thread).
@@ -164,6 +216,76 @@ pub unsafe fn igemm_wrapping(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A split product (the MNIST step's dense-layer shapes, long in either dimension, with
+    /// transposed and strided operands, storing and accumulating) gives bitwise the result
+    /// of one thread, which matches a direct sum.
+    #[test]
+    fn split_products_equal_one_thread_bitwise() {
+        for (m, n, k) in [
+            (128, 128, 3136),
+            (3136, 128, 128),
+            (128, 3136, 128),
+            (40, 700, 33),
+        ] {
+            let a: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 7919) % 29) as f32 / 7.0 - 2.0)
+                .collect();
+            let b: Vec<f32> = (0..k * n)
+                .map(|i| ((i * 104729) % 31) as f32 / 9.0 - 1.5)
+                .collect();
+            for accumulate in [false, true] {
+                let run = |threads: usize| {
+                    // c has a row stride wider than n: a strided output.
+                    let mut c = vec![0.25f32; m * (n + 3)];
+                    unsafe {
+                        // a transposed: element (i, p) at p * m + i.
+                        sgemm(
+                            GemmBackend::Gemm,
+                            threads,
+                            m,
+                            n,
+                            k,
+                            a.as_ptr(),
+                            1,
+                            m as isize,
+                            b.as_ptr(),
+                            n as isize,
+                            1,
+                            c.as_mut_ptr(),
+                            (n + 3) as isize,
+                            1,
+                            accumulate,
+                        )
+                    };
+                    c
+                };
+                let one = run(1);
+                for threads in [2, 3] {
+                    let got = run(threads);
+                    assert!(
+                        one.iter()
+                            .zip(&got)
+                            .all(|(x, y)| x.to_bits() == y.to_bits()),
+                        "{m}x{n}x{k} on {threads} threads differs from one thread"
+                    );
+                }
+                for (i, j) in [(0, 0), (m - 1, n - 1), (m / 2, n / 3)] {
+                    let sum: f64 = (0..k)
+                        .map(|p| a[p * m + i] as f64 * b[p * n + j] as f64)
+                        .sum();
+                    let want = sum + if accumulate { 0.25 } else { 0.0 };
+                    let got = one[i * (n + 3) + j] as f64;
+                    assert!(
+                        (got - want).abs() <= 1e-3 * want.abs().max(1.0),
+                        "{got} vs {want}"
+                    );
+                }
+                // Padding between rows stays untouched.
+                assert_eq!(one[n], 0.25);
+            }
+        }
+    }
 
     /// Both libraries, storing and accumulating, with a transposed `a`, against a direct sum;
     /// and the integer product wraps.

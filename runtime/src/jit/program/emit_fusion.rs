@@ -4,7 +4,7 @@
 //! reduce, reduce-window, select-and-scatter).
 
 use super::compile::ProgramCx;
-use super::emit_kernels::Part;
+use super::emit_kernels::{ops_per_element, Part};
 use crate::jit::buffer::{Addr, Loc};
 use crate::jit::clif::value_at_index::{Elemental, Leaf};
 use crate::jit::fused_kernels::elementwise::{emit_elementwise_part, split_point, KernelOutput};
@@ -76,6 +76,7 @@ impl ProgramCx<'_> {
                 // A kernel reading a tiling select-and-scatter at its own index loops over the
                 // select-and-scatter's windows (`window_tiled::emit_tiled_consumer_part`).
                 let o = addrs[0];
+                let ops = ops_per_element(self.module.computation(comp), &[root], &leaves);
                 self.split_kernel(
                     fb,
                     arena,
@@ -83,7 +84,7 @@ impl ProgramCx<'_> {
                     comp,
                     leaves,
                     &addrs,
-                    shape.element_count(),
+                    shape.element_count().saturating_mul(ops),
                     &|e| match window_tiled::tiled_consumer(e, root) {
                         Some(ss) => window::select_and_scatter_split(e, ss),
                         None => split_point(e, &outputs, &shape),

@@ -15,8 +15,8 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::{FuncId, Linkage, Module as _};
-use std::collections::HashMap;
-use tessel_compiler::ir::{ArrayShape, ComputationId, InstrId};
+use std::collections::{HashMap, HashSet};
+use tessel_compiler::ir::{ArrayShape, Computation, ComputationId, InstrId, Op};
 
 /// A range `[lo, hi)` of a kernel's outermost loop.
 pub(super) type Part = (i64, i64);
@@ -24,8 +24,43 @@ pub(super) type Part = (i64, i64);
 /// Emits a kernel's body, over all of it (`None`) or over one part.
 pub(super) type PartBody<'b> = dyn FnMut(&mut Elemental, Option<Part>) -> Result<(), JitError> + 'b;
 
-/// Kernels at least this large run as two halves on two threads.
-const PARALLEL_KERNEL_ELEMENTS: i64 = 1 << 16;
+/// Kernels with at least this much work run as two halves on two threads: elements written
+/// times the operations computing each (see [`ops_per_element`]). So a plain copy or add splits
+/// from 64K elements, and the dropout mask's Threefry rounds (16K elements, four to a dozen
+/// integer operations each, about 20 µs on one thread) split too.
+const PARALLEL_KERNEL_WORK: i64 = 1 << 16;
+
+/// The operations computing one element of `roots` in `comp`, at least one: the instructions
+/// they reach without passing a leaf (a value read from a buffer), except the parameters,
+/// constants and tuples, and the broadcasts, reshapes and bitcasts that only index.
+pub(super) fn ops_per_element(
+    comp: &Computation,
+    roots: &[InstrId],
+    leaves: &HashMap<InstrId, Leaf>,
+) -> i64 {
+    let mut seen = HashSet::new();
+    let mut stack: Vec<InstrId> = roots.to_vec();
+    let mut ops = 0;
+    while let Some(id) = stack.pop() {
+        if leaves.contains_key(&id) || !seen.insert(id) {
+            continue;
+        }
+        let instr = comp.get(id);
+        let indexes_only = matches!(
+            instr.op,
+            Op::Parameter(_)
+                | Op::Constant(_)
+                | Op::Tuple
+                | Op::GetTupleElement { .. }
+                | Op::Broadcast { .. }
+                | Op::Reshape
+                | Op::Bitcast
+        );
+        ops += i64::from(!indexes_only);
+        stack.extend(instr.operands().iter().copied());
+    }
+    ops.max(1)
+}
 
 impl ProgramCx<'_> {
     /// Builds a kernel function `kernel(arena)` with `body` and calls it from the program.
@@ -64,6 +99,8 @@ impl ProgramCx<'_> {
     ) -> Result<(), JitError> {
         let vec = self.options.vectorize;
         let addrs: Vec<Addr> = outputs.iter().map(|o| o.addr).collect();
+        let roots: Vec<InstrId> = outputs.iter().map(|o| o.root).collect();
+        let ops = ops_per_element(self.module.computation(comp), &roots, &leaves);
         self.split_kernel(
             fb,
             arena,
@@ -71,14 +108,15 @@ impl ProgramCx<'_> {
             comp,
             leaves,
             &addrs,
-            shape.element_count(),
+            shape.element_count().saturating_mul(ops),
             &|e| split_point(e, outputs, shape),
             &mut |e, part| emit_elementwise_part(e, outputs, shape, vec, part),
         )
     }
 
-    /// A kernel that writes `elements` values. When the GEMM may use several threads, the
-    /// kernel is large and `split` finds a cut `(mid, end)` of its outermost loop, it is built
+    /// A kernel doing `work` (elements written times operations each, see
+    /// [`PARALLEL_KERNEL_WORK`]). When the GEMM may use several threads, the work is large
+    /// and `split` finds a cut `(mid, end)` of its outermost loop, it is built
     /// as two kernels, `body` over `[0, mid)` and over `[mid, end)`, which run on two threads
     /// (`tessel_run_kernel_pair`); otherwise as one kernel, `body` with no part.
     #[allow(clippy::too_many_arguments)]
@@ -90,11 +128,12 @@ impl ProgramCx<'_> {
         comp: ComputationId,
         leaves: HashMap<InstrId, Leaf>,
         addrs: &[Addr],
-        elements: i64,
+        work: i64,
         split: &dyn Fn(&Elemental) -> Option<Part>,
         body: &mut PartBody,
     ) -> Result<(), JitError> {
-        if self.options.gemm_threads < 2 || elements < PARALLEL_KERNEL_ELEMENTS {
+        let small = work < PARALLEL_KERNEL_WORK;
+        if self.options.gemm_threads < 2 || small {
             return self.kernel(fb, arena, name, comp, leaves, addrs, &mut |e| body(e, None));
         }
         let mut cut = None;

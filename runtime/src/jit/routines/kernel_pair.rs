@@ -1,5 +1,5 @@
 //! Two halves of a generated kernel run on two workers (the kernels crate's worker split, so
-//! they share Rayon's pool with the GEMM and convolution routines).
+//! they share its helper threads with the GEMM and convolution routines).
 
 use tessel_kernels::parallel::{for_each_worker, Shared};
 
