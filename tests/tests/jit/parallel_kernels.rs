@@ -1,5 +1,6 @@
 //! Large elementwise kernels are built as two halves that run on two threads
-//! (`JitOptions::gemm_threads >= 2`, at least 2^16 elements). Each case is checked against the
+//! (`JitOptions::gemm_threads >= 2`, elements times operations per element at least 2^16).
+//! Each case is checked against the
 //! same program on one thread (bitwise: every element is computed by the same code) and against
 //! the interpreter, on sizes that do not divide evenly: a flat kernel with a scalar tail, a
 //! nested kernel with an odd first dimension, a transposing kernel, and a multi-output fusion.
@@ -19,10 +20,10 @@ fn bits(l: &Literal) -> Vec<Vec<u8>> {
     l.leaves().iter().map(|a| a.data.to_le_bytes()).collect()
 }
 
-fn check(text: &str, args: &[Literal]) {
+/// The program on 1 and on 2 threads: outputs and kernel counts.
+fn run_on_one_and_two(text: &str, args: &[Literal]) -> [(Literal, usize); 2] {
     let mut module = parse_module(text, None).unwrap();
     optimize(&mut module, &CompileOptions::default()).unwrap();
-    let want = evaluate(&module, args).unwrap();
     let run = |threads: usize| {
         let options = JitOptions {
             gemm_threads: threads,
@@ -31,7 +32,14 @@ fn check(text: &str, args: &[Literal]) {
         let exe = compile(&module, &options).unwrap();
         (exe.run(args).unwrap(), exe.stats().kernels)
     };
-    let ((one, kernels_one), (two, kernels_two)) = (run(1), run(2));
+    [run(1), run(2)]
+}
+
+fn check(text: &str, args: &[Literal]) {
+    let mut module = parse_module(text, None).unwrap();
+    optimize(&mut module, &CompileOptions::default()).unwrap();
+    let want = evaluate(&module, args).unwrap();
+    let [(one, kernels_one), (two, kernels_two)] = run_on_one_and_two(text, args);
     // The split path was taken: two kernel functions where one thread has one.
     assert!(
         kernels_two > kernels_one,
@@ -126,4 +134,46 @@ ENTRY e {
 }
 ";
     check(text, &[f32s(&[9, 33, 33, 32], 10)]);
+}
+
+/// One round of Threefry-2x32 as JAX's dropout mask computes it (rotate, xor, add) on 16K
+/// elements: few elements, but enough operations each that the kernel splits. Regression
+/// test for the split counting elements only (the step's four such kernels ran on one thread).
+#[test]
+fn small_kernel_with_many_operations_per_element() {
+    let text = "HloModule m
+ENTRY e {
+  a = f32[128,128] parameter(0)
+  b = f32[128,128] parameter(1)
+  x = u32[128,128] bitcast-convert(a)
+  y = u32[128,128] bitcast-convert(b)
+  s = u32[] constant(13)
+  r = u32[] constant(19)
+  sb = u32[128,128] broadcast(s), dimensions={}
+  rb = u32[128,128] broadcast(r), dimensions={}
+  sum = u32[128,128] add(x, y)
+  hi = u32[128,128] shift-left(y, sb)
+  lo = u32[128,128] shift-right-logical(y, rb)
+  rot = u32[128,128] or(hi, lo)
+  ROOT out = u32[128,128] xor(sum, rot)
+}
+";
+    check(text, &[f32s(&[128, 128], 11), f32s(&[128, 128], 12)]);
+}
+
+/// The same 16K elements with one operation each stay one kernel: splitting them would cost
+/// more than it saves.
+#[test]
+fn small_kernel_with_one_operation_is_not_split() {
+    let text = "HloModule m
+ENTRY e {
+  a = f32[128,128] parameter(0)
+  b = f32[128,128] parameter(1)
+  ROOT r = f32[128,128] add(a, b)
+}
+";
+    let [(one, kernels_one), (two, kernels_two)] =
+        run_on_one_and_two(text, &[f32s(&[128, 128], 13), f32s(&[128, 128], 14)]);
+    assert_eq!(kernels_one, kernels_two);
+    assert!(bits(&one) == bits(&two));
 }
