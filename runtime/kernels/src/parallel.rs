@@ -40,14 +40,29 @@ pub fn for_each_worker(workers: usize, work: impl Fn(usize) + Sync) {
         work(0);
         return;
     }
-    let pool = Pool::with_helpers(workers - 1);
+    for_each_share(workers, workers, work)
+}
+
+/// Runs `work(share)` for every share in `0..shares`, on at most `threads` threads at once
+/// (the caller and `threads - 1` helpers; one after the other on the caller when `threads` is
+/// 1), and returns when all have finished. A routine whose result depends on how its work
+/// is cut (partial sums) cuts it into a fixed number of shares this way, so that the result
+/// is the same for any thread count. A panic in a share is re-raised here.
+pub fn for_each_share(shares: usize, threads: usize, work: impl Fn(usize) + Sync) {
+    if threads <= 1 || shares <= 1 {
+        (0..shares).for_each(work);
+        return;
+    }
+    let helpers = threads.min(shares) - 1;
+    let pool = Pool::with_helpers(helpers);
     let work: &(dyn Fn(usize) + Sync) = &work;
     // SAFETY: only the lifetime is erased. Helpers reach the job only between `publish` and
     // the end of `withdraw_and_wait`, both below, while `work` is alive.
     let work: &'static (dyn Fn(usize) + Sync) = unsafe { std::mem::transmute(work) };
     let job = Job {
         work,
-        shares: workers,
+        shares,
+        helpers,
         next: AtomicUsize::new(0),
         active: AtomicUsize::new(0),
         panic: Mutex::new(None),
@@ -70,6 +85,8 @@ pub fn for_each_worker(workers: usize, work: impl Fn(usize) + Sync) {
 struct Job {
     work: &'static (dyn Fn(usize) + Sync),
     shares: usize,
+    /// Helpers that may work on the job at once.
+    helpers: usize,
     /// The next share to claim (claims past `shares` find nothing).
     next: AtomicUsize,
     /// Helpers that hold a reference to the job.
@@ -178,7 +195,8 @@ impl Pool {
             // SAFETY: a queued job is alive: its caller withdraws it (under this lock) before
             // it goes away, and then waits for `active` to drop back to zero.
             let job = unsafe { &*j };
-            job.has_unclaimed().then(|| {
+            let room = job.active.load(Ordering::Relaxed) < job.helpers;
+            (room && job.has_unclaimed()).then(|| {
                 job.active.fetch_add(1, Ordering::Relaxed);
                 job
             })
@@ -253,6 +271,26 @@ mod tests {
                 });
             }
             assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 200));
+        }
+    }
+
+    #[test]
+    fn shares_run_once_each_on_at_most_the_threads_asked() {
+        for (shares, threads) in [(4, 1), (4, 2), (3, 2), (2, 5), (1, 2), (0, 2)] {
+            let hits: Vec<AtomicU64> = (0..shares).map(|_| AtomicU64::new(0)).collect();
+            let (running, most) = (AtomicU64::new(0), AtomicU64::new(0));
+            for _ in 0..100 {
+                for_each_share(shares, threads, |s| {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    hits[s].fetch_add(1, Ordering::Relaxed);
+                    std::hint::black_box((0..2000).sum::<u64>());
+                    running.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+            assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 100));
+            let most = most.load(Ordering::SeqCst);
+            assert!(most <= threads as u64, "{most} at once, {threads} asked");
         }
     }
 

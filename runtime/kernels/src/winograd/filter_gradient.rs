@@ -11,9 +11,9 @@
 //! It is planned from the geometry of the forward convolution (`X` as `[N, H, W, C]`, an
 //! `r x r` window, `K` output channels, so `dY` is `[N, OH, OW, K]`); the output `dW` may be
 //! in any layout (its strides). The JIT recognizes it from the labels JAX emits for this
-//! gradient, `f01b_i01o->01bf`. Worker `w` takes a fixed range of blocks and accumulates its
-//! own `dU`; the partial sums are added in worker order, so for a given thread count the
-//! result is always the same.
+//! gradient, `f01b_i01o->01bf`. The blocks are cut into [`SHARES`] fixed ranges, each summed
+//! into its own `dU` by whichever worker takes it, and the partial sums are added in range
+//! order, so the result is bitwise the same for any thread count.
 
 use super::matrices::Matrices;
 use super::tiles::{filter_tile, gradient_tile, input_tile, Portable, Vector, LANES};
@@ -26,12 +26,18 @@ use super::{
 use crate::conv_direct::Isa;
 use crate::gemm::small::{small_gemm, COLUMN_GROUP};
 use crate::geometry::Conv2dGeometry;
-use crate::parallel::{for_each_worker, Shared};
+use crate::parallel::{for_each_share, for_each_worker, Shared};
 use crate::scratch::{floats, Scratch};
 use crate::KernelError;
 
 /// Scratch bytes a worker's block may use for `V` and `Yhat` (its `dU` comes on top).
 const BLOCK_BYTES: usize = 768 << 10;
+
+/// Partial sums of `dU`, whatever the thread count: the result depends on how the sum is
+/// cut, so the cut is fixed. Up to this many threads work at once; each share costs its
+/// scratch (`V`, `Yhat`, `dU`: 1.3 MB at the MNIST conv-2 shapes) and one addition of its
+/// `dU` (128K floats there) to the total.
+const SHARES: usize = 4;
 
 /// A planned weight gradient.
 #[derive(Clone, Debug)]
@@ -52,12 +58,16 @@ pub struct WinogradFilterGradient {
     pad_x: i64,
     /// Output strides (elements) of ky, kx, c, k.
     ostride: [usize; 4],
-    /// Per worker `V[t][xi][c]`, `Yhat[t][xi][k_pad]`, `dU[xi][c][k_pad]` (scratch offset).
+    /// Per share `V[t][xi][c]`, `Yhat[t][xi][k_pad]`, `dU[xi][c][k_pad]` (scratch offset).
     workers_at: usize,
     scratch: Scratch,
     worker_floats: usize,
     tiles_per_block: usize,
+    /// Threads that work at once (at most `shares`).
     workers: usize,
+    /// Fixed ranges of blocks, each with its own partial `dU` ([`SHARES`], fewer when there
+    /// are fewer blocks).
+    shares: usize,
     zeros: Vec<f32>,
 }
 
@@ -109,7 +119,8 @@ impl WinogradFilterGradient {
         let k_pad = k.next_multiple_of(COLUMN_GROUP);
         let tiles_per_block = tiles_per_block(n, c + k_pad, BLOCK_BYTES);
         let tiles = batch * oh.div_ceil(m) * ow.div_ceil(m);
-        let workers = threads.max(1).min(tiles.div_ceil(tiles_per_block));
+        let shares = SHARES.min(tiles.div_ceil(tiles_per_block));
+        let workers = threads.clamp(1, shares);
         let worker_floats =
             (n * n * (tiles_per_block * (c + k_pad) + c * k_pad)).next_multiple_of(16);
         let mut scratch = Scratch::default();
@@ -128,11 +139,12 @@ impl WinogradFilterGradient {
             pad_y: g.padding[0].0 as i64,
             pad_x: g.padding[1].0 as i64,
             ostride: output_strides,
-            workers_at: scratch.region(worker_floats * workers * 4),
+            workers_at: scratch.region(worker_floats * shares * 4),
             scratch,
             worker_floats,
             tiles_per_block,
             workers,
+            shares,
             zeros: vec![0.0; c.max(k)],
         })
     }
@@ -167,14 +179,14 @@ impl WinogradFilterGradient {
         let scratch = Shared(floats(scratch, self.workers_at));
         let tiles = self.batch * self.oh.div_ceil(self.m) * self.ow.div_ceil(self.m);
         let blocks = tiles.div_ceil(self.tiles_per_block);
-        let workers = self.workers;
+        let (workers, shares) = (self.workers, self.shares);
         with_sizes!(self.m, self.r, |N, M, R| {
             let du_floats = N * N * self.c * self.k_pad;
-            let du_of = |wk: usize| scratch.get().add((wk + 1) * self.worker_floats - du_floats);
-            for_each_worker(workers, |wk| {
-                let buf = scratch.get().add(wk * self.worker_floats);
-                let du = du_of(wk);
-                let (b0, b1) = (blocks * wk / workers, blocks * (wk + 1) / workers);
+            let du_of = |s: usize| scratch.get().add((s + 1) * self.worker_floats - du_floats);
+            for_each_share(shares, workers, |s| {
+                let buf = scratch.get().add(s * self.worker_floats);
+                let du = du_of(s);
+                let (b0, b1) = (blocks * s / shares, blocks * (s + 1) / shares);
                 if b0 == b1 {
                     std::ptr::write_bytes(du, 0, du_floats);
                 }
@@ -184,15 +196,18 @@ impl WinogradFilterGradient {
                     self.dispatch_block::<N, M, R>(x.get(), dy.get(), buf, du, t0, count, b > b0);
                 }
             });
-            // The partial sums, in worker order.
-            let total = du_of(0);
-            for wk in 1..workers {
-                let part = du_of(wk);
-                for i in 0..du_floats {
-                    *total.add(i) += *part.add(i);
+            // The partial sums, in share order; the elements cut between the workers.
+            let total = Shared(du_of(0));
+            for_each_worker(workers, |wk| {
+                let (i0, i1) = (du_floats * wk / workers, du_floats * (wk + 1) / workers);
+                for s in 1..shares {
+                    let part = du_of(s);
+                    for i in i0..i1 {
+                        *total.get().add(i) += *part.add(i);
+                    }
                 }
-            }
-            self.write_output::<N, M, R>(total, out);
+            });
+            self.write_output::<N, M, R>(total.get(), out);
         });
     }
 
@@ -333,6 +348,57 @@ impl WinogradFilterGradient {
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conv_direct::forward::tests::{scratch_block, values};
+
+    /// The partial sums are cut into fixed shares, so 1, 2 and 3 threads give the same bits
+    /// (they did not before: each worker summed its own range). More blocks than shares, an
+    /// uneven last block, and a padded output-channel count.
+    #[test]
+    fn every_thread_count_gives_the_same_bits() {
+        let g = Conv2dGeometry {
+            batch: 45,
+            height: 14,
+            width: 14,
+            channels: 8,
+            window: [5, 5],
+            out_channels: 20,
+            padding: [(2, 2), (2, 2)],
+        };
+        let (r, c, o) = (5, g.channels, g.out_channels);
+        let x = values(g.batch * g.height * g.width * c, 21);
+        let dy = values(g.batch * 14 * 14 * o, 22);
+        let run = |threads: usize| {
+            let plan = WinogradFilterGradient::new(&g, [r * c * o, c * o, o, 1], threads).unwrap();
+            assert!(plan.shares == SHARES, "{} shares", plan.shares);
+            let mut dw = vec![f32::NAN; r * r * c * o];
+            let mut scratch = scratch_block(plan.scratch_bytes());
+            unsafe {
+                plan.run(
+                    x.as_ptr(),
+                    dy.as_ptr(),
+                    dw.as_mut_ptr(),
+                    scratch.as_mut_ptr() as *mut u8,
+                )
+            };
+            dw
+        };
+        let one = run(1);
+        assert!(one.iter().all(|v| v.is_finite()));
+        for threads in [2, 3] {
+            let got = run(threads);
+            assert!(
+                one.iter()
+                    .zip(&got)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{threads} threads differ from one"
+            );
         }
     }
 }
