@@ -17,6 +17,7 @@ mod pool_gradient_fusion;
 mod pool_routines;
 mod random_graphs;
 mod reduce_parallel;
+mod thread_counts;
 mod vector_math;
 mod while_in_place;
 mod winograd;

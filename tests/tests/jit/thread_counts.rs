@@ -1,0 +1,43 @@
+//! The b128 MNIST training step (JAX's, optimized) gives bitwise the same outputs on 1, 2 and
+//! 3 threads: every routine cuts its work by the shape, not by the thread count (the kernels'
+//! halves, the products' column blocks, the Winograd filter gradient's fixed shares).
+//! Regression test: the filter gradient's partial sums used to be one per worker. (The patch
+//! GEMM's weight gradient, which this step does not use, still sums one partial per worker.)
+
+use tessel_compiler::compile::{optimize, CompileOptions};
+use tessel_compiler::hlo_text::parse_module_file;
+use tessel_compiler::ir::Literal;
+use tessel_runtime::host_io::read_safetensors;
+use tessel_runtime::jit::{compile, JitOptions};
+
+#[test]
+fn mnist_step_is_bitwise_the_same_on_1_2_and_3_threads() {
+    let dir = tessel_tests::corpus_dir().expect("corpus");
+    let mut module = parse_module_file(&dir.join("mnist_cnn_train_step_b128.hlo")).unwrap();
+    optimize(&mut module, &CompileOptions::default()).unwrap();
+    let mut args =
+        read_safetensors(dir.join("mnist_cnn_train_step_b128.inputs.safetensors")).unwrap();
+    args.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
+    let args: Vec<Literal> = args.into_iter().map(|(_, a)| Literal::Array(a)).collect();
+    let run = |threads: usize| {
+        let options = JitOptions {
+            gemm_threads: threads,
+            ..Default::default()
+        };
+        let out = compile(&module, &options).unwrap().run(&args).unwrap();
+        out.leaves()
+            .iter()
+            .map(|a| a.data.to_le_bytes())
+            .collect::<Vec<_>>()
+    };
+    let one = run(1);
+    for threads in [2, 3] {
+        let got = run(threads);
+        for (leaf, (a, b)) in one.iter().zip(&got).enumerate() {
+            assert!(
+                a == b,
+                "output {leaf} on {threads} threads differs from one thread"
+            );
+        }
+    }
+}
