@@ -9,8 +9,9 @@
 mod common;
 
 use common::{median_ms, values};
+use tessel_kernels::cpu::Isa;
 use tessel_kernels::parallel::{for_each_worker, Shared};
-use tessel_kernels::pooling::{BiasSum, Isa, MaxPool, MaxPoolGrad, PoolGeometry};
+use tessel_kernels::pooling::{BiasSum, MaxPool, MaxPoolGrad, PoolGeometry};
 
 const REPS: usize = 40;
 

@@ -26,6 +26,53 @@ impl CpuFeatures {
     }
 }
 
+/// Which instructions the routines use (the direct and Winograd convolutions, their small
+/// GEMM, the pooling routines), decided once when a routine is planned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    Avx512,
+    Avx2Fma,
+    Portable,
+}
+
+impl Isa {
+    /// The best this machine has, or the one named by `TESSEL_CONV_ISA` (`avx512`, `avx2` or
+    /// `portable`) when this machine has it: the switch for measuring one against another.
+    pub fn detect() -> Isa {
+        let available = Isa::available();
+        let wanted = std::env::var("TESSEL_CONV_ISA").ok();
+        available
+            .iter()
+            .copied()
+            .find(|isa| wanted.as_deref() == Some(isa.name()))
+            .unwrap_or(available[0])
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Avx512 => "avx512",
+            Isa::Avx2Fma => "avx2",
+            Isa::Portable => "portable",
+        }
+    }
+
+    /// Every instruction set this machine can run, the best first.
+    pub fn available() -> Vec<Isa> {
+        let mut v = Vec::new();
+        if cfg!(target_arch = "x86_64") {
+            let cpu = CpuFeatures::detect();
+            if cpu.avx512f {
+                v.push(Isa::Avx512);
+            }
+            if cpu.avx2_fma() {
+                v.push(Isa::Avx2Fma);
+            }
+        }
+        v.push(Isa::Portable);
+        v
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 fn read() -> CpuFeatures {
     CpuFeatures {

@@ -133,6 +133,8 @@ struct Pool {
     /// `queue.len()`, read by spinning helpers without the lock.
     published: AtomicUsize,
     helpers: Mutex<Vec<Thread>>,
+    /// `helpers.len()`, read without the lock on every call.
+    started: AtomicUsize,
     /// Helpers asleep or about to be.
     sleeping: AtomicUsize,
 }
@@ -145,15 +147,22 @@ impl Pool {
             queue: Mutex::new(Vec::new()),
             published: AtomicUsize::new(0),
             helpers: Mutex::new(Vec::new()),
+            started: AtomicUsize::new(0),
             sleeping: AtomicUsize::new(0),
         });
+        if pool.started.load(Ordering::Acquire) >= helpers {
+            return pool;
+        }
         let mut started = pool.helpers.lock().unwrap_or_else(PoisonError::into_inner);
         while started.len() < helpers {
             let spawned = std::thread::Builder::new()
                 .name(format!("tessel-worker-{}", started.len() + 1))
                 .spawn(move || pool.help());
             match spawned {
-                Ok(handle) => started.push(handle.thread().clone()),
+                Ok(handle) => {
+                    started.push(handle.thread().clone());
+                    pool.started.store(started.len(), Ordering::Release);
+                }
                 // Without a new helper the caller runs more shares itself.
                 Err(_) => break,
             }

@@ -12,7 +12,6 @@ pub mod tile;
 pub mod weight_gradient;
 
 pub use forward::DirectConv;
-pub use tile::Isa;
 pub use weight_gradient::DirectWeightGradient;
 
 /// Most input channels the direct routines take; beyond it the GEMM's depth is large enough.

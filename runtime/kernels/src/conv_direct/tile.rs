@@ -12,6 +12,8 @@
 //! (`avx2.rs`, 6 rows x 16 channels), else a portable loop that computes the same
 //! sums in the same order (separately rounded multiply and add instead of FMA).
 
+use crate::cpu::Isa;
+
 /// The most rows and channels of a tile on any instruction set.
 const MOST_ROWS: usize = 14;
 const MOST_LANES: usize = 32;
@@ -46,52 +48,8 @@ pub struct Tile {
     pub dst_block: isize,
 }
 
-/// Which instructions the routines use (the direct and Winograd convolutions, their small
-/// GEMM, the pooling routines), decided once when a routine is planned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Isa {
-    Avx512,
-    Avx2Fma,
-    Portable,
-}
-
+/// What a tile may hold on each instruction set.
 impl Isa {
-    /// The best this machine has, or the one named by `TESSEL_CONV_ISA` (`avx512`, `avx2` or
-    /// `portable`) when this machine has it: the switch for measuring one against another.
-    pub fn detect() -> Isa {
-        let available = Isa::available();
-        let wanted = std::env::var("TESSEL_CONV_ISA").ok();
-        available
-            .iter()
-            .copied()
-            .find(|isa| wanted.as_deref() == Some(isa.name()))
-            .unwrap_or(available[0])
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Isa::Avx512 => "avx512",
-            Isa::Avx2Fma => "avx2",
-            Isa::Portable => "portable",
-        }
-    }
-
-    /// Every instruction set this machine can run, the best first.
-    pub fn available() -> Vec<Isa> {
-        let mut v = Vec::new();
-        if cfg!(target_arch = "x86_64") {
-            let cpu = crate::cpu::CpuFeatures::detect();
-            if cpu.avx512f {
-                v.push(Isa::Avx512);
-            }
-            if cpu.avx2_fma() {
-                v.push(Isa::Avx2Fma);
-            }
-        }
-        v.push(Isa::Portable);
-        v
-    }
-
     /// The most rows a tile may have: accumulators, `b` vectors and a broadcast fill the
     /// vector registers.
     pub fn max_rows(self) -> usize {

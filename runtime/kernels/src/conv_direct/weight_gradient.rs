@@ -22,7 +22,8 @@
 //! thread count.
 
 use super::channel_blocks;
-use super::tile::{fill_band, run_tile, Isa, Tile};
+use super::tile::{fill_band, run_tile, Tile};
+use crate::cpu::Isa;
 use crate::geometry::Conv2dGeometry;
 use crate::parallel::{for_each_worker, Shared};
 use crate::scratch::{floats, Scratch};

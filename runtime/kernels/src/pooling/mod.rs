@@ -11,7 +11,7 @@
 //! folds each part's windows in order (window by window, positions in window order) per
 //! channel; lanes are channels, so every instruction set gives the same bits.
 //!
-//! Code paths ([`crate::conv_direct::Isa`], `TESSEL_CONV_ISA` forces one): AVX-512F
+//! Code paths ([`crate::cpu::Isa`], `TESSEL_CONV_ISA` forces one): AVX-512F
 //! ([`avx512`]) whenever the CPU has it, also on Zen 4 where 512-bit work runs as two halves:
 //! these loops are bound by memory traffic and index arithmetic, not by the vector units, and
 //! the 512-bit form has half the instructions and lane masks for the channel tail; AVX2
@@ -26,7 +26,7 @@ mod portable;
 #[cfg(test)]
 mod tests;
 
-pub use crate::conv_direct::Isa;
+use crate::cpu::Isa;
 use crate::parallel::{for_each_worker, Shared};
 use crate::KernelError;
 

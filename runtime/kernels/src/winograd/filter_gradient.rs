@@ -23,14 +23,14 @@ use super::{
     supported_kernel, supported_tile, tile_pixels, tiles_per_block, with_sizes, DEFAULT_TILE,
     MIN_CHANNELS,
 };
-use crate::conv_direct::Isa;
+use crate::cpu::Isa;
 use crate::gemm::small::{small_gemm, COLUMN_GROUP};
 use crate::geometry::Conv2dGeometry;
 use crate::parallel::{for_each_share, for_each_worker, Shared};
 use crate::scratch::{floats, Scratch};
 use crate::KernelError;
 
-/// Scratch bytes a worker's block may use for `V` and `Yhat` (its `dU` comes on top).
+/// Scratch bytes a share's block may use for `V` and `Yhat` (its `dU` comes on top).
 const BLOCK_BYTES: usize = 768 << 10;
 
 /// Partial sums of `dU`, whatever the thread count: the result depends on how the sum is
@@ -59,9 +59,9 @@ pub struct WinogradFilterGradient {
     /// Output strides (elements) of ky, kx, c, k.
     ostride: [usize; 4],
     /// Per share `V[t][xi][c]`, `Yhat[t][xi][k_pad]`, `dU[xi][c][k_pad]` (scratch offset).
-    workers_at: usize,
+    shares_at: usize,
     scratch: Scratch,
-    worker_floats: usize,
+    share_floats: usize,
     tiles_per_block: usize,
     /// Threads that work at once (at most `shares`).
     workers: usize,
@@ -121,7 +121,7 @@ impl WinogradFilterGradient {
         let tiles = batch * oh.div_ceil(m) * ow.div_ceil(m);
         let shares = SHARES.min(tiles.div_ceil(tiles_per_block));
         let workers = threads.clamp(1, shares);
-        let worker_floats =
+        let share_floats =
             (n * n * (tiles_per_block * (c + k_pad) + c * k_pad)).next_multiple_of(16);
         let mut scratch = Scratch::default();
         Ok(WinogradFilterGradient {
@@ -139,9 +139,9 @@ impl WinogradFilterGradient {
             pad_y: g.padding[0].0 as i64,
             pad_x: g.padding[1].0 as i64,
             ostride: output_strides,
-            workers_at: scratch.region(worker_floats * shares * 4),
+            shares_at: scratch.region(share_floats * shares * 4),
             scratch,
-            worker_floats,
+            share_floats,
             tiles_per_block,
             workers,
             shares,
@@ -176,15 +176,15 @@ impl WinogradFilterGradient {
         let x = Shared(input as *mut f32);
         let dy = Shared(grad as *mut f32);
         let out = output;
-        let scratch = Shared(floats(scratch, self.workers_at));
+        let scratch = Shared(floats(scratch, self.shares_at));
         let tiles = self.batch * self.oh.div_ceil(self.m) * self.ow.div_ceil(self.m);
         let blocks = tiles.div_ceil(self.tiles_per_block);
         let (workers, shares) = (self.workers, self.shares);
         with_sizes!(self.m, self.r, |N, M, R| {
             let du_floats = N * N * self.c * self.k_pad;
-            let du_of = |s: usize| scratch.get().add((s + 1) * self.worker_floats - du_floats);
+            let du_of = |s: usize| scratch.get().add((s + 1) * self.share_floats - du_floats);
             for_each_share(shares, workers, |s| {
-                let buf = scratch.get().add(s * self.worker_floats);
+                let buf = scratch.get().add(s * self.share_floats);
                 let du = du_of(s);
                 let (b0, b1) = (blocks * s / shares, blocks * (s + 1) / shares);
                 if b0 == b1 {

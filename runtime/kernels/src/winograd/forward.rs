@@ -24,7 +24,7 @@ use super::{
     supported_kernel, supported_tile, tile_pixels, tiles_per_block, with_sizes, DEFAULT_TILE,
     MIN_CHANNELS,
 };
-use crate::conv_direct::Isa;
+use crate::cpu::Isa;
 use crate::gemm::small::{small_gemm, COLUMN_GROUP};
 use crate::geometry::Conv2dGeometry;
 use crate::parallel::{for_each_worker, Shared};

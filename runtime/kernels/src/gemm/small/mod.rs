@@ -13,7 +13,7 @@
 //! 6 x 64 kernel beats the AVX2 one through fewer loads and instructions per multiply-add
 //! (docs/performance.md).
 
-pub use crate::conv_direct::Isa;
+use crate::cpu::Isa;
 
 /// Columns are processed in groups of this many; `n` must be a multiple of it.
 pub const COLUMN_GROUP: usize = 8;
