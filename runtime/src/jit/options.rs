@@ -1,5 +1,5 @@
 //! [`JitOptions`]: what [`super::compile`] may do (optimizer level, vectorizing, GEMM library
-//! and threads, profiling, convolution routines, CLIF dumps).
+//! and threads, profiling, convolution routines and bias folding, CLIF dumps).
 
 use super::routines::conv_select::ConvAlgorithm;
 use std::path::PathBuf;
@@ -23,6 +23,10 @@ pub struct JitOptions {
     pub profile: bool,
     /// Which convolution routines may be used (`conv_select.rs`).
     pub conv_algorithm: ConvAlgorithm,
+    /// Let a convolution routine add the bias of the add fusion that follows it in its stores
+    /// (`routines/bias_match.rs`); off, the add runs as its own kernel. The same bits either
+    /// way; the switch is for measuring and testing that.
+    pub fold_bias_add: bool,
 }
 
 impl Default for JitOptions {
@@ -35,6 +39,7 @@ impl Default for JitOptions {
             gemm_threads: 2,
             profile: false,
             conv_algorithm: ConvAlgorithm::Auto,
+            fold_bias_add: true,
         }
     }
 }

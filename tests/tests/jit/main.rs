@@ -5,6 +5,7 @@
 
 mod arena_plan;
 mod basic;
+mod conv_bias;
 mod conv_direct;
 mod corpus;
 mod fast_paths;

@@ -98,6 +98,13 @@ unsafe fn block_sums<const R: usize, const V: usize, const MASKED: bool>(
             } else {
                 x
             };
+            let x = match t.bias {
+                Some(bias) if last_masked => {
+                    _mm256_add_ps(x, _mm256_maskload_ps(bias.add(8 * v), mask))
+                }
+                Some(bias) => _mm256_add_ps(x, _mm256_loadu_ps(bias.add(8 * v))),
+                None => x,
+            };
             if last_masked {
                 _mm256_maskstore_ps(p, mask, x);
             } else {

@@ -96,6 +96,10 @@ unsafe fn block_sums<const R: usize, const V: usize>(
             } else {
                 x
             };
+            let x = match t.bias {
+                Some(bias) => _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, bias.add(16 * v))),
+                None => x,
+            };
             _mm512_mask_storeu_ps(p, m, x);
         }
     }

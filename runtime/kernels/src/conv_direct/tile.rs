@@ -5,7 +5,8 @@
 //! two-level step `t` (an outer and an inner count, each with its own pointer steps), where
 //! `a_r(t)` is one scalar per row `r` (broadcast to all lanes) and `b(t)` a run of contiguous
 //! floats (the output channels). The accumulators stay in registers for the whole tile; at
-//! the end they are stored, or added, to `dst`.
+//! the end they are stored, or added, to `dst`, with a bias vector added last when the tile
+//! has one (the bias add that follows a convolution, done in the same store).
 //!
 //! The instruction set is chosen at run time (`cpu::CpuFeatures`): AVX-512F
 //! (`avx512.rs`, up to 14 rows x 32 channels), else AVX2+FMA
@@ -41,6 +42,9 @@ pub struct Tile {
     pub lanes: usize,
     /// Add the sums to `dst` instead of storing them.
     pub accumulate: bool,
+    /// `lanes` floats added to every row's result before it is written: `(sums) + bias`, or
+    /// `(dst + sums) + bias` when accumulating, the roundings of a separate add afterwards.
+    pub bias: Option<*const f32>,
     /// The tile is repeated `blocks` times (at least once), with `a` and `dst` moved by
     /// `a_block` and `dst_block` each time (one call for a whole run of output pixels).
     pub blocks: usize,
@@ -120,11 +124,11 @@ unsafe fn portable_block(t: &Tile, a: *const f32, dst: *mut f32) {
     for (r, row) in acc.iter().enumerate().take(t.rows) {
         let d = dst.offset(r as isize * t.dst_row);
         for (j, &x) in row.iter().enumerate().take(t.lanes) {
-            if t.accumulate {
-                *d.add(j) += x;
-            } else {
-                *d.add(j) = x;
-            }
+            let x = if t.accumulate { *d.add(j) + x } else { x };
+            *d.add(j) = match t.bias {
+                Some(bias) => x + *bias.add(j),
+                None => x,
+            };
         }
     }
 }
@@ -197,7 +201,7 @@ mod tests {
                 .flat_map(move |rows| (1..=isa.max_lanes()).map(move |lanes| (isa, rows, lanes)))
         }) {
             {
-                for accumulate in [false, true] {
+                for (accumulate, bias) in [(false, None), (true, None), (false, Some(&b[500..]))] {
                     let dst_row = 36isize;
                     let mut got = values(MOST_ROWS * 36, 3);
                     let mut want = got.clone();
@@ -216,6 +220,7 @@ mod tests {
                         rows,
                         lanes,
                         accumulate,
+                        bias: bias.map(|b| b.as_ptr()),
                         blocks: 2,
                         a_block: 11,
                         dst_block: 0,
@@ -227,7 +232,8 @@ mod tests {
                         // 15 products of values below 2 in magnitude: sums below 60.
                         assert!(
                             (g - w).abs() <= 60.0 * 16.0 * f32::EPSILON,
-                            "{isa:?} rows {rows} lanes {lanes} acc {accumulate} [{i}]: {g} vs {w}"
+                            "{isa:?} rows {rows} lanes {lanes} acc {accumulate} bias {} [{i}]: {g} vs {w}",
+                            bias.is_some()
                         );
                         if (i as isize % dst_row) as usize >= lanes {
                             assert_eq!(g.to_bits(), w.to_bits(), "guard lane {i} written");

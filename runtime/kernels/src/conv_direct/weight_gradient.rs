@@ -189,6 +189,7 @@ impl DirectWeightGradient {
                                     rows: (tile_rows - r0).min(most_rows),
                                     lanes,
                                     accumulate: true,
+                                    bias: None,
                                     blocks: 1,
                                     a_block: 0,
                                     dst_block: 0,

@@ -177,6 +177,24 @@ impl WinogradConv {
     /// out_w, out_channels]` floats (row-major), `kernel` every tap its [`KernelLayout`]
     /// reaches, and `scratch` [`Self::scratch_bytes`] bytes, 64-byte aligned.
     pub unsafe fn run(&self, x: *const f32, k: *const f32, y: *mut f32, scratch: *mut u8) {
+        self.run_with_bias(x, k, None, y, scratch)
+    }
+
+    /// `output = conv(input, kernel) + bias` (bias broadcast over the output channels), the
+    /// bits of the convolution followed by a separate add: the output transform adds the bias
+    /// to each rounded output as it stores it, which saves the add's pass over the output.
+    ///
+    /// # Safety
+    /// As [`Self::run`]; `bias`, when given, must hold `out_channels` floats.
+    pub unsafe fn run_with_bias(
+        &self,
+        x: *const f32,
+        k: *const f32,
+        bias: Option<*const f32>,
+        y: *mut f32,
+        scratch: *mut u8,
+    ) {
+        let bias = bias.map(|b| Shared(b as *mut f32));
         let u = floats(scratch, self.u);
         let scratch = floats(scratch, self.blocks);
         with_sizes!(self.m, self.r, |N, M, R| {
@@ -205,7 +223,8 @@ impl WinogradConv {
                     }
                     let t0 = b * self.tiles_per_block;
                     let count = self.tiles_per_block.min(tiles - t0);
-                    self.dispatch_block::<N, M, R>(xs.get(), us.get(), ys.get(), buf, t0, count);
+                    let b = bias.map(|b| b.get() as *const f32);
+                    self.dispatch_block::<N, M, R>(xs.get(), us.get(), b, ys.get(), buf, t0, count);
                 }
             });
         });
@@ -285,6 +304,7 @@ impl WinogradConv {
         &self,
         x: *const f32,
         u: *const f32,
+        bias: Option<*const f32>,
         y: *mut f32,
         buf: *mut f32,
         t0: usize,
@@ -292,10 +312,10 @@ impl WinogradConv {
     ) {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2Fma => self.block_avx2::<N, M, R>(x, u, y, buf, t0, count),
+            Isa::Avx2Fma => self.block_avx2::<N, M, R>(x, u, bias, y, buf, t0, count),
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => self.block_avx512::<N, M, R>(x, u, y, buf, t0, count),
-            _ => self.block::<N, M, R, Portable>(x, u, y, buf, t0, count),
+            Isa::Avx512 => self.block_avx512::<N, M, R>(x, u, bias, y, buf, t0, count),
+            _ => self.block::<N, M, R, Portable>(x, u, bias, y, buf, t0, count),
         }
     }
 
@@ -306,12 +326,13 @@ impl WinogradConv {
         &self,
         x: *const f32,
         u: *const f32,
+        bias: Option<*const f32>,
         y: *mut f32,
         buf: *mut f32,
         t0: usize,
         count: usize,
     ) {
-        self.block::<N, M, R, Avx>(x, u, y, buf, t0, count)
+        self.block::<N, M, R, Avx>(x, u, bias, y, buf, t0, count)
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -321,12 +342,13 @@ impl WinogradConv {
         &self,
         x: *const f32,
         u: *const f32,
+        bias: Option<*const f32>,
         y: *mut f32,
         buf: *mut f32,
         t0: usize,
         count: usize,
     ) {
-        self.block::<N, M, R, Avx512>(x, u, y, buf, t0, count)
+        self.block::<N, M, R, Avx512>(x, u, bias, y, buf, t0, count)
     }
 
     /// Tiles `t0..t0 + count`: input transform, the `N * N` products, output transform.
@@ -336,6 +358,7 @@ impl WinogradConv {
         &self,
         x: *const f32,
         u: *const f32,
+        bias: Option<*const f32>,
         y: *mut f32,
         buf: *mut f32,
         t0: usize,
@@ -392,7 +415,7 @@ impl WinogradConv {
                     }
                 })
             });
-            output_tile::<N, M, V>(&mats.at, mm.add(tb * mt), mx, self.o, &out);
+            output_tile::<N, M, V>(&mats.at, mm.add(tb * mt), mx, self.o, bias, &out);
         }
     }
 }
@@ -530,6 +553,46 @@ mod tests {
                             );
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// The bias added in the output transform gives the bits of the convolution followed by
+    /// a separate add, on every instruction set and tile, with a channel tail (13 outputs).
+    #[test]
+    fn bias_in_the_store_equals_a_separate_add() {
+        let (n, h, w, c, o, r) = (2usize, 7usize, 9usize, 11usize, 13usize, 5usize);
+        let (oh, ow) = (h + 3 - r + 1, w + 3 - r + 1);
+        let x = data(n * h * w * c, 1);
+        let k = data(r * r * c * o, 2);
+        let bias = data(o, 4);
+        let geometry = Conv2dGeometry {
+            batch: n,
+            height: h,
+            width: w,
+            channels: c,
+            window: [r, r],
+            out_channels: o,
+            padding: [(2, 1), (1, 2)],
+        };
+        for simd in Isa::available() {
+            for m in [2, 4] {
+                let plan = WinogradConv::with_tile(&geometry, KernelLayout::hwio(&geometry), 2, m)
+                    .expect("winograd takes it")
+                    .with_simd(simd);
+                let mut scratch = scratch_block(plan.scratch_bytes());
+                let s = scratch.as_mut_ptr() as *mut u8;
+                let mut plain = vec![f32::NAN; n * oh * ow * o];
+                let mut biased = vec![f32::NAN; n * oh * ow * o];
+                unsafe {
+                    plan.run(x.as_ptr(), k.as_ptr(), plain.as_mut_ptr(), s);
+                    let b = Some(bias.as_ptr());
+                    plan.run_with_bias(x.as_ptr(), k.as_ptr(), b, biased.as_mut_ptr(), s);
+                }
+                for (i, (&p, &g)) in plain.iter().zip(&biased).enumerate() {
+                    let want = p + bias[i % o];
+                    assert_eq!(g.to_bits(), want.to_bits(), "{simd:?} F({m}, 5) [{i}]");
                 }
             }
         }

@@ -298,20 +298,23 @@ pub unsafe fn input_tile<const N: usize, V: Vector>(
 
 /// Output transform of one tile: `Y = A^T Mt A` where `Mt[a][b]` is read at
 /// `mm + (a*N + b) * plane + o`, for the channels `o < ch`, written to `out[i][j]` where it is
-/// not null (outputs past the image edge are dropped).
+/// not null (outputs past the image edge are dropped). With a `bias` (`ch` floats), each
+/// output is `Y + bias[o]`: the same bits as adding it afterwards.
 ///
 /// # Safety
 /// `mm` must hold the `N * N` planes with `ch` readable floats each; every non-null `out`
-/// pointer `ch` writable floats.
+/// pointer `ch` writable floats, and `bias`, when given, `ch` readable floats.
 #[inline(always)]
 pub unsafe fn output_tile<const N: usize, const M: usize, V: Vector>(
     at: &[[f32; N]; M],
     mm: *const f32,
     plane: usize,
     ch: usize,
+    bias: Option<*const f32>,
     out: &[[*mut f32; M]; M],
 ) {
     by_chunks!(ch, V::LANES, |c0, w| {
+        let bias = bias.map(|b| V::load(b.add(c0), w));
         // tmp[b][i] = (A^T Mt)[i][b]
         let mut tmp = [[V::zero(); M]; N];
         unroll!(N, |b| {
@@ -329,7 +332,11 @@ pub unsafe fn output_tile<const N: usize, const M: usize, V: Vector>(
             let y = mat_vec::<M, N, V>(at, &row);
             unroll!(M, |j| {
                 if !out[i][j].is_null() {
-                    y[j].store(out[i][j].add(c0), w);
+                    let yj = match bias {
+                        Some(b) => y[j].add(b),
+                        None => y[j],
+                    };
+                    yj.store(out[i][j].add(c0), w);
                 }
             });
         });

@@ -19,6 +19,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, FuncId, Linkage, Module as _};
 use std::any::Any;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 use tessel_compiler::ir::{InstrId, Module};
@@ -61,6 +62,9 @@ pub(super) struct ProgramCx<'m> {
     pub current_name: String,
     /// The module, shared by the collective routines' plans (made on first use).
     pub shared_module: Option<Arc<Module>>,
+    /// Bias-add fusions a convolution routine computes in its stores (`conv_bias.rs`): they
+    /// emit no code.
+    pub folded_bias_adds: HashSet<(Instance, InstrId)>,
 }
 
 /// Compiles `module` (see [`crate::jit::compile`]).
@@ -101,6 +105,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         current_op: "",
         current_name: String::new(),
         shared_module: None,
+        folded_bias_adds: HashSet::new(),
     };
 
     let mut sig = Signature::new(call_conv);

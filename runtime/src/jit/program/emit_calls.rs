@@ -212,8 +212,9 @@ impl ProgramCx<'_> {
         fb: &mut FunctionBuilder,
         arena: Value,
         walk: &Walk,
-        instr: &Instruction,
+        id: InstrId,
     ) -> Result<Loc, JitError> {
+        let instr = walk.comp.get(id);
         let Op::Convolution(conv) = &instr.op else {
             return Err(JitError::Invalid(format!(
                 "{} is not a convolution",
@@ -225,7 +226,8 @@ impl ProgramCx<'_> {
         let ob = out.as_array().expect("array").clone();
         let options = self.options;
         let precision = ConvPrecision::of(&instr.extra_attrs);
-        let conv = self.with_scratch(|scratch| {
+        let bias_add = self.bias_add_after(walk, id, conv);
+        let mut conv = self.with_scratch(|scratch| {
             plan_convolution(
                 &instr.name,
                 conv,
@@ -237,6 +239,11 @@ impl ProgramCx<'_> {
                 scratch,
             )
         })?;
+        if let Some((fusion, bias)) = bias_add {
+            if conv.take_bias(bias) {
+                self.folded_bias_adds.insert((walk.inst, fusion));
+            }
+        }
         self.call_boxed_plan(fb, arena, conv.routine, conv.plan);
         Ok(out)
     }

@@ -219,7 +219,7 @@ impl ProgramCx<'_> {
             }
             Op::Dot(_) => self.emit_dot(fb, arena, walk, instr),
             Op::Gather { .. } | Op::Scatter { .. } => self.emit_gather_scatter(fb, arena, walk, id),
-            Op::Convolution(_) => self.emit_convolution(fb, arena, walk, instr),
+            Op::Convolution(_) => self.emit_convolution(fb, arena, walk, id),
             Op::Infeed { .. } => self.emit_infeed(fb, arena, instr),
             Op::TopK { k, largest } => {
                 let operand = walk.array(instr, 0)?;
@@ -235,6 +235,11 @@ impl ProgramCx<'_> {
                 instr.op.opcode_name(),
                 instr.name
             ))),
+            Op::Fusion { .. } if self.folded_bias_adds.contains(&(walk.inst, id)) => {
+                // The convolution before it wrote its result into this buffer
+                // (`conv_bias.rs`).
+                self.alloc_loc(&instr.shape)
+            }
             Op::Fusion { calls, .. } => {
                 let a = walk.operands(instr)?;
                 let out = self.alloc_loc(&instr.shape)?;

@@ -13,11 +13,13 @@
 //! - `emit_instruction.rs`: the walk of a computation and the dispatch by op class;
 //! - `emit_control_flow.rs`: `while` and `conditional`;
 //! - `emit_calls.rs`: routine calls (dot, convolution, collectives, feeds) and profile marks;
+//! - `conv_bias.rs`: the bias-add fusions a convolution routine computes in its stores;
 //! - `emit_fusion.rs`, `emit_kernels.rs`: kernels for fusions and other ops, and their calls;
 //! - `emit_pooling.rs`: max-pool fusions as calls of the pooling routines;
 //! - `executable.rs`: the compiled program, run once or on replicas.
 
 mod compile;
+mod conv_bias;
 mod emit_calls;
 mod emit_control_flow;
 mod emit_fusion;

@@ -19,6 +19,8 @@ pub struct DirectConvPlan {
     kernel: Addr,
     output: Addr,
     scratch: Addr,
+    /// The bias the stores add (`conv_select::ConvRoutine::take_bias`).
+    pub(super) bias: Option<Addr>,
 }
 
 impl DirectConvPlan {
@@ -52,15 +54,17 @@ impl DirectConvPlan {
             input: input.0,
             kernel: kernel.0,
             output: output.0,
+            bias: None,
         })
     }
 
     /// # Safety
     /// `arena` must be the program's arena.
     unsafe fn run(&self, arena: *mut u8) {
-        self.routine.run(
+        self.routine.run_with_bias(
             resolve(self.input, arena) as *const f32,
             resolve(self.kernel, arena) as *const f32,
+            self.bias.map(|b| resolve(b, arena) as *const f32),
             resolve(self.output, arena) as *mut f32,
             resolve(self.scratch, arena),
         )

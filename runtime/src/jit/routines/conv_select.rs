@@ -92,6 +92,21 @@ impl ConvRoutine {
 }
 
 impl ConvRoutine {
+    /// Asks the chosen routine to add `bias` (the output-feature vector of a bias add that
+    /// only reads this convolution, `bias_match.rs`) in its stores; true when it will. The
+    /// direct and the Winograd forward routines can (their output is NHWC, the feature
+    /// dimension contiguous); the others decline, and the add stays a kernel of its own.
+    pub fn take_bias(&mut self, bias: Addr) -> bool {
+        if let Some(p) = self.plan.downcast_mut::<DirectConvPlan>() {
+            p.bias = Some(bias);
+        } else if let Some(p) = self.plan.downcast_mut::<WinogradPlan>() {
+            p.bias = Some(bias);
+        } else {
+            return false;
+        }
+        true
+    }
+
     /// Which algorithm was chosen: `direct`, `direct-weight-grad`, `winograd`,
     /// `winograd-filter` or `gemm` (for tests and reports).
     pub fn algorithm(&self) -> &'static str {

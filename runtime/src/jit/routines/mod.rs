@@ -5,12 +5,15 @@
 //!
 //! - `dot.rs`: `dot` as GEMM (operands permuted into scratch where needed).
 //! - `conv_select.rs`: which routine a convolution runs (and the rule for choosing).
+//! - `bias_match.rs`: the bias add after a convolution, which the direct and Winograd
+//!   routines then do in their stores.
 //! - `convolution.rs`: the general patch-matrix GEMM, any convolution.
 //! - `conv_direct.rs`, `winograd.rs`: the specialized convolutions.
 //! - `pool_match.rs`, `pooling.rs`: max-pool fusions (forward; gradient with ReLU gate and bias
 //!   sum) recognized and run by the pooling routines.
 //! - `kernel_pair.rs`: two halves of a generated kernel on two workers.
 
+pub mod bias_match;
 pub mod conv_direct;
 pub mod conv_select;
 pub(crate) mod conv_shape;

@@ -60,6 +60,8 @@ pub struct WinogradPlan {
     kernel: Addr,
     output: Addr,
     scratch: Addr,
+    /// The bias the output transform adds (`conv_select::ConvRoutine::take_bias`).
+    pub(super) bias: Option<Addr>,
 }
 
 impl WinogradPlan {
@@ -140,15 +142,17 @@ impl WinogradPlan {
             input: input.0,
             kernel: kernel.0,
             output: output.0,
+            bias: None,
         })
     }
 
     /// # Safety
     /// `arena` must be the program's arena.
     pub unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
-        self.routine.run(
+        self.routine.run_with_bias(
             resolve(self.input, arena) as *const f32,
             resolve(self.kernel, arena) as *const f32,
+            self.bias.map(|b| resolve(b, arena) as *const f32),
             resolve(self.output, arena) as *mut f32,
             resolve(self.scratch, arena),
         );

@@ -1,0 +1,58 @@
+//! The bias add a convolution routine computes in its stores (`routines/bias_match.rs`): which
+//! fusion after a convolution may be folded, and where its bias is.
+//!
+//! A fusion is folded only when the buffer assignment put it in place over the convolution's
+//! result (so the routine's output already is the fusion's buffer, and nothing between the
+//! two can see the early bias) and the convolution has no other reader. The folded fusion
+//! then emits no code (`emit_instruction.rs`).
+
+use super::compile::ProgramCx;
+use super::emit_instruction::Walk;
+use crate::jit::buffer::Addr;
+use crate::jit::routines::bias_match::match_bias_add;
+use tessel_compiler::ir::{Convolution, InstrId, Op};
+
+impl ProgramCx<'_> {
+    /// The bias-add fusion after convolution `conv_id` that its routine may compute, with the
+    /// bias buffer; `None` when there is none or folding it is off.
+    pub(super) fn bias_add_after(
+        &self,
+        walk: &Walk,
+        conv_id: InstrId,
+        conv: &Convolution,
+    ) -> Option<(InstrId, Addr)> {
+        if !self.options.fold_bias_add || walk.comp.root() == conv_id {
+            return None;
+        }
+        let [fusion_id] = walk.comp.users(conv_id)[..] else {
+            return None;
+        };
+        let fusion = walk.comp.get(fusion_id);
+        let Op::Fusion { calls, .. } = fusion.op else {
+            return None;
+        };
+        let m = match_bias_add(self.module.computation(calls), conv.dims.output_feature)?;
+        let operands = fusion.operands();
+        if operands.iter().filter(|&&o| o == conv_id).count() != 1
+            || operands.get(m.value as usize) != Some(&conv_id)
+        {
+            return None;
+        }
+        // The bias must already have its buffer; the shape was checked by the match.
+        let bias = walk
+            .locs
+            .get(operands.get(m.bias as usize)?)?
+            .as_array()?
+            .addr;
+        let inst = walk.inst;
+        let buffers = |id| self.plan.value_buffers.get(&(inst, id));
+        let in_place = matches!(buffers(conv_id), Some(b) if b.len() == 1 && b[0].is_some())
+            && buffers(conv_id) == buffers(fusion_id);
+        let no_scratch = self
+            .plan
+            .scratch_buffers
+            .get(&(inst, fusion_id))
+            .is_none_or(|s| s.is_empty());
+        (in_place && no_scratch).then_some((fusion_id, bias))
+    }
+}

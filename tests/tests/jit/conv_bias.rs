@@ -1,0 +1,124 @@
+//! The bias add after a convolution, done in the convolution routine's stores
+//! (`runtime/src/jit/routines/bias_match.rs`, `program/conv_bias.rs`): with the fold on and
+//! off, programs give bitwise the same outputs, and the fold removes exactly the bias-add
+//! kernels it should (the count of generated kernel functions drops by those of each folded
+//! add). Forms that must
+//! not fold (the convolution read by something else too, a ReLU in the add's fusion) keep
+//! their kernels and their results.
+
+use tessel_compiler::compile::{optimize, CompileOptions};
+use tessel_compiler::hlo_text::{parse_module, parse_module_file};
+use tessel_compiler::interpreter::evaluate;
+use tessel_compiler::ir::{Literal, Module};
+use tessel_runtime::host_io::read_safetensors;
+use tessel_runtime::jit::{compile, JitOptions};
+use tessel_tests::numerics::{compare_literals, pseudo_random_f32, Tolerance};
+
+/// The outputs' bytes and the generated-kernel count with the fold on or off.
+fn run(module: &Module, args: &[Literal], fold: bool, threads: usize) -> (Vec<Vec<u8>>, usize) {
+    let options = JitOptions {
+        fold_bias_add: fold,
+        gemm_threads: threads,
+        ..Default::default()
+    };
+    let exe = compile(module, &options).expect("compiles");
+    let out = exe.run(args).expect("runs");
+    let bytes = out.leaves().iter().map(|a| a.data.to_le_bytes()).collect();
+    (bytes, exe.stats().kernels)
+}
+
+/// Checks `text` (optimized first) with the fold on and off: the same bits, `folded` fewer
+/// kernels with it on, and the interpreter's result within `tol` of the relative error.
+fn check(text: &str, args: &[Literal], folded: usize) {
+    let mut module = parse_module(text, None).expect("parses");
+    optimize(&mut module, &CompileOptions::default()).expect("optimizes");
+    for threads in [1, 2] {
+        let (on, on_kernels) = run(&module, args, true, threads);
+        let (off, off_kernels) = run(&module, args, false, threads);
+        assert_eq!(on, off, "fold on and off differ ({threads} threads)");
+        assert_eq!(off_kernels - on_kernels, folded, "folded kernels");
+    }
+    let want = evaluate(&module, args).expect("interprets");
+    let got = compile(&module, &JitOptions::default())
+        .expect("compiles")
+        .run(args)
+        .expect("runs");
+    compare_literals(
+        &got,
+        &want,
+        Tolerance {
+            atol: 2e-3,
+            rtol: 1e-4,
+        },
+    )
+    .expect("matches the interpreter");
+}
+
+/// `conv(x, k) + bias` in NHWC / HWIO with a 5x5 "same" window, `root` the result's use.
+fn conv_bias(x: [i64; 4], o: i64, add: &str, root: &str) -> String {
+    let [n, h, w, c] = x;
+    format!(
+        "HloModule m\n\nENTRY e {{\n  \
+         x = f32[{n},{h},{w},{c}] parameter(0)\n  \
+         k = f32[5,5,{c},{o}] parameter(1)\n  \
+         b = f32[{o}] parameter(2)\n  \
+         conv = f32[{n},{h},{w},{o}] convolution(x, k), window={{size=5x5 pad=2_2x2_2}}, dim_labels=b01f_01io->b01f\n  \
+         bb = f32[{n},{h},{w},{o}] broadcast(b), dimensions={{3}}\n  \
+         {add}\n  \
+         {root}\n}}\n"
+    )
+}
+
+fn args(x: [i64; 4], o: i64) -> Vec<Literal> {
+    vec![
+        pseudo_random_f32(&x, 1, 0),
+        pseudo_random_f32(&[5, 5, x[3], o], 2, 0),
+        pseudo_random_f32(&[o], 3, 0),
+    ]
+}
+
+#[test]
+fn direct_and_winograd_convolutions_fold_their_bias_add() {
+    // Direct (one input channel, 40 outputs: a full and a partial channel block).
+    let x = [2, 9, 11, 1];
+    let add = "ROOT y = f32[2,9,11,40] add(conv, bb)";
+    check(&conv_bias(x, 40, add, ""), &args(x, 40), 1);
+    // Winograd (11 input channels, 13 outputs: a channel tail), the bias first.
+    let x = [3, 7, 10, 11];
+    let add = "ROOT y = f32[3,7,10,13] add(bb, conv)";
+    check(&conv_bias(x, 13, add, ""), &args(x, 13), 1);
+}
+
+#[test]
+fn bias_adds_that_must_not_fold_keep_their_kernel() {
+    let x = [2, 7, 10, 11];
+    let a = args(x, 13);
+    // The convolution is also an output: its value without the bias must survive.
+    let add = "y = f32[2,7,10,13] add(conv, bb)";
+    let root = "ROOT t = (f32[2,7,10,13], f32[2,7,10,13]) tuple(y, conv)";
+    check(&conv_bias(x, 13, add, root), &a, 0);
+    // A ReLU after the add, in the same fusion.
+    let add = "y = f32[2,7,10,13] add(conv, bb)\n  z = f32[] constant(0)\n  \
+               zb = f32[2,7,10,13] broadcast(z), dimensions={}";
+    let root = "ROOT r = f32[2,7,10,13] maximum(y, zb)";
+    check(&conv_bias(x, 13, add, root), &a, 0);
+}
+
+/// JAX's b128 MNIST training step: both convolutions' bias adds fold, with the same bits.
+#[test]
+fn mnist_step_folds_both_bias_adds_with_the_same_bits() {
+    let dir = tessel_tests::corpus_dir().expect("corpus");
+    let mut module = parse_module_file(&dir.join("mnist_cnn_train_step_b128.hlo")).unwrap();
+    optimize(&mut module, &CompileOptions::default()).unwrap();
+    let mut args =
+        read_safetensors(dir.join("mnist_cnn_train_step_b128.inputs.safetensors")).unwrap();
+    args.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
+    let args: Vec<Literal> = args.into_iter().map(|(_, a)| Literal::Array(a)).collect();
+    let (on, on_kernels) = run(&module, &args, true, 2);
+    let (off, off_kernels) = run(&module, &args, false, 2);
+    // Each add is large enough to run as two kernel halves (`PARALLEL_KERNEL_WORK`).
+    assert_eq!(off_kernels - on_kernels, 4);
+    for (leaf, (a, b)) in on.iter().zip(&off).enumerate() {
+        assert!(a == b, "output {leaf} differs with the bias adds folded");
+    }
+}
