@@ -3,11 +3,19 @@
 //! Formulas follow JAX's JVP rules transposed. Where JAX makes a choice at a point where the
 //! function is not differentiable, so do we: `abs` uses `sign(x)` (0 at 0), `max`/`min` split
 //! the gradient in half between tied operands, `clamp` gives 0 at the bounds.
+//!
+//! One exception: `max(x, 0)` with a constant zero is ReLU (`tf.nn.relu` and `jax.nn.relu`
+//! both lower to it, and the HLO cannot tell it from `jnp.maximum(x, 0.)`). Its gradient is
+//! the one both frameworks give ReLU, `g` where `x > 0` and 0 elsewhere (TF's `ReluGrad`,
+//! `jax.nn.relu`'s custom JVP), so at `x == 0` it is 0, not the tie split's `g / 2`. That is
+//! what a ported TF model trains with (a conv layer's output is exactly 0 wherever its input
+//! patch and bias are zero, as at MNIST's borders on the first step), and it is the form the
+//! JIT's max-pool gradient routine computes (`select(x > 0, ., 0)`).
 
 use super::cotangent::Cot;
 use super::emit::{Emitter, R};
 use super::{non_differentiable, Contributions, Node};
-use crate::ir::{BinaryOp, ComparisonDirection as Dir, InstrId, Op, UnaryOp};
+use crate::ir::{BinaryOp, ComparisonDirection as Dir, InstrId, Literal, Op, UnaryOp};
 
 pub(crate) fn vjp(em: &mut Emitter, node: &Node, g: InstrId) -> R<Contributions> {
     match &node.instr.op {
@@ -151,6 +159,17 @@ fn binary(em: &mut Emitter, node: &Node, op: BinaryOp, g: InstrId) -> R<Contribu
                 out.extend(node.to_operand(1, em.neg(gt)?));
             }
         }
+        Maximum if relu_input(em, a, b).is_some() => {
+            // ReLU, `max(x, 0)`: TF's ReluGrad and jax.nn.relu's rule, g where x > 0 (0 at
+            // x == 0), not a general max's tie split (module doc).
+            let (x, k) = relu_input(em, a, b).expect("checked by the guard");
+            if node.wants(k) {
+                let zero = em.full_like(x, 0.0)?;
+                let positive = em.compare(Dir::Gt, x, zero)?;
+                let zero_g = em.full_like(g, 0.0)?;
+                out.extend(node.to_operand(k, em.select(positive, g, zero_g)?));
+            }
+        }
         Maximum | Minimum => {
             if node.wants(0) {
                 let share = balanced_share(em, a, y, b)?;
@@ -204,6 +223,34 @@ fn binary(em: &mut Emitter, node: &Node, op: BinaryOp, g: InstrId) -> R<Contribu
 }
 
 /// JAX's `_balanced_eq(x, z, y)`: 1 where x alone attains z, 1/2 where x and y both do, else 0.
+/// For `max(a, b)` where one operand is a floating-point splat of zero (a constant, or a
+/// broadcast of a scalar constant): the other operand and its operand number.
+fn relu_input(em: &Emitter, a: InstrId, b: InstrId) -> Option<(InstrId, usize)> {
+    let comp = em.module.computation(em.comp);
+    let zero_splat = |id: InstrId| {
+        let instr = comp.get(id);
+        let constant = match &instr.op {
+            Op::Broadcast { .. } => comp.get(*instr.operands().first()?),
+            _ => instr,
+        };
+        match &constant.op {
+            Op::Constant(Literal::Array(c)) => Some(
+                c.shape.element_type.is_float()
+                    && !c.is_empty()
+                    && (0..c.len()).all(|i| c.data.get_f64(i) == 0.0),
+            ),
+            _ => None,
+        }
+    };
+    if zero_splat(b) == Some(true) {
+        Some((a, 0))
+    } else if zero_splat(a) == Some(true) {
+        Some((b, 1))
+    } else {
+        None
+    }
+}
+
 fn balanced_share(em: &mut Emitter, x: InstrId, z: InstrId, y: InstrId) -> R<InstrId> {
     let x_eq = em.compare(Dir::Eq, x, z)?;
     let y_eq = em.compare(Dir::Eq, y, z)?;

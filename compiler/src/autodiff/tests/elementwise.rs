@@ -117,6 +117,33 @@ fn max_splits_ties_in_half_like_jax() {
 }
 
 #[test]
+fn relu_gives_no_gradient_at_zero_like_tf_and_jax_nn_relu() {
+    // max(x, 0) and max(0, x) with a constant zero: g where x > 0, 0 at x == 0 (TF's
+    // ReluGrad), where a general max would give x == 0 half.
+    for zero_first in [false, true] {
+        let mut c = Case::new();
+        let x = c.param(&[3, 2]);
+        let mut em = c.em();
+        let zero = em.full_like(x, 0.0).unwrap();
+        let (a, b) = if zero_first { (zero, x) } else { (x, zero) };
+        let y = em.binary(BinaryOp::Maximum, a, b).unwrap();
+        let m = c.finish(y);
+        let x = Array::f32(&[3, 2], vec![0.0, 2.0, -3.0, 0.0, 5.0, -0.0]);
+        let grad = super::super::grad_module(&m, &[0]).unwrap();
+        let out = crate::interpreter::evaluate(&grad, &[Literal::Array(x)]).unwrap();
+        let gx = out.as_tuple().unwrap()[1].as_array().unwrap().clone();
+        for i in 0..6 {
+            let w = 0.5 + ((i * 7919 + 13) % 101) as f64 / 101.0;
+            let expect = if i == 1 || i == 4 { w } else { 0.0 };
+            assert!(
+                (gx.data.get_f64(i) - expect).abs() < 1e-6,
+                "zero first {zero_first}, x[{i}]"
+            );
+        }
+    }
+}
+
+#[test]
 fn select_gives_no_gradient_to_the_predicate() {
     let mut c = Case::new();
     let a = c.param(&[4]);
