@@ -222,7 +222,6 @@ fn binary(em: &mut Emitter, node: &Node, op: BinaryOp, g: InstrId) -> R<Contribu
     Ok(out)
 }
 
-/// JAX's `_balanced_eq(x, z, y)`: 1 where x alone attains z, 1/2 where x and y both do, else 0.
 /// For `max(a, b)` where one operand is a floating-point splat of zero (a constant, or a
 /// broadcast of a scalar constant): the other operand and its operand number.
 fn relu_input(em: &Emitter, a: InstrId, b: InstrId) -> Option<(InstrId, usize)> {
@@ -251,6 +250,7 @@ fn relu_input(em: &Emitter, a: InstrId, b: InstrId) -> Option<(InstrId, usize)> 
     }
 }
 
+/// JAX's `_balanced_eq(x, z, y)`: 1 where x alone attains z, 1/2 where x and y both do, else 0.
 fn balanced_share(em: &mut Emitter, x: InstrId, z: InstrId, y: InstrId) -> R<InstrId> {
     let x_eq = em.compare(Dir::Eq, x, z)?;
     let y_eq = em.compare(Dir::Eq, y, z)?;

@@ -5,7 +5,8 @@
 //! The form is a fusion computing `add(p, broadcast(q, dimensions={feature}))` (either operand
 //! order) on f32, where `p` has the fusion's shape, `q` is a vector over the convolution's
 //! output feature dimension, and nothing else is in the fusion. The routines compute
-//! `sum + bias[o]` with the sum rounded first, the bits of the separate add. Anything else (a
+//! `sum + bias[o]` with the sum rounded first, the bits of the separate add (when both are
+//! NaN, which payload survives may differ with the operand order). Anything else (a
 //! ReLU after the add, a bias over another dimension, a scaled bias) is not matched and runs
 //! as the generated kernel it is.
 
