@@ -7,6 +7,8 @@ pub mod numerics;
 pub mod pass_golden;
 
 use std::path::PathBuf;
+use tessel_compiler::ir::{Array, Literal};
+use tessel_runtime::host_io::read_safetensors;
 
 /// The conformance corpus: the modules JAX wrote from real programs, with their inputs and
 /// JAX's outputs (`tests/corpus/conformance/`, copied from the project's shared `hlo/` folder
@@ -28,6 +30,24 @@ pub fn corpus_files() -> Vec<PathBuf> {
     files.sort();
     assert!(!files.is_empty(), "no .hlo files in the corpus");
     files
+}
+
+/// The arrays of corpus file `file` (e.g. `mnist_cnn_train_step_b128.inputs.safetensors`) in
+/// the order of their numeric keys: a module's arguments or JAX's outputs. Panics naming the
+/// file when it is missing or unreadable.
+pub fn corpus_arrays(file: &str) -> Vec<Array> {
+    let dir = corpus_dir().expect("tests/corpus/conformance is missing");
+    let mut v = read_safetensors(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    v.sort_by_key(|(k, _)| k.parse::<usize>().expect("numeric keys"));
+    v.into_iter().map(|(_, a)| a).collect()
+}
+
+/// [`corpus_arrays`] as a module's arguments.
+pub fn corpus_args(file: &str) -> Vec<Literal> {
+    corpus_arrays(file)
+        .into_iter()
+        .map(Literal::Array)
+        .collect()
 }
 
 /// The directory of golden cases, `tests/golden/`.

@@ -10,7 +10,6 @@ use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::{parse_module, parse_module_file};
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Literal, Module};
-use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::jit::{compile, JitOptions};
 use tessel_tests::numerics::{compare_literals, pseudo_random_f32, Tolerance};
 
@@ -110,10 +109,7 @@ fn mnist_step_folds_both_bias_adds_with_the_same_bits() {
     let dir = tessel_tests::corpus_dir().expect("corpus");
     let mut module = parse_module_file(&dir.join("mnist_cnn_train_step_b128.hlo")).unwrap();
     optimize(&mut module, &CompileOptions::default()).unwrap();
-    let mut args =
-        read_safetensors(dir.join("mnist_cnn_train_step_b128.inputs.safetensors")).unwrap();
-    args.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
-    let args: Vec<Literal> = args.into_iter().map(|(_, a)| Literal::Array(a)).collect();
+    let args = tessel_tests::corpus_args("mnist_cnn_train_step_b128.inputs.safetensors");
     let (on, on_kernels) = run(&module, &args, true, 2);
     let (off, off_kernels) = run(&module, &args, false, 2);
     // Each add is large enough to run as two kernel halves (`PARALLEL_KERNEL_WORK`).

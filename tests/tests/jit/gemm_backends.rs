@@ -6,7 +6,6 @@
 use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::*;
-use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::jit::{compile, GemmBackend, JitOptions};
 
 fn dot_module(n: i64) -> Module {
@@ -67,13 +66,8 @@ fn dot_1024_on_each_gemm_backend() {
 fn mnist_step_on_each_gemm_backend_matches_jax() {
     let dir = tessel_tests::corpus_dir().expect("corpus");
     let module = parse_module_file(&dir.join("mnist_cnn_train_step_b128.hlo")).unwrap();
-    let mut args =
-        read_safetensors(dir.join("mnist_cnn_train_step_b128.inputs.safetensors")).unwrap();
-    args.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
-    let args: Vec<Literal> = args.into_iter().map(|(_, a)| Literal::Array(a)).collect();
-    let mut want =
-        read_safetensors(dir.join("mnist_cnn_train_step_b128.outputs.safetensors")).unwrap();
-    want.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
+    let args = tessel_tests::corpus_args("mnist_cnn_train_step_b128.inputs.safetensors");
+    let want = tessel_tests::corpus_arrays("mnist_cnn_train_step_b128.outputs.safetensors");
     let mut optimized = module.clone();
     optimize(&mut optimized, &CompileOptions::default()).unwrap();
     for (m, backend) in [
@@ -87,7 +81,7 @@ fn mnist_step_on_each_gemm_backend_matches_jax() {
         };
         let out = compile(m, &opts).unwrap().run(&args).unwrap();
         let loss = out.leaves()[8].data.get_f64(0);
-        let jax = want[8].1.data.get_f64(0);
+        let jax = want[8].data.get_f64(0);
         assert!(
             (loss - jax).abs() <= 1e-4 * jax.abs().max(1.0),
             "{backend:?}: loss {loss} vs JAX {jax}"

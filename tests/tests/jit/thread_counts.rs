@@ -6,8 +6,6 @@
 
 use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module_file;
-use tessel_compiler::ir::Literal;
-use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::jit::{compile, JitOptions};
 
 #[test]
@@ -15,10 +13,7 @@ fn mnist_step_is_bitwise_the_same_on_1_2_and_3_threads() {
     let dir = tessel_tests::corpus_dir().expect("corpus");
     let mut module = parse_module_file(&dir.join("mnist_cnn_train_step_b128.hlo")).unwrap();
     optimize(&mut module, &CompileOptions::default()).unwrap();
-    let mut args =
-        read_safetensors(dir.join("mnist_cnn_train_step_b128.inputs.safetensors")).unwrap();
-    args.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
-    let args: Vec<Literal> = args.into_iter().map(|(_, a)| Literal::Array(a)).collect();
+    let args = tessel_tests::corpus_args("mnist_cnn_train_step_b128.inputs.safetensors");
     let run = |threads: usize| {
         let options = JitOptions {
             gemm_threads: threads,

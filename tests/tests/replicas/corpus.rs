@@ -4,7 +4,6 @@
 
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::{Array, Module};
-use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::session::{compile, Device, Outputs, Program};
 use tessel_runtime::shard_map::ShardMap;
 use tessel_runtime::threads::ThreadBudget;
@@ -12,14 +11,6 @@ use tessel_runtime::threads::ThreadBudget;
 fn load(name: &str) -> Module {
     let dir = tessel_tests::corpus_dir().expect("tests/corpus/conformance is missing");
     parse_module_file(&dir.join(format!("{name}.hlo"))).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-/// Arrays of a corpus safetensors file in key order "0", "1", ...
-fn numbered(file: &str) -> Vec<Array> {
-    let dir = tessel_tests::corpus_dir().expect("tests/corpus/conformance is missing");
-    let mut v = read_safetensors(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
-    v.sort_by_key(|(k, _)| k.parse::<usize>().expect("numeric keys"));
-    v.into_iter().map(|(_, a)| a).collect()
 }
 
 fn compare(name: &str, got: &[Array], want: &[Array], rel: f64) {
@@ -60,12 +51,12 @@ fn check(name: &str, rel: f64) {
         ..Device::jit().with_replicas(4)
     };
     let program = compile(&module, &device).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let inputs = numbered(&format!("{name}.inputs.safetensors"));
+    let inputs = tessel_tests::corpus_arrays(&format!("{name}.inputs.safetensors"));
     let a = run(&program, &inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
     compare(
         name,
         &a,
-        &numbered(&format!("{name}.outputs.safetensors")),
+        &tessel_tests::corpus_arrays(&format!("{name}.outputs.safetensors")),
         rel,
     );
     let b = run(&program, &inputs).unwrap();
