@@ -7,7 +7,8 @@ pub mod numerics;
 pub mod pass_golden;
 
 use std::path::PathBuf;
-use tessel_compiler::ir::{Array, Literal};
+use tessel_compiler::hlo_text::parse_module_file;
+use tessel_compiler::ir::{Array, Literal, Module};
 use tessel_runtime::host_io::read_safetensors;
 
 /// The conformance corpus: the modules JAX wrote from real programs, with their inputs and
@@ -30,6 +31,13 @@ pub fn corpus_files() -> Vec<PathBuf> {
     files.sort();
     assert!(!files.is_empty(), "no .hlo files in the corpus");
     files
+}
+
+/// Corpus module `name` (`tests/corpus/conformance/<name>.hlo`) as parsed. Panics naming it
+/// when it is missing or does not parse.
+pub fn corpus_module(name: &str) -> Module {
+    let dir = corpus_dir().expect("tests/corpus/conformance is missing");
+    parse_module_file(&dir.join(format!("{name}.hlo"))).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 /// The arrays of corpus file `file` (e.g. `mnist_cnn_train_step_b128.inputs.safetensors`) in

@@ -2,12 +2,11 @@
 //! (`runtime/src/jit/routines/bias_match.rs`, `program/conv_bias.rs`): with the fold on and
 //! off, programs give bitwise the same outputs, and the fold removes exactly the bias-add
 //! kernels it should (the count of generated kernel functions drops by those of each folded
-//! add). Forms that must
-//! not fold (the convolution read by something else too, a ReLU in the add's fusion) keep
-//! their kernels and their results.
+//! add). Forms that must not fold (the convolution read by something else too, a ReLU in the
+//! add's fusion) keep their kernels and their results.
 
 use tessel_compiler::compile::{optimize, CompileOptions};
-use tessel_compiler::hlo_text::{parse_module, parse_module_file};
+use tessel_compiler::hlo_text::parse_module;
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Literal, Module};
 use tessel_runtime::jit::{compile, JitOptions};
@@ -106,8 +105,7 @@ fn bias_adds_that_must_not_fold_keep_their_kernel() {
 /// JAX's b128 MNIST training step: both convolutions' bias adds fold, with the same bits.
 #[test]
 fn mnist_step_folds_both_bias_adds_with_the_same_bits() {
-    let dir = tessel_tests::corpus_dir().expect("corpus");
-    let mut module = parse_module_file(&dir.join("mnist_cnn_train_step_b128.hlo")).unwrap();
+    let mut module = tessel_tests::corpus_module("mnist_cnn_train_step_b128");
     optimize(&mut module, &CompileOptions::default()).unwrap();
     let args = tessel_tests::corpus_args("mnist_cnn_train_step_b128.inputs.safetensors");
     let (on, on_kernels) = run(&module, &args, true, 2);

@@ -4,7 +4,6 @@
 //! `cargo bench -p tessel-tests --bench jit_perf`.)
 
 use tessel_compiler::compile::{optimize, CompileOptions};
-use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::*;
 use tessel_runtime::jit::{compile, GemmBackend, JitOptions};
 
@@ -64,8 +63,7 @@ fn dot_1024_on_each_gemm_backend() {
 
 #[test]
 fn mnist_step_on_each_gemm_backend_matches_jax() {
-    let dir = tessel_tests::corpus_dir().expect("corpus");
-    let module = parse_module_file(&dir.join("mnist_cnn_train_step_b128.hlo")).unwrap();
+    let module = tessel_tests::corpus_module("mnist_cnn_train_step_b128");
     let args = tessel_tests::corpus_args("mnist_cnn_train_step_b128.inputs.safetensors");
     let want = tessel_tests::corpus_arrays("mnist_cnn_train_step_b128.outputs.safetensors");
     let mut optimized = module.clone();

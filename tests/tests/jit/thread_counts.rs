@@ -5,13 +5,11 @@
 //! GEMM's weight gradient, which this step does not use, still sums one partial per worker.)
 
 use tessel_compiler::compile::{optimize, CompileOptions};
-use tessel_compiler::hlo_text::parse_module_file;
 use tessel_runtime::jit::{compile, JitOptions};
 
 #[test]
 fn mnist_step_is_bitwise_the_same_on_1_2_and_3_threads() {
-    let dir = tessel_tests::corpus_dir().expect("corpus");
-    let mut module = parse_module_file(&dir.join("mnist_cnn_train_step_b128.hlo")).unwrap();
+    let mut module = tessel_tests::corpus_module("mnist_cnn_train_step_b128");
     optimize(&mut module, &CompileOptions::default()).unwrap();
     let args = tessel_tests::corpus_args("mnist_cnn_train_step_b128.inputs.safetensors");
     let run = |threads: usize| {

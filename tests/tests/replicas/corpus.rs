@@ -2,16 +2,10 @@
 //! and runs it on 4 replicas (each replica's GEMM on the thread budget's share), and must give JAX's numbers (floats within 1e-5 + 1e-4 |b|, 1e-3
 //! relative after the CNN's convolutions), bitwise the same on a second run.
 
-use tessel_compiler::hlo_text::parse_module_file;
-use tessel_compiler::ir::{Array, Module};
+use tessel_compiler::ir::Array;
 use tessel_runtime::session::{compile, Device, Outputs, Program};
 use tessel_runtime::shard_map::ShardMap;
 use tessel_runtime::threads::ThreadBudget;
-
-fn load(name: &str) -> Module {
-    let dir = tessel_tests::corpus_dir().expect("tests/corpus/conformance is missing");
-    parse_module_file(&dir.join(format!("{name}.hlo"))).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
 
 fn compare(name: &str, got: &[Array], want: &[Array], rel: f64) {
     assert_eq!(got.len(), want.len(), "{name}: output count");
@@ -45,7 +39,7 @@ fn run(program: &Program, inputs: &[Array]) -> Result<Vec<Array>, String> {
 }
 
 fn check(name: &str, rel: f64) {
-    let module = load(name);
+    let module = tessel_tests::corpus_module(name);
     let device = Device {
         threads: ThreadBudget::new(2),
         ..Device::jit().with_replicas(4)
@@ -81,7 +75,7 @@ fn dp_mnist_cnn_train_step_r4_b32_on_the_jit() {
 
 #[test]
 fn the_jit_needs_the_meshs_replica_count() {
-    let e = ShardMap::new(&load("dp_tanh_regression_r4"), 2)
+    let e = ShardMap::new(&tessel_tests::corpus_module("dp_tanh_regression_r4"), 2)
         .err()
         .unwrap();
     assert!(e.message.contains("4 devices"), "{e}");

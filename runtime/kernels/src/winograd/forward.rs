@@ -442,15 +442,11 @@ mod tests {
         vec![[0; 8]; bytes.div_ceil(64) + 1]
     }
 
-    /// The AVX and the portable code on the same forward and weight-gradient convolutions,
-    /// against a direct f64 sum (relative to the sum of |terms|, like tests/tests/jit/winograd.rs).
-    #[test]
-    fn portable_and_avx_paths_match_the_direct_sum() {
+    /// The odd case both tests below use: 2 images of 7 x 9 pixels, 11 channels to 13 (tails
+    /// in every vector width), a 5x5 window padded (2, 1) x (1, 2), so the output is 6 x 8;
+    /// with its input `[2, 7, 9, 11]` and HWIO kernel `[5, 5, 11, 13]`.
+    fn odd_case() -> (Conv2dGeometry, Vec<f32>, Vec<f32>) {
         let (n, h, w, c, o, r) = (2usize, 7usize, 9usize, 11usize, 13usize, 5usize);
-        let (oh, ow) = (h + 3 - r + 1, w + 3 - r + 1);
-        let x = data(n * h * w * c, 1);
-        let k = data(r * r * c * o, 2);
-        let dy = data(n * oh * ow * o, 3);
         let geometry = Conv2dGeometry {
             batch: n,
             height: h,
@@ -460,6 +456,17 @@ mod tests {
             out_channels: o,
             padding: [(2, 1), (1, 2)],
         };
+        (geometry, data(n * h * w * c, 1), data(r * r * c * o, 2))
+    }
+
+    /// The AVX and the portable code on the same forward and weight-gradient convolutions,
+    /// against a direct f64 sum (relative to the sum of |terms|, like tests/tests/jit/winograd.rs).
+    #[test]
+    fn portable_and_avx_paths_match_the_direct_sum() {
+        let (geometry, x, k) = odd_case();
+        let (n, h, w, c, o, r) = (2usize, 7usize, 9usize, 11usize, 13usize, 5usize);
+        let (oh, ow) = (h + 3 - r + 1, w + 3 - r + 1);
+        let dy = data(n * oh * ow * o, 3);
         let at = |img: usize, y: i64, xx: i64, ch: usize| -> f64 {
             if y < 0 || xx < 0 || y >= h as i64 || xx >= w as i64 {
                 0.0
@@ -562,20 +569,11 @@ mod tests {
     /// a separate add, on every instruction set and tile, with a channel tail (13 outputs).
     #[test]
     fn bias_in_the_store_equals_a_separate_add() {
-        let (n, h, w, c, o, r) = (2usize, 7usize, 9usize, 11usize, 13usize, 5usize);
-        let (oh, ow) = (h + 3 - r + 1, w + 3 - r + 1);
-        let x = data(n * h * w * c, 1);
-        let k = data(r * r * c * o, 2);
+        let (geometry, x, k) = odd_case();
+        let o = geometry.out_channels;
+        let [oh, ow] = geometry.output_size().expect("a valid geometry");
+        let outputs = geometry.batch * oh * ow * o;
         let bias = data(o, 4);
-        let geometry = Conv2dGeometry {
-            batch: n,
-            height: h,
-            width: w,
-            channels: c,
-            window: [r, r],
-            out_channels: o,
-            padding: [(2, 1), (1, 2)],
-        };
         for simd in Isa::available() {
             for m in [2, 4] {
                 let plan = WinogradConv::with_tile(&geometry, KernelLayout::hwio(&geometry), 2, m)
@@ -583,8 +581,8 @@ mod tests {
                     .with_simd(simd);
                 let mut scratch = scratch_block(plan.scratch_bytes());
                 let s = scratch.as_mut_ptr() as *mut u8;
-                let mut plain = vec![f32::NAN; n * oh * ow * o];
-                let mut biased = vec![f32::NAN; n * oh * ow * o];
+                let mut plain = vec![f32::NAN; outputs];
+                let mut biased = vec![f32::NAN; outputs];
                 unsafe {
                     plan.run(x.as_ptr(), k.as_ptr(), plain.as_mut_ptr(), s);
                     let b = Some(bias.as_ptr());
