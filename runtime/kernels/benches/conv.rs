@@ -162,17 +162,21 @@ fn main() {
                 });
                 run(ms, "weight grad [direct]");
             }
-            if let Ok(plan) = WinogradConv::new(&g, KernelLayout::hwio(&g), threads) {
-                let mut s = scratch_block(plan.scratch_bytes());
-                let ms = median_ms(10, || unsafe {
-                    plan.run(
-                        x.as_ptr(),
-                        k.as_ptr(),
-                        y.as_mut_ptr(),
-                        s.as_mut_ptr() as *mut u8,
-                    )
-                });
-                run(ms, "forward [winograd]");
+            // F(2x2), the routine's default, and F(4x4), the JIT's choice for 5x5 windows.
+            for tile in [2, 4] {
+                if let Ok(plan) = WinogradConv::with_tile(&g, KernelLayout::hwio(&g), threads, tile)
+                {
+                    let mut s = scratch_block(plan.scratch_bytes());
+                    let ms = median_ms(10, || unsafe {
+                        plan.run(
+                            x.as_ptr(),
+                            k.as_ptr(),
+                            y.as_mut_ptr(),
+                            s.as_mut_ptr() as *mut u8,
+                        )
+                    });
+                    run(ms, &format!("forward [winograd F({tile}x{tile})]"));
+                }
             }
             let hwio = [
                 g.window[1] * g.channels * g.out_channels,
@@ -180,17 +184,19 @@ fn main() {
                 g.out_channels,
                 1,
             ];
-            if let Ok(plan) = WinogradFilterGradient::new(&g, hwio, threads) {
-                let mut s = scratch_block(plan.scratch_bytes());
-                let ms = median_ms(10, || unsafe {
-                    plan.run(
-                        x.as_ptr(),
-                        dy.as_ptr(),
-                        dk.as_mut_ptr(),
-                        s.as_mut_ptr() as *mut u8,
-                    )
-                });
-                run(ms, "weight grad [winograd]");
+            for tile in [2, 4] {
+                if let Ok(plan) = WinogradFilterGradient::with_tile(&g, hwio, threads, tile) {
+                    let mut s = scratch_block(plan.scratch_bytes());
+                    let ms = median_ms(10, || unsafe {
+                        plan.run(
+                            x.as_ptr(),
+                            dy.as_ptr(),
+                            dk.as_mut_ptr(),
+                            s.as_mut_ptr() as *mut u8,
+                        )
+                    });
+                    run(ms, &format!("weight grad [winograd F({tile}x{tile})]"));
+                }
             }
         }
         bench_patch(
