@@ -5,8 +5,8 @@
 #   bash tests/benches/step_vs_peers.sh [ROUNDS] [extra tessel run flags...]
 #
 # Needs a release build (`cargo build --release --bin tessel`) and the peers' environments
-# from ../shared/peers/README.md in /tmp/tf (and /tmp/jax). Prints every figure, then the
-# medians and the ratio tessel / TF.
+# from ../shared/peers/README.md in /tmp/tf (and /tmp/jax). Prints the CPU, every figure, then
+# the medians and the ratio tessel / TF.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}
@@ -16,6 +16,8 @@ PEERS=../shared/peers
 TESSEL=./target/release/tessel
 [ -x "$TESSEL" ] || { echo "build first: cargo build --release --bin tessel" >&2; exit 2; }
 [ -x /tmp/tf/bin/python ] || { echo "set up TensorFlow as in $PEERS/README.md (/tmp/tf)" >&2; exit 2; }
+
+grep -E "cpu family|^model\s" /proc/cpuinfo | sort -u | tr '\n' ' '; echo
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
