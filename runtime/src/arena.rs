@@ -18,16 +18,6 @@ pub struct Arena {
 struct AlignedBlock([u8; BUFFER_ALIGN]);
 
 impl Arena {
-    /// A zeroed arena of `len` bytes. Aborts the process if the memory cannot be had: use
-    /// [`Arena::try_new`] where the size comes from user input.
-    pub fn new(len: usize) -> Arena {
-        let blocks = len.div_ceil(BUFFER_ALIGN).max(1);
-        Arena {
-            storage: vec![AlignedBlock([0; BUFFER_ALIGN]); blocks],
-            len,
-        }
-    }
-
     /// A zeroed arena of `len` bytes, or an error saying how many bytes could not be
     /// allocated (a huge program's arena must not abort the process).
     pub fn try_new(len: usize) -> Result<Arena, MemoryError> {
