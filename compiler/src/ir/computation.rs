@@ -111,6 +111,19 @@ impl Computation {
         users
     }
 
+    /// The users of `id` in no particular order, one per operand slot that reads it: for
+    /// graph walks that do not need [`Computation::users`]' order (which costs a scan of the
+    /// stored order per user).
+    pub fn users_unordered(&self, id: InstrId) -> impl Iterator<Item = InstrId> + '_ {
+        self.graph.neighbors_directed(id, Direction::Outgoing)
+    }
+
+    /// One more than the largest instruction index in use: the length of a table indexed
+    /// by `InstrId::index()`.
+    pub fn index_bound(&self) -> usize {
+        petgraph::visit::NodeIndexable::node_bound(&self.graph)
+    }
+
     fn position(&self, id: InstrId) -> usize {
         self.order
             .iter()
@@ -164,6 +177,28 @@ impl Computation {
         }
         self.order.retain(|&x| x != id);
         self.graph.remove_node(id).expect("instruction exists")
+    }
+
+    /// Removes every instruction of `ids`, listed operands before users, each used only by
+    /// later ones of `ids`: the same as [`Computation::remove`] on each in reverse, with one
+    /// pass over the stored order instead of one per instruction (a fusion of 256
+    /// instructions out of a 200,000-instruction chain).
+    pub fn remove_all(&mut self, ids: &[InstrId]) {
+        let set: hashbrown::HashSet<InstrId> = ids.iter().copied().collect();
+        for &id in ids.iter().rev() {
+            debug_assert!(
+                self.users_unordered(id).all(|u| set.contains(&u)),
+                "removing {} which still has users",
+                self.graph[id].name
+            );
+            if self.root.is_none() && self.order.last() == Some(&id) {
+                panic!("removing the root of {}", self.name);
+            }
+        }
+        self.order.retain(|x| !set.contains(x));
+        for &id in ids.iter().rev() {
+            self.graph.remove_node(id).expect("instruction exists");
+        }
     }
 
     /// A topological order (operands before users) that follows the stored order where it
