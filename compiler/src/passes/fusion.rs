@@ -380,10 +380,19 @@ fn merge_siblings(c: &Computation, groups: &mut Vec<Group>) {
     let mut ins: Vec<Vec<InstrId>> = groups.iter().map(|g| inputs(c, g, &order)).collect();
     let mut i = 0;
     while i < groups.len() {
-        let mut reach = Reach::of(c, &groups[i], &ins[i]);
+        // Built when a pair first passes the cheap checks, and again after each merge.
+        let mut reach: Option<Reach> = None;
         let mut j = i + 1;
         while j < groups.len() {
-            if can_merge(c, (&groups[i], &ins[i]), (&groups[j], &ins[j]), &reach) {
+            let (a, b) = (
+                (&groups[i], ins[i].as_slice()),
+                (&groups[j], ins[j].as_slice()),
+            );
+            let merge = may_merge(c, a, b) && {
+                let r = reach.get_or_insert_with(|| Reach::of(c, a.0, a.1));
+                !r.a_reads_from(b.0) && !r.reads_from_a(b.1)
+            };
+            if merge {
                 let g = groups.remove(j);
                 ins.remove(j);
                 let a = &mut groups[i];
@@ -391,7 +400,7 @@ fn merge_siblings(c: &Computation, groups: &mut Vec<Group>) {
                 a.copies.extend(g.copies);
                 a.roots.extend(g.roots);
                 ins[i] = inputs(c, &groups[i], &order);
-                reach = Reach::of(c, &groups[i], &ins[i]);
+                reach = None;
             } else {
                 j += 1;
             }
@@ -438,12 +447,13 @@ impl Reach {
     }
 }
 
-/// Whether `b` can merge into `a`, given each group with its inputs and `a`'s [`Reach`].
-fn can_merge(
+/// The checks of a sibling merge short of dependencies: both loop fusions (no reduce or
+/// reduce-window root), every root with the same dimensions, and an array input in common.
+/// Each group comes with its inputs.
+fn may_merge(
     c: &Computation,
     (a, ia): (&Group, &[InstrId]),
     (b, ib): (&Group, &[InstrId]),
-    reach: &Reach,
 ) -> bool {
     let loop_kind = |g: &Group| {
         g.roots
@@ -461,10 +471,8 @@ fn can_merge(
     {
         return false;
     }
-    let shares_array = ia
-        .iter()
-        .any(|x| ib.contains(x) && c.get(*x).shape.rank() > 0);
-    shares_array && !reach.a_reads_from(b) && !reach.reads_from_a(ib)
+    ia.iter()
+        .any(|x| ib.contains(x) && c.get(*x).shape.rank() > 0)
 }
 
 fn materialize(m: &mut Module, cid: ComputationId, g: Group) -> Result<(), PassError> {
