@@ -58,7 +58,7 @@ fn chain_reading_the_parameter(n: usize) -> String {
 /// Every group of such a chain reads the parameter, so every pair of groups was a sibling
 /// candidate whose dependency check walked the graph, and each fused member was removed with
 /// a pass over the whole instruction order: a 64,000-op chain took 37 s to compile on a Zen 4
-/// (2 s after the change), 200,000 ops did not finish in 5 minutes (25 s after). The bound
+/// (1.5 s after the change), 200,000 ops did not finish in 5 minutes (12.5 s after). The bound
 /// below is a guard against that growth coming back, with a wide margin, not a speed target.
 #[test]
 fn a_long_chain_whose_ops_all_read_one_parameter_fuses_without_pairwise_walks() {
