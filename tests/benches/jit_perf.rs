@@ -7,16 +7,8 @@
 
 use std::time::Instant;
 use tessel_compiler::compile::{optimize, CompileOptions};
-use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::ir::*;
-use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::jit::{compile, GemmBackend, JitOptions};
-
-fn inputs(path: &std::path::Path) -> Vec<Literal> {
-    let mut v = read_safetensors(path).unwrap();
-    v.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
-    v.into_iter().map(|(_, a)| Literal::Array(a)).collect()
-}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -51,13 +43,9 @@ fn dot_module(n: i64) -> Module {
 }
 
 fn main() {
-    let dir = tessel_tests::corpus_dir().expect("corpus");
-    let file = dir.join("mnist_cnn_train_step_b128.hlo");
-    let module = parse_module_file(&file).unwrap();
-    let args = inputs(&dir.join("mnist_cnn_train_step_b128.inputs.safetensors"));
-    let mut want =
-        read_safetensors(dir.join("mnist_cnn_train_step_b128.outputs.safetensors")).unwrap();
-    want.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
+    let module = tessel_tests::corpus_module("mnist_cnn_train_step_b128");
+    let args = tessel_tests::corpus_args("mnist_cnn_train_step_b128.inputs.safetensors");
+    let want = tessel_tests::corpus_arrays("mnist_cnn_train_step_b128.outputs.safetensors");
     let mut optimized = module.clone();
     let t = Instant::now();
     optimize(&mut optimized, &CompileOptions::default()).unwrap();
@@ -82,7 +70,7 @@ fn main() {
         let compile_ms = t.elapsed().as_secs_f64() * 1e3;
         let out = exe.run(&args).unwrap();
         let loss = out.leaves()[8].data.get_f64(0);
-        let jax = want[8].1.data.get_f64(0);
+        let jax = want[8].data.get_f64(0);
         assert!(
             (loss - jax).abs() <= 1e-4 * jax.abs().max(1.0),
             "loss {loss} vs JAX {jax}"

@@ -17,9 +17,8 @@ TESSEL=./target/release/tessel
 [ -x "$TESSEL" ] || { echo "build first: cargo build --release --bin tessel" >&2; exit 2; }
 [ -x /tmp/tf/bin/python ] || { echo "set up TensorFlow as in $PEERS/README.md (/tmp/tf)" >&2; exit 2; }
 
-grep -E "cpu family|^model\s" /proc/cpuinfo | sort -u | tr '\n' ' '; echo
-
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+. tests/benches/common.sh
+print_cpu
 
 ours=(); tf=(); jax=()
 for r in $(seq "$ROUNDS"); do

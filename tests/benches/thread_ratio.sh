@@ -13,7 +13,8 @@ PAIRS=${1:-5}
 H=tests/corpus/conformance/mnist_cnn_train_step_b128
 TESSEL=./target/release/tessel
 [ -x "$TESSEL" ] || { echo "build first: cargo build --release --bin tessel" >&2; exit 2; }
-grep -E "cpu family|^model\s" /proc/cpuinfo | sort -u | tr '\n' ' '; echo
+. tests/benches/common.sh
+print_cpu
 
 step_ms() { # THREADS OUTPUT
     TESSEL_THREADS=$1 "$TESSEL" run $H.hlo --inputs $H.inputs.safetensors --outputs "$2" \
@@ -27,8 +28,7 @@ for p in $(seq "$PAIRS"); do
     ratios+=("$r")
     echo "pair $p: 1 thread $one ms  2 threads $two ms  ratio $r  (load $(cut -d' ' -f1 /proc/loadavg))"
 done
-printf '%s\n' "${ratios[@]}" | sort -g |
-    awk '{a[NR]=$1} END {print "median ratio: " ((NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'
+echo "median ratio: $(printf '%s\n' "${ratios[@]}" | median)"
 if cmp -s /tmp/thread_ratio.1.safetensors /tmp/thread_ratio.2.safetensors; then
     echo "outputs: bitwise equal on 1 and 2 threads"
 else

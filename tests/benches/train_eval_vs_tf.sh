@@ -18,7 +18,8 @@ DATA=/tmp/train_eval_vs_tf
 [ -x /tmp/tf/bin/python ] || { echo "set up TensorFlow as in $PEERS/README.md (/tmp/tf)" >&2; exit 2; }
 mkdir -p $DATA
 [ -f $DATA/train.tfrecords ] || /tmp/tf/bin/python $PEERS/tf_convert_to_records.py ../shared/data/mnist $DATA >/dev/null
-grep -E "cpu family|^model\s" /proc/cpuinfo | sort -u | tr '\n' ' '; echo
+. tests/benches/common.sh
+print_cpu
 for r in $(seq "$ROUNDS"); do
     rm -rf $DATA/md_tessel $DATA/md_tf
     /usr/bin/time -f "%M" -o $DATA/rss $EX --model-dir $DATA/md_tessel \

@@ -259,18 +259,10 @@ fn traced_models_in_canonical_text() {
 
 /// The inputs of a corpus file in parameter order, and its flattened outputs.
 fn corpus_case(name: &str) -> (Vec<Literal>, Vec<Array>) {
-    let dir = tessel_tests::corpus_dir().expect("tests/corpus/conformance is missing");
-    let read = |suffix: &str| {
-        let mut v = tessel_runtime::host_io::read_safetensors(dir.join(format!("{name}.{suffix}")))
-            .unwrap();
-        v.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
-        v.into_iter().map(|(_, a)| a).collect::<Vec<Array>>()
-    };
-    let inputs = read("inputs.safetensors")
-        .into_iter()
-        .map(Literal::Array)
-        .collect();
-    (inputs, read("outputs.safetensors"))
+    (
+        tessel_tests::corpus_args(&format!("{name}.inputs.safetensors")),
+        tessel_tests::corpus_arrays(&format!("{name}.outputs.safetensors")),
+    )
 }
 
 #[test]

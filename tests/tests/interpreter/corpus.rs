@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Array, ArrayData, Literal, Module};
-use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::session::{compile, Device, Outputs, ReplicaCountError, SessionError};
 
 fn corpus_file(name: &str) -> PathBuf {
@@ -24,13 +23,6 @@ fn load(name: &str) -> Module {
         panic!("{name} does not verify: {errors:?}");
     }
     m
-}
-
-/// Arrays of a safetensors file in key order "0", "1", ...
-fn read_numbered(file: &str) -> Vec<Array> {
-    let mut tensors = read_safetensors(corpus_file(file)).unwrap_or_else(|e| panic!("{e}"));
-    tensors.sort_by_key(|(k, _)| k.parse::<usize>().expect("numeric keys"));
-    tensors.into_iter().map(|(_, a)| a).collect()
 }
 
 /// Compares outputs; `loose` allows 1e-3 relative on single elements (counted and printed).
@@ -72,12 +64,14 @@ fn leaves(l: &Literal) -> Vec<Array> {
 
 fn check_single(name: &str, loose: bool) {
     let m = load(name);
-    let inputs = literals(read_numbered(&format!("{name}.inputs.safetensors")));
+    let inputs = literals(tessel_tests::corpus_arrays(&format!(
+        "{name}.inputs.safetensors"
+    )));
     let out = evaluate(&m, &inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
     compare(
         name,
         &leaves(&out),
-        &read_numbered(&format!("{name}.outputs.safetensors")),
+        &tessel_tests::corpus_arrays(&format!("{name}.outputs.safetensors")),
         loose,
     );
 }
@@ -94,12 +88,12 @@ fn run_sharded(m: &Module, args: &[Array], replicas: usize) -> Result<Vec<Array>
 
 fn check_sharded(name: &str, loose: bool) {
     let m = load(name);
-    let inputs = read_numbered(&format!("{name}.inputs.safetensors"));
+    let inputs = tessel_tests::corpus_arrays(&format!("{name}.inputs.safetensors"));
     let out = run_sharded(&m, &inputs, 4).unwrap_or_else(|e| panic!("{name}: {e}"));
     compare(
         name,
         &out,
-        &read_numbered(&format!("{name}.outputs.safetensors")),
+        &tessel_tests::corpus_arrays(&format!("{name}.outputs.safetensors")),
         loose,
     );
 }
@@ -145,9 +139,11 @@ fn mnist_cnn_train_step_b128() {
 fn grad_modules_compute_their_value() {
     for name in ["grad_softmax_xent", "grad_pool_conv"] {
         let m = load(name);
-        let inputs = literals(read_numbered(&format!("{name}.inputs.safetensors")));
+        let inputs = literals(tessel_tests::corpus_arrays(&format!(
+            "{name}.inputs.safetensors"
+        )));
         let out = evaluate(&m, &inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let want = read_numbered(&format!("{name}.grad_outputs.safetensors"));
+        let want = tessel_tests::corpus_arrays(&format!("{name}.grad_outputs.safetensors"));
         compare(name, &leaves(&out), &want[..1], false);
     }
 }
@@ -166,7 +162,7 @@ fn dp_mnist_cnn_train_step_r4_b32() {
 fn sharded_runs_are_bitwise_deterministic() {
     let name = "dp_tanh_regression_r4";
     let m = load(name);
-    let inputs = read_numbered(&format!("{name}.inputs.safetensors"));
+    let inputs = tessel_tests::corpus_arrays(&format!("{name}.inputs.safetensors"));
     let a = run_sharded(&m, &inputs, 4).unwrap();
     let b = run_sharded(&m, &inputs, 4).unwrap();
     for (x, y) in a.iter().zip(&b) {
@@ -177,7 +173,7 @@ fn sharded_runs_are_bitwise_deterministic() {
 #[test]
 fn a_shard_map_module_needs_its_replicas() {
     let m = load("dp_tanh_regression_r4");
-    let inputs = read_numbered("dp_tanh_regression_r4.inputs.safetensors");
+    let inputs = tessel_tests::corpus_arrays("dp_tanh_regression_r4.inputs.safetensors");
     let e = run_sharded(&m, &inputs, 2).unwrap_err();
     assert!(
         matches!(

@@ -6,18 +6,15 @@ use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Array, Literal, Module};
-use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::session::{compile, Device, Outputs, SessionError};
 use tessel_runtime::shard_map::{is_shard_map_module, Mesh};
 use tessel_tests::corpus_files;
 use tessel_tests::numerics::{compare_literals, Tolerance, CORPUS_TOLERANCE};
 
+/// The arguments of corpus module `hlo` (a file of `tessel_tests::corpus_files`).
 fn inputs(hlo: &Path) -> Vec<Array> {
-    let name = hlo.file_stem().unwrap().to_string_lossy().to_string();
-    let path = hlo.with_file_name(format!("{name}.inputs.safetensors"));
-    let mut tensors = read_safetensors(&path).unwrap();
-    tensors.sort_by_key(|(k, _)| k.parse::<usize>().expect("inputs are keyed by number"));
-    tensors.into_iter().map(|(_, a)| a).collect()
+    let name = hlo.file_stem().unwrap().to_string_lossy();
+    tessel_tests::corpus_arrays(&format!("{name}.inputs.safetensors"))
 }
 
 /// A shard_map module on `replicas` interpreter replicas, through the session API: the

@@ -464,8 +464,16 @@ mod tests {
     #[test]
     fn portable_and_avx_paths_match_the_direct_sum() {
         let (geometry, x, k) = odd_case();
-        let (n, h, w, c, o, r) = (2usize, 7usize, 9usize, 11usize, 13usize, 5usize);
-        let (oh, ow) = (h + 3 - r + 1, w + 3 - r + 1);
+        let g = &geometry;
+        let (n, h, w, c, o, r) = (
+            g.batch,
+            g.height,
+            g.width,
+            g.channels,
+            g.out_channels,
+            g.window[0],
+        );
+        let [oh, ow] = g.output_size().expect("a valid geometry");
         let dy = data(n * oh * ow * o, 3);
         let at = |img: usize, y: i64, xx: i64, ch: usize| -> f64 {
             if y < 0 || xx < 0 || y >= h as i64 || xx >= w as i64 {
