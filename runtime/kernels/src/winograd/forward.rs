@@ -16,7 +16,7 @@
 //! block's scratch stays in L2. Each output is written by exactly one block, so the result
 //! does not depend on the number of workers.
 
-use super::factored::FactoredMatrices;
+use super::matrices::Matrices;
 use super::tiles::{input_tile, kernel_tile, output_tile, Portable, Vector, LANES};
 #[cfg(target_arch = "x86_64")]
 use super::tiles::{Avx, Avx512};
@@ -266,8 +266,8 @@ impl WinogradConv {
         c0: usize,
         c1: usize,
     ) {
-        // The factored matrices as compile-time constants, so that their entries and pairs fold.
-        let mats: &'static FactoredMatrices<N, M, R> = const { &FactoredMatrices::standard() };
+        // The matrices as compile-time constants, so that their 0 / 1 / -1 entries fold.
+        let mats: &'static Matrices<N, M, R> = const { &Matrices::standard() };
         let [sy, sx, si, so] = self.kernel.strides;
         let plane = self.c * self.o_pad;
         let tap = |t: usize, rev: bool| if rev { R - 1 - t } else { t };
@@ -364,8 +364,8 @@ impl WinogradConv {
         t0: usize,
         count: usize,
     ) {
-        // The factored matrices as compile-time constants, so that their entries and pairs fold.
-        let mats: &'static FactoredMatrices<N, M, R> = const { &FactoredMatrices::standard() };
+        // The matrices as compile-time constants, so that their 0 / 1 / -1 entries fold.
+        let mats: &'static Matrices<N, M, R> = const { &Matrices::standard() };
         let tpb = self.tiles_per_block;
         let (c, o_pad) = (self.c, self.o_pad);
         // Tile-major: a tile's N * N transformed points are adjacent (`V[t][xi][c]`,

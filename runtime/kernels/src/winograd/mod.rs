@@ -1,9 +1,8 @@
 //! Winograd F(m x m, r x r) convolution (r = 3 or 5, output tiles m = 2..6): the transform
-//! matrices ([`matrices`]) and their factoring by point pairs ([`factored`]),
+//! matrices ([`matrices`]),
 //! the per-tile transforms vectorized over channels ([`tiles`]), the forward convolution
 //! ([`forward`]) and its weight gradient by the transposed algorithm ([`filter_gradient`]).
 
-pub mod factored;
 pub mod filter_gradient;
 pub mod forward;
 pub mod matrices;

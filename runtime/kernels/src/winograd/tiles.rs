@@ -5,11 +5,8 @@
 //! compiler vectorizes as it can ([`Portable`]). The kernel transforms, once per call, stay
 //! at 8 lanes.
 //!
-//! Matrices are passed in their factored form (`factored.rs`; `at`: M x N, `bt`: N x N, `a`:
-//! N x M, `g`: N x R, `gt`: R x N), compile-time constants with fixed sizes, so every loop
-//! has constant bounds and unrolls.
-
-use super::factored::{Butterfly, Factored, MAX_PAIRS};
+//! Matrices are passed as fixed-size arrays (`at`: M x N, `bt`: N x N, `g`: N x R), so every
+//! loop has constant bounds and unrolls.
 
 /// Channels per vector group.
 pub const LANES: usize = 8;
@@ -237,51 +234,29 @@ macro_rules! by_chunks {
     }};
 }
 
-/// `mat * cols` for a transform matrix in its factored form ([`Factored`]): the butterflies
-/// on the inputs, the sparse core row by row, the butterflies on the outputs. `f` is a
-/// compile-time constant in every use, so in the unrolled code a 0 entry costs nothing, 1 /
-/// -1 an add / subtract, and each row starts from its `first` term instead of from zero.
-/// (Skipping `0 * x` differs from the product only for an infinite or NaN `x`, where
-/// Winograd's cancellations do not reproduce the direct sum anyway.)
+/// `rows[i] = sum_j mat[i][j] * cols[j]`: one matrix-vector product over lanes. With `mat` a
+/// compile-time constant, a 0 entry costs nothing and 1 / -1 an add / subtract. (Skipping
+/// `0 * x` differs from the product only for an infinite or NaN `x`, where Winograd's
+/// cancellations do not reproduce the direct sum anyway.)
 #[inline(always)]
-fn mat_vec<const P: usize, const Q: usize, V: Vector>(f: &Factored<P, Q>, cols: &[V; Q]) -> [V; P] {
-    let mut x = *cols;
-    unroll!(MAX_PAIRS, |k| {
-        if k < f.n_before {
-            butterfly(&mut x, f.before[k]);
-        }
-    });
+fn mat_vec<const P: usize, const Q: usize, V: Vector>(
+    mat: &[[f32; Q]; P],
+    cols: &[V; Q],
+) -> [V; P] {
     let mut out = [V::zero(); P];
     unroll!(P, |i| {
-        let first = f.first[i];
-        let mut acc = if first < Q { Some(x[first]) } else { None };
         unroll!(Q, |j| {
-            let s = f.core[i][j];
-            if j != first && s != 0.0 {
-                acc = Some(match acc {
-                    None => V::zero().madd(x[j], s),
-                    Some(a) if s == 1.0 => a.add(x[j]),
-                    Some(a) if s == -1.0 => a.sub(x[j]),
-                    Some(a) => a.madd(x[j], s),
-                });
+            let s = mat[i][j];
+            if s == 1.0 {
+                out[i] = out[i].add(cols[j]);
+            } else if s == -1.0 {
+                out[i] = out[i].sub(cols[j]);
+            } else if s != 0.0 {
+                out[i] = out[i].madd(cols[j], s);
             }
         });
-        out[i] = acc.unwrap_or(V::zero());
-    });
-    unroll!(MAX_PAIRS, |k| {
-        if k < f.n_after {
-            butterfly(&mut out, f.after[k]);
-        }
     });
     out
-}
-
-/// `(v[i], v[j]) <- (v[i] + v[j], v[i] - v[j])` (`v[j] - v[i]` when flipped).
-#[inline(always)]
-fn butterfly<const L: usize, V: Vector>(v: &mut [V; L], b: Butterfly) {
-    let (x, y) = (v[b.i], v[b.j]);
-    v[b.i] = x.add(y);
-    v[b.j] = if b.flip { y.sub(x) } else { x.sub(y) };
 }
 
 /// Input transform of one tile: `V[i*N + k] = (B^T d B)[i][k]`, written at
@@ -292,7 +267,7 @@ fn butterfly<const L: usize, V: Vector>(v: &mut [V; L], b: Butterfly) {
 /// Every pointer in `px` must address `ch` floats, and `v` the `N * N` planes.
 #[inline(always)]
 pub unsafe fn input_tile<const N: usize, V: Vector>(
-    bt: &Factored<N, N>,
+    bt: &[[f32; N]; N],
     px: &[[*const f32; N]; N],
     ch: usize,
     v: *mut f32,
@@ -331,7 +306,7 @@ pub unsafe fn input_tile<const N: usize, V: Vector>(
 /// pointer `ch` writable floats, and `bias`, when given, `ch` readable floats.
 #[inline(always)]
 pub unsafe fn output_tile<const N: usize, const M: usize, V: Vector>(
-    at: &Factored<M, N>,
+    at: &[[f32; N]; M],
     mm: *const f32,
     plane: usize,
     ch: usize,
@@ -377,12 +352,19 @@ pub unsafe fn output_tile<const N: usize, const M: usize, V: Vector>(
 /// `ch.next_multiple_of(8)` floats each.
 #[inline(always)]
 pub unsafe fn gradient_tile<const N: usize, const M: usize, V: Vector>(
-    a: &Factored<N, M>,
+    at: &[[f32; N]; M],
     px: &[[*const f32; M]; M],
     ch: usize,
     y: *mut f32,
     plane: usize,
 ) {
+    // a[p][i] = at[i][p]: A as an N x M matrix.
+    let mut a = [[0f32; M]; N];
+    unroll!(M, |i| {
+        unroll!(N, |p| {
+            a[p][i] = at[i][p];
+        });
+    });
     by_chunks!(ch, V::LANES, |c0, w| {
         // The lanes past `w` load as zeros and so transform to zeros: written up to the next
         // multiple of 8, they are the zero padding the products read.
@@ -394,14 +376,14 @@ pub unsafe fn gradient_tile<const N: usize, const M: usize, V: Vector>(
             unroll!(M, |i| {
                 col[i] = V::load(px[i][j].add(c0), w);
             });
-            tmp[j] = mat_vec::<N, M, V>(a, &col);
+            tmp[j] = mat_vec::<N, M, V>(&a, &col);
         });
         unroll!(N, |p| {
             let mut row = [V::zero(); M];
             unroll!(M, |j| {
                 row[j] = tmp[j][p];
             });
-            let out = mat_vec::<N, M, V>(a, &row);
+            let out = mat_vec::<N, M, V>(&a, &row);
             unroll!(N, |q| {
                 out[q].store(y.add((p * N + q) * plane + c0), padded);
             });
@@ -412,7 +394,7 @@ pub unsafe fn gradient_tile<const N: usize, const M: usize, V: Vector>(
 /// Kernel transform of 8 channels at once: `G g G^T` for taps `g[ky][kx]`.
 #[inline(always)]
 pub fn kernel_tile<const N: usize, const R: usize, V: Vector>(
-    g: &Factored<N, R>,
+    g: &[[f32; R]; N],
     taps: &[[V; R]; R],
 ) -> [[V; N]; N] {
     // tmp[kx][i] = (G g)[i][kx]
@@ -442,10 +424,16 @@ pub fn kernel_tile<const N: usize, const R: usize, V: Vector>(
 /// `du` must address the `N * N` planes with 8 readable floats each.
 #[inline(always)]
 pub unsafe fn filter_tile<const N: usize, const R: usize, V: Vector>(
-    gt: &Factored<R, N>,
+    g: &[[f32; R]; N],
     du: *const f32,
     plane: usize,
 ) -> [[V; R]; R] {
+    let mut gt = [[0f32; N]; R];
+    unroll!(N, |i| {
+        unroll!(R, |k| {
+            gt[k][i] = g[i][k];
+        });
+    });
     // tmp[j][ky] = (G^T du)[ky][j]
     let mut tmp = [[V::zero(); R]; N];
     unroll!(N, |j| {
@@ -453,7 +441,7 @@ pub unsafe fn filter_tile<const N: usize, const R: usize, V: Vector>(
         unroll!(N, |i| {
             col[i] = V::load(du.add((i * N + j) * plane), LANES);
         });
-        tmp[j] = mat_vec::<R, N, V>(gt, &col);
+        tmp[j] = mat_vec::<R, N, V>(&gt, &col);
     });
     let mut out = [[V::zero(); R]; R];
     unroll!(R, |ky| {
@@ -461,7 +449,7 @@ pub unsafe fn filter_tile<const N: usize, const R: usize, V: Vector>(
         unroll!(N, |j| {
             row[j] = tmp[j][ky];
         });
-        out[ky] = mat_vec::<R, N, V>(gt, &row);
+        out[ky] = mat_vec::<R, N, V>(&gt, &row);
     });
     out
 }
