@@ -238,6 +238,11 @@ macro_rules! by_chunks {
 /// compile-time constant, a 0 entry costs nothing and 1 / -1 an add / subtract. (Skipping
 /// `0 * x` differs from the product only for an infinite or NaN `x`, where Winograd's
 /// cancellations do not reproduce the direct sum anyway.)
+///
+/// The order of these sums fixes the forward convolution's rounding, and that rounding
+/// decides exact max-pool ties in the conformance corpus (equal fields give equal direct
+/// sums but not equal Winograd outputs): a reordering, even an exact one such as factoring
+/// by the points' ± pairs, must pass the corpus against JAX (docs/performance.md).
 #[inline(always)]
 fn mat_vec<const P: usize, const Q: usize, V: Vector>(
     mat: &[[f32; Q]; P],
