@@ -204,21 +204,24 @@ impl Computation {
     /// A topological order (operands before users) that follows the stored order where it
     /// can; includes instructions not reachable from the root.
     pub fn post_order(&self) -> Vec<InstrId> {
-        let mut visited = hashbrown::HashSet::with_capacity(self.order.len());
+        // A table by instruction index, not a hash set: the passes call this once per change
+        // (the fusion pass once per fusion), so on long programs its cost adds up.
+        let mut visited = vec![false; self.index_bound()];
         let mut out = Vec::with_capacity(self.order.len());
         for &start in &self.order {
-            if visited.contains(&start) {
+            if visited[start.index()] {
                 continue;
             }
             // Iterative DFS: (node, next operand index to visit).
             let mut stack = vec![(start, 0usize)];
-            visited.insert(start);
+            visited[start.index()] = true;
             while let Some(&mut (node, ref mut next)) = stack.last_mut() {
                 let operands = &self.graph[node].operands;
                 if *next < operands.len() {
                     let o = operands[*next];
                     *next += 1;
-                    if visited.insert(o) {
+                    if !visited[o.index()] {
+                        visited[o.index()] = true;
                         stack.push((o, 0));
                     }
                 } else {
