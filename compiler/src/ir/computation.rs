@@ -204,8 +204,8 @@ impl Computation {
     /// A topological order (operands before users) that follows the stored order where it
     /// can; includes instructions not reachable from the root.
     pub fn post_order(&self) -> Vec<InstrId> {
-        // A table by instruction index, not a hash set: the passes call this once per change
-        // (the fusion pass once per fusion), so on long programs its cost adds up.
+        // A table by instruction index, not a hash set: the fusion pass calls this once per
+        // fusion, so on long programs its cost adds up.
         let mut visited = vec![false; self.index_bound()];
         let mut out = Vec::with_capacity(self.order.len());
         for &start in &self.order {

@@ -310,8 +310,8 @@ fn inputs(c: &Computation, g: &Group, order: &Positions) -> Vec<InstrId> {
 
 /// Each instruction's place in a computation's post order, so that a group's instructions
 /// are put in that order by sorting them, not by a walk over the whole order with two set
-/// lookups per instruction, once per group (a third of the pass's time on a 200,000-op
-/// chain). The post order itself is still computed once per group: see `docs/passes.md`.
+/// lookups per instruction for every group. The post order itself is still computed once
+/// per group: see `docs/passes.md`.
 struct Positions {
     /// By `InstrId::index()`: the place in the post order, `usize::MAX` for none.
     place: Vec<usize>,
