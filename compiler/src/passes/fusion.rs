@@ -447,22 +447,28 @@ struct Reach {
 
 impl Reach {
     fn of(c: &Computation, a: &Group, a_inputs: &[InstrId]) -> Reach {
-        let bound = c.index_bound();
-        let mut after = vec![false; bound];
-        let mut stack: Vec<InstrId> = a.members.iter().copied().collect();
+        Reach {
+            after: Self::closure(c, a.members.iter().copied(), |x| c.users_unordered(x)),
+            before: Self::closure(c, a_inputs.iter().copied(), |x| {
+                c.get(x).operands().iter().copied()
+            }),
+        }
+    }
+
+    /// `start` and everything reached from it through `next`, marked by `InstrId::index()`.
+    fn closure<I: Iterator<Item = InstrId>>(
+        c: &Computation,
+        start: impl Iterator<Item = InstrId>,
+        next: impl Fn(InstrId) -> I,
+    ) -> Vec<bool> {
+        let mut marked = vec![false; c.index_bound()];
+        let mut stack: Vec<InstrId> = start.collect();
         while let Some(x) = stack.pop() {
-            if !std::mem::replace(&mut after[x.index()], true) {
-                stack.extend(c.users_unordered(x));
+            if !std::mem::replace(&mut marked[x.index()], true) {
+                stack.extend(next(x));
             }
         }
-        let mut before = vec![false; bound];
-        let mut stack: Vec<InstrId> = a_inputs.to_vec();
-        while let Some(x) = stack.pop() {
-            if !std::mem::replace(&mut before[x.index()], true) {
-                stack.extend(c.get(x).operands().iter().copied());
-            }
-        }
-        Reach { after, before }
+        marked
     }
 
     /// Whether any of `b`'s inputs depends on `a` (`depends_on(c, b_inputs, &a.members)`).

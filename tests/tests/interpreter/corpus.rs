@@ -4,21 +4,12 @@
 //! (each such element is printed); integers agree exactly. The data-parallel modules run on
 //! 4 replicas through `run_sharded`.
 
-use std::path::PathBuf;
-use tessel_compiler::hlo_text::parse_module_file;
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Array, ArrayData, Literal, Module};
 use tessel_runtime::session::{compile, Device, Outputs, ReplicaCountError, SessionError};
 
-fn corpus_file(name: &str) -> PathBuf {
-    tessel_tests::corpus_dir()
-        .expect("tests/corpus/conformance is missing")
-        .join(name)
-}
-
 fn load(name: &str) -> Module {
-    let path = corpus_file(&format!("{name}.hlo"));
-    let m = parse_module_file(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let m = tessel_tests::corpus_module(name);
     if let Err(errors) = tessel_compiler::verifier::verify(&m) {
         panic!("{name} does not verify: {errors:?}");
     }
@@ -64,9 +55,7 @@ fn leaves(l: &Literal) -> Vec<Array> {
 
 fn check_single(name: &str, loose: bool) {
     let m = load(name);
-    let inputs = literals(tessel_tests::corpus_arrays(&format!(
-        "{name}.inputs.safetensors"
-    )));
+    let inputs = tessel_tests::corpus_args(&format!("{name}.inputs.safetensors"));
     let out = evaluate(&m, &inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
     compare(
         name,
@@ -139,9 +128,7 @@ fn mnist_cnn_train_step_b128() {
 fn grad_modules_compute_their_value() {
     for name in ["grad_softmax_xent", "grad_pool_conv"] {
         let m = load(name);
-        let inputs = literals(tessel_tests::corpus_arrays(&format!(
-            "{name}.inputs.safetensors"
-        )));
+        let inputs = tessel_tests::corpus_args(&format!("{name}.inputs.safetensors"));
         let out = evaluate(&m, &inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
         let want = tessel_tests::corpus_arrays(&format!("{name}.grad_outputs.safetensors"));
         compare(name, &leaves(&out), &want[..1], false);
