@@ -18,6 +18,7 @@ use super::tile::{fill_band, run_tile, Tile};
 use crate::cpu::Isa;
 use crate::geometry::Conv2dGeometry;
 use crate::parallel::{for_each_worker, Shared};
+use crate::pooling::PoolEpilogue;
 use crate::scratch::{floats, Scratch};
 use crate::KernelError;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -97,6 +98,14 @@ impl DirectConv {
         self.scratch.bytes()
     }
 
+    /// Whether [`Self::run_fused`] can compute `pool` of this convolution's output in its
+    /// epilogue: the pool reads this output's shape and each of its windows lies inside one
+    /// run of `ROWS_PER_TAKE` output rows.
+    pub fn accepts_pool(&self, pool: &PoolEpilogue) -> bool {
+        pool.reads(self.batch, self.out_h, self.out_w, self.out_channels)
+            && pool.pool.fits_blocks([ROWS_PER_TAKE, usize::MAX])
+    }
+
     /// `output = conv(input, kernel)`.
     ///
     /// # Safety
@@ -127,6 +136,29 @@ impl DirectConv {
         output: *mut f32,
         scratch: *mut u8,
     ) {
+        self.run_fused(input, kernel, bias, None, output, scratch)
+    }
+
+    /// [`Self::run_with_bias`], and when `pool` is given, the max-pool of the output (which
+    /// must [`Self::accepts_pool`]) computed for each run of rows right after it is stored:
+    /// the bits of a separate pool, without its second read of the whole output.
+    ///
+    /// # Safety
+    /// As [`Self::run_with_bias`]; the pool's output must hold its shape and overlap none of
+    /// the other buffers.
+    pub unsafe fn run_fused(
+        &self,
+        input: *const f32,
+        kernel: *const f32,
+        bias: Option<*const f32>,
+        pool: Option<PoolEpilogue>,
+        output: *mut f32,
+        scratch: *mut u8,
+    ) {
+        assert!(
+            pool.is_none_or(|p| self.accepts_pool(&p)),
+            "direct convolution: a pool it does not accept"
+        );
         let bias = bias.map(|b| Shared(b as *mut f32));
         let out = output;
         let (c, oc) = (self.channels, self.out_channels);
@@ -200,6 +232,10 @@ impl DirectConv {
                             run_tile(self.isa, &tile);
                         }
                     }
+                }
+                if let Some(p) = &pool {
+                    p.pool
+                        .run_block(out.get(), p.output, n, [y0, y1], [0, self.out_w]);
                 }
             }
         });
@@ -314,6 +350,79 @@ pub(crate) mod tests {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    /// The max-pool computed run by run in the epilogue gives the bits of the convolution
+    /// (with and without its bias) followed by a separate pool, on every instruction set and
+    /// thread count, with an odd output height (11: takes of 4, 4 and 3 rows) and 40 channels.
+    #[test]
+    fn pool_in_the_epilogue_equals_a_separate_pool() {
+        use crate::pooling::{MaxPool, PoolGeometry};
+        let ([n, h, w, c], [kh, kw, o]) = ([2usize, 11, 13, 3], [5usize, 5, 40]);
+        let x = values(n * h * w * c, 1);
+        let k = values(kh * kw * c * o, 2);
+        let bias = values(o, 3);
+        let geometry = Conv2dGeometry {
+            batch: n,
+            height: h,
+            width: w,
+            channels: c,
+            window: [kh, kw],
+            out_channels: o,
+            padding: [(2, 2), (2, 2)],
+        };
+        let pool_geometry = PoolGeometry {
+            batch: n,
+            height: h,
+            width: w,
+            channels: o,
+            window: [2, 2],
+            stride: [2, 2],
+        };
+        let pooled = n * 5 * 6 * o;
+        for isa in Isa::available() {
+            for threads in [1, 2] {
+                let plan = DirectConv::new(&geometry, threads)
+                    .expect("within the preconditions")
+                    .with_isa(isa);
+                let mut scratch = scratch_block(plan.scratch_bytes());
+                let s = scratch.as_mut_ptr() as *mut u8;
+                for (relu, b) in [(true, Some(bias.as_ptr())), (false, None)] {
+                    let mut pool = MaxPool::new(pool_geometry, relu, 1).expect("a pool");
+                    pool.isa = isa;
+                    let mut y = vec![f32::NAN; n * h * w * o];
+                    let mut fused_y = y.clone();
+                    let (mut want, mut got) = (vec![f32::NAN; pooled], vec![f32::NAN; pooled]);
+                    let epilogue = PoolEpilogue {
+                        pool,
+                        output: got.as_mut_ptr(),
+                    };
+                    assert!(plan.accepts_pool(&epilogue));
+                    unsafe {
+                        plan.run_with_bias(x.as_ptr(), k.as_ptr(), b, y.as_mut_ptr(), s);
+                        pool.run(y.as_ptr(), want.as_mut_ptr());
+                        let (xp, kp, yp) = (x.as_ptr(), k.as_ptr(), fused_y.as_mut_ptr());
+                        plan.run_fused(xp, kp, b, Some(epilogue), yp, s);
+                    }
+                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&fused_y), bits(&y), "{isa:?} {threads} output");
+                    assert_eq!(
+                        bits(&got),
+                        bits(&want),
+                        "{isa:?} {threads} relu {relu} pool"
+                    );
+                }
+                // Windows of 3 rows straddle the runs of 4: refused.
+                let mut straddling = pool_geometry;
+                straddling.window = [3, 3];
+                straddling.stride = [3, 3];
+                let refused = PoolEpilogue {
+                    pool: MaxPool::new(straddling, true, 1).expect("a pool"),
+                    output: std::ptr::null_mut(),
+                };
+                assert!(!plan.accepts_pool(&refused));
             }
         }
     }

@@ -2,10 +2,10 @@
 //! go through the portable loops. The select's running choice is one lane mask per window
 //! position.
 
-use super::{portable, window_offsets, Flags, PoolGeometry};
+use super::{portable, window_offsets, Flags, PoolGeometry, Region};
 use std::arch::x86_64::*;
 
-/// Forward pass of `images` images (see [`super::MaxPool`]).
+/// `r` of the forward pass (see [`super::MaxPool`]).
 ///
 /// # Safety
 /// As [`super::MaxPool::run`]; the machine must have AVX2.
@@ -14,16 +14,16 @@ pub(super) unsafe fn forward(
     relu: bool,
     src: *const f32,
     dst: *mut f32,
-    images: usize,
+    r: Region,
 ) {
     if relu {
-        forward_impl::<true>(g, src, dst, images)
+        forward_impl::<true>(g, src, dst, r)
     } else {
-        forward_impl::<false>(g, src, dst, images)
+        forward_impl::<false>(g, src, dst, r)
     }
     let whole = g.channels / 8 * 8;
     if whole < g.channels {
-        portable::forward(g, relu, src, dst, images, whole);
+        portable::forward(g, relu, src, dst, r, whole);
     }
 }
 
@@ -32,30 +32,32 @@ unsafe fn forward_impl<const RELU: bool>(
     g: &PoolGeometry,
     src: *const f32,
     dst: *mut f32,
-    images: usize,
+    r: Region,
 ) {
-    let [oh, ow] = g.output_hw();
+    let [_, ow] = g.output_hw();
     let c = g.channels;
     let whole = c / 8 * 8;
-    let offsets = window_offsets(g);
+    let [kh, kw] = g.window;
     let zero = _mm256_setzero_ps();
     let neg_inf = _mm256_set1_ps(f32::NEG_INFINITY);
-    for n in 0..images {
-        for i in 0..oh {
+    for n in 0..r.images {
+        for i in r.rows[0]..r.rows[1] {
             let row = src.add(n * g.in_image() + i * g.stride[0] * g.width * c);
             let out_row = dst.add(n * g.out_image() + i * ow * c);
-            for j in 0..ow {
+            for j in r.cols[0]..r.cols[1] {
                 let base = row.add(j * g.stride[1] * c);
                 let out = out_row.add(j * c);
                 for ch in (0..whole).step_by(8) {
                     let mut acc = neg_inf;
-                    for &off in &offsets {
-                        let mut x = _mm256_loadu_ps(base.add(off + ch));
-                        if RELU {
-                            x = _mm256_max_ps(zero, x);
+                    for a in 0..kh {
+                        for b in 0..kw {
+                            let mut x = _mm256_loadu_ps(base.add((a * g.width + b) * c + ch));
+                            if RELU {
+                                x = _mm256_max_ps(zero, x);
+                            }
+                            let nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x);
+                            acc = _mm256_blendv_ps(_mm256_max_ps(x, acc), x, nan);
                         }
-                        let nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x);
-                        acc = _mm256_blendv_ps(_mm256_max_ps(x, acc), x, nan);
                     }
                     _mm256_storeu_ps(out.add(ch), acc);
                 }

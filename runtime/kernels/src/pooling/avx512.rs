@@ -1,7 +1,7 @@
 //! The pooling loops in AVX-512F: 16 channels per vector, the channel tail under a lane mask;
 //! the select's running choice is one lane mask per window position.
 
-use super::{window_offsets, Flags, PoolGeometry};
+use super::{window_offsets, Flags, PoolGeometry, Region};
 use std::arch::x86_64::*;
 
 /// Lane mask of the 16-channel block at `c` (the tail block covers what is left).
@@ -37,7 +37,7 @@ unsafe fn store(mask: __mmask16, p: *mut f32, v: __m512) {
     }
 }
 
-/// Forward pass of `images` images (see [`super::MaxPool`]).
+/// `r` of the forward pass (see [`super::MaxPool`]).
 ///
 /// # Safety
 /// As [`super::MaxPool::run`]; the machine must have AVX-512F.
@@ -46,12 +46,12 @@ pub(super) unsafe fn forward(
     relu: bool,
     src: *const f32,
     dst: *mut f32,
-    images: usize,
+    r: Region,
 ) {
     if relu {
-        forward_impl::<true>(g, src, dst, images)
+        forward_impl::<true>(g, src, dst, r)
     } else {
-        forward_impl::<false>(g, src, dst, images)
+        forward_impl::<false>(g, src, dst, r)
     }
 }
 
@@ -60,32 +60,35 @@ unsafe fn forward_impl<const RELU: bool>(
     g: &PoolGeometry,
     src: *const f32,
     dst: *mut f32,
-    images: usize,
+    r: Region,
 ) {
-    let [oh, ow] = g.output_hw();
+    let [_, ow] = g.output_hw();
     let c = g.channels;
-    let offsets = window_offsets(g);
+    let [kh, kw] = g.window;
     let zero = _mm512_setzero_ps();
     let neg_inf = _mm512_set1_ps(f32::NEG_INFINITY);
-    for n in 0..images {
-        for i in 0..oh {
+    for n in 0..r.images {
+        for i in r.rows[0]..r.rows[1] {
             let row = src.add(n * g.in_image() + i * g.stride[0] * g.width * c);
             let out_row = dst.add(n * g.out_image() + i * ow * c);
-            for j in 0..ow {
+            for j in r.cols[0]..r.cols[1] {
                 let base = row.add(j * g.stride[1] * c);
                 let out = out_row.add(j * c);
                 for ch in (0..c).step_by(16) {
                     let mask = lanes(ch, c);
                     let mut acc = neg_inf;
-                    for &off in &offsets {
-                        let mut x = load(mask, base.add(off + ch));
-                        if RELU {
-                            // max(x, 0): `0 > x ? 0 : x` keeps -0 and NaN as the interpreter does.
-                            x = _mm512_max_ps(zero, x);
+                    // The window's positions in window order (rows, then columns).
+                    for a in 0..kh {
+                        for b in 0..kw {
+                            let mut x = load(mask, base.add((a * g.width + b) * c + ch));
+                            if RELU {
+                                // max(x, 0): `0 > x ? 0 : x` keeps -0 and NaN as the interpreter does.
+                                x = _mm512_max_ps(zero, x);
+                            }
+                            // `x > acc ? x : acc` keeps the first of equal values; a NaN `x` wins.
+                            let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+                            acc = _mm512_mask_mov_ps(_mm512_max_ps(x, acc), nan, x);
                         }
-                        // `x > acc ? x : acc` keeps the first of equal values; a NaN `x` wins.
-                        let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
-                        acc = _mm512_mask_mov_ps(_mm512_max_ps(x, acc), nan, x);
                     }
                     store(mask, out.add(ch), acc);
                 }

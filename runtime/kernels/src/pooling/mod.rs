@@ -75,6 +75,37 @@ impl PoolGeometry {
     }
 }
 
+/// A forward max-pool that a convolution computes in its epilogue: after writing a block of
+/// its output, the convolution pools it ([`MaxPool::run_block`]) into `output` while the
+/// block is still in the cache. The pool's input is the convolution's output.
+#[derive(Clone, Copy, Debug)]
+pub struct PoolEpilogue {
+    pub pool: MaxPool,
+    pub output: *mut f32,
+}
+
+// SAFETY: the workers of a convolution write disjoint blocks of its output, so each pools
+// disjoint windows into disjoint outputs.
+unsafe impl Send for PoolEpilogue {}
+unsafe impl Sync for PoolEpilogue {}
+
+impl PoolEpilogue {
+    /// Whether the pool reads an output of `batch x height x width x channels`.
+    pub fn reads(&self, batch: usize, height: usize, width: usize, channels: usize) -> bool {
+        let g = &self.pool.geometry;
+        (g.batch, g.height, g.width, g.channels) == (batch, height, width, channels)
+    }
+}
+
+/// Outputs `rows[0]..rows[1]` x `cols[0]..cols[1]` (output rows and columns) of `images`
+/// images: what one call of the forward loops computes.
+#[derive(Clone, Copy, Debug)]
+struct Region {
+    images: usize,
+    rows: [usize; 2],
+    cols: [usize; 2],
+}
+
 /// The forward max-pool `dst = reduce_window(max, -inf)(relu ? max(src, 0) : src)`.
 #[derive(Clone, Copy, Debug)]
 pub struct MaxPool {
@@ -110,8 +141,72 @@ impl MaxPool {
         let workers = self.threads.min(g.batch);
         for_each_worker(workers, |w| {
             let (n0, n1) = (g.batch * w / workers, g.batch * (w + 1) / workers);
-            unsafe { forward_part(self.isa, &g, self.relu, src.get(), dst.get(), n0, n1) };
+            let (src, dst) = unsafe {
+                (
+                    src.get().add(n0 * g.in_image()),
+                    dst.get().add(n0 * g.out_image()),
+                )
+            };
+            let [oh, ow] = g.output_hw();
+            let whole = Region {
+                images: n1 - n0,
+                rows: [0, oh],
+                cols: [0, ow],
+            };
+            unsafe { forward_part(self.isa, &g, self.relu, src, dst, whole) };
         });
+    }
+
+    /// Whether a convolution that writes its output in blocks of `block` rows x columns,
+    /// aligned to multiples of `block` (columns `usize::MAX`: whole rows), can pool each
+    /// block as soon as it is written ([`Self::run_block`]): every window lies inside one
+    /// block when it is no larger than its stride and the stride divides the block.
+    pub fn fits_blocks(&self, block: [usize; 2]) -> bool {
+        let g = &self.geometry;
+        (0..2).all(|d| {
+            block[d] == usize::MAX
+                || (g.window[d] <= g.stride[d] && block[d].is_multiple_of(g.stride[d]))
+        })
+    }
+
+    /// The outputs whose windows start in input rows `rows[0]..rows[1]` and columns
+    /// `cols[0]..cols[1]` of image `image`, on the calling thread: a convolution's epilogue
+    /// pools the block of its output it has just written (while it is in the cache), instead
+    /// of a second pass over the whole output. Each output is computed by the same loops as
+    /// [`Self::run`], so the bits are the same.
+    ///
+    /// # Safety
+    /// As [`Self::run`]; every window starting in the block must lie inside it (see
+    /// [`Self::fits_blocks`]) and be written.
+    pub unsafe fn run_block(
+        &self,
+        src: *const f32,
+        dst: *mut f32,
+        image: usize,
+        rows: [usize; 2],
+        cols: [usize; 2],
+    ) {
+        let g = &self.geometry;
+        let out = g.output_hw();
+        // Output i's window starts at input row i * stride.
+        let outputs = |d: usize, [a, b]: [usize; 2]| {
+            let s = g.stride[d];
+            [a.div_ceil(s).min(out[d]), b.div_ceil(s).min(out[d])]
+        };
+        let region = Region {
+            images: 1,
+            rows: outputs(0, rows),
+            cols: outputs(1, cols),
+        };
+        if image >= g.batch || region.rows[0] >= region.rows[1] || region.cols[0] >= region.cols[1]
+        {
+            return;
+        }
+        let (src, dst) = (
+            src.add(image * g.in_image()),
+            dst.add(image * g.out_image()),
+        );
+        forward_part(self.isa, g, self.relu, src, dst, region);
     }
 }
 
@@ -223,24 +318,21 @@ impl MaxPoolGrad {
     }
 }
 
-/// Images `[n0, n1)` of the forward pass.
+/// `region` of the forward pass, of the images from `src` and `dst` on.
 unsafe fn forward_part(
     isa: Isa,
     g: &PoolGeometry,
     relu: bool,
     src: *const f32,
     dst: *mut f32,
-    n0: usize,
-    n1: usize,
+    region: Region,
 ) {
-    let (src, dst) = (src.add(n0 * g.in_image()), dst.add(n0 * g.out_image()));
-    let images = n1 - n0;
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => avx512::forward(g, relu, src, dst, images),
+        Isa::Avx512 => avx512::forward(g, relu, src, dst, region),
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2Fma => avx2::forward(g, relu, src, dst, images),
-        _ => portable::forward(g, relu, src, dst, images, 0),
+        Isa::Avx2Fma => avx2::forward(g, relu, src, dst, region),
+        _ => portable::forward(g, relu, src, dst, region, 0),
     }
 }
 

@@ -2,7 +2,7 @@
 //! path and the reference the vector paths are tested against (the interpreter's semantics,
 //! see the module above).
 
-use super::{window_offsets, Flags, PoolGeometry};
+use super::{window_offsets, Flags, PoolGeometry, Region};
 
 /// The interpreter's `maximum`: NaN when either side is NaN, else `x >= y ? x : y`.
 pub(super) fn fmax(x: f32, y: f32) -> f32 {
@@ -15,35 +15,37 @@ pub(super) fn fmax(x: f32, y: f32) -> f32 {
     }
 }
 
-/// Forward pass of `images` images, channels `c0..`.
+/// `r` of the forward pass, channels `c0..`.
 ///
 /// # Safety
-/// As [`super::MaxPool::run`], for `images` images from the pointers.
+/// As [`super::MaxPool::run`], for the region's images from the pointers.
 pub(super) unsafe fn forward(
     g: &PoolGeometry,
     relu: bool,
     src: *const f32,
     dst: *mut f32,
-    images: usize,
+    r: Region,
     c0: usize,
 ) {
-    let [oh, ow] = g.output_hw();
+    let [_, ow] = g.output_hw();
     let c = g.channels;
-    let offsets = window_offsets(g);
-    for n in 0..images {
-        for i in 0..oh {
-            for j in 0..ow {
+    let [kh, kw] = g.window;
+    for n in 0..r.images {
+        for i in r.rows[0]..r.rows[1] {
+            for j in r.cols[0]..r.cols[1] {
                 let base =
                     src.add(n * g.in_image() + (i * g.stride[0] * g.width + j * g.stride[1]) * c);
                 let out = dst.add(n * g.out_image() + (i * ow + j) * c);
                 for ch in c0..c {
                     let mut acc = f32::NEG_INFINITY;
-                    for &off in &offsets {
-                        let mut x = *base.add(off + ch);
-                        if relu {
-                            x = fmax(x, 0.0);
+                    for a in 0..kh {
+                        for b in 0..kw {
+                            let mut x = *base.add((a * g.width + b) * c + ch);
+                            if relu {
+                                x = fmax(x, 0.0);
+                            }
+                            acc = fmax(acc, x);
                         }
-                        acc = fmax(acc, x);
                     }
                     *out.add(ch) = acc;
                 }

@@ -153,6 +153,61 @@ fn forward_matches_the_definition() {
     }
 }
 
+/// Pooling block by block, as a convolution's epilogue does, gives the whole pass's bits: for
+/// each block size `fits_blocks` accepts, every block of every image, in an arbitrary order.
+#[test]
+fn block_by_block_equals_the_whole_pass() {
+    let cases = [
+        (geo(2, 14, 14, 64, [2, 2], [2, 2]), [4, 4]),
+        (geo(2, 13, 11, 17, [2, 2], [2, 2]), [4, 4]), // odd sizes: a row and column unused
+        (geo(2, 28, 28, 32, [2, 2], [2, 2]), [4, usize::MAX]), // whole rows
+        (geo(1, 6, 7, 33, [2, 2], [2, 2]), [2, 2]),
+        (geo(2, 9, 9, 5, [3, 3], [3, 3]), [3, 3]),
+        (geo(1, 8, 12, 3, [2, 3], [2, 3]), [4, 6]),
+        (geo(1, 8, 8, 20, [1, 1], [2, 2]), [4, 4]), // windows smaller than their stride
+    ];
+    for (g, block) in cases {
+        let x = data(g.batch * g.in_image(), 11);
+        for relu in [false, true] {
+            let want = forward_def(&g, relu, &x);
+            for isa in Isa::available() {
+                let mut p = MaxPool::new(g, relu, 1).unwrap();
+                p.isa = isa;
+                assert!(p.fits_blocks(block), "{g:?} {block:?}");
+                let mut out = vec![7f32; want.len()];
+                let step = |d: usize, n: usize| block[d].min(n);
+                let mut blocks = Vec::new();
+                for n in 0..g.batch {
+                    for y in (0..g.height).step_by(step(0, g.height)) {
+                        for xx in (0..g.width).step_by(step(1, g.width)) {
+                            let rows = [y, (y + step(0, g.height)).min(g.height)];
+                            let cols = [xx, (xx + step(1, g.width)).min(g.width)];
+                            blocks.push((n, rows, cols));
+                        }
+                    }
+                }
+                // Workers take blocks in any order.
+                blocks.reverse();
+                for (n, rows, cols) in blocks {
+                    unsafe { p.run_block(x.as_ptr(), out.as_mut_ptr(), n, rows, cols) };
+                }
+                for (k, (&a, &b)) in out.iter().zip(&want).enumerate() {
+                    assert!(
+                        same(a, b),
+                        "{g:?} {block:?} relu {relu} {isa:?} at {k}: {a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
+    // Windows that straddle blocks are refused.
+    let overlapping = MaxPool::new(geo(1, 8, 8, 4, [3, 3], [2, 2]), false, 1).unwrap();
+    assert!(!overlapping.fits_blocks([4, 4]));
+    let odd_stride = MaxPool::new(geo(1, 9, 9, 4, [3, 3], [3, 3]), false, 1).unwrap();
+    assert!(!odd_stride.fits_blocks([4, 4]));
+    assert!(odd_stride.fits_blocks([6, usize::MAX]));
+}
+
 #[test]
 fn backward_matches_the_definition_on_every_path_and_thread_count() {
     for g in shapes() {

@@ -28,6 +28,7 @@ use crate::cpu::Isa;
 use crate::gemm::small::{small_gemm, COLUMN_GROUP};
 use crate::geometry::Conv2dGeometry;
 use crate::parallel::{for_each_worker, Shared};
+use crate::pooling::PoolEpilogue;
 use crate::scratch::{floats, Scratch};
 use crate::KernelError;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -170,6 +171,13 @@ impl WinogradConv {
         self.scratch.bytes()
     }
 
+    /// Whether [`Self::run_fused`] can compute `pool` of this convolution's output in its
+    /// epilogue: the pool reads this output's shape and each of its windows lies inside one
+    /// `m x m` output tile.
+    pub fn accepts_pool(&self, pool: &PoolEpilogue) -> bool {
+        pool.reads(self.batch, self.oh, self.ow, self.o) && pool.pool.fits_blocks([self.m; 2])
+    }
+
     /// `output = conv(input, kernel)`.
     ///
     /// # Safety
@@ -194,6 +202,29 @@ impl WinogradConv {
         y: *mut f32,
         scratch: *mut u8,
     ) {
+        self.run_fused(x, k, bias, None, y, scratch)
+    }
+
+    /// [`Self::run_with_bias`], and when `pool` is given, the max-pool of the output (which
+    /// must [`Self::accepts_pool`]) computed tile by tile right after each tile is stored:
+    /// the bits of a separate pool, without its second read of the whole output.
+    ///
+    /// # Safety
+    /// As [`Self::run_with_bias`]; the pool's output must hold its shape and overlap none of
+    /// the other buffers.
+    pub unsafe fn run_fused(
+        &self,
+        x: *const f32,
+        k: *const f32,
+        bias: Option<*const f32>,
+        pool: Option<PoolEpilogue>,
+        y: *mut f32,
+        scratch: *mut u8,
+    ) {
+        assert!(
+            pool.is_none_or(|p| self.accepts_pool(&p)),
+            "winograd: a pool it does not accept"
+        );
         let bias = bias.map(|b| Shared(b as *mut f32));
         let u = floats(scratch, self.u);
         let scratch = floats(scratch, self.blocks);
@@ -224,10 +255,30 @@ impl WinogradConv {
                     let t0 = b * self.tiles_per_block;
                     let count = self.tiles_per_block.min(tiles - t0);
                     let b = bias.map(|b| b.get() as *const f32);
-                    self.dispatch_block::<N, M, R>(xs.get(), us.get(), b, ys.get(), buf, t0, count);
+                    let ys = ys.get();
+                    self.dispatch_block::<N, M, R>(xs.get(), us.get(), b, ys, buf, t0, count);
+                    if let Some(p) = &pool {
+                        self.pool_tiles::<M>(p, ys, t0, count);
+                    }
                 }
             });
         });
+    }
+
+    /// Pools tiles `t0..t0 + count` of the output `y` (just stored, so still in the cache).
+    unsafe fn pool_tiles<const M: usize>(
+        &self,
+        p: &PoolEpilogue,
+        y: *const f32,
+        t0: usize,
+        count: usize,
+    ) {
+        let (ty_n, tx_n) = (self.oh.div_ceil(M), self.ow.div_ceil(M));
+        for t in t0..t0 + count {
+            let (img, ty, tx) = (t / (ty_n * tx_n), t / tx_n % ty_n, t % tx_n);
+            let (rows, cols) = ([ty * M, ty * M + M], [tx * M, tx * M + M]);
+            p.pool.run_block(y, p.output, img, rows, cols);
+        }
     }
 
     unsafe fn dispatch_kernel<const N: usize, const M: usize, const R: usize>(
@@ -569,6 +620,79 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// The max-pool computed block by block in the epilogue gives the bits of the
+    /// convolution (with and without its bias) followed by a separate pool, on every
+    /// instruction set and tile, with an odd output height (7) and a channel tail (13).
+    #[test]
+    fn pool_in_the_epilogue_equals_a_separate_pool() {
+        use crate::pooling::{MaxPool, PoolGeometry};
+        let (mut geometry, x, k) = odd_case();
+        geometry.padding = [(2, 2), (1, 2)];
+        let o = geometry.out_channels;
+        let [oh, ow] = geometry.output_size().expect("a valid geometry");
+        assert_eq!([oh, ow], [7, 8]);
+        let n = geometry.batch;
+        let bias = data(o, 4);
+        let pool_geometry = PoolGeometry {
+            batch: n,
+            height: oh,
+            width: ow,
+            channels: o,
+            window: [2, 2],
+            stride: [2, 2],
+        };
+        for simd in Isa::available() {
+            for m in [2, 4] {
+                let plan = WinogradConv::with_tile(&geometry, KernelLayout::hwio(&geometry), 2, m)
+                    .expect("winograd takes it")
+                    .with_simd(simd);
+                let mut scratch = scratch_block(plan.scratch_bytes());
+                let s = scratch.as_mut_ptr() as *mut u8;
+                for (relu, b) in [(true, Some(bias.as_ptr())), (false, None)] {
+                    let mut pool = MaxPool::new(pool_geometry, relu, 1).expect("a pool");
+                    pool.isa = simd;
+                    let mut y = vec![f32::NAN; n * oh * ow * o];
+                    let mut want = vec![f32::NAN; n * 3 * 4 * o];
+                    let mut fused_y = y.clone();
+                    let mut got = vec![f32::NAN; want.len()];
+                    let epilogue = PoolEpilogue {
+                        pool,
+                        output: got.as_mut_ptr(),
+                    };
+                    assert!(plan.accepts_pool(&epilogue));
+                    unsafe {
+                        plan.run_with_bias(x.as_ptr(), k.as_ptr(), b, y.as_mut_ptr(), s);
+                        pool.run(y.as_ptr(), want.as_mut_ptr());
+                        let (xp, kp, yp) = (x.as_ptr(), k.as_ptr(), fused_y.as_mut_ptr());
+                        plan.run_fused(xp, kp, b, Some(epilogue), yp, s);
+                    }
+                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&fused_y), bits(&y), "{simd:?} F({m}, 5) output");
+                    assert_eq!(
+                        bits(&got),
+                        bits(&want),
+                        "{simd:?} F({m}, 5) relu {relu} pool"
+                    );
+                }
+                // A window that straddles the tiles, or another output shape, is refused.
+                let mut straddling = pool_geometry;
+                straddling.window = [3, 3];
+                let wide = PoolEpilogue {
+                    pool: MaxPool::new(straddling, true, 1).expect("a pool"),
+                    output: std::ptr::null_mut(),
+                };
+                assert!(!plan.accepts_pool(&wide));
+                let mut other = pool_geometry;
+                other.channels += 1;
+                let shape = PoolEpilogue {
+                    pool: MaxPool::new(other, true, 1).expect("a pool"),
+                    output: std::ptr::null_mut(),
+                };
+                assert!(!plan.accepts_pool(&shape));
             }
         }
     }
