@@ -27,6 +27,12 @@
 //! value: the code generator evaluates them inside their users' kernels, so what they read is
 //! read at their users' positions.
 //!
+//! **Written early.** A value [`BufferNeeds::written_at`] names an earlier instruction for is
+//! written by that instruction's kernel (a convolution that pools its output in its
+//! epilogue), so it is live from that instruction's position: its buffer overlaps nothing
+//! that instruction reads or uses as scratch, and nothing live in between. Such values are
+//! not written in place over anything. [`BufferAssignment::written_early`] lists them.
+//!
 //! **Parameters and constants.** Entry parameters live in the arena, from the start to the
 //! end (the caller copies the arguments in). Constants are live throughout; whether they are
 //! in the arena is the [`BufferNeeds`]' choice: the compiler's report counts them there, the
@@ -99,6 +105,13 @@ pub trait BufferNeeds {
     /// they get no buffer, and what they read is read where their users run.
     fn recomputed(&self, _m: &Module, _comp: ComputationId) -> Vec<InstrId> {
         Vec::new()
+    }
+
+    /// The earlier instruction of `comp` whose kernel writes instruction `id`'s value (for
+    /// the code generator that folds `id` into it), if any: the value is then live from that
+    /// instruction's position. Ignored unless that instruction comes earlier in the schedule.
+    fn written_at(&self, _m: &Module, _comp: ComputationId, _id: InstrId) -> Option<InstrId> {
+        None
     }
 
     /// Whether instruction `id` of `comp` may write its array result over a buffer it reads:
@@ -194,6 +207,9 @@ pub struct BufferAssignment {
     /// Temporaries of a loop's state copies, one per element whose source buffer is another
     /// element's destination (copied through a temporary first), in element order.
     pub loop_copy_temps: HashMap<(Instance, InstrId, LoopCopy), Vec<usize>>,
+    /// The values written early ([`BufferNeeds::written_at`]): each instruction's value, with
+    /// the instruction whose position it is live from.
+    pub written_early: HashMap<(Instance, InstrId), InstrId>,
 }
 
 fn align_to(n: i64, alignment: i64) -> i64 {
@@ -244,6 +260,10 @@ struct Builder<'m> {
     instances: Vec<ComputationId>,
     /// The recomputed instructions of each instance.
     recomputed: Vec<hashbrown::HashSet<InstrId>>,
+    /// Position of each instruction that has one (a `while`: its first).
+    positions: HashMap<(Instance, InstrId), usize>,
+    /// See [`BufferAssignment::written_early`].
+    written_early: HashMap<(Instance, InstrId), InstrId>,
 }
 
 impl<'m> Builder<'m> {
@@ -269,6 +289,7 @@ impl<'m> Builder<'m> {
     fn push_position(&mut self, inst: Instance, id: InstrId, reads: Vec<usize>) -> usize {
         let pos = self.timeline.len();
         self.timeline.push((inst, id));
+        self.positions.entry((inst, id)).or_insert(pos);
         self.use_values(&reads, pos);
         self.reads.push(reads);
         pos
@@ -420,7 +441,18 @@ impl<'m> Builder<'m> {
                             .collect();
                         self.scratch.insert((inst, id), scratch);
                     }
-                    self.define_all(cid, id, pos, BufferKind::Temporary)
+                    let early = self.needs.written_at(self.m, cid, id).and_then(|w| {
+                        let p = *self.positions.get(&(inst, w))?;
+                        (p < pos).then_some((w, p))
+                    });
+                    let def = match early {
+                        Some((w, p)) => {
+                            self.written_early.insert((inst, id), w);
+                            p
+                        }
+                        None => pos,
+                    };
+                    self.define_all(cid, id, def, BufferKind::Temporary)
                 }
             };
             self.leaves.insert((inst, id), out);
@@ -515,6 +547,8 @@ pub fn assign_buffers_with(m: &Module, needs: &dyn BufferNeeds) -> BufferAssignm
         loops: Vec::new(),
         instances: Vec::new(),
         recomputed: Vec::new(),
+        positions: HashMap::new(),
+        written_early: HashMap::new(),
     };
     b.walk(m.entry, None);
     let end = b.timeline.len();
@@ -752,6 +786,7 @@ pub fn assign_buffers_with(m: &Module, needs: &dyn BufferNeeds) -> BufferAssignm
         value_buffers,
         scratch_buffers,
         loop_copy_temps,
+        written_early: b.written_early,
     }
 }
 

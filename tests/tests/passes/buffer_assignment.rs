@@ -2,8 +2,11 @@
 //! the assignment's text), and the MNIST training step's memory against its lower bound.
 
 use tessel_compiler::compile::{optimize, CompileOptions};
-use tessel_compiler::hlo_text::parse_module_file;
-use tessel_compiler::passes::assign_buffers;
+use tessel_compiler::hlo_text::{parse_module, parse_module_file};
+use tessel_compiler::ir::{ComputationId, InstrId, Module};
+use tessel_compiler::passes::{
+    assign_buffers, assign_buffers_with, Buffer, BufferAssignment, BufferNeeds,
+};
 use tessel_tests::golden::run_suite;
 use tessel_tests::{corpus_dir, golden_dir};
 
@@ -77,4 +80,62 @@ fn mnist_step_memory_is_near_the_lower_bound() {
     assert!(b.peak_bytes < b.total_bytes);
     // Sharing buffers never needs more than giving every value its own.
     assert!(b.peak_bytes <= b.unshared_values_bytes);
+}
+
+/// Needs under which `c`'s value is written by `a`'s kernel (as a convolution that pools its
+/// output in its epilogue writes the pool's value).
+struct CWrittenByA;
+
+impl BufferNeeds for CWrittenByA {
+    fn written_at(&self, m: &Module, comp: ComputationId, id: InstrId) -> Option<InstrId> {
+        let c = m.computation(comp);
+        (c.get(id).name == "c").then(|| c.find("a")).flatten()
+    }
+}
+
+#[test]
+fn a_value_written_early_is_live_from_the_writer() {
+    let text = "HloModule m\n\nENTRY e {\n  p = f32[256]{0} parameter(0)\n  \
+                a = f32[256]{0} reverse(p), dimensions={0}\n  \
+                b = f32[256]{0} reverse(a), dimensions={0}\n  \
+                ROOT c = f32[256]{0} reverse(b), dimensions={0}\n}\n";
+    let m = parse_module(text, None).unwrap();
+    let buffer = |a: &BufferAssignment, name: &str| {
+        a.buffers
+            .iter()
+            .find(|b| b.values.iter().any(|v| v == name))
+            .unwrap()
+            .clone()
+    };
+    let overlap =
+        |x: &Buffer, y: &Buffer| x.offset < y.offset + y.size && y.offset < x.offset + x.size;
+    // As scheduled, `c` may take `a`'s memory: `a` is dead by then.
+    let plain = assign_buffers(&m);
+    assert!(plain.written_early.is_empty());
+    assert!(overlap(&buffer(&plain, "a"), &buffer(&plain, "c")));
+    // Written at `a`, `c` lives from `a`'s position and overlaps neither `a` nor `b`.
+    let early = assign_buffers_with(&m, &CWrittenByA);
+    let (a, b, c) = (
+        buffer(&early, "a"),
+        buffer(&early, "b"),
+        buffer(&early, "c"),
+    );
+    assert_eq!(c.live_range.0, a.live_range.0);
+    assert!(!overlap(&a, &c) && !overlap(&b, &c));
+    let e = m.entry();
+    assert_eq!(
+        early.written_early.get(&(0, e.root())),
+        e.find("a").as_ref()
+    );
+    // Naming a later instruction is ignored.
+    struct AWrittenByC;
+    impl BufferNeeds for AWrittenByC {
+        fn written_at(&self, m: &Module, comp: ComputationId, id: InstrId) -> Option<InstrId> {
+            let c = m.computation(comp);
+            (c.get(id).name == "a").then(|| c.find("c")).flatten()
+        }
+    }
+    assert!(assign_buffers_with(&m, &AWrittenByC)
+        .written_early
+        .is_empty());
 }
