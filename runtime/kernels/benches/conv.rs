@@ -13,6 +13,7 @@ use common::{header, median_ms, report, scratch_block, values, Peaks, THREADS};
 use tessel_kernels::conv_direct::{DirectConv, DirectWeightGradient};
 use tessel_kernels::gemm::GemmBackend;
 use tessel_kernels::patch_gemm::{ConvGeometry, PatchConv};
+use tessel_kernels::pooling::{MaxPool, PoolEpilogue, PoolGeometry};
 use tessel_kernels::winograd::{KernelLayout, WinogradConv, WinogradFilterGradient};
 use tessel_kernels::Conv2dGeometry;
 
@@ -124,6 +125,38 @@ fn forward_sizes(g: &Conv2dGeometry) -> [usize; 3] {
     ]
 }
 
+/// Milliseconds of a forward convolution followed by the MNIST step's ReLU + 2x2 max-pool as
+/// a separate pass, and with the pool in the convolution's epilogue; `conv(y, pool)` runs the
+/// convolution into `y`.
+fn pooled(
+    g: &Conv2dGeometry,
+    threads: usize,
+    mut conv: impl FnMut(*mut f32, Option<PoolEpilogue>),
+) -> [f64; 2] {
+    let [oh, ow] = g.output_size().unwrap();
+    let geometry = PoolGeometry {
+        batch: g.batch,
+        height: oh,
+        width: ow,
+        channels: g.out_channels,
+        window: [2, 2],
+        stride: [2, 2],
+    };
+    let pool = MaxPool::new(geometry, true, threads).unwrap();
+    let mut y = vec![0f32; g.batch * oh * ow * g.out_channels];
+    let mut p = vec![0f32; g.batch * (oh / 2) * (ow / 2) * g.out_channels];
+    let separate = median_ms(10, || {
+        conv(y.as_mut_ptr(), None);
+        unsafe { pool.run(y.as_ptr(), p.as_mut_ptr()) };
+    });
+    let epilogue = PoolEpilogue {
+        pool,
+        output: p.as_mut_ptr(),
+    };
+    let fused = median_ms(10, || conv(y.as_mut_ptr(), Some(epilogue)));
+    [separate, fused]
+}
+
 fn main() {
     let peaks = header("convolution routines (tessel_kernels), MNIST step b128, f32 NHWC");
     let (conv1, conv2) = (mnist_conv(28, 1, 32), mnist_conv(14, 32, 64));
@@ -149,6 +182,15 @@ fn main() {
                     )
                 });
                 run(ms, "forward [direct]");
+            }
+            if let Ok(plan) = DirectConv::new(&g, threads) {
+                let mut s = scratch_block(plan.scratch_bytes());
+                let [sep, fused] = pooled(&g, threads, |y, pool| unsafe {
+                    let s = s.as_mut_ptr() as *mut u8;
+                    plan.run_fused(x.as_ptr(), k.as_ptr(), None, pool, y, s)
+                });
+                run(sep, "forward, then ReLU + 2x2 max-pool [direct]");
+                run(fused, "forward with ReLU + 2x2 max-pool in the epilogue [direct]");
             }
             if let Ok(plan) = DirectWeightGradient::new(&g, threads) {
                 let mut s = scratch_block(plan.scratch_bytes());
@@ -176,6 +218,15 @@ fn main() {
                         )
                     });
                     run(ms, &format!("forward [winograd F({tile}x{tile})]"));
+                    if tile == 4 {
+                        let [sep, fused] = pooled(&g, threads, |y, pool| unsafe {
+                            let s = s.as_mut_ptr() as *mut u8;
+                            plan.run_fused(x.as_ptr(), k.as_ptr(), None, pool, y, s)
+                        });
+                        let what = "ReLU + 2x2 max-pool [winograd F(4x4)]";
+                        run(sep, &format!("forward, then {what}"));
+                        run(fused, &format!("forward with {what} in the epilogue"));
+                    }
                 }
             }
             let hwio = [

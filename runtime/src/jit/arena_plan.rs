@@ -12,6 +12,8 @@
 //!   writes ([`reads_only_aligned`]: every path from the kernel's root to it goes through
 //!   elementwise ops of the output's dimensions; a kernel loads an element's inputs before it
 //!   stores it, also 4 lanes at a time);
+//! - the forward max-pools a convolution computes in its epilogue (`routines/pool_fold.rs`):
+//!   their values are written at the convolution's position;
 //! - the scratch space each instruction's routine or split kernel asks for. Scratch sizes come
 //!   from the same planners the program calls while emitting (`DotPlan::new`,
 //!   `plan_convolution`, `reduce::reduce_split`), run here with placeholder addresses: those
@@ -23,6 +25,7 @@ use super::buffer::Addr;
 use super::fused_kernels::{fusion_plan, reduce};
 use super::routines::conv_select::{plan_convolution, ConvPrecision};
 use super::routines::dot::DotPlan;
+use super::routines::pool_fold::pool_writer;
 use super::{JitError, JitOptions};
 use crate::arena::BUFFER_ALIGN;
 use std::collections::HashSet;
@@ -55,6 +58,10 @@ impl BufferNeeds for JitBufferNeeds {
 
     fn copy_is_view(&self) -> bool {
         true
+    }
+
+    fn written_at(&self, m: &Module, comp: ComputationId, id: InstrId) -> Option<InstrId> {
+        pool_writer(m, comp, id, &self.options)
     }
 
     fn recomputed(&self, m: &Module, comp: ComputationId) -> Vec<InstrId> {

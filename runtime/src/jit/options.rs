@@ -1,5 +1,5 @@
 //! [`JitOptions`]: what [`super::compile`] may do (optimizer level, vectorizing, GEMM library
-//! and threads, profiling, convolution routines and bias folding, CLIF dumps).
+//! and threads, profiling, convolution routines, bias and pool folding, CLIF dumps).
 
 use super::routines::conv_select::ConvAlgorithm;
 use std::path::PathBuf;
@@ -27,6 +27,11 @@ pub struct JitOptions {
     /// (`routines/bias_match.rs`); off, the add runs as its own kernel. The same bits either
     /// way; the switch is for measuring and testing that.
     pub fold_bias_add: bool,
+    /// Let a direct or Winograd convolution routine compute the forward max-pool that reads
+    /// its result (after the ReLU and the folded bias add) in its epilogue
+    /// (`routines/pool_fold.rs`); off, the pool runs as its own routine. The same bits either
+    /// way.
+    pub fold_pool: bool,
 }
 
 impl Default for JitOptions {
@@ -40,6 +45,7 @@ impl Default for JitOptions {
             profile: false,
             conv_algorithm: ConvAlgorithm::Auto,
             fold_bias_add: true,
+            fold_pool: true,
         }
     }
 }

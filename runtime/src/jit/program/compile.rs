@@ -65,6 +65,9 @@ pub(super) struct ProgramCx<'m> {
     /// Bias-add fusions a convolution routine computes in its stores (`conv_bias.rs`): they
     /// emit no code.
     pub folded_bias_adds: HashSet<(Instance, InstrId)>,
+    /// Pool fusions a convolution routine computes in its epilogue (`conv_pool.rs`): they
+    /// emit no code.
+    pub folded_pools: HashSet<(Instance, InstrId)>,
 }
 
 /// Compiles `module` (see [`crate::jit::compile`]).
@@ -106,6 +109,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         current_name: String::new(),
         shared_module: None,
         folded_bias_adds: HashSet::new(),
+        folded_pools: HashSet::new(),
     };
 
     let mut sig = Signature::new(call_conv);
@@ -156,6 +160,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         compile_ms: start.elapsed().as_secs_f64() * 1e3,
         scratch: std::mem::take(&mut cx.scratch_log),
         placements: std::mem::take(&mut cx.placements),
+        folded_pools: cx.folded_pools.len(),
     };
     Ok(Executable::new(ExecutableParts {
         jit: cx.jit,

@@ -239,9 +239,16 @@ impl ProgramCx<'_> {
                 scratch,
             )
         })?;
+        let mut folded_bias = None;
         if let Some((fusion, bias)) = bias_add {
             if conv.take_bias(bias) {
                 self.folded_bias_adds.insert((walk.inst, fusion));
+                folded_bias = Some(fusion);
+            }
+        }
+        if let Some((fusion, pool, output)) = self.pool_after(walk, id, folded_bias) {
+            if conv.take_pool(pool, output) {
+                self.folded_pools.insert((walk.inst, fusion));
             }
         }
         self.call_boxed_plan(fb, arena, conv.routine, conv.plan);

@@ -235,9 +235,12 @@ impl ProgramCx<'_> {
                 instr.op.opcode_name(),
                 instr.name
             ))),
-            Op::Fusion { .. } if self.folded_bias_adds.contains(&(walk.inst, id)) => {
+            Op::Fusion { .. }
+                if self.folded_bias_adds.contains(&(walk.inst, id))
+                    || self.folded_pools.contains(&(walk.inst, id)) =>
+            {
                 // The convolution before it wrote its result into this buffer
-                // (`conv_bias.rs`).
+                // (`conv_bias.rs`, `conv_pool.rs`).
                 self.alloc_loc(&instr.shape)
             }
             Op::Fusion { calls, .. } => {

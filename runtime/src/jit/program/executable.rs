@@ -23,6 +23,8 @@ use tessel_compiler::ir::{Array, ArrayData, Literal};
 #[derive(Clone, Debug, Default)]
 pub struct ProgramStats {
     pub kernels: usize,
+    /// Forward max-pool fusions a convolution computes in its epilogue (`conv_pool.rs`).
+    pub folded_pools: usize,
     pub arena_bytes: usize,
     pub buffers: usize,
     pub constant_bytes: usize,

@@ -8,6 +8,7 @@ use crate::jit::buffer::Addr;
 use crate::jit::host::{guarded, resolve, Status};
 use tessel_compiler::ir::{ArrayShape, ConvDimensionNumbers, Convolution};
 use tessel_kernels::geometry::window_output;
+use tessel_kernels::pooling::PoolEpilogue;
 use tessel_kernels::{conv_direct, Conv2dGeometry};
 
 /// A forward convolution on the direct loops, with its buffers.
@@ -21,6 +22,8 @@ pub struct DirectConvPlan {
     scratch: Addr,
     /// The bias the stores add (`conv_select::ConvRoutine::take_bias`).
     pub(super) bias: Option<Addr>,
+    /// The max-pool the epilogue computes, and its output (`ConvRoutine::take_pool`).
+    pool: Option<(PoolEpilogue, Addr)>,
 }
 
 impl DirectConvPlan {
@@ -55,16 +58,31 @@ impl DirectConvPlan {
             kernel: kernel.0,
             output: output.0,
             bias: None,
+            pool: None,
         })
+    }
+
+    /// Takes `pool` (its output at `output`) into the epilogue if the routine accepts it.
+    pub(super) fn take_pool(&mut self, pool: PoolEpilogue, output: Addr) -> bool {
+        let accepted = self.routine.accepts_pool(&pool);
+        if accepted {
+            self.pool = Some((pool, output));
+        }
+        accepted
     }
 
     /// # Safety
     /// `arena` must be the program's arena.
     unsafe fn run(&self, arena: *mut u8) {
-        self.routine.run_with_bias(
+        let pool = self.pool.map(|(p, out)| PoolEpilogue {
+            output: resolve(out, arena) as *mut f32,
+            ..p
+        });
+        self.routine.run_fused(
             resolve(self.input, arena) as *const f32,
             resolve(self.kernel, arena) as *const f32,
             self.bias.map(|b| resolve(b, arena) as *const f32),
+            pool,
             resolve(self.output, arena) as *mut f32,
             resolve(self.scratch, arena),
         )

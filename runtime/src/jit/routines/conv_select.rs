@@ -16,6 +16,7 @@ use crate::jit::buffer::Addr;
 use crate::jit::{JitError, JitOptions};
 use std::any::Any;
 use tessel_compiler::ir::{ArrayShape, Convolution};
+use tessel_kernels::pooling::{MaxPool, PoolEpilogue};
 
 /// Which convolution algorithms the JIT may use (`JitOptions::conv_algorithm`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -105,6 +106,24 @@ impl ConvRoutine {
             return false;
         }
         true
+    }
+
+    /// Asks the chosen routine to compute the forward max-pool `pool` of its result into
+    /// `output` in its epilogue (`pool_fold.rs`); true when it will. The direct and the
+    /// Winograd forward routines can, where each pool window lies inside one block they
+    /// write; the others decline, and the pool stays a routine of its own.
+    pub fn take_pool(&mut self, pool: MaxPool, output: Addr) -> bool {
+        let epilogue = PoolEpilogue {
+            pool,
+            output: std::ptr::null_mut(),
+        };
+        if let Some(p) = self.plan.downcast_mut::<DirectConvPlan>() {
+            p.take_pool(epilogue, output)
+        } else if let Some(p) = self.plan.downcast_mut::<WinogradPlan>() {
+            p.take_pool(epilogue, output)
+        } else {
+            false
+        }
     }
 
     /// Which algorithm was chosen: `direct`, `direct-weight-grad`, `winograd`,

@@ -11,6 +11,8 @@
 //! - `conv_direct.rs`, `winograd.rs`: the specialized convolutions.
 //! - `pool_match.rs`, `pooling.rs`: max-pool fusions (forward; gradient with ReLU gate and bias
 //!   sum) recognized and run by the pooling routines.
+//! - `pool_fold.rs`: the forward max-pool after a convolution, which the direct and Winograd
+//!   routines then compute in their epilogue.
 //! - `kernel_pair.rs`: two halves of a generated kernel on two workers.
 
 pub mod bias_match;
@@ -20,6 +22,7 @@ pub(crate) mod conv_shape;
 pub mod convolution;
 pub mod dot;
 pub mod kernel_pair;
+pub mod pool_fold;
 pub mod pool_match;
 pub mod pooling;
 pub mod winograd;

@@ -1,0 +1,43 @@
+//! The forward max-pool a convolution routine computes in its epilogue
+//! (`routines/pool_fold.rs`): which pool fusion after a convolution is folded, and where its
+//! output goes.
+//!
+//! A pool is folded only where the buffer assignment wrote its value early, at this
+//! convolution (`BufferAssignment::written_early`, from `JitBufferNeeds::written_at`), so its
+//! buffer is clear of everything live from the convolution on; and, when it reads a bias add,
+//! only where that add was folded too (the routine's output then holds the biased values the
+//! pool must read). The folded fusion then emits no code (`emit_instruction.rs`).
+
+use super::compile::ProgramCx;
+use super::emit_instruction::Walk;
+use crate::jit::buffer::Addr;
+use crate::jit::routines::pool_fold::{epilogue_pool, pool_source};
+use tessel_compiler::ir::InstrId;
+use tessel_kernels::pooling::MaxPool;
+
+impl ProgramCx<'_> {
+    /// The pool fusion after convolution `conv_id` that its routine may compute, with the
+    /// pool and its output buffer; `folded_bias` is the bias add the routine computes, if any.
+    pub(super) fn pool_after(
+        &self,
+        walk: &Walk,
+        conv_id: InstrId,
+        folded_bias: Option<InstrId>,
+    ) -> Option<(InstrId, MaxPool, Addr)> {
+        let inst = walk.inst;
+        let z = folded_bias.unwrap_or(conv_id);
+        let pool_id = walk.comp.users(z).into_iter().find(|&u| {
+            self.plan.written_early.get(&(inst, u)) == Some(&conv_id)
+        })?;
+        let source = pool_source(self.module, walk.comp, pool_id)?;
+        if source.conv != conv_id || source.bias_add != folded_bias {
+            return None;
+        }
+        let [Some(buffer)] = self.plan.value_buffers.get(&(inst, pool_id))?[..] else {
+            return None;
+        };
+        let offset = usize::try_from(self.plan.buffers[buffer].offset).ok()?;
+        let pool = epilogue_pool(&source, self.options)?;
+        Some((pool_id, pool, Addr::Arena(offset)))
+    }
+}
