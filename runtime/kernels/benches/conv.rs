@@ -190,7 +190,10 @@ fn main() {
                     plan.run_fused(x.as_ptr(), k.as_ptr(), None, pool, y, s)
                 });
                 run(sep, "forward, then ReLU + 2x2 max-pool [direct]");
-                run(fused, "forward with ReLU + 2x2 max-pool in the epilogue [direct]");
+                run(
+                    fused,
+                    "forward with ReLU + 2x2 max-pool in the epilogue [direct]",
+                );
             }
             if let Ok(plan) = DirectWeightGradient::new(&g, threads) {
                 let mut s = scratch_block(plan.scratch_bytes());

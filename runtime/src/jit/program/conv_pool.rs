@@ -26,9 +26,11 @@ impl ProgramCx<'_> {
     ) -> Option<(InstrId, MaxPool, Addr)> {
         let inst = walk.inst;
         let z = folded_bias.unwrap_or(conv_id);
-        let pool_id = walk.comp.users(z).into_iter().find(|&u| {
-            self.plan.written_early.get(&(inst, u)) == Some(&conv_id)
-        })?;
+        let pool_id = walk
+            .comp
+            .users(z)
+            .into_iter()
+            .find(|&u| self.plan.written_early.get(&(inst, u)) == Some(&conv_id))?;
         let source = pool_source(self.module, walk.comp, pool_id)?;
         if source.conv != conv_id || source.bias_add != folded_bias {
             return None;

@@ -1,0 +1,133 @@
+//! The forward max-pool after a convolution, computed in the convolution routine's epilogue
+//! (`runtime/src/jit/routines/pool_fold.rs`, `program/conv_pool.rs`): with the fold on and off,
+//! programs give bitwise the same outputs (the pool's output and every other value), the fold
+//! is taken exactly where it should be (`ProgramStats::folded_pools`), and forms it must leave
+//! alone keep their pool routine and their results.
+
+use tessel_compiler::compile::{optimize, CompileOptions};
+use tessel_compiler::hlo_text::parse_module;
+use tessel_compiler::interpreter::evaluate;
+use tessel_compiler::ir::{Literal, Module};
+use tessel_runtime::jit::{compile, JitOptions};
+use tessel_tests::numerics::{compare_literals, pseudo_random_f32, Tolerance};
+
+/// The outputs' bytes and the number of folded pools with the fold on or off.
+fn run(module: &Module, args: &[Literal], fold: bool, threads: usize) -> (Vec<Vec<u8>>, usize) {
+    let options = JitOptions {
+        fold_pool: fold,
+        gemm_threads: threads,
+        ..Default::default()
+    };
+    let exe = compile(module, &options).expect("compiles");
+    let out = exe.run(args).expect("runs");
+    let bytes = out.leaves().iter().map(|a| a.data.to_le_bytes()).collect();
+    (bytes, exe.stats().folded_pools)
+}
+
+/// Checks `text` (optimized first) with the fold on and off: the same bits, `folded` pools
+/// folded with it on and none with it off, and the interpreter's result within tolerance.
+fn check(text: &str, args: &[Literal], folded: usize) {
+    let mut module = parse_module(text, None).expect("parses");
+    optimize(&mut module, &CompileOptions::default()).expect("optimizes");
+    for threads in [1, 2] {
+        let (on, on_folded) = run(&module, args, true, threads);
+        let (off, off_folded) = run(&module, args, false, threads);
+        assert_eq!(on, off, "fold on and off differ ({threads} threads)");
+        assert_eq!((on_folded, off_folded), (folded, 0), "folded pools");
+    }
+    let want = evaluate(&module, args).expect("interprets");
+    let got = compile(&module, &JitOptions::default())
+        .expect("compiles")
+        .run(args)
+        .expect("runs");
+    let tol = Tolerance {
+        atol: 2e-3,
+        rtol: 1e-4,
+    };
+    compare_literals(&got, &want, tol).expect("matches the interpreter");
+}
+
+/// A conv layer as JAX writes it: `conv(x, k)` (5x5, "same", `precision` its
+/// operand_precision attribute or empty), `+ bias`, ReLU, then a `pool` x `pool` max-pool
+/// with stride `stride`; `root` uses `conv`, `y` (the activation) and `p` (the pool).
+fn layer(x: [i64; 4], o: i64, precision: &str, pool: i64, stride: i64, root: &str) -> String {
+    let [n, h, w, c] = x;
+    let (ph, pw) = ((h - pool) / stride + 1, (w - pool) / stride + 1);
+    format!(
+        "HloModule m\n\nmax {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  \
+         ROOT m = f32[] maximum(a, b)\n}}\n\nENTRY e {{\n  \
+         x = f32[{n},{h},{w},{c}] parameter(0)\n  \
+         k = f32[5,5,{c},{o}] parameter(1)\n  \
+         bias = f32[{o}] parameter(2)\n  \
+         conv = f32[{n},{h},{w},{o}] convolution(x, k), window={{size=5x5 pad=2_2x2_2}}, dim_labels=b01f_01io->b01f{precision}\n  \
+         bb = f32[{n},{h},{w},{o}] broadcast(bias), dimensions={{3}}\n  \
+         y = f32[{n},{h},{w},{o}] add(conv, bb)\n  \
+         zero = f32[] constant(0)\n  \
+         zeros = f32[{n},{h},{w},{o}] broadcast(zero), dimensions={{}}\n  \
+         relu = f32[{n},{h},{w},{o}] maximum(y, zeros)\n  \
+         ninf = f32[] constant(-inf)\n  \
+         p = f32[{n},{ph},{pw},{o}] reduce-window(relu, ninf), window={{size=1x{pool}x{pool}x1 stride=1x{stride}x{stride}x1}}, to_apply=max\n  \
+         {root}\n}}\n"
+    )
+}
+
+fn args(x: [i64; 4], o: i64) -> Vec<Literal> {
+    vec![
+        pseudo_random_f32(&x, 1, 0),
+        pseudo_random_f32(&[5, 5, x[3], o], 2, 0),
+        pseudo_random_f32(&[o], 3, 0),
+    ]
+}
+
+/// The pooled and the activation's shapes as a tuple root (the backward pass reads both).
+fn both(x: [i64; 4], o: i64, pool: i64, stride: i64) -> String {
+    let [n, h, w, _] = x;
+    let (ph, pw) = ((h - pool) / stride + 1, (w - pool) / stride + 1);
+    format!("ROOT t = (f32[{n},{ph},{pw},{o}], f32[{n},{h},{w},{o}]) tuple(p, y)")
+}
+
+#[test]
+fn direct_and_winograd_convolutions_fold_their_pool() {
+    // Direct (one input channel, 40 outputs), an odd height: the last run of rows is short
+    // and the last row is pooled by no window.
+    let x = [2, 11, 12, 1];
+    check(&layer(x, 40, "", 2, 2, &both(x, 40, 2, 2)), &args(x, 40), 1);
+    // Winograd F(4x4) (11 input channels, 13 outputs: a channel tail), odd width.
+    let x = [3, 8, 13, 11];
+    check(&layer(x, 13, "", 2, 2, &both(x, 13, 2, 2)), &args(x, 13), 1);
+}
+
+#[test]
+fn pools_that_must_not_fold_keep_their_routine() {
+    let x = [2, 8, 10, 11];
+    let a = args(x, 13);
+    // Overlapping windows (3x3, stride 2) cross the tiles and runs the routines write.
+    check(&layer(x, 13, "", 3, 2, &both(x, 13, 3, 2)), &a, 0);
+    // HIGHEST precision: the patch GEMM, which has no epilogue.
+    let highest = ", operand_precision={highest,highest}";
+    check(&layer(x, 13, highest, 2, 2, &both(x, 13, 2, 2)), &a, 0);
+    // The convolution without its bias is an output too: the bias add is not folded, so
+    // the routine's output is not what the pool reads.
+    let [n, h, w, _] = x;
+    let root = format!("ROOT t = (f32[{n},4,5,13], f32[{n},{h},{w},13]) tuple(p, conv)");
+    check(&layer(x, 13, "", 2, 2, &root), &a, 0);
+    // The pool alone as the result (inference): the activation is read nowhere else, so the
+    // bias add, the ReLU and the pool fuse into one generated kernel, not the pool routine's
+    // form.
+    let root = format!("ROOT r = f32[{n},4,5,13] copy(p)");
+    check(&layer(x, 13, "", 2, 2, &root), &a, 0);
+}
+
+/// JAX's b128 MNIST training step: both conv layers' pools fold, with the same bits.
+#[test]
+fn mnist_step_folds_both_pools_with_the_same_bits() {
+    let mut module = tessel_tests::corpus_module("mnist_cnn_train_step_b128");
+    optimize(&mut module, &CompileOptions::default()).unwrap();
+    let args = tessel_tests::corpus_args("mnist_cnn_train_step_b128.inputs.safetensors");
+    let (on, on_folded) = run(&module, &args, true, 2);
+    let (off, off_folded) = run(&module, &args, false, 2);
+    assert_eq!((on_folded, off_folded), (2, 0));
+    for (leaf, (a, b)) in on.iter().zip(&off).enumerate() {
+        assert!(a == b, "output {leaf} differs with the pools folded");
+    }
+}
