@@ -293,8 +293,32 @@ pub fn estimator(config: RunConfig, params: Params) -> TpuEstimator {
         .quiet()
 }
 
-/// A fresh empty directory under the system temp dir for one test.
-pub fn temp_dir(name: &str) -> PathBuf {
+/// A fresh empty directory under the system temp dir for one test, removed when the test
+/// ends (kept when it fails, to look at). Derefs to its path.
+pub struct TestDir(PathBuf);
+
+impl std::ops::Deref for TestDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TestDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+pub fn temp_dir(name: &str) -> TestDir {
     let dir = std::env::temp_dir().join(format!(
         "tessel_esttest_{name}_{}_{}",
         std::process::id(),
@@ -305,7 +329,7 @@ pub fn temp_dir(name: &str) -> PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TestDir(dir)
 }
 
 /// The files in `dir` (names only, sorted).
