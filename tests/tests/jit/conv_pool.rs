@@ -1,8 +1,9 @@
 //! The forward max-pool after a convolution, computed in the convolution routine's epilogue
 //! (`runtime/src/jit/routines/pool_fold.rs`, `program/conv_pool.rs`): with the fold on and off,
 //! programs give bitwise the same outputs (the pool's output and every other value), the fold
-//! is taken exactly where it should be (`ProgramStats::folded_pools`), and forms it must leave
-//! alone keep their pool routine and their results.
+//! is taken exactly where it should be (`ProgramStats::folded_pools`), also in the inference
+//! form (bias add, ReLU and pool in one fusion), and forms it must leave alone keep their
+//! pool routine and their results.
 
 use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module;
@@ -111,11 +112,65 @@ fn pools_that_must_not_fold_keep_their_routine() {
     let [n, h, w, _] = x;
     let root = format!("ROOT t = (f32[{n},4,5,13], f32[{n},{h},{w},13]) tuple(p, conv)");
     check(&layer(x, 13, "", 2, 2, &root), &a, 0);
-    // The pool alone as the result (inference): the activation is read nowhere else, so the
-    // bias add, the ReLU and the pool fuse into one generated kernel, not the pool routine's
-    // form.
-    let root = format!("ROOT r = f32[{n},4,5,13] copy(p)");
-    check(&layer(x, 13, "", 2, 2, &root), &a, 0);
+}
+
+/// The inference form: the activation is read by nothing but the pool, so the optimizer puts
+/// the bias add, the ReLU and the pool in one fusion; the routine takes its bias and pool.
+#[test]
+fn the_inference_form_folds_its_bias_and_pool() {
+    let x = [2, 11, 12, 1];
+    let [n, _, _, _] = x;
+    check(
+        &layer(
+            x,
+            40,
+            "",
+            2,
+            2,
+            &format!("ROOT r = f32[{n},5,6,40] copy(p)"),
+        ),
+        &args(x, 40),
+        1,
+    );
+    let x = [3, 8, 13, 11];
+    let [n, _, _, _] = x;
+    check(
+        &layer(
+            x,
+            13,
+            "",
+            2,
+            2,
+            &format!("ROOT r = f32[{n},4,6,13] copy(p)"),
+        ),
+        &args(x, 13),
+        1,
+    );
+    // With overlapping windows the fusion stays a generated kernel.
+    check(
+        &layer(
+            x,
+            13,
+            "",
+            3,
+            2,
+            &format!("ROOT r = f32[{n},3,6,13] copy(p)"),
+        ),
+        &args(x, 13),
+        0,
+    );
+}
+
+/// JAX's MNIST predict step (inference): both conv layers fold their bias and pool.
+#[test]
+fn mnist_predict_folds_both_layers_with_the_same_bits() {
+    let mut module = tessel_tests::corpus_module("mnist_cnn_predict_b16");
+    optimize(&mut module, &CompileOptions::default()).unwrap();
+    let args = tessel_tests::corpus_args("mnist_cnn_predict_b16.inputs.safetensors");
+    let (on, on_folded) = run(&module, &args, true, 2);
+    let (off, off_folded) = run(&module, &args, false, 2);
+    assert_eq!((on_folded, off_folded), (2, 0));
+    assert_eq!(on, off, "the predictions differ with the pools folded");
 }
 
 /// JAX's b128 MNIST training step: both conv layers' pools fold, with the same bits.

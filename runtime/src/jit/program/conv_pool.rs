@@ -6,24 +6,27 @@
 //! convolution (`BufferAssignment::written_early`, from `JitBufferNeeds::written_at`), so its
 //! buffer is clear of everything live from the convolution on; and, when it reads a bias add,
 //! only where that add was folded too (the routine's output then holds the biased values the
-//! pool must read). The folded fusion then emits no code (`emit_instruction.rs`).
+//! pool must read); a bias add inside the pool's fusion is handed to the routine with the
+//! pool, when its buffer is already written. The folded fusion then emits no code
+//! (`emit_instruction.rs`).
 
 use super::compile::ProgramCx;
 use super::emit_instruction::Walk;
 use crate::jit::buffer::Addr;
 use crate::jit::routines::pool_fold::{epilogue_pool, pool_source};
-use tessel_compiler::ir::InstrId;
+use tessel_compiler::ir::{InstrId, Op};
 use tessel_kernels::pooling::MaxPool;
 
 impl ProgramCx<'_> {
     /// The pool fusion after convolution `conv_id` that its routine may compute, with the
-    /// pool and its output buffer; `folded_bias` is the bias add the routine computes, if any.
+    /// pool, its output buffer and the buffer of the bias inside the pool's fusion (the
+    /// inference form); `folded_bias` is the bias-add fusion the routine computes, if any.
     pub(super) fn pool_after(
         &self,
         walk: &Walk,
         conv_id: InstrId,
         folded_bias: Option<InstrId>,
-    ) -> Option<(InstrId, MaxPool, Addr)> {
+    ) -> Option<(InstrId, MaxPool, Addr, Option<Addr>)> {
         let inst = walk.inst;
         let z = folded_bias.unwrap_or(conv_id);
         let pool_id = walk
@@ -39,7 +42,37 @@ impl ProgramCx<'_> {
             return None;
         };
         let offset = usize::try_from(self.plan.buffers[buffer].offset).ok()?;
+        // The fused bias must be written by the time the convolution runs.
+        let fused_bias = match source.fused_bias {
+            Some(k) => {
+                let operand = *walk.comp.get(pool_id).operands().get(k as usize)?;
+                Some(self.written_before(walk, operand)?)
+            }
+            None => None,
+        };
         let pool = epilogue_pool(&source, self.options)?;
-        Some((pool_id, pool, Addr::Arena(offset)))
+        Some((pool_id, pool, Addr::Arena(offset), fused_bias))
+    }
+
+    /// The buffer of `id`'s value if it is written before the instruction being emitted: it
+    /// was emitted already, or it is (an element of) the computation's parameter, whose
+    /// buffer the assignment gives from the computation's start.
+    fn written_before(&self, walk: &Walk, id: InstrId) -> Option<Addr> {
+        if let Some(loc) = walk.locs.get(&id) {
+            return Some(loc.as_array()?.addr);
+        }
+        let mut v = id;
+        while let Op::GetTupleElement { .. } = walk.comp.get(v).op {
+            v = walk.comp.get(v).operand(0);
+        }
+        if !matches!(walk.comp.get(v).op, Op::Parameter(_)) {
+            return None;
+        }
+        let [Some(b)] = self.plan.value_buffers.get(&(walk.inst, id))?[..] else {
+            return None;
+        };
+        Some(Addr::Arena(
+            usize::try_from(self.plan.buffers[b].offset).ok()?,
+        ))
     }
 }

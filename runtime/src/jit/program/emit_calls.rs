@@ -246,8 +246,8 @@ impl ProgramCx<'_> {
                 folded_bias = Some(fusion);
             }
         }
-        if let Some((fusion, pool, output)) = self.pool_after(walk, id, folded_bias) {
-            if conv.take_pool(pool, output) {
+        if let Some((fusion, pool, output, bias)) = self.pool_after(walk, id, folded_bias) {
+            if conv.take_pool(pool, output, bias) {
                 self.folded_pools.insert((walk.inst, fusion));
             }
         }

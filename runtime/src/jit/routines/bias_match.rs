@@ -10,7 +10,7 @@
 //! ReLU after the add, a bias over another dimension, a scaled bias) is not matched and runs
 //! as the generated kernel it is.
 
-use tessel_compiler::ir::{BinaryOp, Computation, ElementType, Op};
+use tessel_compiler::ir::{BinaryOp, Computation, ElementType, InstrId, Op};
 
 /// A bias-add fusion: which of its parameters is the convolution's result and which the bias.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,7 +22,15 @@ pub struct BiasAdd {
 /// The match for fusion computation `comp` whose result's dimension `feature` is the
 /// convolution's output feature dimension, if it is the form above.
 pub fn match_bias_add(comp: &Computation, feature: i64) -> Option<BiasAdd> {
-    let root = comp.get(comp.root());
+    let m = bias_add_at(comp, comp.root(), feature)?;
+    // Parameters, the broadcast and the add: nothing else may hide in the fusion.
+    (comp.instructions().count() == 4).then_some(m)
+}
+
+/// The same form at instruction `id` of `comp` (inside a larger fusion): the add and what
+/// it reads, whatever else the computation holds.
+pub fn bias_add_at(comp: &Computation, id: InstrId, feature: i64) -> Option<BiasAdd> {
+    let root = comp.get(id);
     let shape = root.shape.as_array()?;
     if root.op != Op::Binary(BinaryOp::Add) || shape.element_type != ElementType::F32 {
         return None;
@@ -56,8 +64,7 @@ pub fn match_bias_add(comp: &Computation, feature: i64) -> Option<BiasAdd> {
         (Some(v), Some(q)) => (v, q),
         _ => (value_param(b)?, bias_param(a)?),
     };
-    // Parameters, the broadcast and the add: nothing else may hide in the fusion.
-    (comp.instructions().count() == 4).then_some(BiasAdd { value, bias })
+    Some(BiasAdd { value, bias })
 }
 
 #[cfg(test)]

@@ -109,18 +109,19 @@ impl ConvRoutine {
     }
 
     /// Asks the chosen routine to compute the forward max-pool `pool` of its result into
-    /// `output` in its epilogue (`pool_fold.rs`); true when it will. The direct and the
+    /// `output` in its epilogue (`pool_fold.rs`), and to add `bias` in its stores first when
+    /// given (the pool fusion's own bias add); true when it will do both. The direct and the
     /// Winograd forward routines can, where each pool window lies inside one block they
-    /// write; the others decline, and the pool stays a routine of its own.
-    pub fn take_pool(&mut self, pool: MaxPool, output: Addr) -> bool {
+    /// write; the others decline (taking nothing), and the pool stays as it was.
+    pub fn take_pool(&mut self, pool: MaxPool, output: Addr, bias: Option<Addr>) -> bool {
         let epilogue = PoolEpilogue {
             pool,
             output: std::ptr::null_mut(),
         };
         if let Some(p) = self.plan.downcast_mut::<DirectConvPlan>() {
-            p.take_pool(epilogue, output)
+            p.take_pool(epilogue, output, bias)
         } else if let Some(p) = self.plan.downcast_mut::<WinogradPlan>() {
-            p.take_pool(epilogue, output)
+            p.take_pool(epilogue, output, bias)
         } else {
             false
         }

@@ -3,6 +3,9 @@
 //! the convolution's stores, `bias_match.rs`), then `reduce-window(max(z, 0))`. As its own
 //! routine the pool reads the whole activation back from memory (12.8 MB for the MNIST step's
 //! first layer); in the epilogue it reads each block while the convolution has it in cache.
+//! Where the activation is kept for nothing else (inference), the optimizer puts the bias
+//! add, the ReLU and the pool in one fusion, which would otherwise run as a generated kernel;
+//! the routine then adds that bias in its stores too.
 //!
 //! The fold needs the pool's output written at the convolution's position, so the buffer
 //! assignment is told (`JitBufferNeeds::written_at`, [`pool_writer`]) and keeps that buffer
@@ -17,12 +20,15 @@ use crate::jit::JitOptions;
 use tessel_compiler::ir::{Computation, ComputationId, InstrId, Module, Op};
 use tessel_kernels::pooling::{MaxPool, PoolGeometry};
 
-/// A forward max-pool fusion that reads a convolution's result, directly or through the bias
-/// add that alone reads the convolution.
+/// A forward max-pool fusion that reads a convolution's result: directly, through the bias
+/// add that alone reads the convolution (`bias_add`, a fusion of its own), or with the bias
+/// add inside the pool's fusion (`fused_bias`, its parameter: the inference form, where the
+/// convolution's result is read by nothing else).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolSource {
     pub conv: InstrId,
     pub bias_add: Option<InstrId>,
+    pub fused_bias: Option<u32>,
     pub geometry: PoolGeometry,
     pub relu: bool,
 }
@@ -38,15 +44,28 @@ pub fn pool_source(m: &Module, comp: &Computation, id: InstrId) -> Option<PoolSo
         input,
         geometry,
         relu,
+        bias,
     } = match_pool_fusion(m, m.computation(calls))?
     else {
         return None;
     };
-    let z = *instr.operands().get(input as usize)?;
+    let operands = instr.operands();
+    let z = *operands.get(input as usize)?;
+    // The convolution's result is changed by nothing but this pool's fold (its routine adds
+    // a fused bias to it): nothing else may read it.
+    let alone = |conv: InstrId, reader: InstrId| {
+        comp.users(conv)[..] == [reader]
+            && comp.root() != conv
+            && operands.iter().filter(|&&o| o == conv).count() == 1
+    };
     if let Op::Convolution(_) = comp.get(z).op {
+        if bias.is_some() && !alone(z, id) {
+            return None;
+        }
         return Some(PoolSource {
             conv: z,
             bias_add: None,
+            fused_bias: bias,
             geometry,
             relu,
         });
@@ -55,21 +74,22 @@ pub fn pool_source(m: &Module, comp: &Computation, id: InstrId) -> Option<PoolSo
     let Op::Fusion { calls: add, .. } = comp.get(z).op else {
         return None;
     };
-    let operands = comp.get(z).operands();
-    let conv = operands
+    let add_operands = comp.get(z).operands();
+    let conv = add_operands
         .iter()
         .copied()
         .find(|&o| matches!(comp.get(o).op, Op::Convolution(_)))?;
     let Op::Convolution(c) = &comp.get(conv).op else {
         return None;
     };
-    let bias = match_bias_add(m.computation(add), c.dims.output_feature)?;
+    let bias_add = match_bias_add(m.computation(add), c.dims.output_feature)?;
     let single_reader = comp.users(conv)[..] == [z] && comp.root() != conv;
-    let read_once = operands.iter().filter(|&&o| o == conv).count() == 1
-        && operands.get(bias.value as usize) == Some(&conv);
-    (single_reader && read_once).then_some(PoolSource {
+    let read_once = add_operands.iter().filter(|&&o| o == conv).count() == 1
+        && add_operands.get(bias_add.value as usize) == Some(&conv);
+    (bias.is_none() && single_reader && read_once).then_some(PoolSource {
         conv,
         bias_add: Some(z),
+        fused_bias: None,
         geometry,
         relu,
     })
@@ -94,7 +114,8 @@ pub fn pool_writer(
     }
     let c = m.computation(comp);
     let source = pool_source(m, c, id)?;
-    if source.bias_add.is_some() && !options.fold_bias_add {
+    let any_bias = source.bias_add.is_some() || source.fused_bias.is_some();
+    if any_bias && !options.fold_bias_add {
         return None;
     }
     let instr = c.get(source.conv);
@@ -116,6 +137,7 @@ pub fn pool_writer(
     )
     .ok()?;
     let bias_taken = source.bias_add.is_none() || routine.take_bias(placeholder);
+    let fused_bias = source.fused_bias.map(|_| placeholder);
     let pool = epilogue_pool(&source, options)?;
-    (bias_taken && routine.take_pool(pool, placeholder)).then_some(source.conv)
+    (bias_taken && routine.take_pool(pool, placeholder, fused_bias)).then_some(source.conv)
 }

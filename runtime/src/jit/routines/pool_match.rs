@@ -2,7 +2,8 @@
 //! (`tessel_kernels::pooling`), on f32 NHWC arrays with the window over height and width only:
 //!
 //! - forward: `reduce-window(max(p, 0) | p, -inf)` with reducer `max(acc, x)`, no padding or
-//!   dilation;
+//!   dilation; also over `p + broadcast(bias)` (the inference form, which only a
+//!   convolution's epilogue computes, `pool_fold.rs`);
 //! - backward: `select(compare(p, 0, GT), select-and-scatter(max(p, 0) | p, g, 0), 0)` (or the
 //!   select-and-scatter alone) with select `a >= b` and scatter `a + b`, windows tiling the
 //!   operand, where `g` is a parameter or a reshape of one; alone, or in a tuple with its sum
@@ -11,6 +12,7 @@
 //! Anything else (another order of `max`'s operands, a `-0` constant, ...) is not matched, so
 //! what the routines compute is exactly what the HLO says.
 
+use super::bias_match::bias_add_at;
 use tessel_compiler::ir::{
     BinaryOp, ComparisonDirection, Computation, ElementType, InstrId, Module, Op, Window,
 };
@@ -23,6 +25,10 @@ pub enum PoolMatch {
         input: u32,
         geometry: PoolGeometry,
         relu: bool,
+        /// A bias added before the ReLU, `max(p + broadcast(bias), 0)` (the inference form,
+        /// where the activation is not kept): only a convolution's epilogue computes it
+        /// (`pool_fold.rs`); the pooling routine declines it.
+        bias: Option<u32>,
     },
     Backward {
         z: u32,
@@ -44,7 +50,7 @@ pub fn match_pool_fusion(module: &Module, comp: &Computation) -> Option<PoolMatc
             let [x, init] = root.operands()[..] else {
                 return None;
             };
-            let (input, relu) = relu_of(comp, x)?;
+            let (input, bias, relu) = activation_of(comp, x)?;
             let geometry = geometry(comp, x, window)?;
             let reducer = module.computation(*to_apply);
             (scalar(comp, init)? == f32::NEG_INFINITY.to_bits()
@@ -53,6 +59,7 @@ pub fn match_pool_fusion(module: &Module, comp: &Computation) -> Option<PoolMatc
                 input,
                 geometry,
                 relu,
+                bias,
             })
         }
         Op::Tuple => {
@@ -164,6 +171,27 @@ fn backward(module: &Module, comp: &Computation, d: InstrId) -> Option<PoolMatch
         gate: gate_param.is_some(),
         outputs: None,
     })
+}
+
+/// What a forward pool reads: `relu_of`'s forms, or either of them over `p + broadcast(q)`
+/// (a bias over the last, NHWC feature dimension): the parameter `p`, the bias `q` if any,
+/// and whether the ReLU is there.
+fn activation_of(comp: &Computation, x: InstrId) -> Option<(u32, Option<u32>, bool)> {
+    if let Some((p, relu)) = relu_of(comp, x) {
+        return Some((p, None, relu));
+    }
+    let i = comp.get(x);
+    let (a, relu) = match i.op {
+        Op::Binary(BinaryOp::Maximum) => {
+            let [a, zero] = i.operands()[..] else {
+                return None;
+            };
+            (zero_splat(comp, zero)? == 0).then_some((a, true))?
+        }
+        _ => (x, false),
+    };
+    let b = bias_add_at(comp, a, 3)?;
+    Some((b.value, Some(b.bias), relu))
 }
 
 /// `max(p, 0)` (relu) or `p`: the parameter number and whether the ReLU is there.

@@ -53,11 +53,14 @@ impl PoolPlan {
                 input,
                 geometry,
                 relu,
+                bias: None,
             } => PoolRoutine::Forward {
                 pool: MaxPool::new(geometry, relu, threads).ok()?,
                 input: *params.get(input as usize)?,
                 output: *outputs.first()?,
             },
+            // The inference form's bias is computed only in a convolution's epilogue.
+            PoolMatch::Forward { bias: Some(_), .. } => return None,
             PoolMatch::Backward {
                 z,
                 grad,

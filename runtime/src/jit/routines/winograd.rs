@@ -150,11 +150,18 @@ impl WinogradPlan {
         })
     }
 
-    /// Takes `pool` (its output at `output`) into the epilogue if the routine accepts it.
-    pub(super) fn take_pool(&mut self, pool: PoolEpilogue, output: Addr) -> bool {
-        let accepted = self.routine.accepts_pool(&pool);
+    /// Takes `pool` (its output at `output`) into the epilogue, and `bias` into the stores
+    /// when given, if the routine accepts the pool; else takes nothing.
+    pub(super) fn take_pool(
+        &mut self,
+        pool: PoolEpilogue,
+        output: Addr,
+        bias: Option<Addr>,
+    ) -> bool {
+        let accepted = self.routine.accepts_pool(&pool) && (bias.is_none() || self.bias.is_none());
         if accepted {
             self.pool = Some((pool, output));
+            self.bias = bias.or(self.bias);
         }
         accepted
     }
