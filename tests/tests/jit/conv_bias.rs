@@ -5,51 +5,21 @@
 //! add). Forms that must not fold (the convolution read by something else too, a ReLU in the
 //! add's fusion) keep their kernels and their results.
 
+use super::fold::{conv_layer_args as args, Fold};
 use tessel_compiler::compile::{optimize, CompileOptions};
-use tessel_compiler::hlo_text::parse_module;
-use tessel_compiler::interpreter::evaluate;
-use tessel_compiler::ir::{Literal, Module};
-use tessel_runtime::jit::{compile, JitOptions};
-use tessel_tests::numerics::{compare_literals, pseudo_random_f32, Tolerance};
+use tessel_compiler::ir::Literal;
 
-/// The outputs' bytes and the generated-kernel count with the fold on or off.
-fn run(module: &Module, args: &[Literal], fold: bool, threads: usize) -> (Vec<Vec<u8>>, usize) {
-    let options = JitOptions {
-        fold_bias_add: fold,
-        gemm_threads: threads,
-        ..Default::default()
-    };
-    let exe = compile(module, &options).expect("compiles");
-    let out = exe.run(args).expect("runs");
-    let bytes = out.leaves().iter().map(|a| a.data.to_le_bytes()).collect();
-    (bytes, exe.stats().kernels)
-}
+/// The bias fold, counted in generated kernel functions (a folded add emits none).
+const BIAS: Fold = Fold {
+    set: |o, on| o.fold_bias_add = on,
+    count: |s| s.kernels,
+};
 
-/// Checks `text` (optimized first) with the fold on and off: the same bits, `folded` fewer
-/// kernels with it on, and the interpreter's result within `tol` of the relative error.
+/// Checks `text` with the fold on and off (`Fold::check`): `folded` fewer kernels with it on.
 fn check(text: &str, args: &[Literal], folded: usize) {
-    let mut module = parse_module(text, None).expect("parses");
-    optimize(&mut module, &CompileOptions::default()).expect("optimizes");
-    for threads in [1, 2] {
-        let (on, on_kernels) = run(&module, args, true, threads);
-        let (off, off_kernels) = run(&module, args, false, threads);
-        assert_eq!(on, off, "fold on and off differ ({threads} threads)");
-        assert_eq!(off_kernels - on_kernels, folded, "folded kernels");
+    for (on, off) in BIAS.check(text, args) {
+        assert_eq!(off - on, folded, "folded kernels");
     }
-    let want = evaluate(&module, args).expect("interprets");
-    let got = compile(&module, &JitOptions::default())
-        .expect("compiles")
-        .run(args)
-        .expect("runs");
-    compare_literals(
-        &got,
-        &want,
-        Tolerance {
-            atol: 2e-3,
-            rtol: 1e-4,
-        },
-    )
-    .expect("matches the interpreter");
 }
 
 /// `conv(x, k) + bias` in NHWC / HWIO with a 5x5 "same" window, `root` the result's use.
@@ -65,14 +35,6 @@ fn conv_bias(x: [i64; 4], o: i64, add: &str, root: &str) -> String {
          {add}\n  \
          {root}\n}}\n"
     )
-}
-
-fn args(x: [i64; 4], o: i64) -> Vec<Literal> {
-    vec![
-        pseudo_random_f32(&x, 1, 0),
-        pseudo_random_f32(&[5, 5, x[3], o], 2, 0),
-        pseudo_random_f32(&[o], 3, 0),
-    ]
 }
 
 #[test]
@@ -108,8 +70,8 @@ fn mnist_step_folds_both_bias_adds_with_the_same_bits() {
     let mut module = tessel_tests::corpus_module("mnist_cnn_train_step_b128");
     optimize(&mut module, &CompileOptions::default()).unwrap();
     let args = tessel_tests::corpus_args("mnist_cnn_train_step_b128.inputs.safetensors");
-    let (on, on_kernels) = run(&module, &args, true, 2);
-    let (off, off_kernels) = run(&module, &args, false, 2);
+    let (on, on_kernels) = BIAS.run(&module, &args, true, 2);
+    let (off, off_kernels) = BIAS.run(&module, &args, false, 2);
     // Each add is large enough to run as two kernel halves (`PARALLEL_KERNEL_WORK`).
     assert_eq!(off_kernels - on_kernels, 4);
     for (leaf, (a, b)) in on.iter().zip(&off).enumerate() {

@@ -5,47 +5,22 @@
 //! form (bias add, ReLU and pool in one fusion), and forms it must leave alone keep their
 //! pool routine and their results.
 
+use super::fold::{conv_layer_args as args, Fold};
 use tessel_compiler::compile::{optimize, CompileOptions};
-use tessel_compiler::hlo_text::parse_module;
-use tessel_compiler::interpreter::evaluate;
-use tessel_compiler::ir::{Literal, Module};
-use tessel_runtime::jit::{compile, JitOptions};
-use tessel_tests::numerics::{compare_literals, pseudo_random_f32, Tolerance};
+use tessel_compiler::ir::Literal;
 
-/// The outputs' bytes and the number of folded pools with the fold on or off.
-fn run(module: &Module, args: &[Literal], fold: bool, threads: usize) -> (Vec<Vec<u8>>, usize) {
-    let options = JitOptions {
-        fold_pool: fold,
-        gemm_threads: threads,
-        ..Default::default()
-    };
-    let exe = compile(module, &options).expect("compiles");
-    let out = exe.run(args).expect("runs");
-    let bytes = out.leaves().iter().map(|a| a.data.to_le_bytes()).collect();
-    (bytes, exe.stats().folded_pools)
-}
+/// The pool fold, counted in the pools folded.
+const POOL: Fold = Fold {
+    set: |o, on| o.fold_pool = on,
+    count: |s| s.folded_pools,
+};
 
-/// Checks `text` (optimized first) with the fold on and off: the same bits, `folded` pools
-/// folded with it on and none with it off, and the interpreter's result within tolerance.
+/// Checks `text` with the fold on and off (`Fold::check`): `folded` pools folded with it on,
+/// none with it off.
 fn check(text: &str, args: &[Literal], folded: usize) {
-    let mut module = parse_module(text, None).expect("parses");
-    optimize(&mut module, &CompileOptions::default()).expect("optimizes");
-    for threads in [1, 2] {
-        let (on, on_folded) = run(&module, args, true, threads);
-        let (off, off_folded) = run(&module, args, false, threads);
-        assert_eq!(on, off, "fold on and off differ ({threads} threads)");
-        assert_eq!((on_folded, off_folded), (folded, 0), "folded pools");
+    for counts in POOL.check(text, args) {
+        assert_eq!(counts, (folded, 0), "folded pools");
     }
-    let want = evaluate(&module, args).expect("interprets");
-    let got = compile(&module, &JitOptions::default())
-        .expect("compiles")
-        .run(args)
-        .expect("runs");
-    let tol = Tolerance {
-        atol: 2e-3,
-        rtol: 1e-4,
-    };
-    compare_literals(&got, &want, tol).expect("matches the interpreter");
 }
 
 /// A conv layer as JAX writes it: `conv(x, k)` (5x5, "same", `precision` its
@@ -70,14 +45,6 @@ fn layer(x: [i64; 4], o: i64, precision: &str, pool: i64, stride: i64, root: &st
          p = f32[{n},{ph},{pw},{o}] reduce-window(relu, ninf), window={{size=1x{pool}x{pool}x1 stride=1x{stride}x{stride}x1}}, to_apply=max\n  \
          {root}\n}}\n"
     )
-}
-
-fn args(x: [i64; 4], o: i64) -> Vec<Literal> {
-    vec![
-        pseudo_random_f32(&x, 1, 0),
-        pseudo_random_f32(&[5, 5, x[3], o], 2, 0),
-        pseudo_random_f32(&[o], 3, 0),
-    ]
 }
 
 /// The pooled and the activation's shapes as a tuple root (the backward pass reads both).
@@ -167,8 +134,8 @@ fn mnist_predict_folds_both_layers_with_the_same_bits() {
     let mut module = tessel_tests::corpus_module("mnist_cnn_predict_b16");
     optimize(&mut module, &CompileOptions::default()).unwrap();
     let args = tessel_tests::corpus_args("mnist_cnn_predict_b16.inputs.safetensors");
-    let (on, on_folded) = run(&module, &args, true, 2);
-    let (off, off_folded) = run(&module, &args, false, 2);
+    let (on, on_folded) = POOL.run(&module, &args, true, 2);
+    let (off, off_folded) = POOL.run(&module, &args, false, 2);
     assert_eq!((on_folded, off_folded), (2, 0));
     assert_eq!(on, off, "the predictions differ with the pools folded");
 }
@@ -179,8 +146,8 @@ fn mnist_step_folds_both_pools_with_the_same_bits() {
     let mut module = tessel_tests::corpus_module("mnist_cnn_train_step_b128");
     optimize(&mut module, &CompileOptions::default()).unwrap();
     let args = tessel_tests::corpus_args("mnist_cnn_train_step_b128.inputs.safetensors");
-    let (on, on_folded) = run(&module, &args, true, 2);
-    let (off, off_folded) = run(&module, &args, false, 2);
+    let (on, on_folded) = POOL.run(&module, &args, true, 2);
+    let (off, off_folded) = POOL.run(&module, &args, false, 2);
     assert_eq!((on_folded, off_folded), (2, 0));
     for (leaf, (a, b)) in on.iter().zip(&off).enumerate() {
         assert!(a == b, "output {leaf} differs with the pools folded");

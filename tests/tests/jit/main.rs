@@ -10,6 +10,7 @@ mod conv_direct;
 mod conv_pool;
 mod corpus;
 mod fast_paths;
+mod fold;
 mod gather_scatter;
 mod gemm_backends;
 mod long_programs;

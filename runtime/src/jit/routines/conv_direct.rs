@@ -3,6 +3,7 @@
 //! emits, `f01b_i01o->01bf`, both 2-D, stride 1, with few input channels. Anything else is
 //! declined (`None`), and `conv_select` tries the next routine.
 
+use super::conv_epilogue::ConvEpilogue;
 use super::conv_shape::{f32_dims, nhwc_geometry, plain_window};
 use crate::jit::buffer::Addr;
 use crate::jit::host::{guarded, resolve, Status};
@@ -20,10 +21,8 @@ pub struct DirectConvPlan {
     kernel: Addr,
     output: Addr,
     scratch: Addr,
-    /// The bias the stores add (`conv_select::ConvRoutine::take_bias`).
-    pub(super) bias: Option<Addr>,
-    /// The max-pool the epilogue computes, and its output (`ConvRoutine::take_pool`).
-    pool: Option<(PoolEpilogue, Addr)>,
+    /// The bias and the max-pool it computes as it stores its output.
+    pub(super) epilogue: ConvEpilogue,
 }
 
 impl DirectConvPlan {
@@ -57,8 +56,7 @@ impl DirectConvPlan {
             input: input.0,
             kernel: kernel.0,
             output: output.0,
-            bias: None,
-            pool: None,
+            epilogue: ConvEpilogue::default(),
         })
     }
 
@@ -70,25 +68,18 @@ impl DirectConvPlan {
         output: Addr,
         bias: Option<Addr>,
     ) -> bool {
-        let accepted = self.routine.accepts_pool(&pool) && (bias.is_none() || self.bias.is_none());
-        if accepted {
-            self.pool = Some((pool, output));
-            self.bias = bias.or(self.bias);
-        }
-        accepted
+        let accepts = self.routine.accepts_pool(&pool);
+        self.epilogue.take_pool(accepts, pool, output, bias)
     }
 
     /// # Safety
     /// `arena` must be the program's arena.
     unsafe fn run(&self, arena: *mut u8) {
-        let pool = self.pool.map(|(p, out)| PoolEpilogue {
-            output: resolve(out, arena) as *mut f32,
-            ..p
-        });
+        let (bias, pool) = self.epilogue.resolve(arena);
         self.routine.run_fused(
             resolve(self.input, arena) as *const f32,
             resolve(self.kernel, arena) as *const f32,
-            self.bias.map(|b| resolve(b, arena) as *const f32),
+            bias,
             pool,
             resolve(self.output, arena) as *mut f32,
             resolve(self.scratch, arena),

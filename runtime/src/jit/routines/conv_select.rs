@@ -99,9 +99,9 @@ impl ConvRoutine {
     /// dimension contiguous); the others decline, and the add stays a kernel of its own.
     pub fn take_bias(&mut self, bias: Addr) -> bool {
         if let Some(p) = self.plan.downcast_mut::<DirectConvPlan>() {
-            p.bias = Some(bias);
+            p.epilogue.bias = Some(bias);
         } else if let Some(p) = self.plan.downcast_mut::<WinogradPlan>() {
-            p.bias = Some(bias);
+            p.epilogue.bias = Some(bias);
         } else {
             return false;
         }

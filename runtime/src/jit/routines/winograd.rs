@@ -4,6 +4,7 @@
 //! output in any layout. 2-D, stride 1, undilated, one group, 3x3 or 5x5 windows; anything
 //! else is declined (`None`), and `conv_select` tries the next routine.
 
+use super::conv_epilogue::ConvEpilogue;
 use super::conv_shape::{f32_dims, plain_window};
 use crate::jit::buffer::Addr;
 use crate::jit::host::{guarded, resolve, Status};
@@ -61,10 +62,8 @@ pub struct WinogradPlan {
     kernel: Addr,
     output: Addr,
     scratch: Addr,
-    /// The bias the output transform adds (`conv_select::ConvRoutine::take_bias`).
-    pub(super) bias: Option<Addr>,
-    /// The max-pool the epilogue computes, and its output (`ConvRoutine::take_pool`).
-    pool: Option<(PoolEpilogue, Addr)>,
+    /// The bias and the max-pool it computes as it stores its output.
+    pub(super) epilogue: ConvEpilogue,
 }
 
 impl WinogradPlan {
@@ -145,8 +144,7 @@ impl WinogradPlan {
             input: input.0,
             kernel: kernel.0,
             output: output.0,
-            bias: None,
-            pool: None,
+            epilogue: ConvEpilogue::default(),
         })
     }
 
@@ -158,25 +156,18 @@ impl WinogradPlan {
         output: Addr,
         bias: Option<Addr>,
     ) -> bool {
-        let accepted = self.routine.accepts_pool(&pool) && (bias.is_none() || self.bias.is_none());
-        if accepted {
-            self.pool = Some((pool, output));
-            self.bias = bias.or(self.bias);
-        }
-        accepted
+        let accepts = self.routine.accepts_pool(&pool);
+        self.epilogue.take_pool(accepts, pool, output, bias)
     }
 
     /// # Safety
     /// `arena` must be the program's arena.
     pub unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
-        let pool = self.pool.map(|(p, out)| PoolEpilogue {
-            output: resolve(out, arena) as *mut f32,
-            ..p
-        });
+        let (bias, pool) = self.epilogue.resolve(arena);
         self.routine.run_fused(
             resolve(self.input, arena) as *const f32,
             resolve(self.kernel, arena) as *const f32,
-            self.bias.map(|b| resolve(b, arena) as *const f32),
+            bias,
             pool,
             resolve(self.output, arena) as *mut f32,
             resolve(self.scratch, arena),

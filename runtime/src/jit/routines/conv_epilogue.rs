@@ -1,0 +1,47 @@
+//! What a direct or Winograd forward convolution computes as it stores its output, besides
+//! the sums: a bias added to each output (`bias_match.rs`) and a max-pool of each block it has
+//! written (`pool_fold.rs`). Both routines' plans hold one.
+
+use crate::jit::buffer::Addr;
+use crate::jit::host::resolve;
+use tessel_kernels::pooling::PoolEpilogue;
+
+#[derive(Clone, Debug, Default)]
+pub struct ConvEpilogue {
+    /// The bias the stores add (`conv_select::ConvRoutine::take_bias`).
+    pub bias: Option<Addr>,
+    /// The max-pool and its output (`conv_select::ConvRoutine::take_pool`).
+    pool: Option<(PoolEpilogue, Addr)>,
+}
+
+impl ConvEpilogue {
+    /// Takes `pool` (its output at `output`), and `bias` when given, if the routine
+    /// `accepts` the pool and, for a bias, has none yet; else takes nothing.
+    pub fn take_pool(
+        &mut self,
+        accepts: bool,
+        pool: PoolEpilogue,
+        output: Addr,
+        bias: Option<Addr>,
+    ) -> bool {
+        let taken = accepts && (bias.is_none() || self.bias.is_none());
+        if taken {
+            self.pool = Some((pool, output));
+            self.bias = bias.or(self.bias);
+        }
+        taken
+    }
+
+    /// The bias and the pool with their buffers in `arena`.
+    ///
+    /// # Safety
+    /// `arena` must be the program's arena.
+    pub unsafe fn resolve(&self, arena: *mut u8) -> (Option<*const f32>, Option<PoolEpilogue>) {
+        let bias = self.bias.map(|b| resolve(b, arena) as *const f32);
+        let pool = self.pool.map(|(p, out)| PoolEpilogue {
+            output: resolve(out, arena) as *mut f32,
+            ..p
+        });
+        (bias, pool)
+    }
+}
