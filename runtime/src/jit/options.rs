@@ -29,8 +29,8 @@ pub struct JitOptions {
     pub fold_bias_add: bool,
     /// Let a direct or Winograd convolution routine compute the forward max-pool that reads
     /// its result (after the ReLU and the folded bias add) in its epilogue
-    /// (`routines/pool_fold.rs`); off, the pool runs as its own routine. The same bits either
-    /// way.
+    /// (`routines/pool_fold.rs`); off, the pool runs as before (its own routine, or with
+    /// its bias add as a generated kernel in the inference form). The same bits either way.
     pub fold_pool: bool,
 }
 

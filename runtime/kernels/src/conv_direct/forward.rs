@@ -359,7 +359,7 @@ pub(crate) mod tests {
     /// thread count, with an odd output height (11: takes of 4, 4 and 3 rows) and 40 channels.
     #[test]
     fn pool_in_the_epilogue_equals_a_separate_pool() {
-        use crate::pooling::{MaxPool, PoolGeometry};
+        use crate::pooling::{check_epilogue, MaxPool, PoolGeometry};
         let ([n, h, w, c], [kh, kw, o]) = ([2usize, 11, 13, 3], [5usize, 5, 40]);
         let x = values(n * h * w * c, 1);
         let k = values(kh * kw * c * o, 2);
@@ -381,7 +381,6 @@ pub(crate) mod tests {
             window: [2, 2],
             stride: [2, 2],
         };
-        let pooled = n * 5 * 6 * o;
         for isa in Isa::available() {
             for threads in [1, 2] {
                 let plan = DirectConv::new(&geometry, threads)
@@ -392,26 +391,12 @@ pub(crate) mod tests {
                 for (relu, b) in [(true, Some(bias.as_ptr())), (false, None)] {
                     let mut pool = MaxPool::new(pool_geometry, relu, 1).expect("a pool");
                     pool.isa = isa;
-                    let mut y = vec![f32::NAN; n * h * w * o];
-                    let mut fused_y = y.clone();
-                    let (mut want, mut got) = (vec![f32::NAN; pooled], vec![f32::NAN; pooled]);
-                    let epilogue = PoolEpilogue {
+                    check_epilogue(
                         pool,
-                        output: got.as_mut_ptr(),
-                    };
-                    assert!(plan.accepts_pool(&epilogue));
-                    unsafe {
-                        plan.run_with_bias(x.as_ptr(), k.as_ptr(), b, y.as_mut_ptr(), s);
-                        pool.run(y.as_ptr(), want.as_mut_ptr());
-                        let (xp, kp, yp) = (x.as_ptr(), k.as_ptr(), fused_y.as_mut_ptr());
-                        plan.run_fused(xp, kp, b, Some(epilogue), yp, s);
-                    }
-                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(bits(&fused_y), bits(&y), "{isa:?} {threads} output");
-                    assert_eq!(
-                        bits(&got),
-                        bits(&want),
-                        "{isa:?} {threads} relu {relu} pool"
+                        n * h * w * o,
+                        |p| plan.accepts_pool(p),
+                        |p, y| unsafe { plan.run_fused(x.as_ptr(), k.as_ptr(), b, p, y, s) },
+                        &format!("{isa:?} {threads} threads relu {relu}"),
                     );
                 }
                 // Windows of 3 rows straddle the runs of 4: refused.

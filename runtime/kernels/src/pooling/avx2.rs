@@ -12,24 +12,26 @@ use std::arch::x86_64::*;
 pub(super) unsafe fn forward(
     g: &PoolGeometry,
     relu: bool,
+    offsets: &[usize],
     src: *const f32,
     dst: *mut f32,
     r: Region,
 ) {
     if relu {
-        forward_impl::<true>(g, src, dst, r)
+        forward_impl::<true>(g, offsets, src, dst, r)
     } else {
-        forward_impl::<false>(g, src, dst, r)
+        forward_impl::<false>(g, offsets, src, dst, r)
     }
     let whole = g.channels / 8 * 8;
     if whole < g.channels {
-        portable::forward(g, relu, src, dst, r, whole);
+        portable::forward(g, relu, offsets, src, dst, r, whole);
     }
 }
 
 #[target_feature(enable = "avx2,fma")]
 unsafe fn forward_impl<const RELU: bool>(
     g: &PoolGeometry,
+    offsets: &[usize],
     src: *const f32,
     dst: *mut f32,
     r: Region,
@@ -37,7 +39,6 @@ unsafe fn forward_impl<const RELU: bool>(
     let [_, ow] = g.output_hw();
     let c = g.channels;
     let whole = c / 8 * 8;
-    let [kh, kw] = g.window;
     let zero = _mm256_setzero_ps();
     let neg_inf = _mm256_set1_ps(f32::NEG_INFINITY);
     for n in 0..r.images {
@@ -49,15 +50,13 @@ unsafe fn forward_impl<const RELU: bool>(
                 let out = out_row.add(j * c);
                 for ch in (0..whole).step_by(8) {
                     let mut acc = neg_inf;
-                    for a in 0..kh {
-                        for b in 0..kw {
-                            let mut x = _mm256_loadu_ps(base.add((a * g.width + b) * c + ch));
-                            if RELU {
-                                x = _mm256_max_ps(zero, x);
-                            }
-                            let nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x);
-                            acc = _mm256_blendv_ps(_mm256_max_ps(x, acc), x, nan);
+                    for &off in offsets {
+                        let mut x = _mm256_loadu_ps(base.add(off + ch));
+                        if RELU {
+                            x = _mm256_max_ps(zero, x);
                         }
+                        let nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x);
+                        acc = _mm256_blendv_ps(_mm256_max_ps(x, acc), x, nan);
                     }
                     _mm256_storeu_ps(out.add(ch), acc);
                 }

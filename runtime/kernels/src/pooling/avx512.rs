@@ -44,27 +44,28 @@ unsafe fn store(mask: __mmask16, p: *mut f32, v: __m512) {
 pub(super) unsafe fn forward(
     g: &PoolGeometry,
     relu: bool,
+    offsets: &[usize],
     src: *const f32,
     dst: *mut f32,
     r: Region,
 ) {
     if relu {
-        forward_impl::<true>(g, src, dst, r)
+        forward_impl::<true>(g, offsets, src, dst, r)
     } else {
-        forward_impl::<false>(g, src, dst, r)
+        forward_impl::<false>(g, offsets, src, dst, r)
     }
 }
 
 #[target_feature(enable = "avx512f")]
 unsafe fn forward_impl<const RELU: bool>(
     g: &PoolGeometry,
+    offsets: &[usize],
     src: *const f32,
     dst: *mut f32,
     r: Region,
 ) {
     let [_, ow] = g.output_hw();
     let c = g.channels;
-    let [kh, kw] = g.window;
     let zero = _mm512_setzero_ps();
     let neg_inf = _mm512_set1_ps(f32::NEG_INFINITY);
     for n in 0..r.images {
@@ -77,18 +78,15 @@ unsafe fn forward_impl<const RELU: bool>(
                 for ch in (0..c).step_by(16) {
                     let mask = lanes(ch, c);
                     let mut acc = neg_inf;
-                    // The window's positions in window order (rows, then columns).
-                    for a in 0..kh {
-                        for b in 0..kw {
-                            let mut x = load(mask, base.add((a * g.width + b) * c + ch));
-                            if RELU {
-                                // max(x, 0): `0 > x ? 0 : x` keeps -0 and NaN as the interpreter does.
-                                x = _mm512_max_ps(zero, x);
-                            }
-                            // `x > acc ? x : acc` keeps the first of equal values; a NaN `x` wins.
-                            let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
-                            acc = _mm512_mask_mov_ps(_mm512_max_ps(x, acc), nan, x);
+                    for &off in offsets {
+                        let mut x = load(mask, base.add(off + ch));
+                        if RELU {
+                            // max(x, 0): `0 > x ? 0 : x` keeps -0 and NaN as the interpreter does.
+                            x = _mm512_max_ps(zero, x);
                         }
+                        // `x > acc ? x : acc` keeps the first of equal values; a NaN `x` wins.
+                        let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+                        acc = _mm512_mask_mov_ps(_mm512_max_ps(x, acc), nan, x);
                     }
                     store(mask, out.add(ch), acc);
                 }

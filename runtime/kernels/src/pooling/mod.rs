@@ -97,6 +97,34 @@ impl PoolEpilogue {
     }
 }
 
+/// Checks a convolution with `pool` in its epilogue against the same convolution followed by
+/// the separate pool: `conv(pool, y)` runs it into `y` (`outputs` floats), with the epilogue
+/// when given, which `accepts` must take. The output and the pool must be the same bits.
+#[cfg(test)]
+pub(crate) fn check_epilogue(
+    pool: MaxPool,
+    outputs: usize,
+    accepts: impl Fn(&PoolEpilogue) -> bool,
+    mut conv: impl FnMut(Option<PoolEpilogue>, *mut f32),
+    what: &str,
+) {
+    let [ph, pw] = pool.geometry.output_hw();
+    let pooled = pool.geometry.batch * ph * pw * pool.geometry.channels;
+    let (mut y, mut fused_y) = (vec![f32::NAN; outputs], vec![f32::NAN; outputs]);
+    let (mut want, mut got) = (vec![f32::NAN; pooled], vec![f32::NAN; pooled]);
+    let epilogue = PoolEpilogue {
+        pool,
+        output: got.as_mut_ptr(),
+    };
+    assert!(accepts(&epilogue), "{what}: not accepted");
+    conv(None, y.as_mut_ptr());
+    unsafe { pool.run(y.as_ptr(), want.as_mut_ptr()) };
+    conv(Some(epilogue), fused_y.as_mut_ptr());
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&fused_y), bits(&y), "{what} output");
+    assert_eq!(bits(&got), bits(&want), "{what} pool");
+}
+
 /// Outputs `rows[0]..rows[1]` x `cols[0]..cols[1]` (output rows and columns) of `images`
 /// images: what one call of the forward loops computes.
 #[derive(Clone, Copy, Debug)]
@@ -327,12 +355,23 @@ unsafe fn forward_part(
     dst: *mut f32,
     region: Region,
 ) {
+    // The window's offsets on the stack when they fit: a convolution's epilogue calls this
+    // once per block.
+    let mut small = [0usize; MAX_WINDOW_POSITIONS];
+    let heap;
+    let offsets: &[usize] = if g.window[0] * g.window[1] <= MAX_WINDOW_POSITIONS {
+        let n = window_offsets_into(g, &mut small);
+        &small[..n]
+    } else {
+        heap = window_offsets(g);
+        &heap
+    };
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => avx512::forward(g, relu, src, dst, region),
+        Isa::Avx512 => avx512::forward(g, relu, offsets, src, dst, region),
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2Fma => avx2::forward(g, relu, src, dst, region),
-        _ => portable::forward(g, relu, src, dst, region, 0),
+        Isa::Avx2Fma => avx2::forward(g, relu, offsets, src, dst, region),
+        _ => portable::forward(g, relu, offsets, src, dst, region, 0),
     }
 }
 
@@ -377,11 +416,19 @@ struct Flags {
 
 /// Offsets (in floats, from a window's first element) of a window's positions, in window order.
 fn window_offsets(g: &PoolGeometry) -> Vec<usize> {
-    let mut v = Vec::with_capacity(g.window[0] * g.window[1]);
+    let mut v = vec![0; g.window[0] * g.window[1]];
+    window_offsets_into(g, &mut v);
+    v
+}
+
+/// [`window_offsets`] into `out` (long enough); returns how many.
+fn window_offsets_into(g: &PoolGeometry, out: &mut [usize]) -> usize {
+    let mut k = 0;
     for i in 0..g.window[0] {
         for j in 0..g.window[1] {
-            v.push((i * g.width + j) * g.channels);
+            out[k] = (i * g.width + j) * g.channels;
+            k += 1;
         }
     }
-    v
+    k
 }

@@ -22,6 +22,7 @@ pub(super) fn fmax(x: f32, y: f32) -> f32 {
 pub(super) unsafe fn forward(
     g: &PoolGeometry,
     relu: bool,
+    offsets: &[usize],
     src: *const f32,
     dst: *mut f32,
     r: Region,
@@ -29,7 +30,6 @@ pub(super) unsafe fn forward(
 ) {
     let [_, ow] = g.output_hw();
     let c = g.channels;
-    let [kh, kw] = g.window;
     for n in 0..r.images {
         for i in r.rows[0]..r.rows[1] {
             for j in r.cols[0]..r.cols[1] {
@@ -38,14 +38,12 @@ pub(super) unsafe fn forward(
                 let out = dst.add(n * g.out_image() + (i * ow + j) * c);
                 for ch in c0..c {
                     let mut acc = f32::NEG_INFINITY;
-                    for a in 0..kh {
-                        for b in 0..kw {
-                            let mut x = *base.add((a * g.width + b) * c + ch);
-                            if relu {
-                                x = fmax(x, 0.0);
-                            }
-                            acc = fmax(acc, x);
+                    for &off in offsets {
+                        let mut x = *base.add(off + ch);
+                        if relu {
+                            x = fmax(x, 0.0);
                         }
+                        acc = fmax(acc, x);
                     }
                     *out.add(ch) = acc;
                 }

@@ -206,7 +206,7 @@ impl WinogradConv {
     }
 
     /// [`Self::run_with_bias`], and when `pool` is given, the max-pool of the output (which
-    /// must [`Self::accepts_pool`]) computed tile by tile right after each tile is stored:
+    /// must [`Self::accepts_pool`]) computed right after each block of tiles is stored:
     /// the bits of a separate pool, without its second read of the whole output.
     ///
     /// # Safety
@@ -629,7 +629,7 @@ mod tests {
     /// instruction set and tile, with an odd output height (7) and a channel tail (13).
     #[test]
     fn pool_in_the_epilogue_equals_a_separate_pool() {
-        use crate::pooling::{MaxPool, PoolGeometry};
+        use crate::pooling::{check_epilogue, MaxPool, PoolGeometry};
         let (mut geometry, x, k) = odd_case();
         geometry.padding = [(2, 2), (1, 2)];
         let o = geometry.out_channels;
@@ -655,27 +655,12 @@ mod tests {
                 for (relu, b) in [(true, Some(bias.as_ptr())), (false, None)] {
                     let mut pool = MaxPool::new(pool_geometry, relu, 1).expect("a pool");
                     pool.isa = simd;
-                    let mut y = vec![f32::NAN; n * oh * ow * o];
-                    let mut want = vec![f32::NAN; n * 3 * 4 * o];
-                    let mut fused_y = y.clone();
-                    let mut got = vec![f32::NAN; want.len()];
-                    let epilogue = PoolEpilogue {
+                    check_epilogue(
                         pool,
-                        output: got.as_mut_ptr(),
-                    };
-                    assert!(plan.accepts_pool(&epilogue));
-                    unsafe {
-                        plan.run_with_bias(x.as_ptr(), k.as_ptr(), b, y.as_mut_ptr(), s);
-                        pool.run(y.as_ptr(), want.as_mut_ptr());
-                        let (xp, kp, yp) = (x.as_ptr(), k.as_ptr(), fused_y.as_mut_ptr());
-                        plan.run_fused(xp, kp, b, Some(epilogue), yp, s);
-                    }
-                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(bits(&fused_y), bits(&y), "{simd:?} F({m}, 5) output");
-                    assert_eq!(
-                        bits(&got),
-                        bits(&want),
-                        "{simd:?} F({m}, 5) relu {relu} pool"
+                        n * oh * ow * o,
+                        |p| plan.accepts_pool(p),
+                        |p, y| unsafe { plan.run_fused(x.as_ptr(), k.as_ptr(), b, p, y, s) },
+                        &format!("{simd:?} F({m}, 5) relu {relu}"),
                     );
                 }
                 // A window that straddles the tiles, or another output shape, is refused.

@@ -9,35 +9,18 @@
 use super::compile::ProgramCx;
 use super::emit_instruction::Walk;
 use crate::jit::buffer::Addr;
-use crate::jit::routines::bias_match::match_bias_add;
-use tessel_compiler::ir::{Convolution, InstrId, Op};
+use crate::jit::routines::bias_match::lone_bias_add;
+use tessel_compiler::ir::InstrId;
 
 impl ProgramCx<'_> {
     /// The bias-add fusion after convolution `conv_id` that its routine may compute, with the
     /// bias buffer; `None` when there is none or folding it is off.
-    pub(super) fn bias_add_after(
-        &self,
-        walk: &Walk,
-        conv_id: InstrId,
-        conv: &Convolution,
-    ) -> Option<(InstrId, Addr)> {
-        if !self.options.fold_bias_add || walk.comp.root() == conv_id {
+    pub(super) fn bias_add_after(&self, walk: &Walk, conv_id: InstrId) -> Option<(InstrId, Addr)> {
+        if !self.options.fold_bias_add {
             return None;
         }
-        let [fusion_id] = walk.comp.users(conv_id)[..] else {
-            return None;
-        };
-        let fusion = walk.comp.get(fusion_id);
-        let Op::Fusion { calls, .. } = fusion.op else {
-            return None;
-        };
-        let m = match_bias_add(self.module.computation(calls), conv.dims.output_feature)?;
-        let operands = fusion.operands();
-        if operands.iter().filter(|&&o| o == conv_id).count() != 1
-            || operands.get(m.value as usize) != Some(&conv_id)
-        {
-            return None;
-        }
+        let (fusion_id, m) = lone_bias_add(self.module, walk.comp, conv_id)?;
+        let operands = walk.comp.get(fusion_id).operands();
         // The bias must already have its buffer; the shape was checked by the match.
         let bias = walk
             .locs

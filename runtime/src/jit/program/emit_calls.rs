@@ -226,7 +226,7 @@ impl ProgramCx<'_> {
         let ob = out.as_array().expect("array").clone();
         let options = self.options;
         let precision = ConvPrecision::of(&instr.extra_attrs);
-        let bias_add = self.bias_add_after(walk, id, conv);
+        let bias_add = self.bias_add_after(walk, id);
         let mut conv = self.with_scratch(|scratch| {
             plan_convolution(
                 &instr.name,

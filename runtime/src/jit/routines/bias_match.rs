@@ -10,7 +10,7 @@
 //! ReLU after the add, a bias over another dimension, a scaled bias) is not matched and runs
 //! as the generated kernel it is.
 
-use tessel_compiler::ir::{BinaryOp, Computation, ElementType, InstrId, Op};
+use tessel_compiler::ir::{BinaryOp, Computation, ElementType, InstrId, Module, Op};
 
 /// A bias-add fusion: which of its parameters is the convolution's result and which the bias.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +25,26 @@ pub fn match_bias_add(comp: &Computation, feature: i64) -> Option<BiasAdd> {
     let m = bias_add_at(comp, comp.root(), feature)?;
     // Parameters, the broadcast and the add: nothing else may hide in the fusion.
     (comp.instructions().count() == 4).then_some(m)
+}
+
+/// The bias-add fusion that alone reads convolution `conv` of `comp` (its only user, reading
+/// it once, as the add's value), with its match: the add a convolution routine can compute in
+/// its stores (`program/conv_bias.rs`) and what a folded pool may read (`pool_fold.rs`).
+pub fn lone_bias_add(m: &Module, comp: &Computation, conv: InstrId) -> Option<(InstrId, BiasAdd)> {
+    let Op::Convolution(c) = &comp.get(conv).op else {
+        return None;
+    };
+    let [fusion] = comp.users(conv)[..] else {
+        return None;
+    };
+    let Op::Fusion { calls, .. } = comp.get(fusion).op else {
+        return None;
+    };
+    let b = match_bias_add(m.computation(calls), c.dims.output_feature)?;
+    let operands = comp.get(fusion).operands();
+    let read_once = operands.iter().filter(|&&o| o == conv).count() == 1
+        && operands.get(b.value as usize) == Some(&conv);
+    (comp.root() != conv && read_once).then_some((fusion, b))
 }
 
 /// The same form at instruction `id` of `comp` (inside a larger fusion): the add and what

@@ -12,7 +12,7 @@
 //! clear of everything live from the convolution on. The program folds a pool only where the
 //! assignment did (`BufferAssignment::written_early`), so the two cannot disagree.
 
-use super::bias_match::match_bias_add;
+use super::bias_match::lone_bias_add;
 use super::conv_select::{plan_convolution, ConvPrecision};
 use super::pool_match::{match_pool_fusion, PoolMatch};
 use crate::jit::buffer::Addr;
@@ -70,23 +70,14 @@ pub fn pool_source(m: &Module, comp: &Computation, id: InstrId) -> Option<PoolSo
             relu,
         });
     }
-    // `z` a bias add over a convolution that nothing else reads (what `conv_bias.rs` folds).
-    let Op::Fusion { calls: add, .. } = comp.get(z).op else {
-        return None;
-    };
-    let add_operands = comp.get(z).operands();
-    let conv = add_operands
+    // `z` the bias add that alone reads a convolution (what `conv_bias.rs` folds).
+    let conv = comp
+        .get(z)
+        .operands()
         .iter()
         .copied()
-        .find(|&o| matches!(comp.get(o).op, Op::Convolution(_)))?;
-    let Op::Convolution(c) = &comp.get(conv).op else {
-        return None;
-    };
-    let bias_add = match_bias_add(m.computation(add), c.dims.output_feature)?;
-    let single_reader = comp.users(conv)[..] == [z] && comp.root() != conv;
-    let read_once = add_operands.iter().filter(|&&o| o == conv).count() == 1
-        && add_operands.get(bias_add.value as usize) == Some(&conv);
-    (bias.is_none() && single_reader && read_once).then_some(PoolSource {
+        .find(|&o| lone_bias_add(m, comp, o).is_some_and(|(add, _)| add == z))?;
+    bias.is_none().then_some(PoolSource {
         conv,
         bias_add: Some(z),
         fused_bias: None,
