@@ -14,8 +14,12 @@
 //! gradient, `f01b_i01o->01bf`. The blocks are cut into [`SHARES`] fixed ranges, each summed
 //! into its own `dU` by whichever worker takes it, and the partial sums are added in range
 //! order, so the result is bitwise the same for any thread count.
+//!
+//! Its transforms run factored by the points' ± pairs (`factored.rs`): the same error as
+//! row by row with fewer operations. Unlike the forward's rounding, a weight gradient's
+//! decides no max-pool tie downstream.
 
-use super::matrices::Matrices;
+use super::factored::FactoredMatrices;
 use super::tiles::{filter_tile, gradient_tile, input_tile, Portable, Vector, LANES};
 #[cfg(target_arch = "x86_64")]
 use super::tiles::{Avx, Avx512};
@@ -276,8 +280,8 @@ impl WinogradFilterGradient {
         count: usize,
         accumulate: bool,
     ) {
-        // The matrices as compile-time constants, so that their 0 / 1 / -1 entries fold.
-        let mats: &'static Matrices<N, M, R> = const { &Matrices::standard() };
+        // The factored matrices as compile-time constants, so that their entries and pairs fold.
+        let mats: &'static FactoredMatrices<N, M, R> = const { &FactoredMatrices::standard() };
         let tpb = self.tiles_per_block;
         let (c, k_pad) = (self.c, self.k_pad);
         // Tile-major (`V[t][xi][c]`, `Yhat[t][xi][k]`): each tile's transform writes one
@@ -303,7 +307,7 @@ impl WinogradFilterGradient {
             );
             input_tile::<N, V>(&mats.bt, &px, c, v.add(tb * vt), vx);
             let gp = tile_pixels::<M>(dy, img, [self.oh, self.ow], self.k, [oy, ox], zero);
-            gradient_tile::<N, M, V>(&mats.at, &gp, self.k, yhat.add(tb * yt), yx);
+            gradient_tile::<N, M, V>(&mats.a, &gp, self.k, yhat.add(tb * yt), yx);
         }
         for xi in 0..N * N {
             small_gemm(
@@ -329,14 +333,15 @@ impl WinogradFilterGradient {
         du: *const f32,
         out: *mut f32,
     ) {
-        // The matrices as compile-time constants, so that their 0 / 1 / -1 entries fold.
-        let mats: &'static Matrices<N, M, R> = const { &Matrices::standard() };
+        // The factored matrices as compile-time constants, so that their entries and pairs fold.
+        let mats: &'static FactoredMatrices<N, M, R> = const { &FactoredMatrices::standard() };
         let [sy, sx, sc, sk] = self.ostride;
         let plane = self.c * self.k_pad;
         for c in 0..self.c {
             for k0 in (0..self.k).step_by(LANES) {
                 let w = (self.k - k0).min(LANES);
-                let dw = filter_tile::<N, R, Portable>(&mats.g, du.add(c * self.k_pad + k0), plane);
+                let dw =
+                    filter_tile::<N, R, Portable>(&mats.gt, du.add(c * self.k_pad + k0), plane);
                 for (ky, row) in dw.iter().enumerate() {
                     for (kx, v) in row.iter().enumerate() {
                         let mut lanes = [0f32; LANES];

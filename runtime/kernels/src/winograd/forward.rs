@@ -16,13 +16,14 @@
 //! block's scratch stays in L2. Each output is written by exactly one block, so the result
 //! does not depend on the number of workers.
 
+use super::factored::FactoredMatrices;
 use super::matrices::Matrices;
 use super::tiles::{input_tile, kernel_tile, output_tile, Portable, Vector, LANES};
 #[cfg(target_arch = "x86_64")]
 use super::tiles::{Avx, Avx512};
 use super::{
-    supported_kernel, supported_tile, tile_pixels, tiles_per_block, with_sizes, DEFAULT_TILE,
-    MIN_CHANNELS,
+    supported_kernel, supported_tile, tile_pixels, tiles_per_block, with_sizes, BlockTransforms,
+    TransformOrder, DEFAULT_TILE, MIN_CHANNELS,
 };
 use crate::cpu::Isa;
 use crate::gemm::small::{small_gemm, COLUMN_GROUP};
@@ -73,6 +74,8 @@ pub struct WinogradConv {
     pad_y: i64,
     pad_x: i64,
     kernel: KernelLayout,
+    /// How the blocks' input and output transforms sum.
+    order: TransformOrder,
     /// `U[xi][c][o_pad]` (scratch offset).
     u: usize,
     /// Per worker `V[t][xi][c]` then `M[t][xi][o_pad]`, `worker_floats` apart (scratch offset).
@@ -150,6 +153,7 @@ impl WinogradConv {
             pad_y: g.padding[0].0 as i64,
             pad_x: g.padding[1].0 as i64,
             kernel,
+            order: TransformOrder::RowByRow,
             u: scratch.region(n * n * c * o_pad * 4),
             blocks: scratch.region(worker_floats * workers * 4),
             scratch,
@@ -163,6 +167,13 @@ impl WinogradConv {
     /// Runs `simd` instead of the detected code (tests and benches; the machine must have it).
     pub fn with_simd(mut self, simd: Isa) -> WinogradConv {
         self.simd = simd;
+        self
+    }
+
+    /// Runs the blocks' transforms in `order` (the kernel's transform, once per call, stays
+    /// row by row).
+    pub fn with_transform_order(mut self, order: TransformOrder) -> WinogradConv {
+        self.order = order;
         self
     }
 
@@ -361,19 +372,43 @@ impl WinogradConv {
         t0: usize,
         count: usize,
     ) {
+        match self.order {
+            TransformOrder::RowByRow => {
+                self.dispatch_block_as::<N, M, R, Matrices<N, M, R>>(x, u, bias, y, buf, t0, count)
+            }
+            TransformOrder::Factored => self
+                .dispatch_block_as::<N, M, R, FactoredMatrices<N, M, R>>(
+                    x, u, bias, y, buf, t0, count,
+                ),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn dispatch_block_as<const N: usize, const M: usize, const R: usize, T>(
+        &self,
+        x: *const f32,
+        u: *const f32,
+        bias: Option<*const f32>,
+        y: *mut f32,
+        buf: *mut f32,
+        t0: usize,
+        count: usize,
+    ) where
+        T: BlockTransforms<N, M, R>,
+    {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2Fma => self.block_avx2::<N, M, R>(x, u, bias, y, buf, t0, count),
+            Isa::Avx2Fma => self.block_avx2::<N, M, R, T>(x, u, bias, y, buf, t0, count),
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => self.block_avx512::<N, M, R>(x, u, bias, y, buf, t0, count),
-            _ => self.block::<N, M, R, Portable>(x, u, bias, y, buf, t0, count),
+            Isa::Avx512 => self.block_avx512::<N, M, R, T>(x, u, bias, y, buf, t0, count),
+            _ => self.block::<N, M, R, Portable, T>(x, u, bias, y, buf, t0, count),
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn block_avx2<const N: usize, const M: usize, const R: usize>(
+    unsafe fn block_avx2<const N: usize, const M: usize, const R: usize, T>(
         &self,
         x: *const f32,
         u: *const f32,
@@ -382,14 +417,16 @@ impl WinogradConv {
         buf: *mut f32,
         t0: usize,
         count: usize,
-    ) {
-        self.block::<N, M, R, Avx>(x, u, bias, y, buf, t0, count)
+    ) where
+        T: BlockTransforms<N, M, R>,
+    {
+        self.block::<N, M, R, Avx, T>(x, u, bias, y, buf, t0, count)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx2,fma")]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn block_avx512<const N: usize, const M: usize, const R: usize>(
+    unsafe fn block_avx512<const N: usize, const M: usize, const R: usize, T>(
         &self,
         x: *const f32,
         u: *const f32,
@@ -398,14 +435,16 @@ impl WinogradConv {
         buf: *mut f32,
         t0: usize,
         count: usize,
-    ) {
-        self.block::<N, M, R, Avx512>(x, u, bias, y, buf, t0, count)
+    ) where
+        T: BlockTransforms<N, M, R>,
+    {
+        self.block::<N, M, R, Avx512, T>(x, u, bias, y, buf, t0, count)
     }
 
     /// Tiles `t0..t0 + count`: input transform, the `N * N` products, output transform.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn block<const N: usize, const M: usize, const R: usize, V: Vector>(
+    unsafe fn block<const N: usize, const M: usize, const R: usize, V: Vector, T>(
         &self,
         x: *const f32,
         u: *const f32,
@@ -414,9 +453,11 @@ impl WinogradConv {
         buf: *mut f32,
         t0: usize,
         count: usize,
-    ) {
-        // The matrices as compile-time constants, so that their 0 / 1 / -1 entries fold.
-        let mats: &'static Matrices<N, M, R> = const { &Matrices::standard() };
+    ) where
+        T: BlockTransforms<N, M, R>,
+    {
+        // The transforms as compile-time constants, so that their 0 / 1 / -1 entries fold.
+        let mats: &'static T = T::STANDARD;
         let tpb = self.tiles_per_block;
         let (c, o_pad) = (self.c, self.o_pad);
         // Tile-major: a tile's N * N transformed points are adjacent (`V[t][xi][c]`,
@@ -434,7 +475,7 @@ impl WinogradConv {
             let (img, ty, tx) = (t / (ty_n * tx_n), t / tx_n % ty_n, t % tx_n);
             let (y0, x0) = ((ty * M) as i64 - self.pad_y, (tx * M) as i64 - self.pad_x);
             let px = tile_pixels::<N>(x, img, [self.h, self.w], c, [y0, x0], zero);
-            input_tile::<N, V>(&mats.bt, &px, c, v.add(tb * vt), vx);
+            input_tile::<N, V>(mats.bt(), &px, c, v.add(tb * vt), vx);
         }
         for xi in 0..N * N {
             small_gemm(
@@ -466,7 +507,7 @@ impl WinogradConv {
                     }
                 })
             });
-            output_tile::<N, M, V>(&mats.at, mm.add(tb * mt), mx, self.o, bias, &out);
+            output_tile::<N, M, V>(mats.at(), mm.add(tb * mt), mx, self.o, bias, &out);
         }
     }
 }
@@ -539,11 +580,14 @@ mod tests {
             .flat_map(|s| [2, 4].map(|m| (s, m)))
             .collect();
         let tol = |m: usize| 1e-5 * m as f64;
-        // Forward: y[n, oy, ox, o] = sum x[n, oy + ky - 2, ox + kx - 1, c] * k[ky, kx, c, o].
-        for &(simd, m) in &paths {
+        // Forward: y[n, oy, ox, o] = sum x[n, oy + ky - 2, ox + kx - 1, c] * k[ky, kx, c, o],
+        // with the transforms summed in both orders.
+        let orders = [TransformOrder::RowByRow, TransformOrder::Factored];
+        for (&(simd, m), order) in paths.iter().flat_map(|p| orders.map(|o| (p, o))) {
             let plan = WinogradConv::with_tile(&geometry, KernelLayout::hwio(&geometry), 2, m)
                 .expect("winograd takes it")
-                .with_simd(simd);
+                .with_simd(simd)
+                .with_transform_order(order);
             let mut y = vec![f32::NAN; n * oh * ow * o];
             let mut scratch = scratch_block(plan.scratch_bytes());
             unsafe {
@@ -573,7 +617,7 @@ mod tests {
                             let got = y[((img * oh + oy) * ow + ox) * o + oc] as f64;
                             assert!(
                                 (got - want).abs() <= tol(m) * mag,
-                                "{simd:?} F({m}, 5) forward: {got} vs {want}"
+                                "{simd:?} F({m}, 5) {order:?} forward: {got} vs {want}"
                             );
                         }
                     }
@@ -621,6 +665,38 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The factored order is a different sum, not the same code: on the odd case its outputs
+    /// differ from the row-by-row ones in some bits (both within the error bound above), and
+    /// each order gives the same bits on 1 and 2 workers.
+    #[test]
+    fn the_factored_order_rounds_differently() {
+        let (geometry, x, k) = odd_case();
+        let [oh, ow] = geometry.output_size().expect("a valid geometry");
+        let outputs = geometry.batch * oh * ow * geometry.out_channels;
+        let run = |simd: Isa, order: TransformOrder, threads: usize| {
+            let plan =
+                WinogradConv::with_tile(&geometry, KernelLayout::hwio(&geometry), threads, 4)
+                    .expect("winograd takes it")
+                    .with_simd(simd)
+                    .with_transform_order(order);
+            let mut y = vec![f32::NAN; outputs];
+            let mut scratch = scratch_block(plan.scratch_bytes());
+            let s = scratch.as_mut_ptr() as *mut u8;
+            unsafe { plan.run(x.as_ptr(), k.as_ptr(), y.as_mut_ptr(), s) };
+            y.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        };
+        for simd in Isa::available() {
+            let plain = run(simd, TransformOrder::RowByRow, 2);
+            let factored = run(simd, TransformOrder::Factored, 2);
+            let differ = plain.iter().zip(&factored).filter(|(a, b)| a != b).count();
+            assert!(
+                differ > outputs / 20,
+                "{simd:?}: only {differ} of {outputs} differ"
+            );
+            assert_eq!(factored, run(simd, TransformOrder::Factored, 1), "{simd:?}");
         }
     }
 

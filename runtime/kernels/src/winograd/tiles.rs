@@ -5,8 +5,11 @@
 //! compiler vectorizes as it can ([`Portable`]). The kernel transforms, once per call, stay
 //! at 8 lanes.
 //!
-//! Matrices are passed as fixed-size arrays (`at`: M x N, `bt`: N x N, `g`: N x R), so every
-//! loop has constant bounds and unrolls.
+//! Matrices are passed as compile-time constants of fixed size, as arrays or factored by their
+//! point pairs (`factored.rs`), both through [`Transform`] (`bt`: N x N, `at`: M x N, `a`: N x
+//! M, `g`: N x R, `gt`: R x N), so every loop has constant bounds and unrolls.
+
+use super::factored::{Butterfly, Factored, MAX_PAIRS};
 
 /// Channels per vector group.
 pub const LANES: usize = 8;
@@ -234,6 +237,28 @@ macro_rules! by_chunks {
     }};
 }
 
+/// A transform matrix as its tile products run it: `[[f32; Q]; P]` row by row
+/// ([`mat_vec`]), or [`Factored`] by its point pairs. Both are compile-time constants in every
+/// use, so the unrolled code holds only the operations their nonzero entries need.
+pub trait Transform<const P: usize, const Q: usize> {
+    /// `mat * cols` over lanes.
+    fn apply<V: Vector>(&self, cols: &[V; Q]) -> [V; P];
+}
+
+impl<const P: usize, const Q: usize> Transform<P, Q> for [[f32; Q]; P] {
+    #[inline(always)]
+    fn apply<V: Vector>(&self, cols: &[V; Q]) -> [V; P] {
+        mat_vec(self, cols)
+    }
+}
+
+impl<const P: usize, const Q: usize> Transform<P, Q> for Factored<P, Q> {
+    #[inline(always)]
+    fn apply<V: Vector>(&self, cols: &[V; Q]) -> [V; P] {
+        factored_mat_vec(self, cols)
+    }
+}
+
 /// `rows[i] = sum_j mat[i][j] * cols[j]`: one matrix-vector product over lanes. With `mat` a
 /// compile-time constant, a 0 entry costs nothing and 1 / -1 an add / subtract. (Skipping
 /// `0 * x` differs from the product only for an infinite or NaN `x`, where Winograd's
@@ -242,7 +267,8 @@ macro_rules! by_chunks {
 /// The order of these sums fixes the forward convolution's rounding, and that rounding
 /// decides exact max-pool ties in the conformance corpus (equal fields give equal direct
 /// sums but not equal Winograd outputs): a reordering, even an exact one such as factoring
-/// by the points' ± pairs, must pass the corpus against JAX (docs/performance.md).
+/// by the points' ± pairs, must pass the corpus against JAX (docs/performance.md). This is
+/// why the forward keeps it and only the gradients run [`factored_mat_vec`].
 #[inline(always)]
 fn mat_vec<const P: usize, const Q: usize, V: Vector>(
     mat: &[[f32; Q]; P],
@@ -264,6 +290,54 @@ fn mat_vec<const P: usize, const Q: usize, V: Vector>(
     out
 }
 
+/// `mat * cols` for a transform matrix in its factored form ([`Factored`]): the butterflies
+/// on the inputs, the sparse core row by row, the butterflies on the outputs. `f` is a
+/// compile-time constant in every use, so in the unrolled code a 0 entry costs nothing, 1 /
+/// -1 an add / subtract, and each row starts from its `first` term instead of from zero.
+#[inline(always)]
+fn factored_mat_vec<const P: usize, const Q: usize, V: Vector>(
+    f: &Factored<P, Q>,
+    cols: &[V; Q],
+) -> [V; P] {
+    let mut x = *cols;
+    unroll!(MAX_PAIRS, |k| {
+        if k < f.n_before {
+            butterfly(&mut x, f.before[k]);
+        }
+    });
+    let mut out = [V::zero(); P];
+    unroll!(P, |i| {
+        let first = f.first[i];
+        let mut acc = if first < Q { Some(x[first]) } else { None };
+        unroll!(Q, |j| {
+            let s = f.core[i][j];
+            if j != first && s != 0.0 {
+                acc = Some(match acc {
+                    None => V::zero().madd(x[j], s),
+                    Some(a) if s == 1.0 => a.add(x[j]),
+                    Some(a) if s == -1.0 => a.sub(x[j]),
+                    Some(a) => a.madd(x[j], s),
+                });
+            }
+        });
+        out[i] = acc.unwrap_or(V::zero());
+    });
+    unroll!(MAX_PAIRS, |k| {
+        if k < f.n_after {
+            butterfly(&mut out, f.after[k]);
+        }
+    });
+    out
+}
+
+/// `(v[i], v[j]) <- (v[i] + v[j], v[i] - v[j])` (`v[j] - v[i]` when flipped).
+#[inline(always)]
+fn butterfly<const L: usize, V: Vector>(v: &mut [V; L], b: Butterfly) {
+    let (x, y) = (v[b.i], v[b.j]);
+    v[b.i] = x.add(y);
+    v[b.j] = if b.flip { y.sub(x) } else { x.sub(y) };
+}
+
 /// Input transform of one tile: `V[i*N + k] = (B^T d B)[i][k]`, written at
 /// `v + (i*N + k) * plane + c` for the channels `c < ch`. `px[y][x]` points to the `ch`
 /// channels of the tile's pixel (or to `ch` zeros outside the image).
@@ -272,7 +346,7 @@ fn mat_vec<const P: usize, const Q: usize, V: Vector>(
 /// Every pointer in `px` must address `ch` floats, and `v` the `N * N` planes.
 #[inline(always)]
 pub unsafe fn input_tile<const N: usize, V: Vector>(
-    bt: &[[f32; N]; N],
+    bt: &impl Transform<N, N>,
     px: &[[*const f32; N]; N],
     ch: usize,
     v: *mut f32,
@@ -286,14 +360,14 @@ pub unsafe fn input_tile<const N: usize, V: Vector>(
             unroll!(N, |y| {
                 col[y] = V::load(px[y][x].add(c0), w);
             });
-            tmp[x] = mat_vec::<N, N, V>(bt, &col);
+            tmp[x] = bt.apply(&col);
         });
         unroll!(N, |i| {
             let mut row = [V::zero(); N];
             unroll!(N, |x| {
                 row[x] = tmp[x][i];
             });
-            let out = mat_vec::<N, N, V>(bt, &row);
+            let out = bt.apply(&row);
             unroll!(N, |k| {
                 out[k].store(v.add((i * N + k) * plane + c0), w);
             });
@@ -311,7 +385,7 @@ pub unsafe fn input_tile<const N: usize, V: Vector>(
 /// pointer `ch` writable floats, and `bias`, when given, `ch` readable floats.
 #[inline(always)]
 pub unsafe fn output_tile<const N: usize, const M: usize, V: Vector>(
-    at: &[[f32; N]; M],
+    at: &impl Transform<M, N>,
     mm: *const f32,
     plane: usize,
     ch: usize,
@@ -327,14 +401,14 @@ pub unsafe fn output_tile<const N: usize, const M: usize, V: Vector>(
             unroll!(N, |a| {
                 col[a] = V::load(mm.add((a * N + b) * plane + c0), w);
             });
-            tmp[b] = mat_vec::<M, N, V>(at, &col);
+            tmp[b] = at.apply(&col);
         });
         unroll!(M, |i| {
             let mut row = [V::zero(); N];
             unroll!(N, |b| {
                 row[b] = tmp[b][i];
             });
-            let y = mat_vec::<M, N, V>(at, &row);
+            let y = at.apply(&row);
             unroll!(M, |j| {
                 if !out[i][j].is_null() {
                     let yj = match bias {
@@ -357,19 +431,12 @@ pub unsafe fn output_tile<const N: usize, const M: usize, V: Vector>(
 /// `ch.next_multiple_of(8)` floats each.
 #[inline(always)]
 pub unsafe fn gradient_tile<const N: usize, const M: usize, V: Vector>(
-    at: &[[f32; N]; M],
+    a: &impl Transform<N, M>,
     px: &[[*const f32; M]; M],
     ch: usize,
     y: *mut f32,
     plane: usize,
 ) {
-    // a[p][i] = at[i][p]: A as an N x M matrix.
-    let mut a = [[0f32; M]; N];
-    unroll!(M, |i| {
-        unroll!(N, |p| {
-            a[p][i] = at[i][p];
-        });
-    });
     by_chunks!(ch, V::LANES, |c0, w| {
         // The lanes past `w` load as zeros and so transform to zeros: written up to the next
         // multiple of 8, they are the zero padding the products read.
@@ -381,14 +448,14 @@ pub unsafe fn gradient_tile<const N: usize, const M: usize, V: Vector>(
             unroll!(M, |i| {
                 col[i] = V::load(px[i][j].add(c0), w);
             });
-            tmp[j] = mat_vec::<N, M, V>(&a, &col);
+            tmp[j] = a.apply(&col);
         });
         unroll!(N, |p| {
             let mut row = [V::zero(); M];
             unroll!(M, |j| {
                 row[j] = tmp[j][p];
             });
-            let out = mat_vec::<N, M, V>(&a, &row);
+            let out = a.apply(&row);
             unroll!(N, |q| {
                 out[q].store(y.add((p * N + q) * plane + c0), padded);
             });
@@ -429,16 +496,10 @@ pub fn kernel_tile<const N: usize, const R: usize, V: Vector>(
 /// `du` must address the `N * N` planes with 8 readable floats each.
 #[inline(always)]
 pub unsafe fn filter_tile<const N: usize, const R: usize, V: Vector>(
-    g: &[[f32; R]; N],
+    gt: &impl Transform<R, N>,
     du: *const f32,
     plane: usize,
 ) -> [[V; R]; R] {
-    let mut gt = [[0f32; N]; R];
-    unroll!(N, |i| {
-        unroll!(R, |k| {
-            gt[k][i] = g[i][k];
-        });
-    });
     // tmp[j][ky] = (G^T du)[ky][j]
     let mut tmp = [[V::zero(); R]; N];
     unroll!(N, |j| {
@@ -446,7 +507,7 @@ pub unsafe fn filter_tile<const N: usize, const R: usize, V: Vector>(
         unroll!(N, |i| {
             col[i] = V::load(du.add((i * N + j) * plane), LANES);
         });
-        tmp[j] = mat_vec::<R, N, V>(&gt, &col);
+        tmp[j] = gt.apply(&col);
     });
     let mut out = [[V::zero(); R]; R];
     unroll!(R, |ky| {
@@ -454,7 +515,7 @@ pub unsafe fn filter_tile<const N: usize, const R: usize, V: Vector>(
         unroll!(N, |j| {
             row[j] = tmp[j][ky];
         });
-        out[ky] = mat_vec::<R, N, V>(&gt, &row);
+        out[ky] = gt.apply(&row);
     });
     out
 }

@@ -11,7 +11,9 @@ use crate::jit::host::{guarded, resolve, Status};
 use tessel_compiler::ir::{ArrayShape, Convolution, WindowDim};
 use tessel_kernels::geometry::window_output;
 use tessel_kernels::pooling::PoolEpilogue;
-use tessel_kernels::winograd::{KernelLayout, WinogradConv, WinogradFilterGradient};
+use tessel_kernels::winograd::{
+    KernelLayout, TransformOrder, WinogradConv, WinogradFilterGradient,
+};
 use tessel_kernels::Conv2dGeometry;
 
 /// What a Winograd convolution computes, for the choice of its output tile.
@@ -41,6 +43,17 @@ impl Use {
             tessel_kernels::winograd::DEFAULT_TILE
         };
         chosen.unwrap_or(default)
+    }
+
+    /// How the forward routine's tile transforms sum. The data gradient's are factored by the
+    /// points' ± pairs (fewer operations, the same error): its output decides no max-pool tie.
+    /// The forward keeps the row-by-row sums, whose rounding the corpus's ties were matched
+    /// with (docs/jit.md, "Points and error"). The weight-gradient routine is always factored.
+    fn transform_order(self) -> TransformOrder {
+        match self {
+            Use::DataGradient => TransformOrder::Factored,
+            Use::Forward | Use::FilterGradient => TransformOrder::RowByRow,
+        }
     }
 }
 
@@ -130,13 +143,14 @@ impl WinogradPlan {
             strides: ks.map(|k| kstrides[k]),
             reversed: [win[0].reversal, win[1].reversal],
         };
-        let tile = if layout.reversed[0] {
+        let use_ = if layout.reversed[0] {
             Use::DataGradient
         } else {
             Use::Forward
-        }
-        .tile(r);
-        let routine = WinogradConv::with_tile(&geometry, layout, threads, tile).ok()?;
+        };
+        let routine = WinogradConv::with_tile(&geometry, layout, threads, use_.tile(r))
+            .ok()?
+            .with_transform_order(use_.transform_order());
         Some(WinogradPlan {
             name: name.to_string(),
             scratch: alloc(routine.scratch_bytes()),
