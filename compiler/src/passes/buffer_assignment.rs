@@ -29,9 +29,11 @@
 //!
 //! **Written early.** A value [`BufferNeeds::written_at`] names an earlier instruction for is
 //! written by that instruction's kernel (a convolution that pools its output in its
-//! epilogue), so it is live from that instruction's position: its buffer overlaps nothing
-//! that instruction reads or uses as scratch, and nothing live in between. Such values are
-//! not written in place over anything. [`BufferAssignment::written_early`] lists them.
+//! epilogue), or while it runs (a convolution run beside it on the other core), so it is live
+//! from that instruction's position: its buffer overlaps nothing that instruction reads or
+//! uses as scratch, and nothing live in between. Its own instruction's scratch is live from
+//! there too. Such values are not written in place over anything.
+//! [`BufferAssignment::written_early`] lists them.
 //!
 //! **Parameters and constants.** Entry parameters live in the arena, from the start to the
 //! end (the caller copies the arguments in). Constants are live throughout; whether they are
@@ -108,8 +110,9 @@ pub trait BufferNeeds {
     }
 
     /// The earlier instruction of `comp` whose kernel writes instruction `id`'s value (for
-    /// the code generator that folds `id` into it), if any: the value is then live from that
-    /// instruction's position. Ignored unless that instruction comes earlier in the schedule.
+    /// the code generator that folds `id` into it, or runs `id` beside it), if any: the value
+    /// and `id`'s scratch are then live from that instruction's position. Ignored unless that
+    /// instruction comes earlier in the schedule.
     fn written_at(&self, _m: &Module, _comp: ComputationId, _id: InstrId) -> Option<InstrId> {
         None
     }
@@ -428,19 +431,6 @@ impl<'m> Builder<'m> {
                 }
                 _ => {
                     let pos = self.push_position(inst, id, operand_reads());
-                    let sizes = self.needs.scratch_bytes(self.m, cid, id);
-                    if !sizes.is_empty() {
-                        let name = &instr.name;
-                        let scratch = sizes
-                            .iter()
-                            .enumerate()
-                            .map(|(k, &size)| {
-                                let n = format!("{name}.scratch{k}");
-                                self.new_value(n, size, pos, BufferKind::Scratch)
-                            })
-                            .collect();
-                        self.scratch.insert((inst, id), scratch);
-                    }
                     let early = self.needs.written_at(self.m, cid, id).and_then(|w| {
                         let p = *self.positions.get(&(inst, w))?;
                         (p < pos).then_some((w, p))
@@ -452,6 +442,22 @@ impl<'m> Builder<'m> {
                         }
                         None => pos,
                     };
+                    // Scratch is live where the instruction's kernel runs: at its position,
+                    // and from the writer's when it runs early.
+                    let sizes = self.needs.scratch_bytes(self.m, cid, id);
+                    if !sizes.is_empty() {
+                        let name = &instr.name;
+                        let scratch: Vec<usize> = sizes
+                            .iter()
+                            .enumerate()
+                            .map(|(k, &size)| {
+                                let n = format!("{name}.scratch{k}");
+                                self.new_value(n, size, def, BufferKind::Scratch)
+                            })
+                            .collect();
+                        self.use_values(&scratch, pos);
+                        self.scratch.insert((inst, id), scratch);
+                    }
                     self.define_all(cid, id, def, BufferKind::Temporary)
                 }
             };

@@ -14,6 +14,9 @@
 //!   stores it, also 4 lanes at a time);
 //! - the forward max-pools a convolution computes in its epilogue (`routines/pool_fold.rs`):
 //!   their values are written at the convolution's position;
+//! - the second convolution of a pair run side by side (`routines/conv_pair.rs`): its value
+//!   and its scratch are written at the first's position, and both are planned for one
+//!   thread;
 //! - the scratch space each instruction's routine or split kernel asks for. Scratch sizes come
 //!   from the same planners the program calls while emitting (`DotPlan::new`,
 //!   `plan_convolution`, `reduce::reduce_split`), run here with placeholder addresses: those
@@ -23,6 +26,7 @@
 
 use super::buffer::Addr;
 use super::fused_kernels::{fusion_plan, reduce};
+use super::routines::conv_pair::{is_paired, pair_first};
 use super::routines::conv_select::{plan_convolution, ConvPrecision};
 use super::routines::dot::DotPlan;
 use super::routines::pool_fold::pool_writer;
@@ -61,7 +65,7 @@ impl BufferNeeds for JitBufferNeeds {
     }
 
     fn written_at(&self, m: &Module, comp: ComputationId, id: InstrId) -> Option<InstrId> {
-        pool_writer(m, comp, id, &self.options)
+        pool_writer(m, comp, id, &self.options).or_else(|| pair_first(m, comp, id, &self.options))
     }
 
     fn recomputed(&self, m: &Module, comp: ComputationId) -> Vec<InstrId> {
@@ -184,6 +188,14 @@ pub fn scratch_requests(
             let out = instr.shape.as_array().ok_or_else(|| {
                 JitError::Invalid(format!("{}: convolution of a tuple", instr.name))
             })?;
+            // A convolution of a pair runs on one thread (`conv_pair.rs`).
+            let one_thread;
+            let options = if is_paired(m, comp, id, options) {
+                one_thread = options.one_thread();
+                &one_thread
+            } else {
+                options
+            };
             plan_convolution(
                 &instr.name,
                 conv,

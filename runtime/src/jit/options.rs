@@ -1,5 +1,6 @@
 //! [`JitOptions`]: what [`super::compile`] may do (optimizer level, vectorizing, GEMM library
-//! and threads, profiling, convolution routines, bias and pool folding, CLIF dumps).
+//! and threads, profiling, convolution routines, bias and pool folding, convolution pairs, CLIF
+//! dumps).
 
 use super::routines::conv_select::ConvAlgorithm;
 use std::path::PathBuf;
@@ -32,6 +33,10 @@ pub struct JitOptions {
     /// (`routines/pool_fold.rs`); off, the pool runs as before (its own routine, or with
     /// its bias add as a generated kernel in the inference form). The same bits either way.
     pub fold_pool: bool,
+    /// Let two independent convolutions run side by side, one per core, where
+    /// `routines/conv_pair.rs`'s rule allows (only with `gemm_threads` 2 or more); off, each
+    /// runs on all threads in turn. The same bits either way.
+    pub pair_convolutions: bool,
 }
 
 impl Default for JitOptions {
@@ -46,6 +51,18 @@ impl Default for JitOptions {
             conv_algorithm: ConvAlgorithm::Auto,
             fold_bias_add: true,
             fold_pool: true,
+            pair_convolutions: true,
+        }
+    }
+}
+
+impl JitOptions {
+    /// These options with the routines on one thread: for a convolution of a pair run side by
+    /// side (`routines/conv_pair.rs`), the other core running the other one.
+    pub fn one_thread(&self) -> JitOptions {
+        JitOptions {
+            gemm_threads: 1,
+            ..self.clone()
         }
     }
 }

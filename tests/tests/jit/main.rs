@@ -7,6 +7,7 @@ mod arena_plan;
 mod basic;
 mod conv_bias;
 mod conv_direct;
+mod conv_pair;
 mod conv_pool;
 mod corpus;
 mod fast_paths;

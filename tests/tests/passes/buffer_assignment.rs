@@ -139,3 +139,57 @@ fn a_value_written_early_is_live_from_the_writer() {
         .written_early
         .is_empty());
 }
+
+/// Needs under which `c` runs beside `a` (as a convolution run on the other core while `a`
+/// runs): `c`'s value is written at `a`, and both ask for scratch.
+struct CBesideA;
+
+impl BufferNeeds for CBesideA {
+    fn written_at(&self, m: &Module, comp: ComputationId, id: InstrId) -> Option<InstrId> {
+        CWrittenByA.written_at(m, comp, id)
+    }
+
+    fn scratch_bytes(&self, m: &Module, comp: ComputationId, id: InstrId) -> Vec<i64> {
+        let name = &m.computation(comp).get(id).name;
+        if name == "a" || name == "c" {
+            vec![1024]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+#[test]
+fn the_scratch_of_an_instruction_written_early_is_live_from_the_writer() {
+    let text = "HloModule m\n\nENTRY e {\n  p = f32[256]{0} parameter(0)\n  \
+                a = f32[256]{0} reverse(p), dimensions={0}\n  \
+                b = f32[256]{0} reverse(a), dimensions={0}\n  \
+                ROOT c = f32[256]{0} reverse(b), dimensions={0}\n}\n";
+    let m = parse_module(text, None).unwrap();
+    let assignment = assign_buffers_with(&m, &CBesideA);
+    let buffer = |name: &str| {
+        assignment
+            .buffers
+            .iter()
+            .find(|b| b.values.iter().any(|v| v == name))
+            .unwrap_or_else(|| panic!("no buffer holds {name}"))
+            .clone()
+    };
+    let overlap =
+        |x: &Buffer, y: &Buffer| x.offset < y.offset + y.size && y.offset < x.offset + x.size;
+    let (a, b, a_scratch, c_scratch) = (
+        buffer("a"),
+        buffer("b"),
+        buffer("a.scratch0"),
+        buffer("c.scratch0"),
+    );
+    // `c`'s scratch is live from `a`'s position to `c`'s, where `a`'s is live at `a` only.
+    assert_eq!(c_scratch.live_range.0, a.live_range.0);
+    assert_eq!(a_scratch.live_range, (a.live_range.0, a.live_range.0));
+    assert!(c_scratch.live_range.1 > b.live_range.0);
+    // So it shares memory with nothing `a` or `b` use, and neither does `c`'s value.
+    for other in [&a, &b, &a_scratch] {
+        assert!(!overlap(&c_scratch, other), "{:?}", other.values);
+        assert!(!overlap(&buffer("c"), other), "{:?}", other.values);
+    }
+}

@@ -19,7 +19,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, FuncId, Linkage, Module as _};
 use std::any::Any;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 use tessel_compiler::ir::{InstrId, Module};
@@ -68,6 +68,11 @@ pub(super) struct ProgramCx<'m> {
     /// Pool fusions a convolution routine computes in its epilogue (`conv_pool.rs`): they
     /// emit no code.
     pub folded_pools: HashSet<(Instance, InstrId)>,
+    /// The values of convolutions planned beside an earlier one (`conv_pair.rs`), until
+    /// their own turn names them.
+    pub paired_values: HashMap<(Instance, InstrId), Loc>,
+    /// Convolution pairs run side by side.
+    pub paired_convolutions: usize,
 }
 
 /// Compiles `module` (see [`crate::jit::compile`]).
@@ -110,6 +115,8 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         shared_module: None,
         folded_bias_adds: HashSet::new(),
         folded_pools: HashSet::new(),
+        paired_values: HashMap::new(),
+        paired_convolutions: 0,
     };
 
     let mut sig = Signature::new(call_conv);
@@ -161,6 +168,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         scratch: std::mem::take(&mut cx.scratch_log),
         placements: std::mem::take(&mut cx.placements),
         folded_pools: cx.folded_pools.len(),
+        paired_convolutions: cx.paired_convolutions,
     };
     Ok(Executable::new(ExecutableParts {
         jit: cx.jit,

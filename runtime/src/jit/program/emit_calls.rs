@@ -9,7 +9,8 @@ use crate::jit::host::collectives::{collective_routine, CollectivePlan};
 use crate::jit::host::gather_scatter::{gather_routine, scatter_routine, GatherPlan, ScatterPlan};
 use crate::jit::host::infeed_outfeed::{infeed_routine, outfeed_routine, InfeedPlan, OutfeedPlan};
 use crate::jit::host::profile::{tessel_profile_mark, ProfileCounters};
-use crate::jit::routines::conv_select::{plan_convolution, ConvPrecision};
+use crate::jit::routines::conv_pair::is_paired;
+use crate::jit::routines::conv_select::{plan_convolution, ConvPrecision, ConvRoutine};
 use crate::jit::routines::dot::{dot_routine, DotPlan};
 use crate::jit::JitError;
 use cranelift_codegen::ir::{types, AbiParam, InstBuilder, Signature, Value};
@@ -206,7 +207,8 @@ impl ProgramCx<'_> {
         Ok(out)
     }
 
-    /// A convolution: the routine `conv_select.rs` chooses, over a plan of the buffers.
+    /// A convolution: the routine `conv_select.rs` chooses, over a plan of the buffers; with
+    /// the convolution that runs beside it, if any (`conv_pair.rs`).
     pub(super) fn emit_convolution(
         &mut self,
         fb: &mut FunctionBuilder,
@@ -214,6 +216,27 @@ impl ProgramCx<'_> {
         walk: &Walk,
         id: InstrId,
     ) -> Result<Loc, JitError> {
+        if let Some(loc) = self.ran_beside(walk, id) {
+            return Ok(loc);
+        }
+        let (conv, out) = self.plan_conv(walk, id)?;
+        match self.pair_second(walk, id) {
+            Some(second) => {
+                let other = self.plan_second(walk, second)?;
+                self.call_conv_pair(fb, arena, walk, [conv, other], [id, second]);
+            }
+            None => self.call_boxed_plan(fb, arena, conv.routine, conv.plan),
+        }
+        Ok(out)
+    }
+
+    /// Plans convolution `id` (the instruction being emitted) over its buffers, with the bias
+    /// add and max-pool its routine takes; on one thread when it is paired.
+    pub(super) fn plan_conv(
+        &mut self,
+        walk: &Walk,
+        id: InstrId,
+    ) -> Result<(ConvRoutine, Loc), JitError> {
         let instr = walk.comp.get(id);
         let Op::Convolution(conv) = &instr.op else {
             return Err(JitError::Invalid(format!(
@@ -224,7 +247,11 @@ impl ProgramCx<'_> {
         let (l, r) = (walk.array(instr, 0)?, walk.array(instr, 1)?);
         let out = self.alloc_loc(&instr.shape)?;
         let ob = out.as_array().expect("array").clone();
-        let options = self.options;
+        let options = &if is_paired(self.module, walk.cid, id, self.options) {
+            self.options.one_thread()
+        } else {
+            self.options.clone()
+        };
         let precision = ConvPrecision::of(&instr.extra_attrs);
         let bias_add = self.bias_add_after(walk, id);
         let mut conv = self.with_scratch(|scratch| {
@@ -251,8 +278,7 @@ impl ProgramCx<'_> {
                 self.folded_pools.insert((walk.inst, fusion));
             }
         }
-        self.call_boxed_plan(fb, arena, conv.routine, conv.plan);
-        Ok(out)
+        Ok((conv, out))
     }
 
     /// An infeed: the host routine copies the replica's next value into the new buffers.

@@ -25,6 +25,8 @@ pub struct ProgramStats {
     pub kernels: usize,
     /// Forward max-pool fusions a convolution computes in its epilogue (`conv_pool.rs`).
     pub folded_pools: usize,
+    /// Convolution pairs run side by side, one per core (`routines/conv_pair.rs`).
+    pub paired_convolutions: usize,
     pub arena_bytes: usize,
     pub buffers: usize,
     pub constant_bytes: usize,

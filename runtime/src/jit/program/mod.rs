@@ -15,12 +15,14 @@
 //! - `emit_calls.rs`: routine calls (dot, convolution, collectives, feeds) and profile marks;
 //! - `conv_bias.rs`: the bias-add fusions a convolution routine computes in its stores;
 //! - `conv_pool.rs`: the max-pool fusions a convolution routine computes in its epilogue;
+//! - `conv_pair.rs`: two independent convolutions planned and called as one pair;
 //! - `emit_fusion.rs`, `emit_kernels.rs`: kernels for fusions and other ops, and their calls;
 //! - `emit_pooling.rs`: max-pool fusions as calls of the pooling routines;
 //! - `executable.rs`: the compiled program, run once or on replicas.
 
 mod compile;
 mod conv_bias;
+mod conv_pair;
 mod conv_pool;
 mod emit_calls;
 mod emit_control_flow;

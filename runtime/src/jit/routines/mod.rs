@@ -15,10 +15,12 @@
 //! - `pool_fold.rs`: the forward max-pool after a convolution, which the direct and Winograd
 //!   routines then compute in their epilogue.
 //! - `kernel_pair.rs`: two halves of a generated kernel on two workers.
+//! - `conv_pair.rs`: two independent convolutions side by side, one per core.
 
 pub mod bias_match;
 pub mod conv_direct;
 pub(crate) mod conv_epilogue;
+pub mod conv_pair;
 pub mod conv_select;
 pub(crate) mod conv_shape;
 pub mod convolution;

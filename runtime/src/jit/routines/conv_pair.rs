@@ -1,0 +1,221 @@
+//! Two independent convolutions run side by side, one per core, instead of one after the
+//! other on both: a training step's backward pass has such a pair in each conv layer with a
+//! Winograd or GEMM-sized input gradient (the data gradient and the filter gradient both read
+//! only the output gradient), and each routine loses about a tenth of its time to the
+//! split between two workers that running it alone on one core does not pay
+//! (`docs/jit.md`, "Two convolutions side by side").
+//!
+//! The rule ([`conv_pairs`]), over the order the program runs the computation in:
+//! - a convolution `B` pairs with the convolution `A` run last before it, when every operand
+//!   of `B` is computed before `A`: then `B` can run at `A`'s position, and nothing run in
+//!   between reads it;
+//! - neither has an epilogue (a folded bias add or max-pool: its value or buffers would
+//!   have to move with it) and `A` is not already paired;
+//! - both run on a specialized routine (direct or Winograd), whose bits do not depend on its
+//!   thread count; the patch GEMM's can (the `gemm` crate may split a long sum between
+//!   threads), and a pair must not change the bits;
+//! - each has the same direct multiply-add count within [`BALANCE`], so that neither core
+//!   waits long for the other;
+//! - only with two threads (`JitOptions::gemm_threads`) and `JitOptions::pair_convolutions`.
+//!
+//! Both are then planned for one thread each. `B`'s value and scratch are written at `A`'s
+//! position (`JitBufferNeeds::written_at`), so the buffer assignment keeps them clear of
+//! everything `A` reads or uses and everything live in between; the program pairs only where
+//! the assignment did (`BufferAssignment::written_early`). Each routine's bits do not depend
+//! on its thread count, so the pair gives the same bits as the two run one after the other.
+
+use super::bias_match::lone_bias_add;
+use super::conv_select::{plan_convolution, ConvPrecision};
+use super::pool_fold::pool_source;
+use crate::jit::buffer::Addr;
+use crate::jit::fused_kernels::fusion_plan;
+use crate::jit::host::{take_last_error, Status};
+use crate::jit::JitOptions;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use tessel_compiler::ir::{Computation, ComputationId, InstrId, Module, Op};
+use tessel_kernels::parallel::{for_each_worker, Shared};
+
+/// The most the two convolutions' multiply-add counts may differ by, as a ratio. Each runs
+/// on one core about 1.8x as long as on two: past 1.5 the longer one alone would take more
+/// than the pair saves.
+pub const BALANCE: f64 = 1.5;
+
+/// The pairs `(A, B)` of convolutions of `comp` that run side by side (see the module doc):
+/// `B` runs at `A`'s position.
+pub fn conv_pairs(m: &Module, comp: &Computation, options: &JitOptions) -> Vec<(InstrId, InstrId)> {
+    if !options.pair_convolutions || options.gemm_threads < 2 {
+        return Vec::new();
+    }
+    if !comp
+        .instructions()
+        .any(|(_, i)| matches!(i.op, Op::Convolution(_)))
+    {
+        return Vec::new();
+    }
+    let fused = fusion_plan::plan(comp);
+    let order: Vec<InstrId> = comp
+        .post_order()
+        .into_iter()
+        .filter(|id| !fused.contains(id))
+        .collect();
+    let position: HashMap<InstrId, usize> =
+        order.iter().enumerate().map(|(p, &id)| (id, p)).collect();
+    let mut pairs = Vec::new();
+    // The last convolution run so far, while it is not paired.
+    let mut candidate: Option<InstrId> = None;
+    for &id in &order {
+        if !matches!(comp.get(id).op, Op::Convolution(_)) {
+            continue;
+        }
+        let pairs_with = |a: InstrId| {
+            let before_a = comp
+                .get(id)
+                .operands()
+                .iter()
+                .all(|o| position.get(o).is_some_and(|&p| p < position[&a]));
+            before_a
+                && balanced(comp, a, id)
+                && [a, id]
+                    .iter()
+                    .all(|&c| !has_epilogue(m, comp, c) && thread_invariant(comp, c, options))
+        };
+        match candidate {
+            Some(a) if pairs_with(a) => {
+                pairs.push((a, id));
+                candidate = None;
+            }
+            _ => candidate = Some(id),
+        }
+    }
+    pairs
+}
+
+/// The convolution `id` of `comp` runs beside (at its position), if it is the second of a
+/// pair.
+pub fn pair_first(
+    m: &Module,
+    comp: ComputationId,
+    id: InstrId,
+    options: &JitOptions,
+) -> Option<InstrId> {
+    let c = m.computation(comp);
+    if !matches!(c.get(id).op, Op::Convolution(_)) {
+        return None;
+    }
+    conv_pairs(m, c, options)
+        .into_iter()
+        .find(|&(_, b)| b == id)
+        .map(|(a, _)| a)
+}
+
+/// Whether convolution `id` is in a pair (and so is planned for one thread).
+pub fn is_paired(m: &Module, comp: ComputationId, id: InstrId, options: &JitOptions) -> bool {
+    let c = m.computation(comp);
+    matches!(c.get(id).op, Op::Convolution(_))
+        && conv_pairs(m, c, options)
+            .iter()
+            .any(|&(a, b)| a == id || b == id)
+}
+
+/// Whether a routine may compute something after convolution `conv`: a bias add that alone
+/// reads it, or a max-pool of it (directly or through that add).
+fn has_epilogue(m: &Module, comp: &Computation, conv: InstrId) -> bool {
+    let z = lone_bias_add(m, comp, conv).map_or(conv, |(fusion, _)| fusion);
+    z != conv
+        || comp
+            .users(conv)
+            .into_iter()
+            .any(|u| pool_source(m, comp, u).is_some())
+}
+
+/// Whether convolution `id` runs on a routine whose bits do not depend on its thread count:
+/// the direct and Winograd routines (planned here with placeholder addresses to ask).
+fn thread_invariant(comp: &Computation, id: InstrId, options: &JitOptions) -> bool {
+    let instr = comp.get(id);
+    let Op::Convolution(conv) = &instr.op else {
+        return false;
+    };
+    let shape = |k: usize| comp.get(instr.operands()[k]).shape.as_array();
+    let (Some(input), Some(kernel), Some(output)) = (shape(0), shape(1), instr.shape.as_array())
+    else {
+        return false;
+    };
+    let placeholder = Addr::Arena(0);
+    plan_convolution(
+        &instr.name,
+        conv,
+        ConvPrecision::of(&instr.extra_attrs),
+        (placeholder, input),
+        (placeholder, kernel),
+        (placeholder, output),
+        &options.one_thread(),
+        &mut |_| placeholder,
+    )
+    .is_ok_and(|routine| routine.algorithm() != "gemm")
+}
+
+/// Whether the two convolutions' direct multiply-add counts are within [`BALANCE`].
+fn balanced(comp: &Computation, a: InstrId, b: InstrId) -> bool {
+    match (multiply_adds(comp, a), multiply_adds(comp, b)) {
+        (Some(x), Some(y)) if x > 0.0 && y > 0.0 => x.max(y) / x.min(y) <= BALANCE,
+        _ => false,
+    }
+}
+
+/// Output elements x window positions x input features per group: the convolution's
+/// multiply-adds as a direct sum.
+fn multiply_adds(comp: &Computation, conv: InstrId) -> Option<f64> {
+    let instr = comp.get(conv);
+    let Op::Convolution(c) = &instr.op else {
+        return None;
+    };
+    let out = instr.shape.as_array()?.element_count() as f64;
+    let kernel = comp.get(*instr.operands().get(1)?).shape.as_array()?;
+    let window: f64 = c.window.dims.iter().map(|d| d.size as f64).product();
+    let features = *kernel.dims.get(c.dims.kernel_input_feature as usize)? as f64;
+    Some(out * window * features)
+}
+
+/// Two planned convolution routines run side by side.
+pub struct ConvPairPlan {
+    pub name: String,
+    /// Each routine's address (`unsafe extern "C" fn(plan, arena) -> Status`) and plan.
+    pub routines: [(usize, Box<dyn std::any::Any + Send + Sync>); 2],
+}
+
+/// Called by generated code: runs the two convolutions of `plan`, one on each worker, and
+/// returns when both are done; the first failure's message becomes this call's.
+///
+/// # Safety
+/// `plan` must point to a live [`ConvPairPlan`] whose routines are given their own plans, and
+/// `arena` must be the running program's arena.
+pub unsafe extern "C" fn conv_pair_routine(plan: *const ConvPairPlan, arena: *mut u8) -> Status {
+    let plan = &*plan;
+    let arena = Shared(arena);
+    let failure: Mutex<Option<String>> = Mutex::new(None);
+    for_each_worker(2, |w| {
+        let (routine, p) = &plan.routines[w];
+        // SAFETY: the routine was chosen for this plan by `plan_convolution`.
+        let f = unsafe {
+            std::mem::transmute::<usize, unsafe extern "C" fn(*const (), *mut u8) -> Status>(
+                *routine,
+            )
+        };
+        let p = &**p as *const (dyn std::any::Any + Send + Sync) as *const ();
+        if unsafe { f(p, arena.get()) } != 0 {
+            let msg = take_last_error().unwrap_or_else(|| "failed".into());
+            failure
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert(msg);
+        }
+    });
+    match failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        None => 0,
+        Some(msg) => {
+            crate::jit::host::set_error(format!("{}: {msg}", plan.name));
+            1
+        }
+    }
+}

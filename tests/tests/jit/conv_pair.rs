@@ -1,0 +1,114 @@
+//! Two independent convolutions run side by side, one per core
+//! (`runtime/src/jit/routines/conv_pair.rs`, `program/conv_pair.rs`): with pairing on and off,
+//! programs give bitwise the same outputs on 1 and 2 threads and match the interpreter; a
+//! pair is formed exactly where the rule allows (`ProgramStats::paired_convolutions`): only
+//! on two threads, for independent convolutions of about the same size without an epilogue.
+
+use super::fold::{conv_layer_args, Fold};
+use tessel_compiler::compile::{optimize, CompileOptions};
+use tessel_compiler::ir::Literal;
+use tessel_tests::numerics::pseudo_random_f32;
+
+/// Pairing, counted in the pairs run.
+const PAIR: Fold = Fold {
+    set: |o, on| o.pair_convolutions = on,
+    count: |s| s.paired_convolutions,
+};
+
+/// Checks `text` with pairing on and off (`Fold::check`): no pair on one thread, `pairs`
+/// with it on on two threads.
+fn check(text: &str, args: &[Literal], pairs: usize) {
+    assert_eq!(PAIR.check(text, args), [(0, 0), (pairs, 0)], "pairs run");
+}
+
+/// A conv layer's backward pass as JAX writes it, for `x` (NHWC) and a 5x5 kernel to `o`
+/// channels: the filter gradient `convolution(x, dy)` and the data gradient
+/// `convolution(dy, reverse(k))`. The reverse is scheduled before both. (Between them, it
+/// would keep the data gradient, which reads it, from moving up beside the filter gradient:
+/// the rule pairs only what the schedule allows.)
+fn backward(x: [i64; 4], o: i64) -> String {
+    let [n, h, w, c] = x;
+    format!(
+        "HloModule m\n\nENTRY e {{\n  \
+         x = f32[{n},{h},{w},{c}] parameter(0)\n  \
+         k = f32[5,5,{c},{o}] parameter(1)\n  \
+         dy = f32[{n},{h},{w},{o}] parameter(2)\n  \
+         rk = f32[5,5,{c},{o}] reverse(k), dimensions={{0,1}}\n  \
+         dk = f32[5,5,{c},{o}] convolution(x, dy), window={{size={h}x{w} pad=2_2x2_2}}, dim_labels=f01b_i01o->01bf\n  \
+         dx = f32[{n},{h},{w},{c}] convolution(dy, rk), window={{size=5x5 pad=2_2x2_2}}, dim_labels=b01f_01oi->b01f\n  \
+         ROOT t = (f32[5,5,{c},{o}], f32[{n},{h},{w},{c}]) tuple(dk, dx)\n}}\n"
+    )
+}
+
+fn backward_args(x: [i64; 4], o: i64) -> Vec<Literal> {
+    let [n, h, w, _] = x;
+    let mut args = conv_layer_args(x, o);
+    args[2] = pseudo_random_f32(&[n, h, w, o], 3, 0);
+    args
+}
+
+#[test]
+fn the_two_gradients_of_a_conv_layer_run_side_by_side() {
+    // Winograd for both (11 input channels, 13 outputs: channel tails), odd sizes.
+    let x = [3, 9, 13, 11];
+    check(&backward(x, 13), &backward_args(x, 13), 1);
+    // One input channel: the direct routines (forward with the reversed kernel, and the
+    // weight gradient), 40 outputs.
+    let x = [2, 11, 12, 1];
+    check(&backward(x, 40), &backward_args(x, 40), 1);
+}
+
+#[test]
+fn dependent_unbalanced_or_gemm_convolutions_stay_apart() {
+    // At HIGHEST precision both run on the patch GEMM, whose filter gradient here is summed
+    // differently on one thread and on two: paired, it would change the bits.
+    let x = [3, 9, 13, 11];
+    let highest = backward(x, 13).replace("->01bf", "->01bf, operand_precision={highest,highest}");
+    let highest = highest.replace("->b01f", "->b01f, operand_precision={highest,highest}");
+    check(&highest, &backward_args(x, 13), 0);
+    // The second convolution reads the first: a forward stack.
+    let text = "HloModule m\n\nENTRY e {\n  \
+                x = f32[2,8,8,11] parameter(0)\n  \
+                k = f32[5,5,11,11] parameter(1)\n  \
+                a = f32[2,8,8,11] convolution(x, k), window={size=5x5 pad=2_2x2_2}, dim_labels=b01f_01io->b01f\n  \
+                ROOT b = f32[2,8,8,11] convolution(a, k), window={size=5x5 pad=2_2x2_2}, dim_labels=b01f_01io->b01f\n}\n";
+    let args = [
+        pseudo_random_f32(&[2, 8, 8, 11], 1, 0),
+        pseudo_random_f32(&[5, 5, 11, 11], 2, 0),
+    ];
+    check(text, &args, 0);
+    // Independent, but one has 16 times the other's work: the larger one alone on one core
+    // would take longer than the pair saves.
+    let text = "HloModule m\n\nENTRY e {\n  \
+                x = f32[8,8,8,11] parameter(0)\n  \
+                y = f32[2,4,8,11] parameter(1)\n  \
+                k = f32[5,5,11,11] parameter(2)\n  \
+                a = f32[8,8,8,11] convolution(x, k), window={size=5x5 pad=2_2x2_2}, dim_labels=b01f_01io->b01f\n  \
+                b = f32[2,4,8,11] convolution(y, k), window={size=5x5 pad=2_2x2_2}, dim_labels=b01f_01io->b01f\n  \
+                ROOT t = (f32[8,8,8,11], f32[2,4,8,11]) tuple(a, b)\n}\n";
+    let args = [
+        pseudo_random_f32(&[8, 8, 8, 11], 1, 0),
+        pseudo_random_f32(&[2, 4, 8, 11], 2, 0),
+        pseudo_random_f32(&[5, 5, 11, 11], 3, 0),
+    ];
+    check(text, &args, 0);
+    // The same two at the same size pair up.
+    let text = text.replace("f32[2,4,8,11]", "f32[8,8,8,11]");
+    let args = [args[0].clone(), args[0].clone(), args[2].clone()];
+    check(&text, &args, 1);
+}
+
+/// JAX's b128 MNIST training step: conv 2's data and filter gradients run side by side, with
+/// the same bits as one after the other.
+#[test]
+fn mnist_step_pairs_conv_2s_gradients_with_the_same_bits() {
+    let mut module = tessel_tests::corpus_module("mnist_cnn_train_step_b128");
+    optimize(&mut module, &CompileOptions::default()).unwrap();
+    let args = tessel_tests::corpus_args("mnist_cnn_train_step_b128.inputs.safetensors");
+    let (on, on_pairs) = PAIR.run(&module, &args, true, 2);
+    let (off, off_pairs) = PAIR.run(&module, &args, false, 2);
+    assert_eq!((on_pairs, off_pairs), (1, 0));
+    for (leaf, (a, b)) in on.iter().zip(&off).enumerate() {
+        assert!(a == b, "output {leaf} differs with the convolutions paired");
+    }
+}
