@@ -545,6 +545,42 @@ def _():
     )
 
 
+
+@program(
+    "cnn_two_conv_layers_step",
+    "a VGG-style train step: two 3x3 conv layers (3 -> 8 -> 16 channels) each with bias, ReLU and 2x2 "
+    "max-pool, then a 5x5 conv layer (16 -> 16), dense, SGD; the second and third layers' gradients are "
+    "Winograd with factored transforms, run side by side",
+    rtol=1e-3,
+)
+def _():
+    def layer(h, k, b):
+        h = jax.nn.relu(conv(h, k) + b)
+        return lax.reduce_window(h, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+    def loss(p, x, y):
+        h = layer(x, p["k1"], p["b1"])
+        h = layer(h, p["k2"], p["b2"])
+        h = jax.nn.relu(conv(h, p["k3"]) + p["b3"])
+        logits = h.reshape(h.shape[0], -1) @ p["w"]
+        onehot = jax.nn.one_hot(y, 10)
+        return -jnp.mean(jnp.sum(onehot * jax.nn.log_softmax(logits), axis=-1))
+
+    def step(p, x, y):
+        l, g = jax.value_and_grad(loss)(p, x, y)
+        return jax.tree.map(lambda a, b: a - 0.05 * b, p, g), l
+
+    p = {
+        "k1": normal(3, 3, 3, 8, scale=0.3),
+        "b1": normal(8, scale=0.1),
+        "k2": normal(3, 3, 8, 16, scale=0.2),
+        "b2": normal(16, scale=0.1),
+        "k3": normal(5, 5, 16, 16, scale=0.1),
+        "b3": np.zeros(16, np.float32),
+        "w": normal(4 * 4 * 16, 10, scale=0.1),
+    }
+    return step, (p, normal(8, 16, 16, 3), RNG.integers(0, 10, size=(8,)).astype(np.int32))
+
 def flat(tree):
     return [np.asarray(a) for a in jax.tree.leaves(tree)]
 

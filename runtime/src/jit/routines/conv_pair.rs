@@ -6,11 +6,13 @@
 //! (`docs/jit.md`, "Two convolutions side by side").
 //!
 //! The rule ([`conv_pairs`]), over the order the program runs the computation in:
-//! - a convolution `B` pairs with the convolution `A` run last before it, when every operand
-//!   of `B` is computed before `A`: then `B` can run at `A`'s position, and nothing run in
-//!   between reads it;
+//! - a convolution `B` pairs with the latest convolution `A` run before it and not yet
+//!   paired for which the rest holds; every operand of `B` is computed before `A`, so `B`
+//!   can run at `A`'s position, and nothing run in between reads it (it comes later in a
+//!   dependency order). `B`'s value is then live from `A`'s position on, which costs arena
+//!   space the further apart they are;
 //! - neither has an epilogue (a folded bias add or max-pool: its value or buffers would
-//!   have to move with it) and `A` is not already paired;
+//!   have to move with it);
 //! - both run on a specialized routine (direct or Winograd), whose bits do not depend on its
 //!   thread count; the patch GEMM's can (the `gemm` crate may split a long sum between
 //!   threads), and a pair must not change the bits;
@@ -62,30 +64,28 @@ pub fn conv_pairs(m: &Module, comp: &Computation, options: &JitOptions) -> Vec<(
     let position: HashMap<InstrId, usize> =
         order.iter().enumerate().map(|(p, &id)| (id, p)).collect();
     let mut pairs = Vec::new();
-    // The last convolution run so far, while it is not paired.
-    let mut candidate: Option<InstrId> = None;
+    // The convolutions run so far that may still take a partner, in order.
+    let mut unpaired: Vec<InstrId> = Vec::new();
     for &id in &order {
-        if !matches!(comp.get(id).op, Op::Convolution(_)) {
+        let eligible = matches!(comp.get(id).op, Op::Convolution(_))
+            && !has_epilogue(m, comp, id)
+            && thread_invariant(comp, id, options);
+        if !eligible {
             continue;
         }
-        let pairs_with = |a: InstrId| {
-            let before_a = comp
-                .get(id)
+        let operands_before = |a: InstrId| {
+            comp.get(id)
                 .operands()
                 .iter()
-                .all(|o| position.get(o).is_some_and(|&p| p < position[&a]));
-            before_a
-                && balanced(comp, a, id)
-                && [a, id]
-                    .iter()
-                    .all(|&c| !has_epilogue(m, comp, c) && thread_invariant(comp, c, options))
+                .all(|o| position.get(o).is_some_and(|&p| p < position[&a]))
         };
-        match candidate {
-            Some(a) if pairs_with(a) => {
-                pairs.push((a, id));
-                candidate = None;
-            }
-            _ => candidate = Some(id),
+        // The latest partner keeps this one's buffers live the shortest.
+        match unpaired
+            .iter()
+            .rposition(|&a| operands_before(a) && balanced(comp, a, id))
+        {
+            Some(k) => pairs.push((unpaired.remove(k), id)),
+            None => unpaired.push(id),
         }
     }
     pairs
