@@ -141,7 +141,7 @@ fn a_three_layer_cnn_pairs_both_layers_gradients() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/jax_user_programs");
     let text = std::fs::read_to_string(dir.join("cnn_two_conv_layers_step.hlo")).expect("reads");
     let args = tessel_runtime::host_io::read_safetensors(
-        &dir.join("cnn_two_conv_layers_step.inputs.safetensors"),
+        dir.join("cnn_two_conv_layers_step.inputs.safetensors"),
     )
     .expect("reads inputs");
     let mut args: Vec<(usize, Literal)> = args
