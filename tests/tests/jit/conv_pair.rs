@@ -157,3 +157,170 @@ fn a_three_layer_cnn_pairs_both_layers_gradients() {
     assert_eq!((on_pairs, off_pairs), (2, 0));
     assert!(on == off, "the outputs differ with the convolutions paired");
 }
+
+/// Random programs of convolutions (forward, with and without a reversed window, and filter
+/// gradients whose results later convolutions take as kernels), tanh and adds over a few
+/// batch sizes, with only their dead ends as outputs, so that buffers are reused around the
+/// pairs: pairing on and off give the same bits, and the interpreter's results.
+#[test]
+fn random_convolution_programs_give_the_same_bits_paired() {
+    let mut total_pairs = 0;
+    for seed in 1..=100u64 {
+        let (text, args) = random_program(seed);
+        let mut module = tessel_compiler::hlo_text::parse_module(&text, None)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e:?}\n{text}"));
+        optimize(&mut module, &CompileOptions::default()).unwrap();
+        let (on, pairs) = PAIR.run(&module, &args, true, 2);
+        let (off, _) = PAIR.run(&module, &args, false, 2);
+        assert!(on == off, "seed {seed}: paired outputs differ\n{text}");
+        total_pairs += pairs;
+        let want = tessel_compiler::interpreter::evaluate(&module, &args).expect("interprets");
+        let got = tessel_runtime::jit::compile(&module, &Default::default())
+            .expect("compiles")
+            .run(&args)
+            .expect("runs");
+        // Winograd's error is relative to the magnitude of a sum's terms, which chains of
+        // convolutions (and filter gradients taken as kernels) make large, also before a tanh
+        // brings the value back near 1: so 1e-3 of the largest output anywhere in the
+        // program. This catches a wrong or overwritten value; the bits above are the
+        // pairing's own check.
+        let leaves = want.leaves();
+        let scale = leaves
+            .iter()
+            .flat_map(|w| (0..w.len()).map(|j| w.data.get_f64(j).abs()))
+            .fold(1.0, f64::max);
+        for (g, w) in got.leaves().iter().zip(leaves) {
+            for j in 0..w.len() {
+                let (a, b) = (g.data.get_f64(j), w.data.get_f64(j));
+                assert!(
+                    (a - b).abs() <= 1e-3 * scale,
+                    "seed {seed}: {a} vs {b}\n{text}"
+                );
+            }
+        }
+    }
+    // The generator makes pairs often; a rule that never pairs would pass the checks above.
+    assert!(
+        total_pairs >= 50,
+        "only {total_pairs} pairs in 100 programs"
+    );
+}
+
+/// One random program (see the test above) and its arguments: `x0` and `x1` images of
+/// batch 2 and 8 (6 x 7 pixels, 5 channels), kernels `k3` and `k5`.
+fn random_program(seed: u64) -> (String, Vec<Literal>) {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut below = |n: usize| {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s % n as u64) as usize
+    };
+    let (h, w, c) = (6, 7, 5);
+    let image = |b: usize| format!("f32[{b},{h},{w},{c}]");
+    let kernel = |r: usize| format!("f32[{r},{r},{c},{c}]");
+    let mut lines = vec![
+        format!("x0 = {} parameter(0)", image(2)),
+        format!("x1 = {} parameter(1)", image(8)),
+        format!("k3 = {} parameter(2)", kernel(3)),
+        format!("k5 = {} parameter(3)", kernel(5)),
+    ];
+    // Values: name, batch (images) or window (kernels), and whether something reads it.
+    let mut images: Vec<(String, usize, bool)> =
+        vec![("x0".into(), 2, false), ("x1".into(), 8, false)];
+    let mut kernels: Vec<(String, usize, bool)> =
+        vec![("k3".into(), 3, false), ("k5".into(), 5, false)];
+    for i in 0..8 + below(6) {
+        let name = format!("v{i}");
+        match below(5) {
+            // A forward convolution, its window reversed half the time (a data gradient).
+            0 | 1 => {
+                let (a, k) = (below(images.len()), below(kernels.len()));
+                let (r, b) = (kernels[k].1, images[a].1);
+                let rev = if below(2) == 0 {
+                    " rhs_reversal=1x1"
+                } else {
+                    ""
+                };
+                let p = r / 2;
+                lines.push(format!(
+                    "{name} = {} convolution({}, {}), window={{size={r}x{r} pad={p}_{p}x{p}_{p}{rev}}}, dim_labels=b01f_01io->b01f",
+                    image(b), images[a].0, kernels[k].0
+                ));
+                images[a].2 = true;
+                kernels[k].2 = true;
+                images.push((name, b, false));
+            }
+            // A filter gradient of two images of one batch: a kernel for later convolutions.
+            2 => {
+                let a = below(images.len());
+                let b = images[a].1;
+                let same: Vec<usize> = (0..images.len()).filter(|&j| images[j].1 == b).collect();
+                let d = same[below(same.len())];
+                let r = [3, 5][below(2)];
+                let p = r / 2;
+                lines.push(format!(
+                    "{name} = {} convolution({}, {}), window={{size={h}x{w} pad={p}_{p}x{p}_{p}}}, dim_labels=f01b_i01o->01bf",
+                    kernel(r), images[a].0, images[d].0
+                ));
+                images[a].2 = true;
+                images[d].2 = true;
+                kernels.push((name, r, false));
+            }
+            3 => {
+                let a = below(images.len());
+                lines.push(format!(
+                    "{name} = {} tanh({})",
+                    image(images[a].1),
+                    images[a].0
+                ));
+                images[a].2 = true;
+                images.push((name, images[a].1, false));
+            }
+            _ => {
+                let a = below(images.len());
+                let b = images[a].1;
+                let same: Vec<usize> = (0..images.len()).filter(|&j| images[j].1 == b).collect();
+                let d = same[below(same.len())];
+                lines.push(format!(
+                    "{name} = {} add({}, {})",
+                    image(b),
+                    images[a].0,
+                    images[d].0
+                ));
+                images[a].2 = true;
+                images[d].2 = true;
+                images.push((name, b, false));
+            }
+        }
+    }
+    // The dead ends are the outputs (the parameters left unread are not).
+    let outputs: Vec<(String, String)> = images
+        .iter()
+        .skip(2)
+        .filter(|v| !v.2)
+        .map(|v| (v.0.clone(), image(v.1)))
+        .chain(
+            kernels
+                .iter()
+                .skip(2)
+                .filter(|v| !v.2)
+                .map(|v| (v.0.clone(), kernel(v.1))),
+        )
+        .collect();
+    let shapes: Vec<&str> = outputs.iter().map(|o| o.1.as_str()).collect();
+    let names: Vec<&str> = outputs.iter().map(|o| o.0.as_str()).collect();
+    lines.push(format!(
+        "ROOT t = ({}) tuple({})",
+        shapes.join(", "),
+        names.join(", ")
+    ));
+    let text = format!("HloModule m\n\nENTRY e {{\n  {}\n}}\n", lines.join("\n  "));
+    let args = vec![
+        pseudo_random_f32(&[2, h as i64, w as i64, c as i64], 1, 0),
+        pseudo_random_f32(&[8, h as i64, w as i64, c as i64], 2, 0),
+        pseudo_random_f32(&[3, 3, c as i64, c as i64], 3, 0),
+        pseudo_random_f32(&[5, 5, c as i64, c as i64], 4, 0),
+    ];
+    (text, args)
+}
