@@ -6,6 +6,7 @@ mod support;
 
 use std::sync::{Arc, Mutex};
 use support::random_array;
+use support::tiny::{temp_dir, TestDir};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_compiler::trace::Tensor;
 use tessel_estimator::estimator::{EvalMetrics, EvalSpec, Features, HostTensors, TrainSpec};
@@ -134,15 +135,14 @@ fn model_fn(
     }
 }
 
-fn estimator(seen: Seen, shards: usize, ipl: u64, eval_batch: usize) -> TpuEstimator {
-    let dir = std::env::temp_dir().join(format!(
-        "tessel_evalwhole_{}_{}_{shards}_{ipl}_{eval_batch}",
-        std::process::id(),
+/// The estimator under test, with its model_dir (removed when the test passes).
+fn estimator(seen: Seen, shards: usize, ipl: u64, eval_batch: usize) -> (TpuEstimator, TestDir) {
+    let dir = temp_dir(&format!(
+        "evalwhole_{}_{shards}_{ipl}_{eval_batch}",
         COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
     ));
-    let _ = std::fs::remove_dir_all(&dir);
     let config = RunConfig {
-        model_dir: Some(dir),
+        model_dir: Some(dir.to_path_buf()),
         save_checkpoints_steps: Some(5),
         tpu_config: TpuConfig {
             iterations_per_loop: ipl,
@@ -151,7 +151,7 @@ fn estimator(seen: Seen, shards: usize, ipl: u64, eval_batch: usize) -> TpuEstim
         },
         ..RunConfig::default()
     };
-    TpuEstimator::new(
+    let estimator = TpuEstimator::new(
         model_fn(seen),
         config,
         Params::new(),
@@ -161,7 +161,8 @@ fn estimator(seen: Seen, shards: usize, ipl: u64, eval_batch: usize) -> TpuEstim
         None,
     )
     .unwrap()
-    .quiet()
+    .quiet();
+    (estimator, dir)
 }
 
 static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -209,7 +210,7 @@ fn input_fn(n: i64, repeat: bool) -> impl Fn(&Params) -> Result<Input, Estimator
 
 fn check_whole_set(n: i64, shards: usize, ipl: u64, eval_batch: usize) {
     let seen: Seen = Arc::default();
-    let est = estimator(Arc::clone(&seen), shards, ipl, eval_batch);
+    let (est, _dir) = estimator(Arc::clone(&seen), shards, ipl, eval_batch);
     let r = est.evaluate(input_fn(n, false), None).unwrap();
     assert_eq!(r.examples, n as u64, "examples");
     let mut ids = seen.lock().unwrap().clone();
@@ -261,7 +262,7 @@ fn whole_set_smaller_than_one_batch() {
 #[test]
 fn some_steps_stops_after_n_batches() {
     let seen: Seen = Arc::default();
-    let est = estimator(Arc::clone(&seen), 2, 3, 32);
+    let (est, _dir) = estimator(Arc::clone(&seen), 2, 3, 32);
     let r = est.evaluate(input_fn(100, true), Some(7)).unwrap();
     assert_eq!(r.examples, 7 * 32);
     assert!(r.log.iter().any(|l| l == "Evaluation [7/7]"));
@@ -287,7 +288,7 @@ fn some_steps_stops_after_n_batches() {
 #[test]
 fn a_padded_batch_with_mask_input_is_used_as_is() {
     let seen: Seen = Arc::default();
-    let est = estimator(Arc::clone(&seen), 1, 4, 64);
+    let (est, _dir) = estimator(Arc::clone(&seen), 1, 4, 64);
     let input = |params: &Params| -> Result<Input, EstimatorError> {
         let ds = dataset(300).padded_batch_with_mask(params.batch_size() as u64, "weights")?;
         Ok(Input::new(ds, "label").with_mask("weights"))
@@ -300,7 +301,7 @@ fn a_padded_batch_with_mask_input_is_used_as_is() {
 
 #[test]
 fn a_wrong_batch_dimension_is_an_error() {
-    let est = estimator(Arc::default(), 1, 4, 64);
+    let (est, _dir) = estimator(Arc::default(), 1, 4, 64);
     let input = |_: &Params| -> Result<Input, EstimatorError> {
         Ok(Input::new(dataset(300).batch(10, true)?, "label"))
     };
@@ -375,7 +376,7 @@ fn top_k_matches_hand_values() {
 #[test]
 fn train_and_evaluate_writes_eval_events_at_each_chunk() {
     let seen: Seen = Arc::default();
-    let est = estimator(Arc::clone(&seen), 1, 5, 64);
+    let (est, _dir) = estimator(Arc::clone(&seen), 1, 5, 64);
     let train = TrainSpec {
         input_fn: input_fn(200, true),
         max_steps: 20,

@@ -76,10 +76,9 @@ mod tests {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/conformance")
     }
 
-    fn temp_file(name: &str, text: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("tessel-check-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(name);
+    /// Writes `text` to file `name` in the test's directory (removed with it).
+    fn temp_file(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+        let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
         path
     }
@@ -101,7 +100,9 @@ mod tests {
 
     #[test]
     fn parse_and_verify_errors_are_illegal() {
+        let dir = tempfile::tempdir().unwrap();
         let bad = temp_file(
+            &dir,
             "bad.hlo",
             "HloModule m\n\nENTRY e {\n  x = f32[2] parameter(0\n}\n",
         );
@@ -112,6 +113,7 @@ mod tests {
         let missing = check_file(Path::new("/nonexistent/file.hlo"));
         assert!(matches!(missing, Outcome::Illegal(_)));
         let wrong = temp_file(
+            &dir,
             "wrong.hlo",
             "HloModule m\n\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT y = f32[3] tanh(x)\n}\n",
         );
@@ -123,11 +125,14 @@ mod tests {
 
     #[test]
     fn exit_status_follows_legality() {
+        let dir = tempfile::tempdir().unwrap();
         let ok = temp_file(
+            &dir,
             "ok.hlo",
             "HloModule m\n\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT y = f32[2] tanh(x)\n}\n",
         );
         let f64 = temp_file(
+            &dir,
             "f64.hlo",
             "HloModule m\n\nENTRY e {\n  x = f64[2] parameter(0)\n  ROOT y = f64[2] tanh(x)\n}\n",
         );

@@ -4,21 +4,21 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use tempfile::TempDir;
 
-fn temp(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tessel_limits_cli_{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+/// Writes `bytes` to file `name` in the test's directory (removed with it).
+fn temp(dir: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.path().join(name);
     std::fs::write(&path, bytes).unwrap();
     path
 }
 
 /// A safetensors file with no tensors.
-fn no_inputs() -> PathBuf {
+fn no_inputs(dir: &TempDir) -> PathBuf {
     let header = b"{}";
     let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
     bytes.extend_from_slice(header);
-    temp("empty.safetensors", &bytes)
+    temp(dir, "empty.safetensors", &bytes)
 }
 
 fn tessel(args: &[&str], memory: Option<&str>) -> Output {
@@ -52,11 +52,12 @@ const SMALL: &str = "HloModule m\n\nENTRY e {\n  c = f32[] constant(1)\n  \
 
 #[test]
 fn a_value_larger_than_memory_is_an_error_on_every_verb() {
-    let file = temp("huge.hlo", HUGE_BROADCAST.as_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp(&dir, "huge.hlo", HUGE_BROADCAST.as_bytes());
     let file = file.to_str().unwrap();
-    let inputs = no_inputs();
+    let inputs = no_inputs(&dir);
     let inputs = inputs.to_str().unwrap();
-    let outputs = temp("out.safetensors", b"");
+    let outputs = temp(&dir, "out.safetensors", b"");
     let outputs = outputs.to_str().unwrap();
     let want = "b in e needs 4000000000000 bytes (3.6 TiB) for its value f32[1000000,1000000]";
     for backend in ["interp", "jit"] {
@@ -77,7 +78,7 @@ fn a_value_larger_than_memory_is_an_error_on_every_verb() {
         assert!(stderr.contains("of memory are available"), "{stderr}");
     }
     fails_with(&tessel(&["compile", file], None), want);
-    let pad = temp("pad.hlo", HUGE_PAD.as_bytes());
+    let pad = temp(&dir, "pad.hlo", HUGE_PAD.as_bytes());
     let out = tessel(
         &[
             "run",
@@ -94,11 +95,12 @@ fn a_value_larger_than_memory_is_an_error_on_every_verb() {
 
 #[test]
 fn replicas_are_bounded_by_the_machine() {
-    let file = temp("small.hlo", SMALL.as_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp(&dir, "small.hlo", SMALL.as_bytes());
     let file = file.to_str().unwrap();
-    let inputs = no_inputs();
+    let inputs = no_inputs(&dir);
     let inputs = inputs.to_str().unwrap();
-    let outputs = temp("out2.safetensors", b"");
+    let outputs = temp(&dir, "out2.safetensors", b"");
     let outputs = outputs.to_str().unwrap();
     let run = |backend: &str, replicas: &str, memory: Option<&str>| {
         tessel(
@@ -146,8 +148,10 @@ fn replicas_are_bounded_by_the_machine() {
 
 #[test]
 fn check_prints_diagnostics_on_stderr() {
-    let ok = temp("ok.hlo", SMALL.as_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let ok = temp(&dir, "ok.hlo", SMALL.as_bytes());
     let f64 = temp(
+        &dir,
         "f64.hlo",
         b"HloModule m\n\nENTRY e {\n  x = f64[2] parameter(0)\n  ROOT y = f64[2] tanh(x)\n}\n",
     );
