@@ -92,6 +92,16 @@ fn dependent_unbalanced_or_gemm_convolutions_stay_apart() {
         pseudo_random_f32(&[5, 5, 11, 11], 3, 0),
     ];
     check(text, &args, 0);
+    // Two of batch 0: nothing to run, nothing paired.
+    let empty = text
+        .replace("f32[8,8,8,11]", "f32[0,8,8,11]")
+        .replace("f32[2,4,8,11]", "f32[0,8,8,11]");
+    let none = [
+        pseudo_random_f32(&[0, 8, 8, 11], 1, 0),
+        pseudo_random_f32(&[0, 8, 8, 11], 2, 0),
+        args[2].clone(),
+    ];
+    check(&empty, &none, 0);
     // The same two at the same size pair up.
     let text = text.replace("f32[2,4,8,11]", "f32[8,8,8,11]");
     let args = [args[0].clone(), args[0].clone(), args[2].clone()];
@@ -323,4 +333,36 @@ fn random_program(seed: u64) -> (String, Vec<Literal>) {
         pseudo_random_f32(&[5, 5, c as i64, c as i64], 4, 0),
     ];
     (text, args)
+}
+
+/// Inside a while loop's body (as in the estimator's training loop): the two convolutions of
+/// each iteration pair up, their state stays in place across iterations, and the bits are
+/// those of one after the other.
+#[test]
+fn a_loop_body_pairs_its_convolutions() {
+    let s = "(s32[], f32[2,6,7,5], f32[2,6,7,5], f32[3,3,5,5])";
+    let x = "f32[2,6,7,5]";
+    let text = format!(
+        "HloModule m\n\n\
+         cond {{\n  cp = {s} parameter(0)\n  ci = s32[] get-tuple-element(cp), index=0\n  \
+         ck = s32[] constant(3)\n  ROOT lt = pred[] compare(ci, ck), direction=LT\n}}\n\n\
+         body {{\n  p = {s} parameter(0)\n  i = s32[] get-tuple-element(p), index=0\n  \
+         a = {x} get-tuple-element(p), index=1\n  b = {x} get-tuple-element(p), index=2\n  \
+         k = f32[3,3,5,5] get-tuple-element(p), index=3\n  \
+         one = s32[] constant(1)\n  i2 = s32[] add(i, one)\n  \
+         ca = {x} convolution(a, k), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f\n  \
+         cb = {x} convolution(b, k), window={{size=3x3 pad=1_1x1_1 rhs_reversal=1x1}}, dim_labels=b01f_01io->b01f\n  \
+         a2 = {x} tanh(cb)\n  b2 = {x} tanh(ca)\n  \
+         ROOT t = {s} tuple(i2, a2, b2, k)\n}}\n\n\
+         ENTRY main {{\n  a0 = {x} parameter(0)\n  b0 = {x} parameter(1)\n  \
+         k0 = f32[3,3,5,5] parameter(2)\n  \
+         zero = s32[] constant(0)\n  init = {s} tuple(zero, a0, b0, k0)\n  \
+         ROOT w = {s} while(init), condition=cond, body=body\n}}\n"
+    );
+    let args = [
+        pseudo_random_f32(&[2, 6, 7, 5], 1, 0),
+        pseudo_random_f32(&[2, 6, 7, 5], 2, 0),
+        pseudo_random_f32(&[3, 3, 5, 5], 3, 0),
+    ];
+    check(&text, &args, 1);
 }
