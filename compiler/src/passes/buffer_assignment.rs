@@ -82,6 +82,10 @@ pub const ALIGNMENT: i64 = 16;
 
 /// What the code generator that runs the module needs beyond its values' bytes.
 pub trait BufferNeeds {
+    /// Called once at the start of each assignment, with the module it is for: needs that
+    /// keep answers per computation forget those of any earlier module here.
+    fn begin(&self, _m: &Module) {}
+
     /// Alignment of every buffer's offset and size, in bytes (a power of two).
     fn alignment(&self) -> i64 {
         ALIGNMENT
@@ -539,6 +543,7 @@ pub fn assign_buffers(m: &Module) -> BufferAssignment {
 /// Assigns buffers to every value of the module, following its current schedule, with the
 /// alignment, constants and scratch space `needs` asks for.
 pub fn assign_buffers_with(m: &Module, needs: &dyn BufferNeeds) -> BufferAssignment {
+    needs.begin(m);
     let alignment = needs.alignment();
     let align = |n: i64| align_to(n, alignment);
     let mut b = Builder {

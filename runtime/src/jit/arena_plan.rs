@@ -26,7 +26,7 @@
 
 use super::buffer::Addr;
 use super::fused_kernels::{fusion_plan, reduce};
-use super::routines::conv_pair::{is_paired, pair_first};
+use super::routines::conv_pair::PairCache;
 use super::routines::conv_select::{plan_convolution, ConvPrecision};
 use super::routines::dot::DotPlan;
 use super::routines::pool_fold::pool_writer;
@@ -37,12 +37,27 @@ use tessel_compiler::ir::{Computation, ComputationId, InstrId, Module, Op};
 use tessel_compiler::passes::{assign_buffers_with, BufferAssignment, BufferNeeds};
 
 /// What the JIT's arena needs (see the module docs).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct JitBufferNeeds {
     pub options: JitOptions,
+    /// The convolution pairs of the module being assigned.
+    pairs: PairCache,
+}
+
+impl JitBufferNeeds {
+    pub fn new(options: JitOptions) -> JitBufferNeeds {
+        JitBufferNeeds {
+            options,
+            pairs: PairCache::default(),
+        }
+    }
 }
 
 impl BufferNeeds for JitBufferNeeds {
+    fn begin(&self, _m: &Module) {
+        self.pairs.clear();
+    }
+
     fn alignment(&self) -> i64 {
         BUFFER_ALIGN as i64
     }
@@ -53,7 +68,7 @@ impl BufferNeeds for JitBufferNeeds {
 
     fn scratch_bytes(&self, m: &Module, comp: ComputationId, id: InstrId) -> Vec<i64> {
         // An instruction the JIT cannot plan fails when it is compiled; it needs nothing here.
-        scratch_requests(m, comp, id, &self.options)
+        scratch_requests(m, comp, id, &self.options, &self.pairs)
             .unwrap_or_default()
             .into_iter()
             .map(|n| n as i64)
@@ -65,7 +80,8 @@ impl BufferNeeds for JitBufferNeeds {
     }
 
     fn written_at(&self, m: &Module, comp: ComputationId, id: InstrId) -> Option<InstrId> {
-        pool_writer(m, comp, id, &self.options).or_else(|| pair_first(m, comp, id, &self.options))
+        pool_writer(m, comp, id, &self.options)
+            .or_else(|| self.pairs.first_of(m, comp, id, &self.options))
     }
 
     fn recomputed(&self, m: &Module, comp: ComputationId) -> Vec<InstrId> {
@@ -141,21 +157,17 @@ pub fn reads_only_aligned(
 
 /// The buffer assignment of `m` with the JIT's needs under `options`.
 pub fn plan_arena(m: &Module, options: &JitOptions) -> BufferAssignment {
-    assign_buffers_with(
-        m,
-        &JitBufferNeeds {
-            options: options.clone(),
-        },
-    )
+    assign_buffers_with(m, &JitBufferNeeds::new(options.clone()))
 }
 
 /// The scratch buffers (bytes, in request order) the program asks for while emitting
-/// instruction `id` of computation `comp`.
+/// instruction `id` of computation `comp` (`pairs`: the module's convolution pairs).
 pub fn scratch_requests(
     m: &Module,
     comp: ComputationId,
     id: InstrId,
     options: &JitOptions,
+    pairs: &PairCache,
 ) -> Result<Vec<usize>, JitError> {
     let c = m.computation(comp);
     let instr = c.get(id);
@@ -190,7 +202,7 @@ pub fn scratch_requests(
             })?;
             // A convolution of a pair runs on one thread (`conv_pair.rs`).
             let one_thread;
-            let options = if is_paired(m, comp, id, options) {
+            let options = if pairs.is_paired(m, comp, id, options) {
                 one_thread = options.one_thread();
                 &one_thread
             } else {

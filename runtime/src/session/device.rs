@@ -85,9 +85,7 @@ impl Device {
         // The JIT lays its arena out with the assignment under its needs: reported and
         // dumped, it is the memory that runs.
         let buffer_needs: Option<Arc<dyn BufferNeeds + Send + Sync>> = match self.backend {
-            Backend::Jit => Some(Arc::new(JitBufferNeeds {
-                options: self.jit_options(),
-            })),
+            Backend::Jit => Some(Arc::new(JitBufferNeeds::new(self.jit_options()))),
             Backend::Interpreter => None,
         };
         CompileOptions {

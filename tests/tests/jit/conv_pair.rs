@@ -366,3 +366,49 @@ fn a_loop_body_pairs_its_convolutions() {
     ];
     check(&text, &args, 1);
 }
+
+/// One `JitBufferNeeds` (as a device's pipeline options hold) used for two modules in turn:
+/// the pairs it worked out for the first do not leak into the second's assignment.
+#[test]
+fn buffer_needs_used_twice_forget_the_first_modules_pairs() {
+    use tessel_compiler::passes::{assign_buffers_with, BufferNeeds};
+    use tessel_runtime::jit::arena_plan::{plan_arena, JitBufferNeeds};
+    let parse = |text: &str| {
+        let mut m = tessel_compiler::hlo_text::parse_module(text, None).expect("parses");
+        optimize(&mut m, &CompileOptions::default()).unwrap();
+        m
+    };
+    let paired = parse(&backward([3, 9, 13, 11], 13));
+    // The same instruction numbers, with the second convolution reading the first.
+    let stacked = parse(
+        &backward([3, 9, 13, 11], 13)
+            .replace("convolution(dy, rk)", "convolution(dk, rk)")
+            .replace("dx = f32[3,9,13,11]", "dx = f32[5,5,11,11]")
+            .replace("f32[3,9,13,11]) tuple", "f32[5,5,11,11]) tuple"),
+    );
+    let options = tessel_runtime::jit::JitOptions::default();
+    let needs = JitBufferNeeds::new(options.clone());
+    let comp = paired.entry;
+    let (first, second) = paired
+        .entry()
+        .instructions()
+        .find_map(|(id, _)| needs.written_at(&paired, comp, id).map(|a| (a, id)))
+        .expect("the gradients pair up");
+    // The second module's instruction at the same number is a convolution too: asked after
+    // `begin`, the needs answer for that module.
+    assert!(matches!(
+        stacked.entry().get(second).op,
+        tessel_compiler::ir::Op::Convolution(_)
+    ));
+    needs.begin(&stacked);
+    assert_eq!(needs.written_at(&stacked, stacked.entry, second), None);
+    needs.begin(&paired);
+    assert_eq!(needs.written_at(&paired, comp, second), Some(first));
+    // And whole assignments with the needs reused equal fresh ones.
+    for m in [&paired, &stacked, &paired] {
+        let reused = assign_buffers_with(m, &needs);
+        let fresh = plan_arena(m, &options);
+        assert_eq!(reused.written_early, fresh.written_early);
+        assert_eq!(reused.peak_bytes, fresh.peak_bytes);
+    }
+}

@@ -10,6 +10,7 @@ use crate::jit::buffer::Loc;
 use crate::jit::clif::symbols::Symbols;
 use crate::jit::host::profile::{ProfileCounters, RESTART};
 use crate::jit::isa::host_isa;
+use crate::jit::routines::conv_pair::PairCache;
 use crate::jit::{JitError, JitOptions};
 use cranelift_codegen::ir::{types, AbiParam, Function, InstBuilder, Signature, UserFuncName};
 use cranelift_codegen::ir::{Block, SigRef};
@@ -73,6 +74,9 @@ pub(super) struct ProgramCx<'m> {
     pub paired_values: HashMap<(Instance, InstrId), Loc>,
     /// Convolution pairs run side by side.
     pub paired_convolutions: usize,
+    /// Which convolutions are paired (`routines/conv_pair.rs`), worked out once per
+    /// computation.
+    pub conv_pairs: PairCache,
 }
 
 /// Compiles `module` (see [`crate::jit::compile`]).
@@ -117,6 +121,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         folded_pools: HashSet::new(),
         paired_values: HashMap::new(),
         paired_convolutions: 0,
+        conv_pairs: PairCache::default(),
     };
 
     let mut sig = Signature::new(call_conv);

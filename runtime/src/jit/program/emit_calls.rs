@@ -9,7 +9,6 @@ use crate::jit::host::collectives::{collective_routine, CollectivePlan};
 use crate::jit::host::gather_scatter::{gather_routine, scatter_routine, GatherPlan, ScatterPlan};
 use crate::jit::host::infeed_outfeed::{infeed_routine, outfeed_routine, InfeedPlan, OutfeedPlan};
 use crate::jit::host::profile::{tessel_profile_mark, ProfileCounters};
-use crate::jit::routines::conv_pair::is_paired;
 use crate::jit::routines::conv_select::{plan_convolution, ConvPrecision, ConvRoutine};
 use crate::jit::routines::dot::{dot_routine, DotPlan};
 use crate::jit::JitError;
@@ -247,7 +246,10 @@ impl ProgramCx<'_> {
         let (l, r) = (walk.array(instr, 0)?, walk.array(instr, 1)?);
         let out = self.alloc_loc(&instr.shape)?;
         let ob = out.as_array().expect("array").clone();
-        let options = &if is_paired(self.module, walk.cid, id, self.options) {
+        let paired = self
+            .conv_pairs
+            .is_paired(self.module, walk.cid, id, self.options);
+        let options = &if paired {
             self.options.one_thread()
         } else {
             self.options.clone()

@@ -34,7 +34,7 @@ use crate::jit::fused_kernels::fusion_plan;
 use crate::jit::host::{take_last_error, Status};
 use crate::jit::JitOptions;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use tessel_compiler::ir::{Computation, ComputationId, InstrId, Module, Op};
 use tessel_kernels::parallel::{for_each_worker, Shared};
 
@@ -45,7 +45,7 @@ pub const BALANCE: f64 = 1.5;
 
 /// The pairs `(A, B)` of convolutions of `comp` that run side by side (see the module doc):
 /// `B` runs at `A`'s position.
-pub fn conv_pairs(m: &Module, comp: &Computation, options: &JitOptions) -> Vec<(InstrId, InstrId)> {
+pub fn conv_pairs(m: &Module, comp: &Computation, options: &JitOptions) -> Pairs {
     if !options.pair_convolutions || options.gemm_threads < 2 {
         return Vec::new();
     }
@@ -91,31 +91,60 @@ pub fn conv_pairs(m: &Module, comp: &Computation, options: &JitOptions) -> Vec<(
     pairs
 }
 
-/// The convolution `id` of `comp` runs beside (at its position), if it is the second of a
-/// pair.
-pub fn pair_first(
-    m: &Module,
-    comp: ComputationId,
-    id: InstrId,
-    options: &JitOptions,
-) -> Option<InstrId> {
-    let c = m.computation(comp);
-    if !matches!(c.get(id).op, Op::Convolution(_)) {
-        return None;
-    }
-    conv_pairs(m, c, options)
-        .into_iter()
-        .find(|&(_, b)| b == id)
-        .map(|(a, _)| a)
-}
+/// The pairs of each computation of one module, worked out once: the rule plans every
+/// convolution, and the buffer assignment and the program ask about each convolution several
+/// times. Whoever holds one uses it for one module at a time ([`PairCache::clear`] between).
+#[derive(Debug, Default)]
+pub struct PairCache(Mutex<HashMap<ComputationId, Arc<Pairs>>>);
 
-/// Whether convolution `id` is in a pair (and so is planned for one thread).
-pub fn is_paired(m: &Module, comp: ComputationId, id: InstrId, options: &JitOptions) -> bool {
-    let c = m.computation(comp);
-    matches!(c.get(id).op, Op::Convolution(_))
-        && conv_pairs(m, c, options)
-            .iter()
-            .any(|&(a, b)| a == id || b == id)
+/// The pairs `(A, B)` of one computation: `B` runs at `A`'s position.
+type Pairs = Vec<(InstrId, InstrId)>;
+
+impl PairCache {
+    /// Forgets every answer (another module is next).
+    pub fn clear(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    fn pairs(&self, m: &Module, comp: ComputationId, options: &JitOptions) -> Arc<Pairs> {
+        let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(
+            cache
+                .entry(comp)
+                .or_insert_with(|| Arc::new(conv_pairs(m, m.computation(comp), options))),
+        )
+    }
+
+    /// The convolution that convolution `id` of `comp` runs beside (at its position), if it
+    /// is the second of a pair.
+    pub fn first_of(
+        &self,
+        m: &Module,
+        comp: ComputationId,
+        id: InstrId,
+        options: &JitOptions,
+    ) -> Option<InstrId> {
+        if !matches!(m.computation(comp).get(id).op, Op::Convolution(_)) {
+            return None;
+        }
+        let pairs = self.pairs(m, comp, options);
+        pairs.iter().find(|&&(_, b)| b == id).map(|&(a, _)| a)
+    }
+
+    /// Whether convolution `id` is in a pair (and so is planned for one thread).
+    pub fn is_paired(
+        &self,
+        m: &Module,
+        comp: ComputationId,
+        id: InstrId,
+        options: &JitOptions,
+    ) -> bool {
+        matches!(m.computation(comp).get(id).op, Op::Convolution(_))
+            && self
+                .pairs(m, comp, options)
+                .iter()
+                .any(|&(a, b)| a == id || b == id)
+    }
 }
 
 /// Whether a routine may compute something after convolution `conv`: a bias add that alone
