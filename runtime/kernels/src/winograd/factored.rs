@@ -12,8 +12,9 @@
 //! operations is taken.
 //!
 //! The factored product rounds differently from the row-by-row one (the halves are summed
-//! before they meet), within the same error: `tests` checks the error against the direct sum.
-//! So it runs where that rounding decides nothing downstream: the weight gradient, and the
+//! before they meet), within the same error: `tests` here check that it is the matrix's
+//! product (in f64) and count its operations, and the routines' tests check their error
+//! against the direct sum. So it runs where that rounding decides nothing downstream: the weight gradient, and the
 //! forward routine when asked ([`super::TransformOrder::Factored`], the JIT's data
 //! gradients). The forward convolution keeps the row-by-row sums, whose rounding the
 //! conformance corpus's max-pool ties were matched with (`tiles.rs`, `mat_vec`).
@@ -240,8 +241,9 @@ fn butterfly_f64<const L: usize>(v: &mut [f64; L], b: Butterfly) {
     v[b.j] = if b.flip { -d } else { d };
 }
 
-/// Every transform matrix of F(m x m, r x r), factored, in the orientation each tile
-/// transform multiplies by.
+/// The transform matrices of F(m x m, r x r) the factored routines use, factored, in the
+/// orientation each tile transform multiplies by. (The kernel transform `G`, once per call,
+/// stays row by row.)
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FactoredMatrices<const N: usize, const M: usize, const R: usize> {
     /// `B^T` (N x N): the input transform.
@@ -250,8 +252,6 @@ pub struct FactoredMatrices<const N: usize, const M: usize, const R: usize> {
     pub at: Factored<M, N>,
     /// `A` (N x M): the output-gradient transform of the weight gradient.
     pub a: Factored<N, M>,
-    /// `G` (N x R): the kernel transform.
-    pub g: Factored<N, R>,
     /// `G^T` (R x N): the inverse kernel transform of the weight gradient.
     pub gt: Factored<R, N>,
 }
@@ -264,7 +264,6 @@ impl<const N: usize, const M: usize, const R: usize> FactoredMatrices<N, M, R> {
             bt: Factored::of(&m.bt),
             at: Factored::of(&m.at),
             a: Factored::of(&transpose(&m.at)),
-            g: Factored::of(&m.g),
             gt: Factored::of(&transpose(&m.g)),
         }
     }

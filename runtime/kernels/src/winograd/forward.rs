@@ -56,6 +56,19 @@ impl KernelLayout {
     }
 }
 
+/// One block of tiles for a worker: tiles `t0..t0 + count` of input `x` with the transformed
+/// kernel `u` (and `bias`) into output `y`, through the worker's scratch `buf`.
+#[derive(Clone, Copy)]
+struct Block {
+    x: *const f32,
+    u: *const f32,
+    bias: Option<*const f32>,
+    y: *mut f32,
+    buf: *mut f32,
+    t0: usize,
+    count: usize,
+}
+
 /// A planned forward convolution.
 #[derive(Clone, Debug)]
 pub struct WinogradConv {
@@ -265,9 +278,17 @@ impl WinogradConv {
                     }
                     let t0 = b * self.tiles_per_block;
                     let count = self.tiles_per_block.min(tiles - t0);
-                    let b = bias.map(|b| b.get() as *const f32);
                     let ys = ys.get();
-                    self.dispatch_block::<N, M, R>(xs.get(), us.get(), b, ys, buf, t0, count);
+                    let block = Block {
+                        x: xs.get(),
+                        u: us.get(),
+                        bias: bias.map(|b| b.get() as *const f32),
+                        y: ys,
+                        buf,
+                        t0,
+                        count,
+                    };
+                    self.dispatch_block::<N, M, R>(&block);
                     if let Some(p) = &pool {
                         self.pool_tiles::<M>(p, ys, t0, count);
                     }
@@ -361,101 +382,61 @@ impl WinogradConv {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn dispatch_block<const N: usize, const M: usize, const R: usize>(
-        &self,
-        x: *const f32,
-        u: *const f32,
-        bias: Option<*const f32>,
-        y: *mut f32,
-        buf: *mut f32,
-        t0: usize,
-        count: usize,
-    ) {
+    unsafe fn dispatch_block<const N: usize, const M: usize, const R: usize>(&self, b: &Block) {
         match self.order {
-            TransformOrder::RowByRow => {
-                self.dispatch_block_as::<N, M, R, Matrices<N, M, R>>(x, u, bias, y, buf, t0, count)
+            TransformOrder::RowByRow => self.dispatch_block_as::<N, M, R, Matrices<N, M, R>>(b),
+            TransformOrder::Factored => {
+                self.dispatch_block_as::<N, M, R, FactoredMatrices<N, M, R>>(b)
             }
-            TransformOrder::Factored => self
-                .dispatch_block_as::<N, M, R, FactoredMatrices<N, M, R>>(
-                    x, u, bias, y, buf, t0, count,
-                ),
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn dispatch_block_as<const N: usize, const M: usize, const R: usize, T>(
-        &self,
-        x: *const f32,
-        u: *const f32,
-        bias: Option<*const f32>,
-        y: *mut f32,
-        buf: *mut f32,
-        t0: usize,
-        count: usize,
-    ) where
+    unsafe fn dispatch_block_as<const N: usize, const M: usize, const R: usize, T>(&self, b: &Block)
+    where
         T: BlockTransforms<N, M, R>,
     {
         match self.simd {
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2Fma => self.block_avx2::<N, M, R, T>(x, u, bias, y, buf, t0, count),
+            Isa::Avx2Fma => self.block_avx2::<N, M, R, T>(b),
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => self.block_avx512::<N, M, R, T>(x, u, bias, y, buf, t0, count),
-            _ => self.block::<N, M, R, Portable, T>(x, u, bias, y, buf, t0, count),
+            Isa::Avx512 => self.block_avx512::<N, M, R, T>(b),
+            _ => self.block::<N, M, R, Portable, T>(b),
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn block_avx2<const N: usize, const M: usize, const R: usize, T>(
-        &self,
-        x: *const f32,
-        u: *const f32,
-        bias: Option<*const f32>,
-        y: *mut f32,
-        buf: *mut f32,
-        t0: usize,
-        count: usize,
-    ) where
+    unsafe fn block_avx2<const N: usize, const M: usize, const R: usize, T>(&self, b: &Block)
+    where
         T: BlockTransforms<N, M, R>,
     {
-        self.block::<N, M, R, Avx, T>(x, u, bias, y, buf, t0, count)
+        self.block::<N, M, R, Avx, T>(b)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx2,fma")]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn block_avx512<const N: usize, const M: usize, const R: usize, T>(
-        &self,
-        x: *const f32,
-        u: *const f32,
-        bias: Option<*const f32>,
-        y: *mut f32,
-        buf: *mut f32,
-        t0: usize,
-        count: usize,
-    ) where
+    unsafe fn block_avx512<const N: usize, const M: usize, const R: usize, T>(&self, b: &Block)
+    where
         T: BlockTransforms<N, M, R>,
     {
-        self.block::<N, M, R, Avx512, T>(x, u, bias, y, buf, t0, count)
+        self.block::<N, M, R, Avx512, T>(b)
     }
 
     /// Tiles `t0..t0 + count`: input transform, the `N * N` products, output transform.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn block<const N: usize, const M: usize, const R: usize, V: Vector, T>(
-        &self,
-        x: *const f32,
-        u: *const f32,
-        bias: Option<*const f32>,
-        y: *mut f32,
-        buf: *mut f32,
-        t0: usize,
-        count: usize,
-    ) where
+    unsafe fn block<const N: usize, const M: usize, const R: usize, V: Vector, T>(&self, b: &Block)
+    where
         T: BlockTransforms<N, M, R>,
     {
+        let Block {
+            x,
+            u,
+            bias,
+            y,
+            buf,
+            t0,
+            count,
+        } = *b;
         // The transforms as compile-time constants, so that their 0 / 1 / -1 entries fold.
         let mats: &'static T = T::STANDARD;
         let tpb = self.tiles_per_block;
