@@ -52,10 +52,26 @@ fn the_two_gradients_of_a_conv_layer_run_side_by_side() {
     // Winograd for both (11 input channels, 13 outputs: channel tails), odd sizes.
     let x = [3, 9, 13, 11];
     check(&backward(x, 13), &backward_args(x, 13), 1);
-    // One input channel: the direct routines (forward with the reversed kernel, and the
-    // weight gradient), 40 outputs.
+    // One input channel: the filter gradient takes the direct loops, and the data gradient,
+    // which reads the 40 channels of dy, Winograd, which does far fewer products for the same
+    // count: not paired.
     let x = [2, 11, 12, 1];
-    check(&backward(x, 40), &backward_args(x, 40), 1);
+    check(&backward(x, 40), &backward_args(x, 40), 0);
+    // Two forward convolutions of one-channel images (a model with two input branches): both
+    // on the direct loops, paired.
+    let text = "HloModule m\n\nENTRY e {\n  \
+                x = f32[2,11,12,1] parameter(0)\n  \
+                y = f32[2,11,12,1] parameter(1)\n  \
+                k = f32[5,5,1,40] parameter(2)\n  \
+                a = f32[2,11,12,40] convolution(x, k), window={size=5x5 pad=2_2x2_2}, dim_labels=b01f_01io->b01f\n  \
+                b = f32[2,11,12,40] convolution(y, k), window={size=5x5 pad=2_2x2_2}, dim_labels=b01f_01io->b01f\n  \
+                ROOT t = (f32[2,11,12,40], f32[2,11,12,40]) tuple(a, b)\n}\n";
+    let args = [
+        pseudo_random_f32(&[2, 11, 12, 1], 1, 0),
+        pseudo_random_f32(&[2, 11, 12, 1], 2, 0),
+        pseudo_random_f32(&[5, 5, 1, 40], 3, 0),
+    ];
+    check(text, &args, 1);
 }
 
 #[test]

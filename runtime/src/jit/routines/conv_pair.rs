@@ -13,11 +13,11 @@
 //!   space the further apart they are;
 //! - neither has an epilogue (a folded bias add or max-pool: its value or buffers would
 //!   have to move with it);
-//! - both run on a specialized routine (direct or Winograd), whose bits do not depend on its
-//!   thread count; the patch GEMM's can (the `gemm` crate may split a long sum between
-//!   threads), and a pair must not change the bits;
+//! - both run on a specialized routine of the same kind, both direct or both Winograd, whose
+//!   bits do not depend on its thread count; the patch GEMM's can (the `gemm` crate may split
+//!   a long sum between threads), and a pair must not change the bits;
 //! - both have the same direct multiply-add count, within [`BALANCE`], so that neither core
-//!   waits long for the other;
+//!   waits long for the other (the count compares work only within one kind of routine);
 //! - only with two threads (`JitOptions::gemm_threads`) and `JitOptions::pair_convolutions`.
 //!
 //! Both are then planned for one thread each. `B`'s value and scratch are written at `A`'s
@@ -67,15 +67,15 @@ pub fn conv_pairs(m: &Module, comp: &Computation, options: &JitOptions) -> Pairs
     let position: HashMap<InstrId, usize> =
         order.iter().enumerate().map(|(p, &id)| (id, p)).collect();
     let mut pairs = Vec::new();
-    // The convolutions run so far that may still take a partner, in order.
-    let mut unpaired: Vec<InstrId> = Vec::new();
+    // The convolutions run so far that may still take a partner, in order, with their kind.
+    let mut unpaired: Vec<(InstrId, Kind)> = Vec::new();
     for &id in &order {
-        let eligible = matches!(comp.get(id).op, Op::Convolution(_))
-            && !has_epilogue(m, comp, id)
-            && thread_invariant(comp, id, options);
-        if !eligible {
+        if !matches!(comp.get(id).op, Op::Convolution(_)) || has_epilogue(m, comp, id) {
             continue;
         }
+        let Some(kind) = routine_kind(comp, id, options) else {
+            continue;
+        };
         let operands_before = |a: InstrId| {
             comp.get(id)
                 .operands()
@@ -85,10 +85,10 @@ pub fn conv_pairs(m: &Module, comp: &Computation, options: &JitOptions) -> Pairs
         // The latest partner keeps this one's buffers live the shortest.
         match unpaired
             .iter()
-            .rposition(|&a| operands_before(a) && balanced(comp, a, id))
+            .rposition(|&(a, k)| k == kind && operands_before(a) && balanced(comp, a, id))
         {
-            Some(k) => pairs.push((unpaired.remove(k), id)),
-            None => unpaired.push(id),
+            Some(k) => pairs.push((unpaired.remove(k).0, id)),
+            None => unpaired.push((id, kind)),
         }
     }
     pairs
@@ -161,18 +161,16 @@ fn has_epilogue(m: &Module, comp: &Computation, conv: InstrId) -> bool {
             .any(|u| pool_source(m, comp, u).is_some())
 }
 
-/// Whether convolution `id` runs on a routine whose bits do not depend on its thread count:
-/// the direct and Winograd routines (planned here with placeholder addresses to ask).
-fn thread_invariant(comp: &Computation, id: InstrId, options: &JitOptions) -> bool {
+/// The kind of routine convolution `id` runs on, when its bits do not depend on its thread
+/// count: `Direct` or `Winograd` (planned here with placeholder addresses to ask); `None`
+/// for the patch GEMM.
+fn routine_kind(comp: &Computation, id: InstrId, options: &JitOptions) -> Option<Kind> {
     let instr = comp.get(id);
     let Op::Convolution(conv) = &instr.op else {
-        return false;
+        return None;
     };
     let shape = |k: usize| comp.get(instr.operands()[k]).shape.as_array();
-    let (Some(input), Some(kernel), Some(output)) = (shape(0), shape(1), instr.shape.as_array())
-    else {
-        return false;
-    };
+    let (input, kernel, output) = (shape(0)?, shape(1)?, instr.shape.as_array()?);
     let placeholder = Addr::Arena(0);
     plan_convolution(
         &instr.name,
@@ -184,7 +182,20 @@ fn thread_invariant(comp: &Computation, id: InstrId, options: &JitOptions) -> bo
         &options.one_thread(),
         &mut |_| placeholder,
     )
-    .is_ok_and(|routine| routine.algorithm() != "gemm")
+    .ok()
+    .and_then(|routine| match routine.algorithm() {
+        "direct" | "direct-weight-grad" => Some(Kind::Direct),
+        "winograd" | "winograd-filter" => Some(Kind::Winograd),
+        _ => None,
+    })
+}
+
+/// A family of routines with about the same speed per direct multiply-add (Winograd does
+/// far fewer products than the direct loops for the same count).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Direct,
+    Winograd,
 }
 
 /// Whether the two convolutions' direct multiply-add counts are within [`BALANCE`].
