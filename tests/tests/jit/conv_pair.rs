@@ -356,6 +356,15 @@ fn random_program(seed: u64) -> (String, Vec<Literal>) {
 /// those of one after the other.
 #[test]
 fn a_loop_body_pairs_its_convolutions() {
+    // The new state through a tanh each, and the convolutions' results as the new state
+    // themselves, crossed and not: then the buffer each convolution writes from the first's
+    // position is a state buffer the other convolution reads there.
+    for results in ["a2, b2", "cb, ca", "ca, cb"] {
+        check_loop_body(results);
+    }
+}
+
+fn check_loop_body(results: &str) {
     let s = "(s32[], f32[2,6,7,5], f32[2,6,7,5], f32[3,3,5,5])";
     let x = "f32[2,6,7,5]";
     let text = format!(
@@ -369,7 +378,7 @@ fn a_loop_body_pairs_its_convolutions() {
          ca = {x} convolution(a, k), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f\n  \
          cb = {x} convolution(b, k), window={{size=3x3 pad=1_1x1_1 rhs_reversal=1x1}}, dim_labels=b01f_01io->b01f\n  \
          a2 = {x} tanh(cb)\n  b2 = {x} tanh(ca)\n  \
-         ROOT t = {s} tuple(i2, a2, b2, k)\n}}\n\n\
+         ROOT t = {s} tuple(i2, {results}, k)\n}}\n\n\
          ENTRY main {{\n  a0 = {x} parameter(0)\n  b0 = {x} parameter(1)\n  \
          k0 = f32[3,3,5,5] parameter(2)\n  \
          zero = s32[] constant(0)\n  init = {s} tuple(zero, a0, b0, k0)\n  \
