@@ -5,9 +5,10 @@
 //! compiler vectorizes as it can ([`Portable`]). The kernel transforms, once per call, stay
 //! at 8 lanes.
 //!
-//! Matrices are passed as compile-time constants of fixed size, as arrays or factored by their
-//! point pairs (`factored.rs`), both through [`Transform`] (`bt`: N x N, `at`: M x N, `a`: N x
-//! M, `g`: N x R, `gt`: R x N), so every loop has constant bounds and unrolls.
+//! Matrices are passed as compile-time constants of fixed size, so every loop has constant
+//! bounds and unrolls: `bt` (N x N), `at` (M x N), `a` (N x M) and `gt` (R x N) through
+//! [`Transform`], as arrays or factored by their point pairs (`factored.rs`); the kernel
+//! transform's `g` (N x R) as an array.
 
 use super::factored::{Butterfly, Factored, MAX_PAIRS};
 
