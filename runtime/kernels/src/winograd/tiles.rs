@@ -239,7 +239,7 @@ macro_rules! by_chunks {
 }
 
 /// A transform matrix as its tile products run it: `[[f32; Q]; P]` row by row
-/// ([`mat_vec`]), or [`Factored`] by its point pairs. Both are compile-time constants in every
+/// (`mat_vec`), or [`Factored`] by its point pairs. Both are compile-time constants in every
 /// use, so the unrolled code holds only the operations their nonzero entries need.
 pub trait Transform<const P: usize, const Q: usize> {
     /// `mat * cols` over lanes.
