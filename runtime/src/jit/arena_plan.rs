@@ -202,7 +202,7 @@ pub fn scratch_requests(
             })?;
             // A convolution of a pair runs on one thread (`conv_pair.rs`).
             let one_thread;
-            let options = if pairs.is_paired(m, comp, id, options) {
+            let options = if pairs.pair_of(m, comp, id, options).is_some() {
                 one_thread = options.one_thread();
                 &one_thread
             } else {

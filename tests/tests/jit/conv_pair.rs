@@ -59,19 +59,12 @@ fn the_two_gradients_of_a_conv_layer_run_side_by_side() {
     check(&backward(x, 40), &backward_args(x, 40), 0);
     // Two forward convolutions of one-channel images (a model with two input branches): both
     // on the direct loops, paired.
-    let text = "HloModule m\n\nENTRY e {\n  \
-                x = f32[2,11,12,1] parameter(0)\n  \
-                y = f32[2,11,12,1] parameter(1)\n  \
-                k = f32[5,5,1,40] parameter(2)\n  \
-                a = f32[2,11,12,40] convolution(x, k), window={size=5x5 pad=2_2x2_2}, dim_labels=b01f_01io->b01f\n  \
-                b = f32[2,11,12,40] convolution(y, k), window={size=5x5 pad=2_2x2_2}, dim_labels=b01f_01io->b01f\n  \
-                ROOT t = (f32[2,11,12,40], f32[2,11,12,40]) tuple(a, b)\n}\n";
-    let args = [
-        pseudo_random_f32(&[2, 11, 12, 1], 1, 0),
-        pseudo_random_f32(&[2, 11, 12, 1], 2, 0),
-        pseudo_random_f32(&[5, 5, 1, 40], 3, 0),
-    ];
-    check(text, &args, 1);
+    let (text, args) = side_by_side(
+        &[[2, 11, 12, 1]; 2],
+        [5, 5, 1, 40],
+        &[(0, false), (1, false)],
+    );
+    check(&text, &args, 1);
 }
 
 #[test]
@@ -95,32 +88,14 @@ fn dependent_unbalanced_or_gemm_convolutions_stay_apart() {
     check(text, &args, 0);
     // Independent, but one has 16 times the other's work: the larger one alone on one core
     // would take longer than the pair saves.
-    let text = "HloModule m\n\nENTRY e {\n  \
-                x = f32[8,8,8,11] parameter(0)\n  \
-                y = f32[2,4,8,11] parameter(1)\n  \
-                k = f32[5,5,11,11] parameter(2)\n  \
-                a = f32[8,8,8,11] convolution(x, k), window={size=5x5 pad=2_2x2_2}, dim_labels=b01f_01io->b01f\n  \
-                b = f32[2,4,8,11] convolution(y, k), window={size=5x5 pad=2_2x2_2}, dim_labels=b01f_01io->b01f\n  \
-                ROOT t = (f32[8,8,8,11], f32[2,4,8,11]) tuple(a, b)\n}\n";
-    let args = [
-        pseudo_random_f32(&[8, 8, 8, 11], 1, 0),
-        pseudo_random_f32(&[2, 4, 8, 11], 2, 0),
-        pseudo_random_f32(&[5, 5, 11, 11], 3, 0),
-    ];
-    check(text, &args, 0);
+    let two = [(0, false), (1, false)];
+    let (text, args) = side_by_side(&[[8, 8, 8, 11], [2, 4, 8, 11]], [5, 5, 11, 11], &two);
+    check(&text, &args, 0);
     // Two of batch 0: nothing to run, nothing paired.
-    let empty = text
-        .replace("f32[8,8,8,11]", "f32[0,8,8,11]")
-        .replace("f32[2,4,8,11]", "f32[0,8,8,11]");
-    let none = [
-        pseudo_random_f32(&[0, 8, 8, 11], 1, 0),
-        pseudo_random_f32(&[0, 8, 8, 11], 2, 0),
-        args[2].clone(),
-    ];
-    check(&empty, &none, 0);
+    let (text, args) = side_by_side(&[[0, 8, 8, 11]; 2], [5, 5, 11, 11], &two);
+    check(&text, &args, 0);
     // The same two at the same size pair up.
-    let text = text.replace("f32[2,4,8,11]", "f32[8,8,8,11]");
-    let args = [args[0].clone(), args[0].clone(), args[2].clone()];
+    let (text, args) = side_by_side(&[[8, 8, 8, 11]; 2], [5, 5, 11, 11], &two);
     check(&text, &args, 1);
 }
 
@@ -143,20 +118,65 @@ fn mnist_step_pairs_conv_2s_gradients_with_the_same_bits() {
 /// of the same size, and the second of those pairs with the first.
 #[test]
 fn a_convolution_pairs_with_the_latest_one_that_fits() {
-    let text = "HloModule m\n\nENTRY e {\n  \
-                x = f32[8,8,8,11] parameter(0)\n  \
-                y = f32[2,4,8,11] parameter(1)\n  \
-                k = f32[5,5,11,11] parameter(2)\n  \
-                a = f32[8,8,8,11] convolution(x, k), window={size=5x5 pad=2_2x2_2}, dim_labels=b01f_01io->b01f\n  \
-                s = f32[2,4,8,11] convolution(y, k), window={size=5x5 pad=2_2x2_2}, dim_labels=b01f_01io->b01f\n  \
-                b = f32[8,8,8,11] convolution(x, k), window={size=5x5 pad=2_2x2_2 rhs_reversal=1x1}, dim_labels=b01f_01io->b01f\n  \
-                ROOT t = (f32[8,8,8,11], f32[2,4,8,11], f32[8,8,8,11]) tuple(a, s, b)\n}\n";
-    let args = [
-        pseudo_random_f32(&[8, 8, 8, 11], 1, 0),
-        pseudo_random_f32(&[2, 4, 8, 11], 2, 0),
-        pseudo_random_f32(&[5, 5, 11, 11], 3, 0),
-    ];
-    check(text, &args, 1);
+    // The third reads the first's input with the window reversed, so CSE keeps it apart.
+    let convs = [(0, false), (1, false), (0, true)];
+    let (text, args) = side_by_side(&[[8, 8, 8, 11], [2, 4, 8, 11]], [5, 5, 11, 11], &convs);
+    check(&text, &args, 1);
+}
+
+/// A module of 5x5 "same" forward convolutions: parameters `x0`, `x1`, ... of the NHWC shapes
+/// `inputs`, then `k` of `kernel`; convolution `c{i}` reads input `convs[i].0`, its window
+/// reversed when `convs[i].1`; the root is the tuple of all of them. With its arguments.
+fn side_by_side(
+    inputs: &[[i64; 4]],
+    kernel: [i64; 4],
+    convs: &[(usize, bool)],
+) -> (String, Vec<Literal>) {
+    let shape = |d: &[i64]| {
+        format!(
+            "f32[{}]",
+            d.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    };
+    let out = |i: usize| {
+        let [n, h, w, _] = inputs[convs[i].0];
+        shape(&[n, h, w, kernel[3]])
+    };
+    let mut lines: Vec<String> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| format!("x{i} = {} parameter({i})", shape(d)))
+        .collect();
+    lines.push(format!(
+        "k = {} parameter({})",
+        shape(&kernel),
+        inputs.len()
+    ));
+    for (i, &(input, reversed)) in convs.iter().enumerate() {
+        let rev = if reversed { " rhs_reversal=1x1" } else { "" };
+        lines.push(format!(
+            "c{i} = {} convolution(x{input}, k), window={{size=5x5 pad=2_2x2_2{rev}}}, dim_labels=b01f_01io->b01f",
+            out(i)
+        ));
+    }
+    let shapes: Vec<String> = (0..convs.len()).map(out).collect();
+    let names: Vec<String> = (0..convs.len()).map(|i| format!("c{i}")).collect();
+    lines.push(format!(
+        "ROOT t = ({}) tuple({})",
+        shapes.join(", "),
+        names.join(", ")
+    ));
+    let text = format!("HloModule m\n\nENTRY e {{\n  {}\n}}\n", lines.join("\n  "));
+    let mut args: Vec<Literal> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| pseudo_random_f32(d, i as u32 + 1, 0))
+        .collect();
+    args.push(pseudo_random_f32(&kernel, inputs.len() as u32 + 1, 0));
+    (text, args)
 }
 
 /// A JAX program of three conv layers (`cnn_two_conv_layers_step` in the JAX corpus, which

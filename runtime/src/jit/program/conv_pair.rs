@@ -13,23 +13,17 @@ use crate::jit::routines::conv_select::ConvRoutine;
 use crate::jit::JitError;
 use cranelift_codegen::ir::Value;
 use cranelift_frontend::FunctionBuilder;
-use tessel_compiler::ir::{InstrId, Op};
+use tessel_compiler::ir::InstrId;
 
 impl ProgramCx<'_> {
-    /// The convolution that runs beside convolution `first`: one the buffer assignment wrote
-    /// at `first`'s position.
+    /// The convolution that runs beside convolution `first`, where the buffer assignment
+    /// wrote it at `first`'s position.
     pub(super) fn pair_second(&self, walk: &Walk, first: InstrId) -> Option<InstrId> {
-        let mut seconds = self
-            .plan
-            .written_early
-            .iter()
-            .filter(|&(&(inst, id), &w)| {
-                inst == walk.inst
-                    && w == first
-                    && matches!(walk.comp.get(id).op, Op::Convolution(_))
-            })
-            .map(|(&(_, id), _)| id);
-        seconds.next()
+        let (a, second) = self
+            .conv_pairs
+            .pair_of(self.module, walk.cid, first, self.options)?;
+        let written_there = self.plan.written_early.get(&(walk.inst, second)) == Some(&first);
+        (a == first && written_there).then_some(second)
     }
 
     /// Plans convolution `second` to run beside the one being emitted, over the value buffer

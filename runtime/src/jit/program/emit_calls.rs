@@ -248,7 +248,8 @@ impl ProgramCx<'_> {
         let ob = out.as_array().expect("array").clone();
         let paired = self
             .conv_pairs
-            .is_paired(self.module, walk.cid, id, self.options);
+            .pair_of(self.module, walk.cid, id, self.options)
+            .is_some();
         let options = &if paired {
             self.options.one_thread()
         } else {

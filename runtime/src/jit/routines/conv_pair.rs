@@ -5,7 +5,7 @@
 //! split between two workers that running it alone on one core does not pay
 //! (`docs/jit.md`, "Two convolutions side by side").
 //!
-//! The rule ([`conv_pairs`]), over the order the program runs the computation in:
+//! The rule (`conv_pairs`), over the order the program runs the computation in:
 //! - a convolution `B` pairs with the latest convolution `A` run before it and not yet
 //!   paired for which the rest holds; every operand of `B` is computed before `A`, so `B`
 //!   can run at `A`'s position, and nothing run in between reads it (it comes later in a
@@ -48,7 +48,7 @@ pub const BALANCE: f64 = 1.1;
 
 /// The pairs `(A, B)` of convolutions of `comp` that run side by side (see the module doc):
 /// `B` runs at `A`'s position.
-pub fn conv_pairs(m: &Module, comp: &Computation, options: &JitOptions) -> Pairs {
+fn conv_pairs(m: &Module, comp: &Computation, options: &JitOptions) -> Pairs {
     if !options.pair_convolutions || options.gemm_threads < 2 {
         return Vec::new();
     }
@@ -118,8 +118,23 @@ impl PairCache {
         )
     }
 
-    /// The convolution that convolution `id` of `comp` runs beside (at its position), if it
-    /// is the second of a pair.
+    /// The pair convolution `id` of `comp` is in, if any.
+    pub fn pair_of(
+        &self,
+        m: &Module,
+        comp: ComputationId,
+        id: InstrId,
+        options: &JitOptions,
+    ) -> Option<(InstrId, InstrId)> {
+        if !matches!(m.computation(comp).get(id).op, Op::Convolution(_)) {
+            return None;
+        }
+        let pairs = self.pairs(m, comp, options);
+        pairs.iter().copied().find(|&(a, b)| a == id || b == id)
+    }
+
+    /// The convolution that convolution `id` runs beside (at its position), if it is the
+    /// second of a pair.
     pub fn first_of(
         &self,
         m: &Module,
@@ -127,26 +142,8 @@ impl PairCache {
         id: InstrId,
         options: &JitOptions,
     ) -> Option<InstrId> {
-        if !matches!(m.computation(comp).get(id).op, Op::Convolution(_)) {
-            return None;
-        }
-        let pairs = self.pairs(m, comp, options);
-        pairs.iter().find(|&&(_, b)| b == id).map(|&(a, _)| a)
-    }
-
-    /// Whether convolution `id` is in a pair (and so is planned for one thread).
-    pub fn is_paired(
-        &self,
-        m: &Module,
-        comp: ComputationId,
-        id: InstrId,
-        options: &JitOptions,
-    ) -> bool {
-        matches!(m.computation(comp).get(id).op, Op::Convolution(_))
-            && self
-                .pairs(m, comp, options)
-                .iter()
-                .any(|&(a, b)| a == id || b == id)
+        let (a, b) = self.pair_of(m, comp, id, options)?;
+        (b == id).then_some(a)
     }
 }
 
