@@ -44,7 +44,9 @@ impl Fold {
         for threads in [1, 2] {
             let (on, on_count) = self.run(&module, args, true, threads);
             let (off, off_count) = self.run(&module, args, false, threads);
-            assert_eq!(on, off, "fold on and off differ ({threads} threads)");
+            if let Some(at) = first_difference(&on, &off) {
+                panic!("fold on and off differ ({threads} threads): {at}\n{text}");
+            }
             counts.push((on_count, off_count));
         }
         let want = evaluate(&module, args).expect("interprets");
@@ -59,6 +61,21 @@ impl Fold {
         compare_literals(&got, &want, tol).expect("matches the interpreter");
         counts
     }
+}
+
+/// Where two runs' output bytes first differ (output number and f32 index), if they do: a
+/// failure names the element instead of printing whole arrays.
+fn first_difference(a: &[Vec<u8>], b: &[Vec<u8>]) -> Option<String> {
+    if a.len() != b.len() {
+        return Some(format!("{} outputs against {}", a.len(), b.len()));
+    }
+    a.iter().zip(b).enumerate().find_map(|(k, (x, y))| {
+        let at = x.chunks(4).zip(y.chunks(4)).position(|(p, q)| p != q);
+        match at {
+            Some(i) => Some(format!("output {k}, element {i}")),
+            None => (x.len() != y.len()).then(|| format!("output {k}: lengths differ")),
+        }
+    })
 }
 
 /// Arguments of a conv layer's module: `x` in NHWC, a 5x5 HWIO kernel to `o` channels, and
