@@ -2,6 +2,7 @@
 
 use super::attributes::parse_metadata;
 use super::lexer::{Cursor, LineIndex, PResult};
+use super::name_uniquer::NameUniquer;
 use super::ops::{AttrBag, OpBuilder};
 use super::parser::{RawComputation, RawModule, RawOperands};
 use crate::ir::{Computation, ComputationId, InstrId, Instruction, Module, Op};
@@ -40,8 +41,15 @@ pub(crate) fn assemble<'a>(c: &Cursor<'a>, raw: RawModule<'a>) -> PResult<Module
         computations: &ids,
     };
     let mut computations = Vec::with_capacity(raw.computations.len());
+    let mut names = NameUniquer::default();
     for comp in &raw.computations {
-        computations.push(build_computation(&builder, &lines, comp, &mut module)?);
+        computations.push(build_computation(
+            &builder,
+            &lines,
+            comp,
+            &mut module,
+            &mut names,
+        )?);
     }
     module.computations = computations;
     module.entry = ComputationId(entry as u32);
@@ -58,6 +66,7 @@ fn build_computation<'a>(
     lines: &LineIndex,
     raw: &RawComputation<'a>,
     module: &mut Module,
+    names: &mut NameUniquer,
 ) -> PResult<Computation> {
     let c = b.cursor;
     if raw.instrs.is_empty() {
@@ -135,7 +144,6 @@ fn build_computation<'a>(
         instr.metadata = metadata;
         instr.extra_attrs = bag.leftovers();
         instr.text_line = Some(lines.line_of(r.name_at));
-        module.note_name(r.name);
         let operand_ids: Vec<InstrId> = operands[i]
             .iter()
             .map(|&o| ids[o].expect("operands come first in topological order"))
@@ -173,6 +181,15 @@ fn build_computation<'a>(
     // Without ROOT, XLA takes the last instruction in the text.
     let root = root.unwrap_or(raw.instrs.len() - 1);
     comp.set_root(ids[root].expect("every instruction was added"));
+    // Names unique in the module, as XLA renames them (in text order).
+    for (i, r) in raw.instrs.iter().enumerate() {
+        let name = names.unique(r.name);
+        module.note_name(&name);
+        if name != r.name {
+            let id = ids[i].expect("every instruction was added");
+            comp.get_mut(id).name = name;
+        }
+    }
     Ok(comp)
 }
 

@@ -18,6 +18,7 @@ mod compare;
 mod error;
 mod lexer;
 mod literal_text;
+mod name_uniquer;
 mod ops;
 mod parser;
 mod printer;

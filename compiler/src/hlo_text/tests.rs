@@ -16,7 +16,8 @@ fn op_of<'m>(m: &'m Module, name: &str) -> &'m Op {
 }
 
 fn entry_with(body: &str) -> String {
-    format!("HloModule t\n\nadd {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}}\n\nENTRY main {{\n{body}\n}}\n")
+    // The reducer's names are its own: a name the entry reused would be renamed there.
+    format!("HloModule t\n\nadd {{\n  ra = f32[] parameter(0)\n  rb = f32[] parameter(1)\n  ROOT rs = f32[] add(ra, rb)\n}}\n\nENTRY main {{\n{body}\n}}\n")
 }
 
 #[test]
@@ -401,4 +402,44 @@ fn invalid_utf8_has_a_position() {
     std::fs::remove_file(&path).ok();
     assert_eq!((e.line, e.column), (4, 31), "{e}");
     assert!(e.to_string().contains("invalid UTF-8 (byte 0xff)"), "{e}");
+}
+
+/// A name reused in another computation is renamed as XLA renames it (jaxlib 0.10.2's
+/// `hlo_module_from_text` printed these names for this module); operands follow, the
+/// verifier then passes, and the printed module parses back to the same names. A name
+/// defined twice in one computation is still an error, as in XLA.
+#[test]
+fn names_reused_across_computations_are_renamed_as_xla_does() {
+    let text = "HloModule m\n\n\
+        add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n\
+        add.1 {\n  a.1 = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a.1, b)\n}\n\n\
+        ENTRY main {\n  a = f32[4] parameter(0)\n  s.1 = f32[4] parameter(1)\n  z = f32[] constant(0)\n  \
+        r1 = f32[] reduce(a, z), dimensions={0}, to_apply=add\n  \
+        r2 = f32[] reduce(s.1, z), dimensions={0}, to_apply=add.1\n  ROOT s = f32[] add(r1, r2)\n}\n";
+    let m = parse(text);
+    let names = |c: &crate::ir::Computation| -> Vec<String> {
+        c.instructions().map(|(_, i)| i.name.clone()).collect()
+    };
+    let add1 = m.computation(m.find_computation("add.1").unwrap());
+    assert_eq!(names(add1), ["a.1", "b.1", "s.1"]);
+    let main = m.entry();
+    let mut got = names(main);
+    got.sort();
+    assert_eq!(got, ["a.2", "r1", "r2", "s.2", "s.3", "z"]);
+    // The operands are the renamed instructions.
+    let r2 = main.get(main.find("r2").unwrap());
+    assert_eq!(main.get(r2.operands()[0]).name, "s.2");
+    assert_eq!(main.get(main.root()).name, "s.3");
+    crate::verifier::verify(&m).unwrap_or_else(|e| panic!("{e:?}"));
+    let printed = print_module(&m, &PrintOptions::default());
+    assert_eq!(names(parse(&printed).entry()), names(main));
+
+    let twice = entry_with(
+        "  a = f32[4] parameter(0)\n  a = f32[4] negate(a)\n  ROOT r = f32[4] add(a, a)",
+    );
+    let err = parse_module(&twice, Some("t.hlo")).unwrap_err().to_string();
+    assert!(
+        err.contains("instruction `a` is defined twice in computation `main`"),
+        "{err}"
+    );
 }

@@ -6,7 +6,7 @@
 
 use super::fold::{conv_layer_args, Fold};
 use tessel_compiler::compile::{optimize, CompileOptions};
-use tessel_compiler::ir::Literal;
+use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType, Literal};
 use tessel_tests::numerics::pseudo_random_f32;
 
 /// Pairing, counted in the pairs run.
@@ -455,5 +455,47 @@ fn buffer_needs_used_twice_forget_the_first_modules_pairs() {
         let fresh = plan_arena(m, &options);
         assert_eq!(reused.written_early, fresh.written_early);
         assert_eq!(reused.peak_bytes, fresh.peak_bytes);
+    }
+}
+
+/// Convolutions inside the branches of a `conditional`: one branch's two independent
+/// convolutions pair, the other's layer folds its max-pool; both branches taken in turn give
+/// the same bits paired or not and the interpreter's results (the pair rule and the folds are
+/// worked out per branch computation).
+#[test]
+fn convolutions_in_conditional_branches_pair_and_fold() {
+    let x = "f32[2,8,8,6]";
+    let text = format!(
+        "HloModule m\n\n\
+         maxf {{\n  ma = f32[] parameter(0)\n  mb = f32[] parameter(1)\n  ROOT mm = f32[] maximum(ma, mb)\n}}\n\n\
+         pair {{\n  p = ({x}, {x}, f32[3,3,6,6]) parameter(0)\n  \
+         a = {x} get-tuple-element(p), index=0\n  b = {x} get-tuple-element(p), index=1\n  \
+         k = f32[3,3,6,6] get-tuple-element(p), index=2\n  \
+         ca = {x} convolution(a, k), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f\n  \
+         cb = {x} convolution(b, k), window={{size=3x3 pad=1_1x1_1 rhs_reversal=1x1}}, dim_labels=b01f_01io->b01f\n  \
+         s = {x} add(ca, cb)\n  \
+         ninf = f32[] constant(-inf)\n  \
+         ROOT r = f32[2,4,4,6] reduce-window(s, ninf), window={{size=1x2x2x1 stride=1x2x2x1}}, to_apply=maxf\n}}\n\n\
+         layer {{\n  p = ({x}, {x}, f32[3,3,6,6]) parameter(0)\n  \
+         a = {x} get-tuple-element(p), index=0\n  k = f32[3,3,6,6] get-tuple-element(p), index=2\n  \
+         c = {x} convolution(a, k), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f\n  \
+         zero = f32[] constant(0)\n  zeros = {x} broadcast(zero), dimensions={{}}\n  \
+         relu = {x} maximum(c, zeros)\n  ninf = f32[] constant(-inf)\n  \
+         ROOT r = f32[2,4,4,6] reduce-window(relu, ninf), window={{size=1x2x2x1 stride=1x2x2x1}}, to_apply=maxf\n}}\n\n\
+         ENTRY main {{\n  which = pred[] parameter(0)\n  a = {x} parameter(1)\n  b = {x} parameter(2)\n  \
+         k = f32[3,3,6,6] parameter(3)\n  ops = ({x}, {x}, f32[3,3,6,6]) tuple(a, b, k)\n  \
+         ROOT c = f32[2,4,4,6] conditional(which, ops, ops), true_computation=pair, false_computation=layer\n}}\n"
+    );
+    for which in [true, false] {
+        let args = [
+            Literal::Array(Array::new(
+                ArrayShape::new(ElementType::Pred, &[]),
+                ArrayData::Pred(vec![which]),
+            )),
+            pseudo_random_f32(&[2, 8, 8, 6], 1, 0),
+            pseudo_random_f32(&[2, 8, 8, 6], 2, 0),
+            pseudo_random_f32(&[3, 3, 6, 6], 3, 0),
+        ];
+        check(&text, &args, 1);
     }
 }
