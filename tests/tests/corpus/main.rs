@@ -8,3 +8,4 @@ mod checks;
 mod known;
 mod manifest;
 mod runs;
+mod xla_printed;
