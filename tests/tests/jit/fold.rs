@@ -63,8 +63,9 @@ impl Fold {
     }
 }
 
-/// Where two runs' output bytes first differ (output number and f32 index), if they do: a
-/// failure names the element instead of printing whole arrays.
+/// Where two runs' output bytes first differ (output number and index of the first differing
+/// 4-byte word, the element of an f32 output), if they do: a failure names the place instead
+/// of printing whole arrays.
 fn first_difference(a: &[Vec<u8>], b: &[Vec<u8>]) -> Option<String> {
     if a.len() != b.len() {
         return Some(format!("{} outputs against {}", a.len(), b.len()));
@@ -72,7 +73,7 @@ fn first_difference(a: &[Vec<u8>], b: &[Vec<u8>]) -> Option<String> {
     a.iter().zip(b).enumerate().find_map(|(k, (x, y))| {
         let at = x.chunks(4).zip(y.chunks(4)).position(|(p, q)| p != q);
         match at {
-            Some(i) => Some(format!("output {k}, element {i}")),
+            Some(i) => Some(format!("output {k}, 4-byte word {i}")),
             None => (x.len() != y.len()).then(|| format!("output {k}: lengths differ")),
         }
     })
