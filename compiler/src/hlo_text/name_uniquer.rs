@@ -5,8 +5,8 @@
 //! defined once. XLA accepts such a module and renames, computation by computation in text
 //! order and instruction by instruction, through its `NameUniquer`: a name `base.N` (N a
 //! number) or `base` (N = 0) keeps N if no earlier name took that number for `base`, else
-//! takes the first free number at or after a counter kept per `base`, which only moves
-//! forward (so a lower number left free is not reused). So `a` in three computations
+//! takes the first free number at or after a counter kept per `base` (every number below
+//! the counter is taken, so that is the lowest free one). So `a` in three computations
 //! becomes `a`, `a.1`, `a.2`, and every name printed matches what XLA prints for the module.
 //! The IR needs the names unique (the verifier checks it, and errors, dumps and profiles
 //! name instructions), so the parser applies the same renaming.
