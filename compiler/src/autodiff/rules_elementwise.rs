@@ -103,6 +103,14 @@ fn unary(em: &mut Emitter, node: &Node, op: UnaryOp, g: InstrId) -> R<Contributi
             let d = em.add_const(yy, 1.0)?;
             em.mul(g, d)?
         }
+        Erf => {
+            // 2 / sqrt(pi) exp(-x^2)
+            let xx = em.mul(x, x)?;
+            let nxx = em.neg(xx)?;
+            let e = em.unary(Exp, nxx)?;
+            let d = em.mul_const(e, std::f64::consts::FRAC_2_SQRT_PI)?;
+            em.mul(g, d)?
+        }
         // Piecewise constant: zero gradient, as in JAX.
         Floor | Ceil | RoundNearestEven | RoundNearestAfz | Sign => return Ok(vec![]),
         Not | IsFinite | PopCnt | Clz | Real | Imag => return Err(non_differentiable(em, node)),

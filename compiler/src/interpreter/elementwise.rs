@@ -92,6 +92,24 @@ fn fsign<F: Float>(x: F) -> F {
     }
 }
 
+/// The error function per precision: Rust's standard library has none, so `libm`'s (the
+/// Rust port of musl's, within an ulp or so).
+pub(crate) trait ErrorFunction {
+    fn erf(self) -> Self;
+}
+
+impl ErrorFunction for f32 {
+    fn erf(self) -> f32 {
+        libm::erff(self)
+    }
+}
+
+impl ErrorFunction for f64 {
+    fn erf(self) -> f64 {
+        libm::erf(self)
+    }
+}
+
 fn logistic<F: Float>(x: F) -> F {
     F::one() / (F::one() + (-x).exp())
 }
@@ -143,6 +161,7 @@ macro_rules! impl_float_arith {
                     Sine => |x| $from(<$w>::sin($to(x))),
                     Cosine => |x| $from(<$w>::cos($to(x))),
                     Tan => |x| $from(<$w>::tan($to(x))),
+                    Erf => |x| $from(<$w as ErrorFunction>::erf($to(x))),
                     Real => |x| x,
                     Imag => |_| $from(0.0),
                     Not | PopCnt | Clz | IsFinite => return None,

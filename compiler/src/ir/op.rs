@@ -30,6 +30,8 @@ pub enum UnaryOp {
     Sine,
     Cosine,
     Tan,
+    /// The error function (`jax.scipy.special.erf`, exact GELU).
+    Erf,
     IsFinite,
     PopCnt,
     Clz,
@@ -38,7 +40,7 @@ pub enum UnaryOp {
 }
 
 impl UnaryOp {
-    pub const ALL: [UnaryOp; 25] = [
+    pub const ALL: [UnaryOp; 26] = [
         UnaryOp::Abs,
         UnaryOp::Negate,
         UnaryOp::Exp,
@@ -59,6 +61,7 @@ impl UnaryOp {
         UnaryOp::Sine,
         UnaryOp::Cosine,
         UnaryOp::Tan,
+        UnaryOp::Erf,
         UnaryOp::IsFinite,
         UnaryOp::PopCnt,
         UnaryOp::Clz,
@@ -89,6 +92,7 @@ impl UnaryOp {
             Sine => "sine",
             Cosine => "cosine",
             Tan => "tan",
+            Erf => "erf",
             IsFinite => "is-finite",
             PopCnt => "popcnt",
             Clz => "count-leading-zeros",

@@ -33,7 +33,7 @@ fn unary_rule(op: UnaryOp) -> (fn(ElementType) -> bool, &'static str, Option<Ele
         PopCnt | Clz => (int, "an integer", None),
         IsFinite => (float, "a floating-point", Some(ElementType::Pred)),
         Exp | Expm1 | Log | Log1p | Tanh | Logistic | Sqrt | Rsqrt | Cbrt | Floor | Ceil
-        | RoundNearestEven | RoundNearestAfz | Sine | Cosine | Tan | Real | Imag => {
+        | RoundNearestEven | RoundNearestAfz | Sine | Cosine | Tan | Erf | Real | Imag => {
             (float, "a floating-point", None)
         }
     }

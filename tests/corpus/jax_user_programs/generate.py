@@ -581,6 +581,23 @@ def _():
     }
     return step, (p, normal(8, 16, 16, 3), RNG.integers(0, 10, size=(8,)).astype(np.int32))
 
+
+@program(
+    "erf_gelu_by_hand",
+    "GELU written with lax.erf, as hand-written transformer code does (jax.nn.gelu expands erfc "
+    "itself; lax.erf is the HLO `erf` op), in a small MLP, with its gradient",
+    wrt=[0, 1],
+)
+def _():
+    def gelu(h):
+        return 0.5 * h * (1.0 + lax.erf(h / np.sqrt(2.0).astype(np.float32)))
+
+    def f(w, x):
+        return jnp.sum(gelu(x @ w) ** 2) + jnp.sum(lax.erf(x * 3.0))
+
+    return f, (normal(16, 32, scale=0.5), normal(8, 16, scale=1.5))
+
+
 def flat(tree):
     return [np.asarray(a) for a in jax.tree.leaves(tree)]
 

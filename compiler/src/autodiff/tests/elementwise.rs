@@ -17,6 +17,7 @@ fn unary_math_on_positive_inputs() {
     use UnaryOp::*;
     for (seed, op) in [
         Abs, Negate, Exp, Expm1, Log, Log1p, Tanh, Logistic, Sqrt, Rsqrt, Cbrt, Sine, Cosine, Tan,
+        Erf,
     ]
     .into_iter()
     .enumerate()
@@ -28,9 +29,11 @@ fn unary_math_on_positive_inputs() {
 #[test]
 fn unary_math_on_negative_inputs() {
     use UnaryOp::*;
-    for (seed, op) in [Abs, Exp, Expm1, Tanh, Logistic, Cbrt, Sine, Cosine, Tan]
-        .into_iter()
-        .enumerate()
+    for (seed, op) in [
+        Abs, Exp, Expm1, Tanh, Logistic, Cbrt, Sine, Cosine, Tan, Erf,
+    ]
+    .into_iter()
+    .enumerate()
     {
         check(&unary_case(op), 100 + seed as u64, -1.4, -0.2);
     }

@@ -36,6 +36,9 @@ libfn!(pow_f32, f32, |a, b| a.powf(b));
 libfn!(atan2_f32, f32, |a, b| a.atan2(b));
 libfn!(cbrt_f32, f32, |a| a.cbrt());
 libfn!(tan_f32, f32, |a| a.tan());
+// Rust's standard library has no erf: libm's, as the interpreter uses.
+libfn!(erf_f32, f32, |a| libm::erff(a));
+libfn!(erf_f64, f64, |a| libm::erf(a));
 libfn!(fmod_f64, f64, |a, b| a % b);
 libfn!(pow_f64, f64, |a, b| a.powf(b));
 libfn!(atan2_f64, f64, |a, b| a.atan2(b));
@@ -482,6 +485,7 @@ fn float_libcall_f64(u: UnaryOp) -> Option<usize> {
         UnaryOp::Cosine => cos_f64 as *const () as usize,
         UnaryOp::Tan => tan_f64 as *const () as usize,
         UnaryOp::Cbrt => cbrt_f64 as *const () as usize,
+        UnaryOp::Erf => erf_f64 as *const () as usize,
         _ => return None,
     })
 }
@@ -527,6 +531,7 @@ fn unary(
         Sqrt if out.is_float() => fb.ins().sqrt(x),
         Cbrt if is_f32 => lib.call(fb, cbrt_f32 as *const () as usize, types::F32, &[x]),
         Tan if is_f32 => lib.call(fb, tan_f32 as *const () as usize, types::F32, &[x]),
+        Erf if is_f32 => lib.call(fb, erf_f32 as *const () as usize, types::F32, &[x]),
         Floor if out.is_float() => fb.ins().floor(x),
         Ceil if out.is_float() => fb.ins().ceil(x),
         RoundNearestEven if out.is_float() => fb.ins().nearest(x),
