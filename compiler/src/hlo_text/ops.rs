@@ -150,7 +150,7 @@ impl<'a> OpBuilder<'a, '_> {
         })
     }
 
-    /// `dimensions={d}` of all-gather and reduce-scatter.
+    /// `dimensions={d}` of all-gather, reduce-scatter and sort.
     fn single_dimension(&self, bag: &mut AttrBag<'a>, raw: &RawInstr) -> PResult<i64> {
         let v = self.required(bag, raw, "dimensions")?;
         let at = v.pos;
@@ -411,6 +411,11 @@ impl<'a> OpBuilder<'a, '_> {
                     },
                 }
             }
+            "sort" => Op::Sort {
+                dimension: self.single_dimension(bag, raw)?,
+                is_stable: self.opt_bool(bag, "is_stable")?,
+                to_apply: self.comp(bag, raw, "to_apply")?,
+            },
             "topk" => Op::TopK {
                 k: self.int(bag, raw, "k")?,
                 // XLA's `largest` defaults to true.
@@ -493,6 +498,7 @@ pub(crate) fn check_opcode(name: &str) -> Result<(), String> {
         "custom-call",
         "fusion",
         "topk",
+        "sort",
     ];
     if NAMED.contains(&name)
         || UnaryOp::from_name(name).is_some()
@@ -516,7 +522,6 @@ fn malformed(c: &Cursor, raw: &RawInstr) -> PResult<Op> {
 
 /// Opcodes XLA has that tessel's IR does not, for a clearer message than "unknown".
 const XLA_OPCODES_NOT_SUPPORTED: &[&str] = &[
-    "sort",
     "map",
     "rng",
     "rng-bit-generator",
@@ -554,7 +559,6 @@ const XLA_OPCODES_NOT_SUPPORTED: &[&str] = &[
     "all-gather-done",
     "collective-permute-start",
     "collective-permute-done",
-    "erf",
 ];
 
 /// Checks the operand count an op needs.
@@ -612,7 +616,7 @@ fn check_arity(op: &Op, n: usize) -> Result<(), String> {
         }
         Op::Select | Op::Clamp | Op::SelectAndScatter { .. } => exactly(3),
         Op::DynamicSlice { .. } | Op::Concatenate { .. } | Op::AllGather { .. } => at_least(1),
-        Op::AllReduce { .. } | Op::ReduceScatter { .. } => at_least(1),
+        Op::AllReduce { .. } | Op::ReduceScatter { .. } | Op::Sort { .. } => at_least(1),
         Op::DynamicUpdateSlice => at_least(2),
         Op::Reduce { .. } | Op::ReduceWindow { .. } => {
             if n >= 2 && n.is_multiple_of(2) {

@@ -250,6 +250,17 @@ fn op_attributes(comp: &Computation, id: InstrId, names: &Names) -> Vec<String> 
             a.push(format!("k={k}"));
             a.push(format!("largest={largest}"));
         }
+        Op::Sort {
+            dimension,
+            is_stable,
+            to_apply,
+        } => {
+            a.push(format!("dimensions={{{dimension}}}"));
+            if *is_stable {
+                a.push("is_stable=true".to_string());
+            }
+            a.push(format!("to_apply={}", cname(*to_apply)));
+        }
         Op::Broadcast { dimensions } | Op::Reverse { dimensions } => {
             a.push(format!("dimensions={}", int_list_to_text(dimensions)))
         }

@@ -443,3 +443,48 @@ fn names_reused_across_computations_are_renamed_as_xla_does() {
         "{err}"
     );
 }
+
+/// `sort` parses with its attributes, prints them back as XLA does, and a comparator that
+/// does not take two scalars per operand, or a dimension the operands lack, is reported with
+/// both signatures or the shape.
+#[test]
+fn sort_attributes_and_its_errors() {
+    let text = |operands: &str, shape: &str, dim: i64| {
+        format!(
+            "HloModule m\n\nless {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  \
+             ROOT lt = pred[] compare(a, b), direction=LT\n}}\n\nENTRY main {{\n  \
+             x = f32[4,8] parameter(0)\n  i = s32[4,8] iota(), iota_dimension=1\n  \
+             ROOT s = {shape} sort({operands}), dimensions={{{dim}}}, is_stable=true, to_apply=less\n}}\n"
+        )
+    };
+    let m = parse(&text("x", "f32[4,8]", 1));
+    let Op::Sort {
+        dimension,
+        is_stable,
+        ..
+    } = op_of(&m, "s")
+    else {
+        panic!("not a sort");
+    };
+    assert_eq!((*dimension, *is_stable), (1, true));
+    crate::verifier::verify(&m).unwrap_or_else(|e| panic!("{e:?}"));
+    let printed = print_module(&m, &PrintOptions::default());
+    assert!(
+        printed.contains("sort(x), dimensions={1}, is_stable=true, to_apply=less"),
+        "{printed}"
+    );
+    let messages = |t: String| -> String {
+        let errs = crate::verifier::verify(&parse(&t)).expect_err("invalid");
+        format!("{errs:?}")
+    };
+    let two = messages(text("x, i", "(f32[4,8], s32[4,8])", 1));
+    assert!(
+        two.contains("comparator less has signature (f32[], f32[]) -> pred[], but the operands need (f32[], f32[], s32[], s32[]) -> pred[]"),
+        "{two}"
+    );
+    let dim = messages(text("x", "f32[4,8]", 2));
+    assert!(
+        dim.contains("sort: dimension 2 is not a dimension of f32[4,8]"),
+        "{dim}"
+    );
+}

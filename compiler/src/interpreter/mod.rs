@@ -23,6 +23,7 @@ mod precision;
 mod reduce;
 mod replica_link;
 mod shape_ops;
+mod sort;
 mod topk;
 mod window;
 
@@ -35,6 +36,7 @@ pub use collectives::CollectiveStep;
 pub use gather_scatter::{gather_source_offsets, scatter_target_offsets, ScatterStep};
 use plan::Plan;
 pub use replica_link::{CollectiveSite, LoneReplica, ReplicaLink};
+pub use sort::sort_arrays;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
@@ -289,6 +291,11 @@ impl<'m> Evaluator<'m> {
             Pad { dims } => shape_ops::pad(arr(operands, 0)?, arr(operands, 1)?, dims)?.into(),
             Reverse { dimensions } => shape_ops::reverse(arr(operands, 0)?, dimensions)?.into(),
             TopK { k, largest } => topk::topk(arr(operands, 0)?, *k, *largest)?,
+            Sort {
+                dimension,
+                to_apply,
+                ..
+            } => sort::sort(self, &arrays(operands)?, *dimension, *to_apply)?,
             Convert => convert::convert(arr(operands, 0)?, out_array(shape)?.element_type)?.into(),
             BitcastConvert => {
                 convert::bitcast_convert(arr(operands, 0)?, out_array(shape)?)?.into()

@@ -541,6 +541,15 @@ pub enum Op {
         k: i64,
         largest: bool,
     },
+    /// Sorts every 1-D slice along `dimension` of its operands (all of the same dimensions)
+    /// together, ordered by the comparator `to_apply`: `less(a_0, b_0, a_1, b_1, ...)` on
+    /// scalars, true when the element with values `a` goes first. A tuple of the sorted
+    /// operands when there are several.
+    Sort {
+        dimension: i64,
+        is_stable: bool,
+        to_apply: ComputationId,
+    },
     /// A fused kernel made by the fusion pass; `kind` is XLA's `kLoop`, `kInput`, `kOutput`.
     Fusion {
         kind: String,
@@ -598,6 +607,7 @@ impl Op {
             CustomCall { .. } => "custom-call",
             Fusion { .. } => "fusion",
             TopK { .. } => "topk",
+            Sort { .. } => "sort",
         }
     }
 
@@ -610,7 +620,8 @@ impl Op {
             | Call { to_apply }
             | Scatter { to_apply, .. }
             | AllReduce { to_apply, .. }
-            | ReduceScatter { to_apply, .. } => vec![*to_apply],
+            | ReduceScatter { to_apply, .. }
+            | Sort { to_apply, .. } => vec![*to_apply],
             SelectAndScatter {
                 select, scatter, ..
             } => vec![*select, *scatter],
@@ -631,7 +642,8 @@ impl Op {
             | Call { to_apply }
             | Scatter { to_apply, .. }
             | AllReduce { to_apply, .. }
-            | ReduceScatter { to_apply, .. } => *to_apply = f(*to_apply),
+            | ReduceScatter { to_apply, .. }
+            | Sort { to_apply, .. } => *to_apply = f(*to_apply),
             SelectAndScatter {
                 select, scatter, ..
             } => {

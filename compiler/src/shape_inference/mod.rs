@@ -17,6 +17,7 @@ mod given;
 mod io;
 mod reduce;
 mod shape_ops;
+mod sort;
 mod topk;
 mod util;
 mod window;
@@ -82,6 +83,11 @@ pub fn infer_shape(module: &Module, op: &Op, operands: &[&Shape]) -> Result<Shap
         Pad { dims } => shape_ops::pad(dims, operands),
         Reverse { dimensions } => shape_ops::reverse(dimensions, operands),
         TopK { k, .. } => topk::topk(*k, operands),
+        Sort {
+            dimension,
+            to_apply,
+            ..
+        } => sort::sort(module, *dimension, *to_apply, operands),
         Reduce {
             dimensions,
             to_apply,

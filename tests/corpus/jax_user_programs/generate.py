@@ -598,6 +598,31 @@ def _():
     return f, (normal(16, 32, scale=0.5), normal(8, 16, scale=1.5))
 
 
+@program(
+    "sort_argsort_median",
+    "jnp.sort with NaN and -0/+0 ties, a stable jnp.argsort along axis 0 with repeated keys, "
+    "jnp.median, and lax.sort of two operands by the first (HLO `sort` with its comparator)",
+)
+def _():
+    def f(x, k, v):
+        keys = jnp.round(k * 2.0)  # repeated keys: the order of ties is tested
+        both = lax.sort((keys[:, 0], v[:, 0]), num_keys=1)
+        return (
+            jnp.sort(x, axis=1),
+            jnp.argsort(keys, axis=0, stable=True).astype(jnp.int32),
+            jnp.median(x, axis=1),
+            both[0],
+            both[1],
+        )
+
+    x = normal(6, 9)
+    x[0, 2] = np.nan
+    x[1, 3] = -0.0
+    x[1, 4] = 0.0
+    x[2, :] = 1.5
+    return f, (x, normal(7, 5), normal(7, 3))
+
+
 def flat(tree):
     return [np.asarray(a) for a in jax.tree.leaves(tree)]
 

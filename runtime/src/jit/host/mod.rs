@@ -8,6 +8,7 @@ pub mod gather_scatter;
 pub mod infeed_outfeed;
 pub mod profile;
 pub mod routine_abi;
+pub mod sort;
 pub mod topk;
 
 pub use routine_abi::{guarded, permute_copy, resolve, set_error, take_last_error, Status};

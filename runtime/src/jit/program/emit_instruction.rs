@@ -7,11 +7,13 @@ use super::compile::ProgramCx;
 use crate::jit::buffer::{Buffer, Loc};
 use crate::jit::clif::value_at_index::Leaf;
 use crate::jit::fused_kernels::fusion_plan;
+use crate::jit::host::sort::{sort_routine, SortPlan};
 use crate::jit::host::topk::{topk_routine, TopKPlan};
 use crate::jit::JitError;
 use cranelift_codegen::ir::Value;
 use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
+use std::sync::Arc;
 use tessel_compiler::ir::{Computation, ComputationId, InstrId, Instruction, Op};
 use tessel_compiler::passes::Instance;
 
@@ -227,6 +229,26 @@ impl ProgramCx<'_> {
                 let plan = TopKPlan::new(&instr.name, operand, &out, *k, *largest)
                     .map_err(JitError::Invalid)?;
                 self.call_plan(fb, arena, topk_routine as *const () as usize, plan);
+                Ok(out)
+            }
+            Op::Sort {
+                dimension,
+                to_apply,
+                ..
+            } => {
+                let operands: Vec<Buffer> = (0..instr.operands().len())
+                    .map(|k| walk.array(instr, k))
+                    .collect::<Result<_, _>>()?;
+                let out = self.alloc_loc(&instr.shape)?;
+                let module = self.module;
+                let shared = self
+                    .shared_module
+                    .get_or_insert_with(|| Arc::new(module.clone()))
+                    .clone();
+                let plan =
+                    SortPlan::new(&instr.name, shared, *to_apply, *dimension, operands, &out)
+                        .map_err(JitError::Invalid)?;
+                self.call_plan(fb, arena, sort_routine as *const () as usize, plan);
                 Ok(out)
             }
             Op::Outfeed { .. } => self.emit_outfeed(fb, arena, walk, instr),
