@@ -11,11 +11,11 @@
 //! leaves the program at once.
 
 use crate::jit::buffer::{Buffer, Loc};
-use crate::jit::host::routine_abi::{guarded, resolve, Status};
+use crate::jit::host::routine_abi::{guarded, read_array, resolve, Status};
 use crate::jit::JitError;
 use std::sync::Arc;
 use tessel_compiler::interpreter::CollectiveStep;
-use tessel_compiler::ir::{Array, ArrayData, ComputationId, InstrId, Literal, Module};
+use tessel_compiler::ir::{ComputationId, InstrId, Literal, Module};
 
 /// One collective instruction: where its operands and result live.
 pub(crate) struct CollectivePlan {
@@ -51,7 +51,7 @@ impl CollectivePlan {
         let values: Vec<Literal> = self
             .operands
             .iter()
-            .map(|b| unsafe { read(b, arena) }.map(Literal::Array))
+            .map(|b| unsafe { read_array(b, arena) }.map(Literal::Array))
             .collect::<Result<_, _>>()?;
         let refs: Vec<&Literal> = values.iter().collect();
         let out = crate::replicas::with_current(|env| {
@@ -81,17 +81,6 @@ impl CollectivePlan {
         }
         Ok(())
     }
-}
-
-/// # Safety
-/// `b` must be a live buffer of `arena` (or absolute memory the program owns).
-unsafe fn read(b: &Buffer, arena: *mut u8) -> Result<Array, String> {
-    let n = b.byte_size();
-    let src = resolve(b.addr, arena);
-    let bytes = unsafe { std::slice::from_raw_parts(src as *const u8, n) };
-    let data = ArrayData::from_le_bytes(b.shape.element_type, bytes)
-        .ok_or_else(|| format!("operand buffer of {} has a partial element", b.shape))?;
-    Ok(Array::new(b.shape.clone(), data))
 }
 
 /// The routine the program calls for a collective.

@@ -8,13 +8,11 @@
 //! writing, so a result buffer may share memory with an operand. Empty arrays do nothing.
 
 use crate::jit::buffer::{Buffer, Loc};
-use crate::jit::host::routine_abi::{guarded, resolve, Status};
+use crate::jit::host::routine_abi::{guarded, read_array, resolve, Status};
 use crate::jit::JitError;
 use std::sync::Arc;
 use tessel_compiler::interpreter::{gather_source_offsets, ScatterStep};
-use tessel_compiler::ir::{
-    Array, ArrayData, ComputationId, GatherDimensionNumbers, InstrId, Module,
-};
+use tessel_compiler::ir::{ComputationId, GatherDimensionNumbers, InstrId, Module};
 
 /// A gather instruction: its dimension numbers and where its operands and result live.
 pub(crate) struct GatherPlan {
@@ -60,7 +58,7 @@ impl GatherPlan {
         if self.result.shape.element_count() == 0 {
             return Ok(());
         }
-        let indices = unsafe { read(&self.indices, arena) }?;
+        let indices = unsafe { read_array(&self.indices, arena) }?;
         let offsets = gather_source_offsets(
             &self.dims,
             &self.slice_sizes,
@@ -127,7 +125,13 @@ impl ScatterPlan {
             return Ok(());
         }
         let [a, i, u] = &self.operands;
-        let (a, i, u) = unsafe { (read(a, arena)?, read(i, arena)?, read(u, arena)?) };
+        let (a, i, u) = unsafe {
+            (
+                read_array(a, arena)?,
+                read_array(i, arena)?,
+                read_array(u, arena)?,
+            )
+        };
         let out = self.step.run(&a, &i, &u).map_err(|e| e.to_string())?;
         if out.shape != self.result.shape {
             return Err(format!(
@@ -140,17 +144,6 @@ impl ScatterPlan {
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
         Ok(())
     }
-}
-
-/// # Safety
-/// `b` must be a live buffer of `arena` (or absolute memory the program owns).
-unsafe fn read(b: &Buffer, arena: *mut u8) -> Result<Array, String> {
-    let n = b.byte_size();
-    let src = resolve(b.addr, arena);
-    let bytes = unsafe { std::slice::from_raw_parts(src as *const u8, n) };
-    let data = ArrayData::from_le_bytes(b.shape.element_type, bytes)
-        .ok_or_else(|| format!("operand buffer of {} has a partial element", b.shape))?;
-    Ok(Array::new(b.shape.clone(), data))
 }
 
 /// The routine the program calls for a gather.

@@ -11,9 +11,9 @@
 use crate::feed::HostFeed;
 use crate::jit::buffer::{Buffer, Loc};
 use crate::jit::error::JitError;
-use crate::jit::host::routine_abi::{guarded, resolve, Status};
+use crate::jit::host::routine_abi::{guarded, read_array, resolve, Status};
 use std::cell::Cell;
-use tessel_compiler::ir::{Array, ArrayData, Literal, Shape};
+use tessel_compiler::ir::{Literal, Shape};
 use tessel_compiler::with_array_data;
 
 /// The feed and replica of the program running on this thread.
@@ -166,18 +166,10 @@ pub unsafe extern "C" fn outfeed_routine(plan: *const OutfeedPlan, arena: *mut u
 /// Every buffer of `loc` must be readable at its address.
 unsafe fn read(loc: &Loc, arena: *mut u8) -> Result<Literal, String> {
     Ok(match loc {
-        Loc::Array(b) => Literal::Array(read_buffer(b, arena)?),
+        Loc::Array(b) => Literal::Array(read_array(b, arena)?),
         Loc::Tuple(t) => {
             Literal::Tuple(t.iter().map(|l| read(l, arena)).collect::<Result<_, _>>()?)
         }
         Loc::Token => Literal::Token,
     })
-}
-
-unsafe fn read_buffer(b: &Buffer, arena: *mut u8) -> Result<Array, String> {
-    let n = b.byte_size();
-    let bytes = std::slice::from_raw_parts(resolve(b.addr, arena) as *const u8, n);
-    let data = ArrayData::from_le_bytes(b.shape.element_type, bytes)
-        .ok_or_else(|| format!("a {} buffer of {n} bytes", b.shape))?;
-    Ok(Array::new(b.shape.clone(), data))
 }

@@ -1,7 +1,9 @@
 //! Rust code that generated code calls while a program runs: the routine ABI
 //! (`routine_abi.rs`: status, error message, buffer addresses), infeed and outfeed
 //! (`infeed_outfeed.rs`), collectives (`collectives.rs`), gather and scatter
-//! (`gather_scatter.rs`), top-k (`topk.rs`) and the profile counters (`profile.rs`).
+//! (`gather_scatter.rs`), top-k (`topk.rs`), sort (`sort.rs`) and the profile counters
+//! (`profile.rs`). The routines that run the interpreter's code copy their operands out with
+//! `routine_abi::read_array` and their results back with `write_array`.
 
 pub mod collectives;
 pub mod gather_scatter;

@@ -1,8 +1,9 @@
 //! Plumbing for the Rust routines that generated code calls: resolving buffer addresses,
 //! reporting errors without unwinding through JIT frames, and permuting copies.
 
-use crate::jit::buffer::Addr;
+use crate::jit::buffer::{Addr, Buffer};
 use std::cell::RefCell;
+use tessel_compiler::ir::{Array, ArrayData};
 
 thread_local! {
     static LAST_ERROR: RefCell<Option<String>> = const { RefCell::new(None) };
@@ -49,6 +50,32 @@ pub fn resolve(addr: Addr, arena: *mut u8) -> *mut u8 {
         Addr::Arena(off) => arena.wrapping_add(off),
         Addr::Absolute(p) => p as *mut u8,
     }
+}
+
+/// The array buffer `b` of the program holds (a copy, for routines that run the interpreter's
+/// code on it).
+///
+/// # Safety
+/// `b` must be a live buffer of `arena` (or absolute memory the program owns).
+pub unsafe fn read_array(b: &Buffer, arena: *mut u8) -> Result<Array, String> {
+    let n = b.byte_size();
+    let bytes = std::slice::from_raw_parts(resolve(b.addr, arena) as *const u8, n);
+    let data = ArrayData::from_le_bytes(b.shape.element_type, bytes)
+        .ok_or_else(|| format!("a {} buffer of {n} bytes", b.shape))?;
+    Ok(Array::new(b.shape.clone(), data))
+}
+
+/// Writes `a` into the program's buffer `out`, which must be exactly its size.
+///
+/// # Safety
+/// `out` must be a live buffer of `arena` that nothing else reads or writes meanwhile.
+pub unsafe fn write_array(a: &Array, out: &Buffer, arena: *mut u8) -> Result<(), String> {
+    let bytes = a.data.to_le_bytes();
+    if bytes.len() != out.byte_size() {
+        return Err(format!("{} bytes for a {} buffer", bytes.len(), out.shape));
+    }
+    std::ptr::copy_nonoverlapping(bytes.as_ptr(), resolve(out.addr, arena), bytes.len());
+    Ok(())
 }
 
 /// Copies a row-major array of dims `src_dims` into `dst` so that destination dimension `i`

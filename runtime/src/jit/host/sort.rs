@@ -6,10 +6,10 @@
 //! take a native sort.
 
 use crate::jit::buffer::{Buffer, Loc};
-use crate::jit::host::routine_abi::{guarded, resolve, Status};
+use crate::jit::host::routine_abi::{guarded, read_array, write_array, Status};
 use std::sync::Arc;
 use tessel_compiler::interpreter;
-use tessel_compiler::ir::{Array, ArrayData, ComputationId, Literal, Module};
+use tessel_compiler::ir::{Array, ComputationId, Literal, Module};
 
 /// The buffers and attributes of one `sort` instruction.
 pub struct SortPlan {
@@ -63,15 +63,12 @@ impl SortPlan {
 pub unsafe extern "C" fn sort_routine(plan: *const SortPlan, arena: *mut u8) -> Status {
     let plan = &*plan;
     guarded(&plan.name, || {
-        let mut arrays = Vec::with_capacity(plan.operands.len());
-        for b in &plan.operands {
-            let n = b.byte_size();
-            // SAFETY: the operand is an arena (or constant) buffer of `n` bytes of this program.
-            let bytes = std::slice::from_raw_parts(resolve(b.addr, arena) as *const u8, n);
-            let data = ArrayData::from_le_bytes(b.shape.element_type, bytes)
-                .ok_or_else(|| format!("a {} buffer of {n} bytes", b.shape))?;
-            arrays.push(Array::new(b.shape.clone(), data));
-        }
+        // SAFETY: the operands are buffers of this program.
+        let arrays: Vec<Array> = plan
+            .operands
+            .iter()
+            .map(|b| read_array(b, arena))
+            .collect::<Result<_, _>>()?;
         let refs: Vec<&Array> = arrays.iter().collect();
         let sorted = interpreter::sort_arrays(&plan.module, &refs, plan.dimension, plan.to_apply)
             .map_err(|e| e.message)?;
@@ -81,13 +78,9 @@ pub unsafe extern "C" fn sort_routine(plan: *const SortPlan, arena: *mut u8) -> 
         };
         for (item, out) in items.iter().zip(&plan.outputs) {
             let a = item.as_array().ok_or("sort gave a non-array")?;
-            let bytes = a.data.to_le_bytes();
-            if bytes.len() != out.byte_size() {
-                return Err(format!("{} bytes for a {} buffer", bytes.len(), out.shape));
-            }
-            // SAFETY: `out` is an arena buffer of this program of exactly that many bytes; the
-            // operands were copied out above, so it may be one of them.
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), resolve(out.addr, arena), bytes.len());
+            // SAFETY: `out` is a buffer of this program; the operands were copied out above,
+            // so it may be one of them.
+            write_array(a, out, arena)?;
         }
         Ok(())
     })

@@ -4,9 +4,9 @@
 //! buffer once; a CLIF selection loop can replace it if top-k shows up in profiles.
 
 use crate::jit::buffer::{Buffer, Loc};
-use crate::jit::host::routine_abi::{guarded, resolve, Status};
+use crate::jit::host::routine_abi::{guarded, read_array, write_array, Status};
 use tessel_compiler::interpreter;
-use tessel_compiler::ir::{Array, ArrayData, Literal};
+use tessel_compiler::ir::Literal;
 
 /// The buffers and attributes of one `topk` instruction.
 pub struct TopKPlan {
@@ -50,26 +50,16 @@ impl TopKPlan {
 pub unsafe extern "C" fn topk_routine(plan: *const TopKPlan, arena: *mut u8) -> Status {
     let plan = &*plan;
     guarded(&plan.name, || {
-        let b = &plan.operand;
-        let n = b.byte_size();
-        // SAFETY: the operand is an arena (or constant) buffer of `n` bytes of this program.
-        let bytes = std::slice::from_raw_parts(resolve(b.addr, arena) as *const u8, n);
-        let data = ArrayData::from_le_bytes(b.shape.element_type, bytes)
-            .ok_or_else(|| format!("a {} buffer of {n} bytes", b.shape))?;
-        let result = interpreter::topk(&Array::new(b.shape.clone(), data), plan.k, plan.largest)
-            .map_err(|e| e.message)?;
+        // SAFETY: the operand is a buffer of this program.
+        let operand = read_array(&plan.operand, arena)?;
+        let result = interpreter::topk(&operand, plan.k, plan.largest).map_err(|e| e.message)?;
         let Literal::Tuple(items) = result else {
             return Err("topk gave no tuple".into());
         };
         for (item, out) in items.iter().zip([&plan.values, &plan.indices]) {
             let a = item.as_array().ok_or("topk gave a non-array")?;
-            let bytes = a.data.to_le_bytes();
-            if bytes.len() != out.byte_size() {
-                return Err(format!("{} bytes for a {} buffer", bytes.len(), out.shape));
-            }
-            // SAFETY: `out` is an arena buffer of this program of exactly that many bytes,
-            // distinct from the operand (topk never writes in place).
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), resolve(out.addr, arena), bytes.len());
+            // SAFETY: `out` is a buffer of this program; the operand was copied out above.
+            write_array(a, out, arena)?;
         }
         Ok(())
     })

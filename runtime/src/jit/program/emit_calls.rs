@@ -4,7 +4,7 @@
 
 use super::compile::ProgramCx;
 use super::emit_instruction::Walk;
-use crate::jit::buffer::{Buffer, Loc};
+use crate::jit::buffer::Loc;
 use crate::jit::host::collectives::{collective_routine, CollectivePlan};
 use crate::jit::host::gather_scatter::{gather_routine, scatter_routine, GatherPlan, ScatterPlan};
 use crate::jit::host::infeed_outfeed::{infeed_routine, outfeed_routine, InfeedPlan, OutfeedPlan};
@@ -16,7 +16,7 @@ use cranelift_codegen::ir::{types, AbiParam, InstBuilder, Signature, Value};
 use cranelift_frontend::FunctionBuilder;
 use std::any::Any;
 use std::sync::Arc;
-use tessel_compiler::ir::{InstrId, Instruction, Op};
+use tessel_compiler::ir::{InstrId, Instruction, Module, Op};
 
 impl ProgramCx<'_> {
     /// Keeps `plan` alive as long as the program and emits the call `f(plan, arena)`.
@@ -103,6 +103,15 @@ impl ProgramCx<'_> {
         fb.ins().call_indirect(sigref, callee, &[c, s]);
     }
 
+    /// The module, shared by the plans of the host routines that evaluate its computations
+    /// (collectives, scatter, sort); made on first use.
+    pub(super) fn shared_module(&mut self) -> Arc<Module> {
+        let module = self.module;
+        self.shared_module
+            .get_or_insert_with(|| Arc::new(module.clone()))
+            .clone()
+    }
+
     /// A collective: a host routine that meets the replica group (see `collectives.rs`); the
     /// replica count is only known when the program runs.
     pub(super) fn emit_collective(
@@ -113,15 +122,9 @@ impl ProgramCx<'_> {
         id: InstrId,
     ) -> Result<Loc, JitError> {
         let instr = walk.comp.get(id);
-        let operands: Vec<Buffer> = (0..instr.operands().len())
-            .map(|k| walk.array(instr, k))
-            .collect::<Result<_, _>>()?;
+        let operands = walk.arrays(instr)?;
         let out = self.alloc_loc(&instr.shape)?;
-        let module = self.module;
-        let shared = self
-            .shared_module
-            .get_or_insert_with(|| Arc::new(module.clone()))
-            .clone();
+        let shared = self.shared_module();
         let plan = CollectivePlan::new(&instr.name, shared, walk.cid, id, operands, &out)?;
         self.call_plan(fb, arena, collective_routine as *const () as usize, plan);
         Ok(out)
@@ -157,11 +160,7 @@ impl ProgramCx<'_> {
                     walk.array(instr, 1)?,
                     walk.array(instr, 2)?,
                 ];
-                let module = self.module;
-                let shared = self
-                    .shared_module
-                    .get_or_insert_with(|| Arc::new(module.clone()))
-                    .clone();
+                let shared = self.shared_module();
                 let plan = ScatterPlan::new(&instr.name, shared, walk.cid, id, operands, &out)?;
                 self.call_plan(fb, arena, scatter_routine as *const () as usize, plan);
             }

@@ -13,7 +13,6 @@ use crate::jit::JitError;
 use cranelift_codegen::ir::Value;
 use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
-use std::sync::Arc;
 use tessel_compiler::ir::{Computation, ComputationId, InstrId, Instruction, Op};
 use tessel_compiler::passes::Instance;
 
@@ -44,6 +43,13 @@ impl Walk<'_> {
         self.operand(instr, k)?.as_array().cloned().ok_or_else(|| {
             JitError::Invalid(format!("{}: operand {k} is not an array", instr.name))
         })
+    }
+
+    /// The buffers of all operands of `instr`, each an array.
+    pub fn arrays(&self, instr: &Instruction) -> Result<Vec<Buffer>, JitError> {
+        (0..instr.operands().len())
+            .map(|k| self.array(instr, k))
+            .collect()
     }
 
     /// The locations of all operands of `instr`.
@@ -236,15 +242,9 @@ impl ProgramCx<'_> {
                 to_apply,
                 ..
             } => {
-                let operands: Vec<Buffer> = (0..instr.operands().len())
-                    .map(|k| walk.array(instr, k))
-                    .collect::<Result<_, _>>()?;
+                let operands = walk.arrays(instr)?;
                 let out = self.alloc_loc(&instr.shape)?;
-                let module = self.module;
-                let shared = self
-                    .shared_module
-                    .get_or_insert_with(|| Arc::new(module.clone()))
-                    .clone();
+                let shared = self.shared_module();
                 let plan =
                     SortPlan::new(&instr.name, shared, *to_apply, *dimension, operands, &out)
                         .map_err(JitError::Invalid)?;
