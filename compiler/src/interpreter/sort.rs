@@ -10,7 +10,7 @@
 use super::element::{for_each_type, typed, Elem};
 use super::reduce::element_literal;
 use super::{err, EvalError, EvalResult, Evaluator, LoneReplica};
-use crate::ir::{Array, ArrayData, ComputationId, Literal, Module};
+use crate::ir::{Array, ComputationId, Literal, Module};
 use std::cell::RefCell;
 
 /// `operands` sorted along `dimension` by `to_apply`, a tuple when there are several.
@@ -52,24 +52,16 @@ pub(crate) fn sort(
             .flat_map(|x| [element_literal(x, a), element_literal(x, b)])
             .collect();
         let refs: Vec<&Literal> = args.iter().collect();
-        match ev.eval_computation(to_apply, &refs) {
-            Ok(Literal::Array(p)) if p.len() == 1 => match &p.data {
-                ArrayData::Pred(v) => v[0],
-                _ => {
-                    *failure.borrow_mut() =
-                        Some(EvalError::new("the comparator must return pred[]"));
-                    false
-                }
-            },
-            Ok(_) => {
-                *failure.borrow_mut() = Some(EvalError::new("the comparator must return pred[]"));
-                false
+        let answer = ev.eval_computation(to_apply, &refs).and_then(|out| {
+            match out.as_array().and_then(|p| bool::slice(&p.data)) {
+                Some(&[b]) => Ok(b),
+                _ => err("the comparator must return pred[]"),
             }
-            Err(e) => {
-                *failure.borrow_mut() = Some(e);
-                false
-            }
-        }
+        });
+        answer.unwrap_or_else(|e| {
+            *failure.borrow_mut() = Some(e);
+            false
+        })
     };
     let mut slice: Vec<usize> = Vec::with_capacity(len);
     for o in 0..outer {

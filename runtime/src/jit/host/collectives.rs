@@ -11,7 +11,7 @@
 //! leaves the program at once.
 
 use crate::jit::buffer::{Buffer, Loc};
-use crate::jit::host::routine_abi::{guarded, read_array, resolve, Status};
+use crate::jit::host::routine_abi::{guarded, read_array, write_array, Status};
 use crate::jit::JitError;
 use std::sync::Arc;
 use tessel_compiler::interpreter::CollectiveStep;
@@ -75,9 +75,7 @@ impl CollectivePlan {
                     value.shape, buffer.shape
                 ));
             }
-            let bytes = value.data.to_le_bytes();
-            let dst = resolve(buffer.addr, arena);
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+            unsafe { write_array(value, buffer, arena) }?;
         }
         Ok(())
     }

@@ -8,7 +8,7 @@
 //! writing, so a result buffer may share memory with an operand. Empty arrays do nothing.
 
 use crate::jit::buffer::{Buffer, Loc};
-use crate::jit::host::routine_abi::{guarded, read_array, resolve, Status};
+use crate::jit::host::routine_abi::{guarded, read_array, resolve, write_array, Status};
 use crate::jit::JitError;
 use std::sync::Arc;
 use tessel_compiler::interpreter::{gather_source_offsets, ScatterStep};
@@ -139,10 +139,7 @@ impl ScatterPlan {
                 out.shape, self.result.shape
             ));
         }
-        let bytes = out.data.to_le_bytes();
-        let dst = resolve(self.result.addr, arena);
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
-        Ok(())
+        unsafe { write_array(&out, &self.result, arena) }
     }
 }
 
