@@ -35,6 +35,13 @@
 //! there too. Such values are not written in place over anything.
 //! [`BufferAssignment::written_early`] lists them.
 //!
+//! **Side outputs.** A [`BufferNeeds::side_output`] is bytes an instruction's kernel writes
+//! besides its value, for one later instruction of the same computation instance to read (a
+//! max-pool's window choices, read by its gradient): a value of kind [`BufferKind::Side`],
+//! live from where the instruction's value is defined to the reader's position, shared with
+//! nothing in place. One whose reader does not come later gets no buffer.
+//! [`BufferAssignment::side_outputs`] lists them.
+//!
 //! **Parameters and constants.** Entry parameters live in the arena, from the start to the
 //! end (the caller copies the arguments in). Constants are live throughout; whether they are
 //! in the arena is the [`BufferNeeds`]' choice: the compiler's report counts them there, the
@@ -121,6 +128,17 @@ pub trait BufferNeeds {
         None
     }
 
+    /// Bytes instruction `id` of `comp` writes besides its value, and the later instruction of
+    /// `comp` that reads them (see the module doc, "Side outputs").
+    fn side_output(
+        &self,
+        _m: &Module,
+        _comp: ComputationId,
+        _id: InstrId,
+    ) -> Option<(i64, InstrId)> {
+        None
+    }
+
     /// Whether instruction `id` of `comp` may write its array result over a buffer it reads:
     /// `holds(o)` says whether instruction `o` (an operand, or a value the kernel reads through
     /// recomputed instructions) names that buffer; `recomputed(o)` whether `o` is one of
@@ -174,6 +192,9 @@ pub enum BufferKind {
     Temporary,
     /// Space an instruction uses only while it runs (see [`BufferNeeds::scratch_bytes`]).
     Scratch,
+    /// Bytes an instruction writes besides its value for a later one to read (see
+    /// [`BufferNeeds::side_output`]).
+    Side,
 }
 
 #[derive(Clone, Debug)]
@@ -217,6 +238,9 @@ pub struct BufferAssignment {
     /// The values written early ([`BufferNeeds::written_at`]): each instruction's value, with
     /// the instruction whose position it is live from.
     pub written_early: HashMap<(Instance, InstrId), InstrId>,
+    /// The side outputs ([`BufferNeeds::side_output`]) by writing instruction: the reader and
+    /// the buffer.
+    pub side_outputs: HashMap<(Instance, InstrId), (InstrId, usize)>,
 }
 
 fn align_to(n: i64, alignment: i64) -> i64 {
@@ -271,6 +295,10 @@ struct Builder<'m> {
     positions: HashMap<(Instance, InstrId), usize>,
     /// See [`BufferAssignment::written_early`].
     written_early: HashMap<(Instance, InstrId), InstrId>,
+    /// Side outputs waiting for their reader: by reader, the writer and the value.
+    side_pending: HashMap<(Instance, InstrId), Vec<(InstrId, usize)>>,
+    /// Side outputs whose reader came: by writer, the reader and the value.
+    side: HashMap<(Instance, InstrId), (InstrId, usize)>,
 }
 
 impl<'m> Builder<'m> {
@@ -462,6 +490,19 @@ impl<'m> Builder<'m> {
                         self.use_values(&scratch, pos);
                         self.scratch.insert((inst, id), scratch);
                     }
+                    // Side outputs this instruction reads, and the one it writes.
+                    for (writer, v) in self.side_pending.remove(&(inst, id)).unwrap_or_default() {
+                        self.use_values(&[v], pos);
+                        self.side.insert((inst, writer), (id, v));
+                    }
+                    if let Some((bytes, reader)) = self.needs.side_output(self.m, cid, id) {
+                        let n = format!("{}.side", instr.name);
+                        let v = self.new_value(n, bytes, def, BufferKind::Side);
+                        self.side_pending
+                            .entry((inst, reader))
+                            .or_default()
+                            .push((id, v));
+                    }
                     self.define_all(cid, id, def, BufferKind::Temporary)
                 }
             };
@@ -560,8 +601,16 @@ pub fn assign_buffers_with(m: &Module, needs: &dyn BufferNeeds) -> BufferAssignm
         recomputed: Vec::new(),
         positions: HashMap::new(),
         written_early: HashMap::new(),
+        side_pending: HashMap::new(),
+        side: HashMap::new(),
     };
     b.walk(m.entry, None);
+    // A side output whose reader never came is not kept.
+    for (_, pending) in std::mem::take(&mut b.side_pending) {
+        for (_, v) in pending {
+            b.values[v].size = 0;
+        }
+    }
     let end = b.timeline.len();
     let entry_root = b.leaves_of(0, m.entry().root());
     b.use_values(&entry_root, end);
@@ -750,6 +799,11 @@ pub fn assign_buffers_with(m: &Module, needs: &dyn BufferNeeds) -> BufferAssignm
         .iter()
         .map(|(&key, vs)| (key, vs.iter().filter_map(|&v| buffer_of(v)).collect()))
         .collect();
+    let side_outputs = b
+        .side
+        .iter()
+        .filter_map(|(&key, &(reader, v))| Some((key, (reader, buffer_of(v)?))))
+        .collect();
     let loop_copy_temps = copy_temps
         .iter()
         .map(|(key, vs)| (*key, vs.iter().filter_map(|&v| buffer_of(v)).collect()))
@@ -798,6 +852,7 @@ pub fn assign_buffers_with(m: &Module, needs: &dyn BufferNeeds) -> BufferAssignm
         scratch_buffers,
         loop_copy_temps,
         written_early: b.written_early,
+        side_outputs,
     }
 }
 
@@ -922,6 +977,7 @@ impl BufferAssignment {
                 BufferKind::Constant => "constant",
                 BufferKind::Temporary => "temporary",
                 BufferKind::Scratch => "scratch",
+                BufferKind::Side => "side",
             };
             let _ = writeln!(
                 s,

@@ -152,6 +152,7 @@ fn pooled(
     let epilogue = PoolEpilogue {
         pool,
         output: p.as_mut_ptr(),
+        choices: std::ptr::null_mut(),
     };
     let fused = median_ms(10, || conv(y.as_mut_ptr(), Some(epilogue)));
     [separate, fused]

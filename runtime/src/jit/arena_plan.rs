@@ -14,6 +14,8 @@
 //!   stores it, also 4 lanes at a time);
 //! - the forward max-pools a convolution computes in its epilogue (`routines/pool_fold.rs`):
 //!   their values are written at the convolution's position;
+//! - the window choices a forward max-pool writes for its gradient (`routines/pool_choices.rs`):
+//!   a side output of the pool's fusion, live until the gradient reads it;
 //! - the second convolution of a pair run side by side (`routines/conv_pair.rs`): its value
 //!   and its scratch are written at the first's position, and both are planned for one
 //!   thread;
@@ -29,6 +31,7 @@ use super::fused_kernels::{fusion_plan, reduce};
 use super::routines::conv_pair::PairCache;
 use super::routines::conv_select::{plan_convolution, ConvPrecision};
 use super::routines::dot::DotPlan;
+use super::routines::pool_choices::choices_reader;
 use super::routines::pool_fold::pool_writer;
 use super::{JitError, JitOptions};
 use crate::arena::BUFFER_ALIGN;
@@ -82,6 +85,11 @@ impl BufferNeeds for JitBufferNeeds {
     fn written_at(&self, m: &Module, comp: ComputationId, id: InstrId) -> Option<InstrId> {
         pool_writer(m, comp, id, &self.options)
             .or_else(|| self.pairs.first_of(m, comp, id, &self.options))
+    }
+
+    fn side_output(&self, m: &Module, comp: ComputationId, id: InstrId) -> Option<(i64, InstrId)> {
+        let (bytes, reader) = choices_reader(m, m.computation(comp), id, &self.options)?;
+        Some((bytes as i64, reader))
     }
 
     fn recomputed(&self, m: &Module, comp: ComputationId) -> Vec<InstrId> {

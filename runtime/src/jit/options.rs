@@ -33,6 +33,10 @@ pub struct JitOptions {
     /// (`routines/pool_fold.rs`); off, the pool runs as before (its own routine, or with
     /// its bias add as a generated kernel in the inference form). The same bits either way.
     pub fold_pool: bool,
+    /// Let a forward max-pool record its window choices for its gradient, which then reads
+    /// them instead of the pre-activation (`routines/pool_choices.rs`); off, the gradient
+    /// reads the pre-activation. The same bits either way.
+    pub pool_choices: bool,
     /// Let two independent convolutions run side by side, one per core, where
     /// `routines/conv_pair.rs`'s rule allows (only with `gemm_threads` 2 or more); off, each
     /// runs on all threads in turn. The same bits either way.
@@ -51,6 +55,7 @@ impl Default for JitOptions {
             conv_algorithm: ConvAlgorithm::Auto,
             fold_bias_add: true,
             fold_pool: true,
+            pool_choices: true,
             pair_convolutions: true,
         }
     }

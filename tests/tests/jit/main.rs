@@ -17,6 +17,7 @@ mod gemm_backends;
 mod long_programs;
 mod low_precision_topk;
 mod parallel_kernels;
+mod pool_choices;
 mod pool_gradient_fusion;
 mod pool_routines;
 mod random_graphs;

@@ -234,8 +234,7 @@ impl DirectConv {
                     }
                 }
                 if let Some(p) = &pool {
-                    p.pool
-                        .run_block(out.get(), p.output, n, [y0, y1], [0, self.out_w]);
+                    p.run_block(out.get(), n, [y0, y1], [0, self.out_w]);
                 }
             }
         });
@@ -406,6 +405,7 @@ pub(crate) mod tests {
                 let refused = PoolEpilogue {
                     pool: MaxPool::new(straddling, true, 1).expect("a pool"),
                     output: std::ptr::null_mut(),
+                    choices: std::ptr::null_mut(),
                 };
                 assert!(!plan.accepts_pool(&refused));
             }

@@ -2,7 +2,7 @@
 //! go through the portable loops. The select's running choice is one lane mask per window
 //! position.
 
-use super::{portable, window_offsets, Flags, PoolGeometry, Region};
+use super::{portable, window_offsets, Flags, Picks, PoolGeometry, Region};
 use std::arch::x86_64::*;
 
 /// `r` of the forward pass (see [`super::MaxPool`]).
@@ -93,7 +93,7 @@ pub(super) unsafe fn backward(
     pick!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
     let whole = geo.channels / 8 * 8;
     if whole < geo.channels {
-        portable::backward(geo, f, z, g, dz, acc, images, whole);
+        portable::backward(geo, f, Picks::Values(z), g, dz, acc, images, whole);
     }
 }
 

@@ -11,6 +11,14 @@
 //! folds each part's windows in order (window by window, positions in window order) per
 //! channel; lanes are channels, so every instruction set gives the same bits.
 //!
+//! **Window choices.** A forward pass may also record, per output, which window position the
+//! backward pass's select will choose and whether the value there is above 0 (one byte,
+//! [`CHOICE_POSITION`] and [`CHOICE_OPEN`]): the backward pass then reads those bytes
+//! ([`MaxPoolGrad::run_from_choices`]) instead of the whole pre-activation, a quarter of a
+//! float per input element for a 2x2 pool instead of a float. The choice is made by the same
+//! comparisons on the same values, so the gradient is the same bits. Only the AVX-512 path
+//! and the portable one compute it (AVX2 machines take the portable loops for it).
+//!
 //! Code paths ([`crate::cpu::Isa`], `TESSEL_CONV_ISA` forces one): AVX-512F
 //! ([`avx512`]) whenever the CPU has it, also on Zen 4 where 512-bit work runs as two halves:
 //! these loops are bound by memory traffic and index arithmetic, not by the vector units, and
@@ -39,6 +47,12 @@ pub const STREAM_BYTES: usize = 4 << 20;
 
 /// Most window positions the backward pass takes (its select keeps one mask per position).
 pub const MAX_WINDOW_POSITIONS: usize = 16;
+
+/// Bits 0-3 of a window choice: the position the select chose, in window order.
+pub const CHOICE_POSITION: u8 = 0x0f;
+/// Bit 4 of a window choice: the (pre-ReLU) value at the chosen position is above 0, so the
+/// ReLU gate lets its gradient through.
+pub const CHOICE_OPEN: u8 = 0x10;
 
 /// An NHWC max-pool: window `[kh, kw]` moving by `stride` over height and width, no padding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +96,8 @@ impl PoolGeometry {
 pub struct PoolEpilogue {
     pub pool: MaxPool,
     pub output: *mut f32,
+    /// Where the window choices go (one byte per output), or null for none.
+    pub choices: *mut u8,
 }
 
 // SAFETY: the workers of a convolution write disjoint blocks of its output, so each pools
@@ -94,6 +110,22 @@ impl PoolEpilogue {
     pub fn reads(&self, batch: usize, height: usize, width: usize, channels: usize) -> bool {
         let g = &self.pool.geometry;
         (g.batch, g.height, g.width, g.channels) == (batch, height, width, channels)
+    }
+
+    /// Pools the block of the convolution's output `y` the convolution has just written
+    /// ([`MaxPool::run_block_with_choices`]).
+    ///
+    /// # Safety
+    /// As [`MaxPool::run_block_with_choices`].
+    pub unsafe fn run_block(
+        &self,
+        y: *const f32,
+        image: usize,
+        rows: [usize; 2],
+        cols: [usize; 2],
+    ) {
+        self.pool
+            .run_block_with_choices(y, self.output, self.choices, image, rows, cols)
     }
 }
 
@@ -112,17 +144,31 @@ pub(crate) fn check_epilogue(
     let pooled = pool.geometry.batch * ph * pw * pool.geometry.channels;
     let (mut y, mut fused_y) = (vec![f32::NAN; outputs], vec![f32::NAN; outputs]);
     let (mut want, mut got) = (vec![f32::NAN; pooled], vec![f32::NAN; pooled]);
+    // Window choices too, where the window has few enough positions.
+    let (mut want_choices, mut got_choices) = (vec![0xffu8; pooled], vec![0xeeu8; pooled]);
+    let choose = pool.can_choose();
+    let choices_of = |v: &mut Vec<u8>| {
+        if choose {
+            v.as_mut_ptr()
+        } else {
+            std::ptr::null_mut()
+        }
+    };
     let epilogue = PoolEpilogue {
         pool,
         output: got.as_mut_ptr(),
+        choices: choices_of(&mut got_choices),
     };
     assert!(accepts(&epilogue), "{what}: not accepted");
     conv(None, y.as_mut_ptr());
-    unsafe { pool.run(y.as_ptr(), want.as_mut_ptr()) };
+    unsafe { pool.run_with_choices(y.as_ptr(), want.as_mut_ptr(), choices_of(&mut want_choices)) };
     conv(Some(epilogue), fused_y.as_mut_ptr());
     let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&fused_y), bits(&y), "{what} output");
     assert_eq!(bits(&got), bits(&want), "{what} pool");
+    if choose {
+        assert_eq!(got_choices, want_choices, "{what} window choices");
+    }
 }
 
 /// Outputs `rows[0]..rows[1]` x `cols[0]..cols[1]` (output rows and columns) of `images`
@@ -161,11 +207,28 @@ impl MaxPool {
     /// `src` must hold the input (`batch * height * width * channels` floats) and `dst` room
     /// for the output; they must not overlap.
     pub unsafe fn run(&self, src: *const f32, dst: *mut f32) {
+        self.run_with_choices(src, dst, std::ptr::null_mut())
+    }
+
+    /// Whether the window has few enough positions for its choices to fit
+    /// [`CHOICE_POSITION`].
+    pub fn can_choose(&self) -> bool {
+        self.geometry.window[0] * self.geometry.window[1] <= MAX_WINDOW_POSITIONS
+    }
+
+    /// [`Self::run`], also writing each output's window choice into `choices` unless it is
+    /// null (see the module doc).
+    ///
+    /// # Safety
+    /// As [`Self::run`]; `choices`, unless null, has room for one byte per output and
+    /// [`Self::can_choose`] holds.
+    pub unsafe fn run_with_choices(&self, src: *const f32, dst: *mut f32, choices: *mut u8) {
         let g = self.geometry;
         if g.out_image() == 0 || g.batch == 0 {
             return;
         }
-        let (src, dst) = (Shared(src as *mut f32), Shared(dst));
+        debug_assert!(choices.is_null() || self.can_choose());
+        let (src, dst, choices) = (Shared(src as *mut f32), Shared(dst), Shared(choices));
         let workers = self.threads.min(g.batch);
         for_each_worker(workers, |w| {
             let (n0, n1) = (g.batch * w / workers, g.batch * (w + 1) / workers);
@@ -175,13 +238,17 @@ impl MaxPool {
                     dst.get().add(n0 * g.out_image()),
                 )
             };
+            let choices = match choices.get() {
+                c if c.is_null() => c,
+                c => unsafe { c.add(n0 * g.out_image()) },
+            };
             let [oh, ow] = g.output_hw();
             let whole = Region {
                 images: n1 - n0,
                 rows: [0, oh],
                 cols: [0, ow],
             };
-            unsafe { forward_part(self.isa, &g, self.relu, src, dst, whole) };
+            unsafe { forward_part(self.isa, &g, self.relu, src, dst, choices, whole) };
         });
     }
 
@@ -214,6 +281,23 @@ impl MaxPool {
         rows: [usize; 2],
         cols: [usize; 2],
     ) {
+        self.run_block_with_choices(src, dst, std::ptr::null_mut(), image, rows, cols)
+    }
+
+    /// [`Self::run_block`], also writing the block's window choices into `choices` (the
+    /// whole pass's array) unless it is null.
+    ///
+    /// # Safety
+    /// As [`Self::run_block`] and [`Self::run_with_choices`].
+    pub unsafe fn run_block_with_choices(
+        &self,
+        src: *const f32,
+        dst: *mut f32,
+        choices: *mut u8,
+        image: usize,
+        rows: [usize; 2],
+        cols: [usize; 2],
+    ) {
         let g = &self.geometry;
         let out = g.output_hw();
         // Output i's window starts at input row i * stride.
@@ -234,7 +318,11 @@ impl MaxPool {
             src.add(image * g.in_image()),
             dst.add(image * g.out_image()),
         );
-        forward_part(self.isa, g, self.relu, src, dst, region);
+        let choices = match choices {
+            c if c.is_null() => c,
+            c => c.add(image * g.out_image()),
+        };
+        forward_part(self.isa, g, self.relu, src, dst, choices, region);
     }
 }
 
@@ -296,23 +384,34 @@ impl MaxPoolGrad {
     /// `dz` may be `z` itself (each window is read before it is written) but must not overlap
     /// `g`; the bias buffers hold `channels` floats each.
     pub unsafe fn run(&self, z: *const f32, g: *const f32, dz: *mut f32, bias: Option<BiasSum>) {
+        self.run_picked(Picks::Values(z), g, dz, bias)
+    }
+
+    /// [`Self::run`] with the windows' choices a forward pass recorded
+    /// ([`MaxPool::run_with_choices`], same geometry and ReLU) instead of the pre-activation:
+    /// the same bits, reading one byte per output instead of the window's floats.
+    ///
+    /// # Safety
+    /// As [`Self::run`]; `choices` holds one byte per output of `g`'s shape, written by a
+    /// forward pass of this geometry and `relu`.
+    pub unsafe fn run_from_choices(
+        &self,
+        choices: *const u8,
+        g: *const f32,
+        dz: *mut f32,
+        bias: Option<BiasSum>,
+    ) {
+        self.run_picked(Picks::Choices(choices), g, dz, bias)
+    }
+
+    unsafe fn run_picked(&self, picks: Picks, g: *const f32, dz: *mut f32, bias: Option<BiasSum>) {
         let geo = self.geometry;
-        let (z, g, dz) = (Shared(z as *mut f32), Shared(g as *mut f32), Shared(dz));
+        let (g, dz) = (Shared(g as *mut f32), Shared(dz));
         let part = |n0: usize, n1: usize, acc: *mut f32| unsafe {
             if !acc.is_null() {
                 std::ptr::write_bytes(acc, 0, geo.channels);
             }
-            backward_part(
-                self.isa,
-                &geo,
-                self,
-                z.get(),
-                g.get(),
-                dz.get(),
-                acc,
-                n0,
-                n1,
-            );
+            backward_part(self.isa, &geo, self, picks, g.get(), dz.get(), acc, n0, n1);
         };
         match bias {
             None => {
@@ -346,13 +445,27 @@ impl MaxPoolGrad {
     }
 }
 
-/// `region` of the forward pass, of the images from `src` and `dst` on.
+/// What the backward pass chooses each window's position from: the pre-activation, or the
+/// choices a forward pass recorded.
+#[derive(Clone, Copy)]
+enum Picks {
+    Values(*const f32),
+    Choices(*const u8),
+}
+
+// SAFETY: the workers read disjoint images of it.
+unsafe impl Send for Picks {}
+unsafe impl Sync for Picks {}
+
+/// `region` of the forward pass, of the images from `src`, `dst` and `choices` (null: none)
+/// on.
 unsafe fn forward_part(
     isa: Isa,
     g: &PoolGeometry,
     relu: bool,
     src: *const f32,
     dst: *mut f32,
+    choices: *mut u8,
     region: Region,
 ) {
     // The window's offsets on the stack when they fit: a convolution's epilogue calls this
@@ -368,7 +481,10 @@ unsafe fn forward_part(
     };
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => avx512::forward(g, relu, offsets, src, dst, region),
+        Isa::Avx512 => avx512::forward(g, relu, offsets, src, dst, choices, region),
+        _ if !choices.is_null() => {
+            portable::forward_choosing(g, relu, offsets, src, dst, choices, region)
+        }
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2Fma => avx2::forward(g, relu, offsets, src, dst, region),
         _ => portable::forward(g, relu, offsets, src, dst, region, 0),
@@ -381,14 +497,17 @@ unsafe fn backward_part(
     isa: Isa,
     geo: &PoolGeometry,
     r: &MaxPoolGrad,
-    z: *const f32,
+    picks: Picks,
     g: *const f32,
     dz: *mut f32,
     acc: *mut f32,
     n0: usize,
     n1: usize,
 ) {
-    let z = z.add(n0 * geo.in_image());
+    let picks = match picks {
+        Picks::Values(z) => Picks::Values(z.add(n0 * geo.in_image())),
+        Picks::Choices(c) => Picks::Choices(c.add(n0 * geo.out_image())),
+    };
     let dz = dz.add(n0 * geo.in_image());
     let g = g.add(n0 * geo.out_image());
     let images = n1 - n0;
@@ -397,12 +516,12 @@ unsafe fn backward_part(
         gate: r.gate,
         stream: r.stream,
     };
-    match isa {
+    match (isa, picks) {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => avx512::backward(geo, f, z, g, dz, acc, images),
+        (Isa::Avx512, _) => avx512::backward(geo, f, picks, g, dz, acc, images),
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2Fma => avx2::backward(geo, f, z, g, dz, acc, images),
-        _ => portable::backward(geo, f, z, g, dz, acc, images, 0),
+        (Isa::Avx2Fma, Picks::Values(z)) => avx2::backward(geo, f, z, g, dz, acc, images),
+        _ => portable::backward(geo, f, picks, g, dz, acc, images, 0),
     }
 }
 

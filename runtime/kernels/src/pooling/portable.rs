@@ -2,7 +2,7 @@
 //! path and the reference the vector paths are tested against (the interpreter's semantics,
 //! see the module above).
 
-use super::{window_offsets, Flags, PoolGeometry, Region};
+use super::{window_offsets, Flags, Picks, PoolGeometry, Region, CHOICE_OPEN, CHOICE_POSITION};
 
 /// The interpreter's `maximum`: NaN when either side is NaN, else `x >= y ? x : y`.
 pub(super) fn fmax(x: f32, y: f32) -> f32 {
@@ -52,6 +52,60 @@ pub(super) unsafe fn forward(
     }
 }
 
+/// The select `m[sel] >= m[k]` over window values `zs` (ReLU'd first when `relu`) as HLO
+/// states it: false on NaN, then `k` wins. Returns the chosen position.
+fn choose(zs: &[f32], relu: bool) -> usize {
+    let m = |k: usize| if relu { fmax(zs[k], 0.0) } else { zs[k] };
+    let mut sel = 0;
+    for k in 1..zs.len() {
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(m(sel) >= m(k)) {
+            sel = k;
+        }
+    }
+    sel
+}
+
+/// The window choice byte of values `zs` (see [`super::CHOICE_POSITION`]).
+pub(super) fn choice(zs: &[f32], relu: bool) -> u8 {
+    let sel = choose(zs, relu);
+    sel as u8 | if zs[sel] > 0.0 { CHOICE_OPEN } else { 0 }
+}
+
+/// [`forward`] of every channel, also writing each output's window choice into `choices`.
+///
+/// # Safety
+/// As [`forward`]; `choices` is laid out as `dst`, one byte per output.
+pub(super) unsafe fn forward_choosing(
+    g: &PoolGeometry,
+    relu: bool,
+    offsets: &[usize],
+    src: *const f32,
+    dst: *mut f32,
+    choices: *mut u8,
+    r: Region,
+) {
+    forward(g, relu, offsets, src, dst, r, 0);
+    let [_, ow] = g.output_hw();
+    let c = g.channels;
+    let mut zs = [0f32; super::MAX_WINDOW_POSITIONS];
+    for n in 0..r.images {
+        for i in r.rows[0]..r.rows[1] {
+            for j in r.cols[0]..r.cols[1] {
+                let base =
+                    src.add(n * g.in_image() + (i * g.stride[0] * g.width + j * g.stride[1]) * c);
+                let out = choices.add(n * g.out_image() + (i * ow + j) * c);
+                for ch in 0..c {
+                    for (k, &off) in offsets.iter().enumerate() {
+                        zs[k] = *base.add(off + ch);
+                    }
+                    *out.add(ch) = choice(&zs[..offsets.len()], relu);
+                }
+            }
+        }
+    }
+}
+
 /// Backward pass of `images` images, channels `c0..`, summing into `acc` unless it is null.
 ///
 /// # Safety
@@ -60,7 +114,7 @@ pub(super) unsafe fn forward(
 pub(super) unsafe fn backward(
     geo: &PoolGeometry,
     f: Flags,
-    z: *const f32,
+    picks: Picks,
     g: *const f32,
     dz: *mut f32,
     acc: *mut f32,
@@ -70,30 +124,28 @@ pub(super) unsafe fn backward(
     let [oh, ow] = geo.output_hw();
     let c = geo.channels;
     let offsets = window_offsets(geo);
-    let mut m = [0f32; super::MAX_WINDOW_POSITIONS];
     let mut zs = [0f32; super::MAX_WINDOW_POSITIONS];
     for n in 0..images {
         for i in 0..oh {
             for j in 0..ow {
                 let at =
                     n * geo.in_image() + (i * geo.window[0] * geo.width + j * geo.window[1]) * c;
-                let gp = g.add(n * geo.out_image() + (i * ow + j) * c);
+                let out = n * geo.out_image() + (i * ow + j) * c;
+                let gp = g.add(out);
                 for ch in c0..c {
-                    for (k, &off) in offsets.iter().enumerate() {
-                        zs[k] = *z.add(at + off + ch);
-                        m[k] = if f.relu { fmax(zs[k], 0.0) } else { zs[k] };
-                    }
-                    // The select `m[sel] >= m[k]` as HLO states it: false on NaN, then `k` wins.
-                    let mut sel = 0;
-                    for k in 1..offsets.len() {
-                        #[allow(clippy::neg_cmp_op_on_partial_ord)]
-                        if !(m[sel] >= m[k]) {
-                            sel = k;
+                    let picked = match picks {
+                        Picks::Values(z) => {
+                            for (k, &off) in offsets.iter().enumerate() {
+                                zs[k] = *z.add(at + off + ch);
+                            }
+                            choice(&zs[..offsets.len()], f.relu)
                         }
-                    }
+                        Picks::Choices(choices) => *choices.add(out + ch),
+                    };
+                    let sel = (picked & CHOICE_POSITION) as usize;
+                    let open = !f.gate || picked & CHOICE_OPEN != 0;
                     let gv = 0.0 + *gp.add(ch);
                     for (k, &off) in offsets.iter().enumerate() {
-                        let open = !f.gate || zs[k] > 0.0;
                         let d = if k == sel && open { gv } else { 0.0 };
                         *dz.add(at + off + ch) = d;
                         if !acc.is_null() {

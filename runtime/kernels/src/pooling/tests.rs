@@ -260,6 +260,146 @@ fn backward_matches_the_definition_on_every_path_and_thread_count() {
     }
 }
 
+/// The window choice of each output as the definition makes it: the select's position (`>=`,
+/// first wins, NaN loses to what follows) and whether the value there is above 0.
+fn choices_def(g: &PoolGeometry, relu: bool, z: &[f32]) -> Vec<u8> {
+    let [oh, ow] = g.output_hw();
+    let mut out = Vec::new();
+    for n in 0..g.batch {
+        for i in 0..oh {
+            for j in 0..ow {
+                for c in 0..g.channels {
+                    let mut sel: Option<(usize, f32, f32)> = None;
+                    let mut k = 0;
+                    for a in 0..g.window[0] {
+                        for b in 0..g.window[1] {
+                            let v = z[at(g, n, i * g.stride[0] + a, j * g.stride[1] + b, c)];
+                            let m = if relu { hlo_max(v, 0.0) } else { v };
+                            match sel {
+                                Some((_, best, _)) if best >= m => {}
+                                _ => sel = Some((k, m, v)),
+                            }
+                            k += 1;
+                        }
+                    }
+                    let (k, _, v) = sel.unwrap();
+                    out.push(k as u8 | if v > 0.0 { CHOICE_OPEN } else { 0 });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The forward pass records the choices of the definition, whole or block by block, on every
+/// path and thread count, and its pooled values do not change.
+#[test]
+fn forward_records_the_window_choices() {
+    let mut shapes = shapes();
+    shapes.push(geo(2, 7, 9, 5, [3, 3], [2, 2])); // overlapping, odd sizes
+    shapes.push(geo(1, 5, 5, 24, [2, 2], [2, 2])); // last row and column unused
+    for g in shapes {
+        let x = data(g.batch * g.in_image(), 13);
+        for relu in [false, true] {
+            let want = forward_def(&g, relu, &x);
+            let want_choices = choices_def(&g, relu, &x);
+            for isa in Isa::available() {
+                for threads in [1, 2] {
+                    let mut p = MaxPool::new(g, relu, threads).unwrap();
+                    p.isa = isa;
+                    assert!(p.can_choose());
+                    let mut out = vec![7f32; want.len()];
+                    let mut choices = vec![0xeeu8; want.len()];
+                    unsafe {
+                        p.run_with_choices(x.as_ptr(), out.as_mut_ptr(), choices.as_mut_ptr())
+                    };
+                    for (k, (&a, &b)) in out.iter().zip(&want).enumerate() {
+                        assert!(same(a, b), "{g:?} relu {relu} {isa:?} at {k}: {a} vs {b}");
+                    }
+                    assert_eq!(choices, want_choices, "{g:?} relu {relu} {isa:?} {threads}");
+                }
+                // Block by block, as a convolution's epilogue pools, where blocks fit.
+                let p = MaxPool {
+                    isa,
+                    ..MaxPool::new(g, relu, 1).unwrap()
+                };
+                let block = [g.stride[0] * 2, g.stride[1] * 2];
+                if p.fits_blocks(block) {
+                    let mut out = vec![7f32; want.len()];
+                    let mut choices = vec![0xeeu8; want.len()];
+                    for n in (0..g.batch).rev() {
+                        for y in (0..g.height).step_by(block[0]) {
+                            for xx in (0..g.width).step_by(block[1]) {
+                                let rows = [y, (y + block[0]).min(g.height)];
+                                let cols = [xx, (xx + block[1]).min(g.width)];
+                                let (o, c) = (out.as_mut_ptr(), choices.as_mut_ptr());
+                                unsafe {
+                                    p.run_block_with_choices(x.as_ptr(), o, c, n, rows, cols)
+                                };
+                            }
+                        }
+                    }
+                    assert_eq!(choices, want_choices, "{g:?} relu {relu} {isa:?} by blocks");
+                }
+            }
+        }
+    }
+}
+
+/// The backward pass from recorded choices gives the bits of the pass from the
+/// pre-activation, gradient and bias sum, on every path, thread count and gate.
+#[test]
+fn backward_from_choices_equals_backward_from_values() {
+    for g in shapes() {
+        let z = data(g.batch * g.in_image(), 17);
+        let gr = data(g.batch * g.out_image(), 19);
+        for (relu, gate) in [(true, true), (false, true), (true, false), (false, false)] {
+            let mut choices = vec![0u8; g.batch * g.out_image()];
+            let mut pooled = vec![0f32; choices.len()];
+            let forward = MaxPool::new(g, relu, 1).unwrap();
+            unsafe {
+                forward.run_with_choices(z.as_ptr(), pooled.as_mut_ptr(), choices.as_mut_ptr())
+            };
+            for (isa, stream) in Isa::available()
+                .into_iter()
+                .flat_map(|i| [(i, false), (i, true)])
+            {
+                for threads in [1, 2] {
+                    let mut r = MaxPoolGrad::new(g, relu, gate, threads).unwrap();
+                    r.isa = isa;
+                    r.stream = stream;
+                    let run = |from_choices: bool| {
+                        let mut dz_block = vec![7f32; z.len() + 16];
+                        let skip = dz_block.as_ptr().align_offset(64);
+                        let mut bias = vec![7f32; g.channels];
+                        let mut partial = vec![7f32; g.channels];
+                        let sum = BiasSum {
+                            bias: bias.as_mut_ptr(),
+                            partial: Some((partial.as_mut_ptr(), g.batch / 2)),
+                        };
+                        let dz = dz_block[skip..].as_mut_ptr();
+                        unsafe {
+                            if from_choices {
+                                r.run_from_choices(choices.as_ptr(), gr.as_ptr(), dz, Some(sum))
+                            } else {
+                                r.run(z.as_ptr(), gr.as_ptr(), dz, Some(sum))
+                            }
+                        };
+                        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                        (bits(&dz_block[skip..skip + z.len()]), bits(&bias))
+                    };
+                    let (want, got) = (run(false), run(true));
+                    assert!(
+                        want.0 == got.0,
+                        "{g:?} relu {relu} gate {gate} {isa:?} {threads}: dz"
+                    );
+                    assert_eq!(want.1, got.1, "{g:?} relu {relu} gate {gate} {isa:?}: bias");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn empty_and_bad_shapes_do_not_crash() {
     for g in [

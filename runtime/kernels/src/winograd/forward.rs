@@ -309,7 +309,7 @@ impl WinogradConv {
         for t in t0..t0 + count {
             let (img, ty, tx) = (t / (ty_n * tx_n), t / tx_n % ty_n, t % tx_n);
             let (rows, cols) = ([ty * M, ty * M + M], [tx * M, tx * M + M]);
-            p.pool.run_block(y, p.output, img, rows, cols);
+            p.run_block(y, img, rows, cols);
         }
     }
 
@@ -726,6 +726,7 @@ mod tests {
                 let wide = PoolEpilogue {
                     pool: MaxPool::new(straddling, true, 1).expect("a pool"),
                     output: std::ptr::null_mut(),
+                    choices: std::ptr::null_mut(),
                 };
                 assert!(!plan.accepts_pool(&wide));
                 let mut other = pool_geometry;
@@ -733,6 +734,7 @@ mod tests {
                 let shape = PoolEpilogue {
                     pool: MaxPool::new(other, true, 1).expect("a pool"),
                     output: std::ptr::null_mut(),
+                    choices: std::ptr::null_mut(),
                 };
                 assert!(!plan.accepts_pool(&shape));
             }

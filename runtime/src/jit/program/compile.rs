@@ -69,6 +69,11 @@ pub(super) struct ProgramCx<'m> {
     /// Pool fusions a convolution routine computes in its epilogue (`conv_pool.rs`): they
     /// emit no code.
     pub folded_pools: HashSet<(Instance, InstrId)>,
+    /// Forward pool fusions emitted writing their window choices (`pool_choices.rs`): only
+    /// these choices are handed to a gradient.
+    pub choices_written: HashSet<(Instance, InstrId)>,
+    /// Pool gradients emitted reading window choices.
+    pub choices_read: usize,
     /// The values of convolutions planned beside an earlier one (`conv_pair.rs`), until
     /// their own turn names them.
     pub paired_values: HashMap<(Instance, InstrId), Loc>,
@@ -119,6 +124,8 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         shared_module: None,
         folded_bias_adds: HashSet::new(),
         folded_pools: HashSet::new(),
+        choices_written: HashSet::new(),
+        choices_read: 0,
         paired_values: HashMap::new(),
         paired_convolutions: 0,
         conv_pairs: PairCache::default(),
@@ -173,6 +180,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         scratch: std::mem::take(&mut cx.scratch_log),
         placements: std::mem::take(&mut cx.placements),
         folded_pools: cx.folded_pools.len(),
+        pool_choices: cx.choices_read,
         paired_convolutions: cx.paired_convolutions,
     };
     Ok(Executable::new(ExecutableParts {

@@ -13,20 +13,23 @@
 use super::compile::ProgramCx;
 use super::emit_instruction::Walk;
 use crate::jit::buffer::Addr;
+use crate::jit::routines::conv_epilogue::PoolTargets;
 use crate::jit::routines::pool_fold::{epilogue_pool, pool_source};
 use tessel_compiler::ir::{InstrId, Op};
+use tessel_compiler::passes::Instance;
 use tessel_kernels::pooling::MaxPool;
 
 impl ProgramCx<'_> {
     /// The pool fusion after convolution `conv_id` that its routine may compute, with the
-    /// pool, its output buffer and the buffer of the bias inside the pool's fusion (the
+    /// pool, where it writes (its output, and its window choices when its gradient reads
+    /// them, `pool_choices.rs`) and the buffer of the bias inside the pool's fusion (the
     /// inference form); `folded_bias` is the bias-add fusion the routine computes, if any.
     pub(super) fn pool_after(
         &self,
         walk: &Walk,
         conv_id: InstrId,
         folded_bias: Option<InstrId>,
-    ) -> Option<(InstrId, MaxPool, Addr, Option<Addr>)> {
+    ) -> Option<(InstrId, MaxPool, PoolTargets, Option<Addr>)> {
         let inst = walk.inst;
         let z = folded_bias.unwrap_or(conv_id);
         let pool_id = walk
@@ -51,7 +54,19 @@ impl ProgramCx<'_> {
             None => None,
         };
         let pool = epilogue_pool(&source, self.options)?;
-        Some((pool_id, pool, Addr::Arena(offset), fused_bias))
+        let to = PoolTargets {
+            output: Addr::Arena(offset),
+            choices: self.choices_buffer(inst, pool_id),
+        };
+        Some((pool_id, pool, to, fused_bias))
+    }
+
+    /// The buffer the assignment gave the window choices of pool fusion `id`
+    /// (`pool_choices.rs`), if it did.
+    pub(super) fn choices_buffer(&self, inst: Instance, id: InstrId) -> Option<Addr> {
+        let &(_, buffer) = self.plan.side_outputs.get(&(inst, id))?;
+        let offset = usize::try_from(self.plan.buffers[buffer].offset).ok()?;
+        Some(Addr::Arena(offset))
     }
 
     /// The buffer of `id`'s value if it is written before the instruction being emitted: it

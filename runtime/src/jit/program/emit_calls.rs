@@ -275,9 +275,12 @@ impl ProgramCx<'_> {
                 folded_bias = Some(fusion);
             }
         }
-        if let Some((fusion, pool, output, bias)) = self.pool_after(walk, id, folded_bias) {
-            if conv.take_pool(pool, output, bias) {
+        if let Some((fusion, pool, to, bias)) = self.pool_after(walk, id, folded_bias) {
+            if conv.take_pool(pool, to, bias) {
                 self.folded_pools.insert((walk.inst, fusion));
+                if to.choices.is_some() {
+                    self.choices_written.insert((walk.inst, fusion));
+                }
             }
         }
         Ok((conv, out))

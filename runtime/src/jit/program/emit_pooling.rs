@@ -50,7 +50,8 @@ impl ProgramCx<'_> {
             _ => None,
         };
         let threads = self.options.gemm_threads;
-        let Some(probe) = PoolPlan::new(name, &m, &params, &outputs, None, threads) else {
+        let choices = self.pool_choices_of(&m);
+        let Some(probe) = PoolPlan::new(name, &m, &params, &outputs, None, choices, threads) else {
             return Ok(false);
         };
         let plan = match (split, &m) {
@@ -69,6 +70,7 @@ impl ProgramCx<'_> {
                     &params,
                     &outputs,
                     Some((partial, mid as usize)),
+                    choices,
                     threads,
                 )
                 .ok_or_else(|| JitError::Invalid(format!("{name}: pooling plan")))?
@@ -76,7 +78,35 @@ impl ProgramCx<'_> {
             _ => probe,
         };
         self.call_plan(fb, arena, pool_routine as *const () as usize, plan);
+        if choices.is_some() {
+            match m {
+                PoolMatch::Forward { .. } => {
+                    self.choices_written.insert(self.current);
+                }
+                PoolMatch::Backward { .. } => self.choices_read += 1,
+            }
+        }
         Ok(true)
+    }
+
+    /// The window choices (`pool_choices.rs`) the pooling fusion being emitted writes (a
+    /// forward pool the assignment gave them to) or reads (a gradient whose forward pool was
+    /// emitted writing them).
+    fn pool_choices_of(&self, m: &PoolMatch) -> Option<Addr> {
+        let (inst, id) = self.current;
+        match m {
+            PoolMatch::Forward { .. } => self.choices_buffer(inst, id),
+            PoolMatch::Backward { .. } => {
+                let (&writer, _) =
+                    self.plan
+                        .side_outputs
+                        .iter()
+                        .find(|(&(i, w), &(reader, _))| {
+                            i == inst && reader == id && self.choices_written.contains(&(i, w))
+                        })?;
+                self.choices_buffer(writer.0, writer.1)
+            }
+        }
     }
 }
 

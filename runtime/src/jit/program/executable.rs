@@ -25,6 +25,9 @@ pub struct ProgramStats {
     pub kernels: usize,
     /// Forward max-pool fusions a convolution computes in its epilogue (`conv_pool.rs`).
     pub folded_pools: usize,
+    /// Max-pool gradients that read the window choices their forward pool recorded instead
+    /// of the pre-activation (`routines/pool_choices.rs`).
+    pub pool_choices: usize,
     /// Convolution pairs run side by side, one per core (`routines/conv_pair.rs`).
     pub paired_convolutions: usize,
     pub arena_bytes: usize,

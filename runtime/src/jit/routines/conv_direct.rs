@@ -3,7 +3,7 @@
 //! emits, `f01b_i01o->01bf`, both 2-D, stride 1, with few input channels. Anything else is
 //! declined (`None`), and `conv_select` tries the next routine.
 
-use super::conv_epilogue::ConvEpilogue;
+use super::conv_epilogue::{ConvEpilogue, PoolTargets};
 use super::conv_shape::{f32_dims, nhwc_geometry, plain_window};
 use crate::jit::buffer::Addr;
 use crate::jit::host::{guarded, resolve, Status};
@@ -60,16 +60,16 @@ impl DirectConvPlan {
         })
     }
 
-    /// Takes `pool` (its output at `output`) into the epilogue, and `bias` into the stores
-    /// when given, if the routine accepts the pool; else takes nothing.
+    /// Takes `pool` (writing to `to`) into the epilogue, and `bias` into the stores when
+    /// given, if the routine accepts the pool; else takes nothing.
     pub(super) fn take_pool(
         &mut self,
         pool: PoolEpilogue,
-        output: Addr,
+        to: PoolTargets,
         bias: Option<Addr>,
     ) -> bool {
         let accepts = self.routine.accepts_pool(&pool);
-        self.epilogue.take_pool(accepts, pool, output, bias)
+        self.epilogue.take_pool(accepts, pool, to, bias)
     }
 
     /// # Safety

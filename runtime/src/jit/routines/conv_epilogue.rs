@@ -6,27 +6,35 @@ use crate::jit::buffer::Addr;
 use crate::jit::host::resolve;
 use tessel_kernels::pooling::PoolEpilogue;
 
+/// Where a folded max-pool writes: its output, and its window choices when its gradient reads
+/// them (`pool_choices.rs`).
+#[derive(Clone, Copy, Debug)]
+pub struct PoolTargets {
+    pub output: Addr,
+    pub choices: Option<Addr>,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct ConvEpilogue {
     /// The bias the stores add (`conv_select::ConvRoutine::take_bias`).
     pub bias: Option<Addr>,
-    /// The max-pool and its output (`conv_select::ConvRoutine::take_pool`).
-    pool: Option<(PoolEpilogue, Addr)>,
+    /// The max-pool and where it writes (`conv_select::ConvRoutine::take_pool`).
+    pool: Option<(PoolEpilogue, PoolTargets)>,
 }
 
 impl ConvEpilogue {
-    /// Takes `pool` (its output at `output`), and `bias` when given, if the routine
-    /// `accepts` the pool and, for a bias, has none yet; else takes nothing.
+    /// Takes `pool` (writing to `to`), and `bias` when given, if the routine `accepts` the
+    /// pool and, for a bias, has none yet; else takes nothing.
     pub fn take_pool(
         &mut self,
         accepts: bool,
         pool: PoolEpilogue,
-        output: Addr,
+        to: PoolTargets,
         bias: Option<Addr>,
     ) -> bool {
         let taken = accepts && (bias.is_none() || self.bias.is_none());
         if taken {
-            self.pool = Some((pool, output));
+            self.pool = Some((pool, to));
             self.bias = bias.or(self.bias);
         }
         taken
@@ -38,8 +46,11 @@ impl ConvEpilogue {
     /// `arena` must be the program's arena.
     pub unsafe fn resolve(&self, arena: *mut u8) -> (Option<*const f32>, Option<PoolEpilogue>) {
         let bias = self.bias.map(|b| resolve(b, arena) as *const f32);
-        let pool = self.pool.map(|(p, out)| PoolEpilogue {
-            output: resolve(out, arena) as *mut f32,
+        let pool = self.pool.map(|(p, to)| PoolEpilogue {
+            output: resolve(to.output, arena) as *mut f32,
+            choices: to
+                .choices
+                .map_or(std::ptr::null_mut(), |c| resolve(c, arena)),
             ..p
         });
         (bias, pool)

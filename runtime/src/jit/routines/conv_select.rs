@@ -8,6 +8,7 @@
 use super::conv_direct::{
     direct_conv_routine, direct_weight_grad_routine, DirectConvPlan, DirectWeightGradPlan,
 };
+use super::conv_epilogue::PoolTargets;
 use super::convolution::{conv_routine, ConvPlan};
 use super::winograd::{
     winograd_filter_routine, winograd_routine, WinogradFilterPlan, WinogradPlan,
@@ -109,19 +110,20 @@ impl ConvRoutine {
     }
 
     /// Asks the chosen routine to compute the forward max-pool `pool` of its result into
-    /// `output` in its epilogue (`pool_fold.rs`), and to add `bias` in its stores first when
+    /// `to` in its epilogue (`pool_fold.rs`), and to add `bias` in its stores first when
     /// given (the pool fusion's own bias add); true when it will do both. The direct and the
     /// Winograd forward routines can, where each pool window lies inside one block they
     /// write; the others decline (taking nothing), and the pool stays as it was.
-    pub fn take_pool(&mut self, pool: MaxPool, output: Addr, bias: Option<Addr>) -> bool {
+    pub fn take_pool(&mut self, pool: MaxPool, to: PoolTargets, bias: Option<Addr>) -> bool {
         let epilogue = PoolEpilogue {
             pool,
             output: std::ptr::null_mut(),
+            choices: std::ptr::null_mut(),
         };
         if let Some(p) = self.plan.downcast_mut::<DirectConvPlan>() {
-            p.take_pool(epilogue, output, bias)
+            p.take_pool(epilogue, to, bias)
         } else if let Some(p) = self.plan.downcast_mut::<WinogradPlan>() {
-            p.take_pool(epilogue, output, bias)
+            p.take_pool(epilogue, to, bias)
         } else {
             false
         }

@@ -14,6 +14,8 @@
 //!   sum) recognized and run by the pooling routines.
 //! - `pool_fold.rs`: the forward max-pool after a convolution, which the direct and Winograd
 //!   routines then compute in their epilogue.
+//! - `pool_choices.rs`: the window choices a forward max-pool records, which its gradient
+//!   then reads instead of the pre-activation.
 //! - `kernel_pair.rs`: two halves of a generated kernel on two workers.
 //! - `conv_pair.rs`: two independent convolutions side by side, one per core.
 
@@ -26,6 +28,7 @@ pub(crate) mod conv_shape;
 pub mod convolution;
 pub mod dot;
 pub mod kernel_pair;
+pub mod pool_choices;
 pub mod pool_fold;
 pub mod pool_match;
 pub mod pooling;

@@ -13,6 +13,7 @@
 //! assignment did (`BufferAssignment::written_early`), so the two cannot disagree.
 
 use super::bias_match::lone_bias_add;
+use super::conv_epilogue::PoolTargets;
 use super::conv_select::{plan_convolution, ConvPrecision};
 use super::pool_match::{match_pool_fusion, PoolMatch};
 use crate::jit::buffer::Addr;
@@ -130,5 +131,9 @@ pub fn pool_writer(
     let bias_taken = source.bias_add.is_none() || routine.take_bias(placeholder);
     let fused_bias = source.fused_bias.map(|_| placeholder);
     let pool = epilogue_pool(&source, options)?;
-    (bias_taken && routine.take_pool(pool, placeholder, fused_bias)).then_some(source.conv)
+    let to = PoolTargets {
+        output: placeholder,
+        choices: None,
+    };
+    (bias_taken && routine.take_pool(pool, to, fused_bias)).then_some(source.conv)
 }

@@ -11,6 +11,13 @@ use crate::jit::buffer::Addr;
 use crate::jit::host::{guarded, resolve, Status};
 use tessel_kernels::pooling::{BiasSum, MaxPool, MaxPoolGrad};
 
+/// What a gradient chooses each window's position from.
+#[derive(Clone, Copy, Debug)]
+enum Picks {
+    Values(Addr),
+    Choices(Addr),
+}
+
 /// A recognized pooling fusion with its buffers.
 #[derive(Clone, Debug)]
 pub struct PoolPlan {
@@ -24,10 +31,13 @@ enum PoolRoutine {
         pool: MaxPool,
         input: Addr,
         output: Addr,
+        /// Where the window choices go, when a gradient reads them (`pool_choices.rs`).
+        choices: Option<Addr>,
     },
     Backward {
         grad: MaxPoolGrad,
-        z: Addr,
+        /// The pre-activation, or the window choices its forward pool recorded.
+        picks: Picks,
         g: Addr,
         dz: Addr,
         /// The bias sum's output, and the scratch for its second part with the cut.
@@ -38,14 +48,16 @@ enum PoolRoutine {
 impl PoolPlan {
     /// The plan for `m` over the fusion's parameter buffers `params` and outputs (`outputs[k]`
     /// is the fusion's output `k`, one entry when it is not a tuple); `partial` is the planned
-    /// scratch of the bias sum's second part with the cut, when the sum is split. `None` when
-    /// the routine declines the geometry.
+    /// scratch of the bias sum's second part with the cut, when the sum is split; `choices`
+    /// the window choices' buffer (`pool_choices.rs`) a forward pool writes or a gradient
+    /// reads instead of the pre-activation. `None` when the routine declines the geometry.
     pub fn new(
         name: &str,
         m: &PoolMatch,
         params: &[Addr],
         outputs: &[Addr],
         partial: Option<(Addr, usize)>,
+        choices: Option<Addr>,
         threads: usize,
     ) -> Option<PoolPlan> {
         let routine = match *m {
@@ -54,11 +66,18 @@ impl PoolPlan {
                 geometry,
                 relu,
                 bias: None,
-            } => PoolRoutine::Forward {
-                pool: MaxPool::new(geometry, relu, threads).ok()?,
-                input: *params.get(input as usize)?,
-                output: *outputs.first()?,
-            },
+            } => {
+                let pool = MaxPool::new(geometry, relu, threads).ok()?;
+                if choices.is_some() && !pool.can_choose() {
+                    return None;
+                }
+                PoolRoutine::Forward {
+                    pool,
+                    input: *params.get(input as usize)?,
+                    output: *outputs.first()?,
+                    choices,
+                }
+            }
             // The inference form's bias is computed only in a convolution's epilogue.
             PoolMatch::Forward { bias: Some(_), .. } => return None,
             PoolMatch::Backward {
@@ -75,7 +94,10 @@ impl PoolPlan {
                 };
                 PoolRoutine::Backward {
                     grad: MaxPoolGrad::new(geometry, relu, gate, threads).ok()?,
-                    z: *params.get(z as usize)?,
+                    picks: match choices {
+                        Some(c) => Picks::Choices(c),
+                        None => Picks::Values(*params.get(z as usize)?),
+                    },
                     g: *params.get(grad as usize)?,
                     dz,
                     bias,
@@ -97,10 +119,14 @@ impl PoolPlan {
                 pool,
                 input,
                 output,
-            } => pool.run(f(*input), f(*output)),
+                choices,
+            } => {
+                let choices = choices.map_or(std::ptr::null_mut(), |c| resolve(c, arena));
+                pool.run_with_choices(f(*input), f(*output), choices)
+            }
             PoolRoutine::Backward {
                 grad,
-                z,
+                picks,
                 g,
                 dz,
                 bias,
@@ -109,7 +135,12 @@ impl PoolPlan {
                     bias: f(b),
                     partial: partial.map(|(p, cut)| (f(p), cut)),
                 });
-                grad.run(f(*z), f(*g), f(*dz), sum)
+                match *picks {
+                    Picks::Values(z) => grad.run(f(z), f(*g), f(*dz), sum),
+                    Picks::Choices(c) => {
+                        grad.run_from_choices(resolve(c, arena), f(*g), f(*dz), sum)
+                    }
+                }
             }
         }
     }

@@ -4,7 +4,7 @@
 //! output in any layout. 2-D, stride 1, undilated, one group, 3x3 or 5x5 windows; anything
 //! else is declined (`None`), and `conv_select` tries the next routine.
 
-use super::conv_epilogue::ConvEpilogue;
+use super::conv_epilogue::{ConvEpilogue, PoolTargets};
 use super::conv_shape::{f32_dims, plain_window};
 use crate::jit::buffer::Addr;
 use crate::jit::host::{guarded, resolve, Status};
@@ -162,16 +162,16 @@ impl WinogradPlan {
         })
     }
 
-    /// Takes `pool` (its output at `output`) into the epilogue, and `bias` into the stores
-    /// when given, if the routine accepts the pool; else takes nothing.
+    /// Takes `pool` (writing to `to`) into the epilogue, and `bias` into the stores when
+    /// given, if the routine accepts the pool; else takes nothing.
     pub(super) fn take_pool(
         &mut self,
         pool: PoolEpilogue,
-        output: Addr,
+        to: PoolTargets,
         bias: Option<Addr>,
     ) -> bool {
         let accepts = self.routine.accepts_pool(&pool);
-        self.epilogue.take_pool(accepts, pool, output, bias)
+        self.epilogue.take_pool(accepts, pool, to, bias)
     }
 
     /// # Safety

@@ -1,0 +1,89 @@
+//! The window choices a forward max-pool records for its gradient
+//! (`tessel_kernels::pooling`, "Window choices"): a conv layer's max-pool gradient reads the
+//! pre-activation `z` (12.8 MB for the MNIST step's first layer) only to redo the forward's
+//! select and to test `z > 0` at the chosen position. The forward pool, which reads `z` anyway,
+//! writes one byte per pooled output with both answers, and the gradient reads those (0.8 MB)
+//! instead.
+//!
+//! The pair: a forward pool fusion (`pool_match::PoolMatch::Forward`, no bias inside) and the
+//! one backward pool fusion (`PoolMatch::Backward`) that reads the same `z` with the same
+//! geometry and ReLU, both computed by the pooling routines. The bytes are a side output of
+//! the forward fusion (`BufferNeeds::side_output`, live until the gradient), written by the
+//! pooling routine or by the convolution that folds the pool (`pool_fold.rs`). The program
+//! hands them to the gradient only if the forward's routine was emitted writing them
+//! (`ProgramCx::choices_written`); otherwise the gradient reads `z` as before, so the two can
+//! never disagree. `z` itself is still stored: the convolution's epilogue reads it.
+
+use super::pool_match::{match_pool_fusion, PoolMatch};
+use crate::jit::JitOptions;
+use tessel_compiler::ir::{Computation, InstrId, Module, Op};
+use tessel_kernels::pooling::{MaxPool, MaxPoolGrad};
+
+/// The backward pool fusion that may read the window choices of forward pool fusion `id` of
+/// `comp`, with their size in bytes; `None` when there is none (or more than one) or the
+/// option is off.
+pub fn choices_reader(
+    m: &Module,
+    comp: &Computation,
+    id: InstrId,
+    options: &JitOptions,
+) -> Option<(usize, InstrId)> {
+    if !options.pool_choices || !options.vectorize {
+        return None;
+    }
+    let (z, geometry, relu) = forward_pool(m, comp, id)?;
+    let pool = MaxPool::new(geometry, relu, 1).ok()?;
+    if !pool.can_choose() {
+        return None;
+    }
+    let readers: Vec<InstrId> = comp
+        .users(z)
+        .into_iter()
+        .filter(|&u| backward_pool(m, comp, u) == Some((z, geometry, relu)))
+        .collect();
+    let [reader] = readers[..] else {
+        return None;
+    };
+    MaxPoolGrad::new(geometry, relu, true, 1).ok()?;
+    let [oh, ow] = geometry.output_hw();
+    Some((geometry.batch * oh * ow * geometry.channels, reader))
+}
+
+/// What forward pool fusion `id` pools: the instruction, the geometry and the ReLU.
+fn forward_pool(
+    m: &Module,
+    comp: &Computation,
+    id: InstrId,
+) -> Option<(InstrId, tessel_kernels::pooling::PoolGeometry, bool)> {
+    let instr = comp.get(id);
+    let Op::Fusion { calls, .. } = instr.op else {
+        return None;
+    };
+    match match_pool_fusion(m, m.computation(calls))? {
+        PoolMatch::Forward {
+            input,
+            geometry,
+            relu,
+            bias: None,
+        } => Some((*instr.operands().get(input as usize)?, geometry, relu)),
+        _ => None,
+    }
+}
+
+/// What backward pool fusion `id` chooses from: the instruction, the geometry and the ReLU.
+fn backward_pool(
+    m: &Module,
+    comp: &Computation,
+    id: InstrId,
+) -> Option<(InstrId, tessel_kernels::pooling::PoolGeometry, bool)> {
+    let instr = comp.get(id);
+    let Op::Fusion { calls, .. } = instr.op else {
+        return None;
+    };
+    match match_pool_fusion(m, m.computation(calls))? {
+        PoolMatch::Backward {
+            z, geometry, relu, ..
+        } => Some((*instr.operands().get(z as usize)?, geometry, relu)),
+        _ => None,
+    }
+}
