@@ -153,6 +153,7 @@ fn pooled(
         pool,
         output: p.as_mut_ptr(),
         choices: std::ptr::null_mut(),
+        discard_output: false,
     };
     let fused = median_ms(10, || conv(y.as_mut_ptr(), Some(epilogue)));
     [separate, fused]

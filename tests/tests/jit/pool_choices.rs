@@ -2,7 +2,9 @@
 //! (`runtime/src/jit/routines/pool_choices.rs`): with them on and off, programs give bitwise
 //! the same outputs, the gradient reads them exactly where it should
 //! (`ProgramStats::pool_choices`), whether the pool runs in a convolution's epilogue or as its
-//! own routine, and forms that must be left alone read the pre-activation.
+//! own routine, and forms that must be left alone read the pre-activation. Where nothing else
+//! reads the activation, the convolution that folds the pool may leave it unstored
+//! (`ProgramStats::discarded_outputs`), with the same bits.
 
 use super::fold::{conv_layer_args, Fold};
 use tessel_compiler::compile::{optimize, CompileOptions};
@@ -76,14 +78,30 @@ fn outputs(x: [i64; 4], o: i64) -> String {
     )
 }
 
+/// The convolution outputs left unstored, which the choices allow (`discarded_outputs`).
+const DISCARDED: Fold = Fold {
+    set: |o, on| o.pool_choices = on,
+    count: |s| s.discarded_outputs,
+};
+
 /// Checks `text` with the choices on and off (`Fold::check`), the pool in the convolution's
-/// epilogue and as its own routine: `read` gradients read choices with them on, none off.
-fn check(text: &str, args: &[Literal], read: usize) {
+/// epilogue and as its own routine: `read` gradients read choices with them on, none off;
+/// `discarded` convolution outputs are left unstored with them on (and the pool folded).
+fn check_all(text: &str, args: &[Literal], read: usize, discarded: usize) {
     for fold in [CHOICES, CHOICES_UNFOLDED] {
         for counts in fold.check(text, args) {
             assert_eq!(counts, (read, 0), "gradients reading choices\n{text}");
         }
     }
+    for counts in DISCARDED.check(text, args) {
+        assert_eq!(counts, (discarded, 0), "outputs left unstored\n{text}");
+    }
+}
+
+/// [`check_all`] where the activation is read by the pool and its gradient only, so each
+/// layer whose gradient reads the choices leaves its activation unstored.
+fn check(text: &str, args: &[Literal], read: usize) {
+    check_all(text, args, read, read)
 }
 
 #[test]
@@ -126,6 +144,11 @@ fn gradients_that_must_not_read_choices_keep_reading_the_activation() {
         "(f32[{n},4,4,{o}], f32[{n},{h},{w},{o}], f32[{o}], f32[{n},{h},{w},{o}]) tuple(p, dz, db, dz2)"
     );
     check(&layer(x, o, "relu", &extra, &root), &a, 0);
+    // The activation is an output too: its gradient reads the choices, but it is stored.
+    let root = format!(
+        "(f32[{n},4,4,{o}], f32[{n},{h},{w},{o}], f32[{o}], f32[{n},{h},{w},{o}]) tuple(p, dz, db, y)"
+    );
+    check_all(&layer(x, o, "relu", "", &root), &a, 1, 0);
 }
 
 /// JAX's b128 MNIST training step: both layers' gradients read the choices, with the same
@@ -139,6 +162,8 @@ fn mnist_step_reads_both_layers_choices_with_the_same_bits() {
         let (on, on_read) = CHOICES.run(&module, &args, true, threads);
         let (off, off_read) = CHOICES.run(&module, &args, false, threads);
         assert_eq!((on_read, off_read), (2, 0));
+        let (_, discarded) = DISCARDED.run(&module, &args, true, threads);
+        assert_eq!(discarded, 2, "both activations left unstored");
         for (leaf, (a, b)) in on.iter().zip(&off).enumerate() {
             assert!(
                 a == b,
@@ -158,3 +183,40 @@ fn mnist_step_reads_both_layers_choices_with_the_same_bits() {
     assert_eq!(sides, [128 * 7 * 7 * 64, 128 * 14 * 14 * 32]);
     assert_eq!(plan.side_outputs.len(), 2);
 }
+
+/// Random conv layers with their backward pass: direct (1-4 input channels) and Winograd
+/// (more), odd and even sizes (only even ones tile the 2x2 windows, which the gradient
+/// routine needs), the select over the ReLU or over `y`, with the pool folded or not. The
+/// choices on and off must give the same bits, on 1 and 2 threads, and the interpreter's
+/// results.
+#[test]
+fn random_layers_give_the_same_bits_with_and_without_choices() {
+    let mut s = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = |n: u64| {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s % n
+    };
+    let mut read = 0;
+    for _ in 0..SEEDS {
+        let (h, w) = (2 + next(20) as i64, 2 + next(20) as i64);
+        let c = [1, 2, 3, 4, 5, 8, 17][next(7) as usize];
+        let o = 1 + next(40) as i64;
+        let x = [1 + next(4) as i64, h, w, c];
+        let over = if next(4) == 0 { "y" } else { "relu" };
+        let text = layer(x, o, over, "", &outputs(x, o));
+        let a = args(x, o);
+        for fold in [CHOICES, CHOICES_UNFOLDED] {
+            for (on, off) in fold.check(&text, &a) {
+                assert_eq!(off, 0);
+                read += on;
+            }
+        }
+    }
+    // Some of them read choices (the generator reaches them at all).
+    assert!(read > 0, "no gradient read choices");
+}
+
+/// Random layers checked by the test above.
+const SEEDS: usize = 200;

@@ -141,7 +141,9 @@ impl DirectConv {
 
     /// [`Self::run_with_bias`], and when `pool` is given, the max-pool of the output (which
     /// must [`Self::accepts_pool`]) computed for each run of rows right after it is stored:
-    /// the bits of a separate pool, without its second read of the whole output.
+    /// the bits of a separate pool, without its second read of the whole output. With
+    /// [`PoolEpilogue::discard_output`] the output is not stored at all (`output` is not
+    /// written).
     ///
     /// # Safety
     /// As [`Self::run_with_bias`]; the pool's output must hold its shape and overlap none of
@@ -175,8 +177,17 @@ impl DirectConv {
             Shared(out),
         );
         let next_item = AtomicUsize::new(0);
+        // With the output discarded, each take's rows go to an image of the worker's own, at
+        // their place in it, where the pool reads them: 100 KB for the MNIST step's first
+        // layer, which stays in L2 from image to image instead of going to memory. A heap
+        // block per call and worker: small beside the call, and the buffer assignment need
+        // not know of it.
+        let discard = pool.is_some_and(|p| p.discard_output);
+        let out_image = self.out_h * self.out_w * oc;
         for_each_worker(self.workers, |wk| {
             let band = bands.get().add(wk * self.band_elems);
+            let mut own_image = vec![0f32; if discard { out_image } else { 0 }];
+            let own_image = own_image.as_mut_ptr();
             loop {
                 let item = next_item.fetch_add(1, Ordering::Relaxed);
                 if item >= items {
@@ -199,7 +210,11 @@ impl DirectConv {
                 );
                 for y in y0..y1 {
                     let band = band.add((y - y0) * band_w * c);
-                    let out_row = out.get().add((n * self.out_h + y) * self.out_w * oc);
+                    let out_row = if discard {
+                        own_image.add(y * self.out_w * oc)
+                    } else {
+                        out.get().add((n * self.out_h + y) * self.out_w * oc)
+                    };
                     for (o0, lanes) in channel_blocks(oc, self.isa.max_lanes()) {
                         // Blocks of `most` output pixels in one call, then the rest.
                         let most = self.isa.max_rows();
@@ -234,7 +249,12 @@ impl DirectConv {
                     }
                 }
                 if let Some(p) = &pool {
-                    p.run_block(out.get(), n, [y0, y1], [0, self.out_w]);
+                    let image = if discard {
+                        own_image
+                    } else {
+                        out.get().add(n * out_image)
+                    };
+                    p.run_image_block(image, n, [y0, y1], [0, self.out_w]);
                 }
             }
         });
@@ -406,6 +426,7 @@ pub(crate) mod tests {
                     pool: MaxPool::new(straddling, true, 1).expect("a pool"),
                     output: std::ptr::null_mut(),
                     choices: std::ptr::null_mut(),
+                    discard_output: false,
                 };
                 assert!(!plan.accepts_pool(&refused));
             }

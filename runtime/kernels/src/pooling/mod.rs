@@ -98,6 +98,10 @@ pub struct PoolEpilogue {
     pub output: *mut f32,
     /// Where the window choices go (one byte per output), or null for none.
     pub choices: *mut u8,
+    /// Nothing reads the convolution's output but this pool (its gradient reads the
+    /// choices): the routine may keep each block only until it is pooled instead of storing
+    /// it, which saves the output's trip to memory. A routine that cannot still stores it.
+    pub discard_output: bool,
 }
 
 // SAFETY: the workers of a convolution write disjoint blocks of its output, so each pools
@@ -126,6 +130,22 @@ impl PoolEpilogue {
     ) {
         self.pool
             .run_block_with_choices(y, self.output, self.choices, image, rows, cols)
+    }
+
+    /// [`Self::run_block`] with `y_image` the start of image `image` of the convolution's
+    /// output, or of a buffer holding that image's block at its place in the image.
+    ///
+    /// # Safety
+    /// As [`MaxPool::run_image_block`].
+    pub unsafe fn run_image_block(
+        &self,
+        y_image: *const f32,
+        image: usize,
+        rows: [usize; 2],
+        cols: [usize; 2],
+    ) {
+        self.pool
+            .run_image_block(y_image, self.output, self.choices, image, rows, cols)
     }
 }
 
@@ -158,6 +178,7 @@ pub(crate) fn check_epilogue(
         pool,
         output: got.as_mut_ptr(),
         choices: choices_of(&mut got_choices),
+        discard_output: false,
     };
     assert!(accepts(&epilogue), "{what}: not accepted");
     conv(None, y.as_mut_ptr());
@@ -168,6 +189,28 @@ pub(crate) fn check_epilogue(
     assert_eq!(bits(&got), bits(&want), "{what} pool");
     if choose {
         assert_eq!(got_choices, want_choices, "{what} window choices");
+    }
+    // The output discarded: the same pool and choices, whatever the output holds.
+    let (mut pooled, mut chosen) = (vec![f32::NAN; pooled], vec![0xddu8; pooled]);
+    let discarding = PoolEpilogue {
+        output: pooled.as_mut_ptr(),
+        choices: choices_of(&mut chosen),
+        discard_output: true,
+        ..epilogue
+    };
+    assert!(
+        accepts(&discarding),
+        "{what}: not accepted discarding its output"
+    );
+    // NaN in the output: a pool that read it instead of the convolution's blocks would show.
+    fused_y.fill(f32::NAN);
+    conv(Some(discarding), fused_y.as_mut_ptr());
+    assert_eq!(bits(&pooled), bits(&want), "{what} pool, output discarded");
+    if choose {
+        assert_eq!(
+            chosen, want_choices,
+            "{what} window choices, output discarded"
+        );
     }
 }
 
@@ -298,6 +341,28 @@ impl MaxPool {
         rows: [usize; 2],
         cols: [usize; 2],
     ) {
+        if image >= self.geometry.batch {
+            return;
+        }
+        let src_image = src.add(image * self.geometry.in_image());
+        self.run_image_block(src_image, dst, choices, image, rows, cols)
+    }
+
+    /// [`Self::run_block_with_choices`] with `src_image` the start of image `image` of the
+    /// input, or of a buffer holding that image's block at its place in the image (only the
+    /// block is read).
+    ///
+    /// # Safety
+    /// As [`Self::run_block_with_choices`], for that image.
+    pub unsafe fn run_image_block(
+        &self,
+        src_image: *const f32,
+        dst: *mut f32,
+        choices: *mut u8,
+        image: usize,
+        rows: [usize; 2],
+        cols: [usize; 2],
+    ) {
         let g = &self.geometry;
         let out = g.output_hw();
         // Output i's window starts at input row i * stride.
@@ -314,15 +379,12 @@ impl MaxPool {
         {
             return;
         }
-        let (src, dst) = (
-            src.add(image * g.in_image()),
-            dst.add(image * g.out_image()),
-        );
+        let dst = dst.add(image * g.out_image());
         let choices = match choices {
             c if c.is_null() => c,
             c => c.add(image * g.out_image()),
         };
-        forward_part(self.isa, g, self.relu, src, dst, choices, region);
+        forward_part(self.isa, g, self.relu, src_image, dst, choices, region);
     }
 }
 

@@ -64,6 +64,9 @@ struct Block {
     u: *const f32,
     bias: Option<*const f32>,
     y: *mut f32,
+    /// The image `y` starts at: 0 for the output, the block's first image for a worker's own
+    /// buffer (the output discarded, `PoolEpilogue::discard_output`).
+    y_image: usize,
     buf: *mut f32,
     t0: usize,
     count: usize,
@@ -231,7 +234,8 @@ impl WinogradConv {
 
     /// [`Self::run_with_bias`], and when `pool` is given, the max-pool of the output (which
     /// must [`Self::accepts_pool`]) computed right after each block of tiles is stored:
-    /// the bits of a separate pool, without its second read of the whole output.
+    /// the bits of a separate pool, without its second read of the whole output. With
+    /// [`PoolEpilogue::discard_output`] the output is not stored at all (`y` is not written).
     ///
     /// # Safety
     /// As [`Self::run_with_bias`]; the pool's output must hold its shape and overlap none of
@@ -266,11 +270,21 @@ impl WinogradConv {
                 self.dispatch_kernel::<N, M, R>(ks.get(), us.get(), c0, c1);
             });
             // 2. Blocks of tiles, taken in turn.
-            let tiles = self.batch * self.oh.div_ceil(M) * self.ow.div_ceil(M);
+            let tiles_per_image = self.oh.div_ceil(M) * self.ow.div_ceil(M);
+            let tiles = self.batch * tiles_per_image;
             let blocks = tiles.div_ceil(self.tiles_per_block);
+            // With the output discarded, a block's tiles go to images of the worker's own, at
+            // their place in them, where the pool reads them (a block spans at most this
+            // many images; 300 KB for the MNIST step's conv 2, which stays in L2). A heap
+            // block per call and worker: small beside the call, and the buffer assignment
+            // need not know of it.
+            let discard = pool.is_some_and(|p| p.discard_output);
+            let span = self.tiles_per_block.div_ceil(tiles_per_image.max(1)) + 1;
+            let out_image = self.oh * self.ow * self.o;
             let next = AtomicUsize::new(0);
             for_each_worker(self.workers, |wk| {
                 let buf = ss.get().add(wk * self.worker_floats);
+                let mut own = vec![0f32; if discard { span * out_image } else { 0 }];
                 loop {
                     let b = next.fetch_add(1, Ordering::Relaxed);
                     if b >= blocks {
@@ -278,38 +292,39 @@ impl WinogradConv {
                     }
                     let t0 = b * self.tiles_per_block;
                     let count = self.tiles_per_block.min(tiles - t0);
-                    let ys = ys.get();
+                    let (y, y_image) = if discard {
+                        (own.as_mut_ptr(), t0 / tiles_per_image)
+                    } else {
+                        (ys.get(), 0)
+                    };
                     let block = Block {
                         x: xs.get(),
                         u: us.get(),
                         bias: bias.map(|b| b.get() as *const f32),
-                        y: ys,
+                        y,
+                        y_image,
                         buf,
                         t0,
                         count,
                     };
                     self.dispatch_block::<N, M, R>(&block);
                     if let Some(p) = &pool {
-                        self.pool_tiles::<M>(p, ys, t0, count);
+                        self.pool_tiles::<M>(p, &block);
                     }
                 }
             });
         });
     }
 
-    /// Pools tiles `t0..t0 + count` of the output `y` (just stored, so still in the cache).
-    unsafe fn pool_tiles<const M: usize>(
-        &self,
-        p: &PoolEpilogue,
-        y: *const f32,
-        t0: usize,
-        count: usize,
-    ) {
+    /// Pools the tiles of block `b` (just stored, so still in the cache).
+    unsafe fn pool_tiles<const M: usize>(&self, p: &PoolEpilogue, b: &Block) {
         let (ty_n, tx_n) = (self.oh.div_ceil(M), self.ow.div_ceil(M));
-        for t in t0..t0 + count {
+        let out_image = self.oh * self.ow * self.o;
+        for t in b.t0..b.t0 + b.count {
             let (img, ty, tx) = (t / (ty_n * tx_n), t / tx_n % ty_n, t % tx_n);
             let (rows, cols) = ([ty * M, ty * M + M], [tx * M, tx * M + M]);
-            p.run_block(y, img, rows, cols);
+            let y_image = b.y.add((img - b.y_image) * out_image);
+            p.run_image_block(y_image, img, rows, cols);
         }
     }
 
@@ -433,6 +448,7 @@ impl WinogradConv {
             u,
             bias,
             y,
+            y_image,
             buf,
             t0,
             count,
@@ -482,7 +498,7 @@ impl WinogradConv {
                 std::array::from_fn(|j| {
                     let ox = tx * M + j;
                     if oy < self.oh && ox < self.ow {
-                        y.add(((img * self.oh + oy) * self.ow + ox) * self.o)
+                        y.add((((img - y_image) * self.oh + oy) * self.ow + ox) * self.o)
                     } else {
                         std::ptr::null_mut()
                     }
@@ -727,6 +743,7 @@ mod tests {
                     pool: MaxPool::new(straddling, true, 1).expect("a pool"),
                     output: std::ptr::null_mut(),
                     choices: std::ptr::null_mut(),
+                    discard_output: false,
                 };
                 assert!(!plan.accepts_pool(&wide));
                 let mut other = pool_geometry;
@@ -735,6 +752,7 @@ mod tests {
                     pool: MaxPool::new(other, true, 1).expect("a pool"),
                     output: std::ptr::null_mut(),
                     choices: std::ptr::null_mut(),
+                    discard_output: false,
                 };
                 assert!(!plan.accepts_pool(&shape));
             }

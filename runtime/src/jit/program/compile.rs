@@ -74,6 +74,10 @@ pub(super) struct ProgramCx<'m> {
     pub choices_written: HashSet<(Instance, InstrId)>,
     /// Pool gradients emitted reading window choices.
     pub choices_read: usize,
+    /// Values a convolution with a folded pool may leave unstored (`conv_pool.rs`,
+    /// `PoolTargets::discard_output`): only the pool and a gradient reading its choices read
+    /// them, and emitting anything else that reads one is an error.
+    pub discarded: HashSet<(Instance, InstrId)>,
     /// The values of convolutions planned beside an earlier one (`conv_pair.rs`), until
     /// their own turn names them.
     pub paired_values: HashMap<(Instance, InstrId), Loc>,
@@ -126,6 +130,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         folded_pools: HashSet::new(),
         choices_written: HashSet::new(),
         choices_read: 0,
+        discarded: HashSet::new(),
         paired_values: HashMap::new(),
         paired_convolutions: 0,
         conv_pairs: PairCache::default(),
@@ -181,6 +186,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         placements: std::mem::take(&mut cx.placements),
         folded_pools: cx.folded_pools.len(),
         pool_choices: cx.choices_read,
+        discarded_outputs: cx.discarded.len(),
         paired_convolutions: cx.paired_convolutions,
     };
     Ok(Executable::new(ExecutableParts {

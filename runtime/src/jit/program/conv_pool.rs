@@ -54,11 +54,29 @@ impl ProgramCx<'_> {
             None => None,
         };
         let pool = epilogue_pool(&source, self.options)?;
+        let choices = self.choices_buffer(inst, pool_id);
         let to = PoolTargets {
             output: Addr::Arena(offset),
-            choices: self.choices_buffer(inst, pool_id),
+            choices,
+            discard_output: choices.is_some() && self.read_only_through(walk, z, pool_id),
         };
         Some((pool_id, pool, to, fused_bias))
+    }
+
+    /// Whether value `z` is read by nothing but pool fusion `pool_id` and the gradient that
+    /// reads that pool's window choices (`pool_choices.rs`) instead of `z`: then, with the
+    /// pool folded into the convolution writing `z`, nothing reads `z`'s buffer and the
+    /// routine need not store it (`PoolTargets::discard_output`).
+    fn read_only_through(&self, walk: &Walk, z: InstrId, pool_id: InstrId) -> bool {
+        let Some(&(reader, _)) = self.plan.side_outputs.get(&(walk.inst, pool_id)) else {
+            return false;
+        };
+        let mut users = walk.comp.users(z);
+        users.sort();
+        users.dedup();
+        let mut want = vec![pool_id, reader];
+        want.sort();
+        walk.comp.root() != z && users == want
     }
 
     /// The buffer the assignment gave the window choices of pool fusion `id`

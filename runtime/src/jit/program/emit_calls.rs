@@ -281,6 +281,10 @@ impl ProgramCx<'_> {
                 if to.choices.is_some() {
                     self.choices_written.insert((walk.inst, fusion));
                 }
+                if to.discard_output {
+                    self.discarded
+                        .insert((walk.inst, folded_bias.unwrap_or(id)));
+                }
             }
         }
         Ok((conv, out))

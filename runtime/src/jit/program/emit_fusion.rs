@@ -119,6 +119,7 @@ impl ProgramCx<'_> {
         if self.emit_pool_fusion(fb, arena, name, calls, args, &out)? {
             return Ok(out);
         }
+        self.check_not_discarded()?;
         let root = comp.root();
         let root_instr = comp.get(root);
         if let (Op::Tuple, Loc::Tuple(outs)) = (&root_instr.op, &out) {

@@ -51,6 +51,9 @@ impl ProgramCx<'_> {
         };
         let threads = self.options.gemm_threads;
         let choices = self.pool_choices_of(&m);
+        if choices.is_none() {
+            self.check_not_discarded()?;
+        }
         let Some(probe) = PoolPlan::new(name, &m, &params, &outputs, None, choices, threads) else {
             return Ok(false);
         };
@@ -87,6 +90,27 @@ impl ProgramCx<'_> {
             }
         }
         Ok(true)
+    }
+
+    /// Fails if the instruction being emitted reads a value a convolution left unstored
+    /// (`ProgramCx::discarded`): only a gradient reading window choices may name one, so this
+    /// is a bug in the JIT, stopped before it can give a wrong answer.
+    pub(super) fn check_not_discarded(&self) -> Result<(), JitError> {
+        let (inst, id) = self.current;
+        let comp = self.module.computation(self.plan.instances[inst]);
+        let instr = comp.get(id);
+        match instr
+            .operands()
+            .iter()
+            .find(|&&o| self.discarded.contains(&(inst, o)))
+        {
+            Some(&o) => Err(JitError::Invalid(format!(
+                "{}: reads {}, which its convolution did not store",
+                instr.name,
+                comp.get(o).name
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// The window choices (`pool_choices.rs`) the pooling fusion being emitted writes (a

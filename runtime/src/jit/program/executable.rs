@@ -28,6 +28,9 @@ pub struct ProgramStats {
     /// Max-pool gradients that read the window choices their forward pool recorded instead
     /// of the pre-activation (`routines/pool_choices.rs`).
     pub pool_choices: usize,
+    /// Convolution outputs that only their folded pool reads, which the routine may leave
+    /// unstored (`PoolEpilogue::discard_output`).
+    pub discarded_outputs: usize,
     /// Convolution pairs run side by side, one per core (`routines/conv_pair.rs`).
     pub paired_convolutions: usize,
     pub arena_bytes: usize,

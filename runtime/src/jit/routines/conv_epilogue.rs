@@ -7,11 +7,13 @@ use crate::jit::host::resolve;
 use tessel_kernels::pooling::PoolEpilogue;
 
 /// Where a folded max-pool writes: its output, and its window choices when its gradient reads
-/// them (`pool_choices.rs`).
+/// them (`pool_choices.rs`); `discard_output` when nothing else reads the convolution's
+/// output, which the routine then need not store (`PoolEpilogue::discard_output`).
 #[derive(Clone, Copy, Debug)]
 pub struct PoolTargets {
     pub output: Addr,
     pub choices: Option<Addr>,
+    pub discard_output: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -51,6 +53,7 @@ impl ConvEpilogue {
             choices: to
                 .choices
                 .map_or(std::ptr::null_mut(), |c| resolve(c, arena)),
+            discard_output: to.discard_output,
             ..p
         });
         (bias, pool)

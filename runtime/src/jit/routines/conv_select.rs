@@ -119,6 +119,7 @@ impl ConvRoutine {
             pool,
             output: std::ptr::null_mut(),
             choices: std::ptr::null_mut(),
+            discard_output: false,
         };
         if let Some(p) = self.plan.downcast_mut::<DirectConvPlan>() {
             p.take_pool(epilogue, to, bias)

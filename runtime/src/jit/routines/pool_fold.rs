@@ -134,6 +134,7 @@ pub fn pool_writer(
     let to = PoolTargets {
         output: placeholder,
         choices: None,
+        discard_output: false,
     };
     (bias_taken && routine.take_pool(pool, to, fused_bias)).then_some(source.conv)
 }
