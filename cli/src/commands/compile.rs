@@ -63,6 +63,11 @@ pub fn run(args: &CompileArgs) -> ExitCode {
         println!("jit_compile_ms: {:.3}", stats.compile_ms);
         println!("jit_kernels: {}", stats.kernels);
         println!("jit_arena_bytes: {}", stats.arena_bytes);
+        // What the routines took over (docs/jit.md): a user sees whether a layer got them.
+        println!("jit_folded_pools: {}", stats.folded_pools);
+        println!("jit_paired_convolutions: {}", stats.paired_convolutions);
+        println!("jit_pool_choices: {}", stats.pool_choices);
+        println!("jit_discarded_outputs: {}", stats.discarded_outputs);
     }
     ExitCode::SUCCESS
 }

@@ -34,6 +34,16 @@ fn compile_prints_jit_figures_and_dumps_clif_per_kernel() {
     assert!(kernels > 10, "{stdout}");
     assert!(value(&stdout, "jit_arena_bytes").parse::<usize>().unwrap() > 0);
     value(&stdout, "jit_compile_ms").parse::<f64>().unwrap();
+    // The b8 step's two conv layers: both pools folded, both gradients reading their
+    // choices, both activations left unstored, conv 2's two gradients side by side.
+    for (key, want) in [
+        ("jit_folded_pools", "2"),
+        ("jit_pool_choices", "2"),
+        ("jit_discarded_outputs", "2"),
+        ("jit_paired_convolutions", "1"),
+    ] {
+        assert_eq!(value(&stdout, key), want, "{key}\n{stdout}");
+    }
     // One CLIF file before and one after Cranelift's optimizer per kernel, plus the program.
     let files: Vec<String> = std::fs::read_dir(dir.join("jit"))
         .unwrap()
