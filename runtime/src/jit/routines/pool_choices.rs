@@ -12,7 +12,9 @@
 //! pooling routine or by the convolution that folds the pool (`pool_fold.rs`). The program
 //! hands them to the gradient only if the forward's routine was emitted writing them
 //! (`ProgramCx::choices_written`); otherwise the gradient reads `z` as before, so the two can
-//! never disagree. `z` itself is still stored: the convolution's epilogue reads it.
+//! never disagree. Where, besides, nothing else reads `z` and the pool is folded into the
+//! convolution, the convolution need not store `z` at all (`program/conv_pool.rs`,
+//! `PoolTargets::discard_output`).
 
 use super::pool_match::{match_pool_fusion, PoolMatch};
 use crate::jit::JitOptions;
