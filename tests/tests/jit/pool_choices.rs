@@ -220,3 +220,17 @@ fn random_layers_give_the_same_bits_with_and_without_choices() {
 
 /// Random layers checked by the test above.
 const SEEDS: usize = 200;
+
+/// The training loop (the b8 step in a `while` fed by infeed, as the estimator runs it): the
+/// body's two layers read their choices and leave their activations unstored too.
+/// (`tests/tests/loops/training_loop.rs` checks that loop bitwise against the step run alone.)
+#[test]
+fn the_training_loops_body_reads_the_choices() {
+    let step = tessel_tests::corpus_module("mnist_cnn_train_step_b8");
+    let mut looped =
+        tessel_compiler::training_loop::wrap_in_training_loop(&step, 5, &[8, 9, 10]).unwrap();
+    optimize(&mut looped, &CompileOptions::default()).unwrap();
+    let exe = tessel_runtime::jit::compile(&looped, &Default::default()).unwrap();
+    let stats = exe.stats();
+    assert_eq!((stats.pool_choices, stats.discarded_outputs), (2, 2));
+}
