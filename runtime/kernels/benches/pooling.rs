@@ -96,6 +96,23 @@ fn main() {
                 });
                 let name = format!("max-pool grad {size}x{size}x{channels} {}", isa.name());
                 line(&name, threads, bwd_bytes, ms, copy_b);
+                // The same from the window choices the forward records (one byte per output)
+                // instead of the pre-activation.
+                let mut choices = vec![0u8; output];
+                unsafe { p.run_with_choices(z.as_ptr(), out.as_mut_ptr(), choices.as_mut_ptr()) };
+                let ms = median_ms(REPS, || unsafe {
+                    let sum = BiasSum {
+                        bias: bias.as_mut_ptr(),
+                        partial: Some((partial.as_mut_ptr(), 64)),
+                    };
+                    r.run_from_choices(choices.as_ptr(), gr.as_ptr(), dz.as_mut_ptr(), Some(sum))
+                });
+                let bytes = 4 * (input + output) + output;
+                let name = format!(
+                    "max-pool grad from choices {size}x{size}x{channels} {}",
+                    isa.name()
+                );
+                line(&name, threads, bytes, ms, copy_ms(bytes, threads));
             }
         }
     }
