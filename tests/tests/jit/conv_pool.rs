@@ -5,7 +5,7 @@
 //! form (bias add, ReLU and pool in one fusion), and forms it must leave alone keep their
 //! pool routine and their results.
 
-use super::fold::{conv_layer_args as args, Fold};
+use super::fold::{conv_layer_args as args, xorshift, Fold};
 use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::ir::Literal;
 
@@ -161,13 +161,7 @@ fn mnist_step_folds_both_pools_with_the_same_bits() {
 /// routines' business (not asserted here).
 #[test]
 fn random_conv_layers_with_a_pool_give_the_same_bits_folded_or_not() {
-    let mut s = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = |n: u64| {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s % n
-    };
+    let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
     let mut folded = 0;
     for _ in 0..SEEDS {
         let pool = 1 + next(3) as i64;

@@ -88,3 +88,15 @@ pub fn conv_layer_args(x: [i64; 4], o: i64) -> Vec<Literal> {
         pseudo_random_f32(&[o], 3, 0),
     ]
 }
+
+/// A small xorshift generator from `seed` (not 0): each call gives a number below its argument.
+/// The random layer tests draw their shapes from it, so a failure names a reproducible case.
+pub fn xorshift(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut s = seed;
+    move |n| {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s % n
+    }
+}

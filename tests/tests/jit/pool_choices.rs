@@ -6,7 +6,7 @@
 //! reads the activation, the convolution that folds the pool may leave it unstored
 //! (`ProgramStats::discarded_outputs`), with the same bits.
 
-use super::fold::{conv_layer_args, Fold};
+use super::fold::{conv_layer_args, xorshift, Fold};
 use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::ir::{Array, ArrayShape, ElementType, Literal};
 use tessel_compiler::passes::BufferKind;
@@ -201,13 +201,7 @@ fn mnist_step_reads_both_layers_choices_with_the_same_bits() {
 /// results.
 #[test]
 fn random_layers_give_the_same_bits_with_and_without_choices() {
-    let mut s = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = |n: u64| {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s % n
-    };
+    let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
     let mut read = 0;
     for _ in 0..SEEDS {
         let (h, w) = (2 + next(20) as i64, 2 + next(20) as i64);

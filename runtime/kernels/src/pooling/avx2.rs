@@ -24,7 +24,7 @@ pub(super) unsafe fn forward(
     }
     let whole = g.channels / 8 * 8;
     if whole < g.channels {
-        portable::forward(g, relu, offsets, src, dst, r, whole);
+        portable::forward(g, relu, offsets, src, dst, std::ptr::null_mut(), r, whole);
     }
 }
 

@@ -553,12 +553,9 @@ unsafe fn forward_part(
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => avx512::forward(g, relu, offsets, src, dst, choices, region),
-        _ if !choices.is_null() => {
-            portable::forward_choosing(g, relu, offsets, src, dst, choices, region)
-        }
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2Fma => avx2::forward(g, relu, offsets, src, dst, region),
-        _ => portable::forward(g, relu, offsets, src, dst, region, 0),
+        Isa::Avx2Fma if choices.is_null() => avx2::forward(g, relu, offsets, src, dst, region),
+        _ => portable::forward(g, relu, offsets, src, dst, choices, region, 0),
     }
 }
 

@@ -15,37 +15,42 @@ pub(super) fn fmax(x: f32, y: f32) -> f32 {
     }
 }
 
-/// `r` of the forward pass, channels `c0..`.
+/// `r` of the forward pass, channels `c0..`, with each output's window choice into `choices`
+/// unless it is null (laid out as `dst`, one byte per output).
 ///
 /// # Safety
-/// As [`super::MaxPool::run`], for the region's images from the pointers.
+/// As [`super::MaxPool::run_with_choices`], for the region's images from the pointers.
+#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn forward(
     g: &PoolGeometry,
     relu: bool,
     offsets: &[usize],
     src: *const f32,
     dst: *mut f32,
+    choices: *mut u8,
     r: Region,
     c0: usize,
 ) {
     let [_, ow] = g.output_hw();
     let c = g.channels;
+    let mut zs = [0f32; super::MAX_WINDOW_POSITIONS];
     for n in 0..r.images {
         for i in r.rows[0]..r.rows[1] {
             for j in r.cols[0]..r.cols[1] {
                 let base =
                     src.add(n * g.in_image() + (i * g.stride[0] * g.width + j * g.stride[1]) * c);
-                let out = dst.add(n * g.out_image() + (i * ow + j) * c);
+                let at = n * g.out_image() + (i * ow + j) * c;
                 for ch in c0..c {
                     let mut acc = f32::NEG_INFINITY;
-                    for &off in offsets {
-                        let mut x = *base.add(off + ch);
-                        if relu {
-                            x = fmax(x, 0.0);
-                        }
-                        acc = fmax(acc, x);
+                    for (k, &off) in offsets.iter().enumerate() {
+                        let z = *base.add(off + ch);
+                        zs[k] = z;
+                        acc = fmax(acc, if relu { fmax(z, 0.0) } else { z });
                     }
-                    *out.add(ch) = acc;
+                    *dst.add(at + ch) = acc;
+                    if !choices.is_null() {
+                        *choices.add(at + ch) = choice(&zs[..offsets.len()], relu);
+                    }
                 }
             }
         }
@@ -70,40 +75,6 @@ fn choose(zs: &[f32], relu: bool) -> usize {
 pub(super) fn choice(zs: &[f32], relu: bool) -> u8 {
     let sel = choose(zs, relu);
     sel as u8 | if zs[sel] > 0.0 { CHOICE_OPEN } else { 0 }
-}
-
-/// [`forward`] of every channel, also writing each output's window choice into `choices`.
-///
-/// # Safety
-/// As [`forward`]; `choices` is laid out as `dst`, one byte per output.
-pub(super) unsafe fn forward_choosing(
-    g: &PoolGeometry,
-    relu: bool,
-    offsets: &[usize],
-    src: *const f32,
-    dst: *mut f32,
-    choices: *mut u8,
-    r: Region,
-) {
-    forward(g, relu, offsets, src, dst, r, 0);
-    let [_, ow] = g.output_hw();
-    let c = g.channels;
-    let mut zs = [0f32; super::MAX_WINDOW_POSITIONS];
-    for n in 0..r.images {
-        for i in r.rows[0]..r.rows[1] {
-            for j in r.cols[0]..r.cols[1] {
-                let base =
-                    src.add(n * g.in_image() + (i * g.stride[0] * g.width + j * g.stride[1]) * c);
-                let out = choices.add(n * g.out_image() + (i * ow + j) * c);
-                for ch in 0..c {
-                    for (k, &off) in offsets.iter().enumerate() {
-                        zs[k] = *base.add(off + ch);
-                    }
-                    *out.add(ch) = choice(&zs[..offsets.len()], relu);
-                }
-            }
-        }
-    }
 }
 
 /// Backward pass of `images` images, channels `c0..`, summing into `acc` unless it is null.

@@ -129,12 +129,17 @@ fn shapes() -> Vec<PoolGeometry> {
     ]
 }
 
-#[test]
-fn forward_matches_the_definition() {
+/// [`shapes`] and forward-only ones: windows that overlap or leave rows unused.
+fn forward_shapes() -> Vec<PoolGeometry> {
     let mut shapes = shapes();
     shapes.push(geo(2, 7, 9, 5, [3, 3], [2, 2])); // overlapping, odd sizes
     shapes.push(geo(1, 5, 5, 24, [2, 2], [2, 2])); // last row and column unused
-    for g in shapes {
+    shapes
+}
+
+#[test]
+fn forward_matches_the_definition() {
+    for g in forward_shapes() {
         let x = data(g.batch * g.in_image(), 7);
         for relu in [false, true] {
             let want = forward_def(&g, relu, &x);
@@ -295,10 +300,7 @@ fn choices_def(g: &PoolGeometry, relu: bool, z: &[f32]) -> Vec<u8> {
 /// path and thread count, and its pooled values do not change.
 #[test]
 fn forward_records_the_window_choices() {
-    let mut shapes = shapes();
-    shapes.push(geo(2, 7, 9, 5, [3, 3], [2, 2])); // overlapping, odd sizes
-    shapes.push(geo(1, 5, 5, 24, [2, 2], [2, 2])); // last row and column unused
-    for g in shapes {
+    for g in forward_shapes() {
         let x = data(g.batch * g.in_image(), 13);
         for relu in [false, true] {
             let want = forward_def(&g, relu, &x);

@@ -20,12 +20,12 @@
 use super::pool_match::{match_pool_fusion, PoolMatch};
 use crate::jit::JitOptions;
 use tessel_compiler::ir::{Computation, InstrId, Module, Op};
-use tessel_kernels::pooling::{MaxPool, MaxPoolGrad};
+use tessel_kernels::pooling::{MaxPool, MaxPoolGrad, PoolGeometry};
 
 /// Whether the pooling routines compute window choices in vector code on this machine
 /// (AVX-512, `MaxPool::vector_choices`): elsewhere no gradient reads them.
 pub fn choices_available() -> bool {
-    let g = tessel_kernels::pooling::PoolGeometry {
+    let g = PoolGeometry {
         batch: 1,
         height: 2,
         width: 2,
@@ -48,7 +48,9 @@ pub fn choices_reader(
     if !options.pool_choices || !options.vectorize {
         return None;
     }
-    let (z, geometry, relu) = forward_pool(m, comp, id)?;
+    let (true, z, geometry, relu) = pool_fusion(m, comp, id)? else {
+        return None;
+    };
     let pool = MaxPool::new(geometry, relu, 1).ok()?;
     // Without AVX-512 the choices run in scalar loops that cost more than they save.
     if !pool.can_choose() || !pool.vector_choices() {
@@ -57,7 +59,7 @@ pub fn choices_reader(
     let readers: Vec<InstrId> = comp
         .users(z)
         .into_iter()
-        .filter(|&u| backward_pool(m, comp, u) == Some((z, geometry, relu)))
+        .filter(|&u| pool_fusion(m, comp, u) == Some((false, z, geometry, relu)))
         .collect();
     let [reader] = readers[..] else {
         return None;
@@ -67,41 +69,34 @@ pub fn choices_reader(
     Some((geometry.batch * oh * ow * geometry.channels, reader))
 }
 
-/// What forward pool fusion `id` pools: the instruction, the geometry and the ReLU.
-fn forward_pool(
+/// What pool fusion `id` pools (forward) or chooses from (backward): whether it is the
+/// forward pass, the instruction, the geometry and the ReLU. A forward pool with a bias inside
+/// (the inference form) is none.
+fn pool_fusion(
     m: &Module,
     comp: &Computation,
     id: InstrId,
-) -> Option<(InstrId, tessel_kernels::pooling::PoolGeometry, bool)> {
+) -> Option<(bool, InstrId, PoolGeometry, bool)> {
     let instr = comp.get(id);
     let Op::Fusion { calls, .. } = instr.op else {
         return None;
     };
-    match match_pool_fusion(m, m.computation(calls))? {
+    let (forward, param, geometry, relu) = match match_pool_fusion(m, m.computation(calls))? {
         PoolMatch::Forward {
             input,
             geometry,
             relu,
             bias: None,
-        } => Some((*instr.operands().get(input as usize)?, geometry, relu)),
-        _ => None,
-    }
-}
-
-/// What backward pool fusion `id` chooses from: the instruction, the geometry and the ReLU.
-fn backward_pool(
-    m: &Module,
-    comp: &Computation,
-    id: InstrId,
-) -> Option<(InstrId, tessel_kernels::pooling::PoolGeometry, bool)> {
-    let instr = comp.get(id);
-    let Op::Fusion { calls, .. } = instr.op else {
-        return None;
-    };
-    match match_pool_fusion(m, m.computation(calls))? {
+        } => (true, input, geometry, relu),
         PoolMatch::Backward {
             z, geometry, relu, ..
-        } => Some((*instr.operands().get(z as usize)?, geometry, relu)),
-        _ => None,
-    }
+        } => (false, z, geometry, relu),
+        PoolMatch::Forward { bias: Some(_), .. } => return None,
+    };
+    Some((
+        forward,
+        *instr.operands().get(param as usize)?,
+        geometry,
+        relu,
+    ))
 }
