@@ -5,7 +5,7 @@ use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::{parse_module, parse_module_file};
 use tessel_compiler::ir::{ComputationId, InstrId, Module};
 use tessel_compiler::passes::{
-    assign_buffers, assign_buffers_with, Buffer, BufferAssignment, BufferNeeds,
+    assign_buffers, assign_buffers_with, Buffer, BufferAssignment, BufferKind, BufferNeeds,
 };
 use tessel_tests::golden::run_suite;
 use tessel_tests::{corpus_dir, golden_dir};
@@ -191,5 +191,56 @@ fn the_scratch_of_an_instruction_written_early_is_live_from_the_writer() {
     for other in [&a, &b, &a_scratch] {
         assert!(!overlap(&c_scratch, other), "{:?}", other.values);
         assert!(!overlap(&buffer("c"), other), "{:?}", other.values);
+    }
+}
+
+/// Needs under which `a` writes 100 bytes besides its value for `reader` to read (as a
+/// max-pool writes its window choices for its gradient).
+struct ASideFor(&'static str);
+
+impl BufferNeeds for ASideFor {
+    fn side_output(&self, m: &Module, comp: ComputationId, id: InstrId) -> Option<(i64, InstrId)> {
+        let c = m.computation(comp);
+        (c.get(id).name == "a").then(|| c.find(self.0).map(|r| (100, r)))?
+    }
+}
+
+#[test]
+fn a_side_output_lives_from_its_writer_to_its_reader() {
+    let text = "HloModule m\n\nENTRY e {\n  p = f32[256]{0} parameter(0)\n  \
+                a = f32[256]{0} reverse(p), dimensions={0}\n  \
+                b = f32[256]{0} reverse(a), dimensions={0}\n  \
+                ROOT c = f32[256]{0} reverse(b), dimensions={0}\n}\n";
+    let m = parse_module(text, None).unwrap();
+    let assignment = assign_buffers_with(&m, &ASideFor("c"));
+    let buffer = |name: &str| {
+        assignment
+            .buffers
+            .iter()
+            .find(|b| b.values.iter().any(|v| v == name))
+            .unwrap_or_else(|| panic!("no buffer holds {name}"))
+            .clone()
+    };
+    let overlap =
+        |x: &Buffer, y: &Buffer| x.offset < y.offset + y.size && y.offset < x.offset + x.size;
+    let (a, b, c, side) = (buffer("a"), buffer("b"), buffer("c"), buffer("a.side"));
+    assert_eq!(side.kind, BufferKind::Side);
+    assert_eq!(side.size, 100);
+    // Live from `a` to `c`, so it shares memory with none of the three values.
+    assert_eq!(side.live_range, (a.live_range.0, c.live_range.0));
+    for other in [&a, &b, &c] {
+        assert!(!overlap(&side, other), "{:?}", other.values);
+    }
+    let e = m.entry();
+    let (a_id, c_id) = (e.find("a").unwrap(), e.find("c").unwrap());
+    let &(reader, buffer_index) = assignment.side_outputs.get(&(0, a_id)).unwrap();
+    assert_eq!(reader, c_id);
+    assert_eq!(assignment.buffers[buffer_index].values, ["a.side"]);
+    assert!(assignment.to_text().contains("kind=side values: a.side"));
+    // A reader that comes first, or the writer itself, gets no side buffer.
+    for early in ["p", "a"] {
+        let none = assign_buffers_with(&m, &ASideFor(early));
+        assert!(none.side_outputs.is_empty(), "reader {early}");
+        assert!(none.buffers.iter().all(|b| b.kind != BufferKind::Side));
     }
 }
