@@ -44,7 +44,11 @@ pub(super) unsafe fn forward(
                     let mut acc = f32::NEG_INFINITY;
                     for (k, &off) in offsets.iter().enumerate() {
                         let z = *base.add(off + ch);
-                        zs[k] = z;
+                        // Kept only for the choice: windows of any size pool, but only those
+                        // of at most 16 positions choose (`MaxPool::can_choose`).
+                        if !choices.is_null() {
+                            zs[k] = z;
+                        }
                         acc = fmax(acc, if relu { fmax(z, 0.0) } else { z });
                     }
                     *dst.add(at + ch) = acc;

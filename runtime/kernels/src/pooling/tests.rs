@@ -139,7 +139,10 @@ fn forward_shapes() -> Vec<PoolGeometry> {
 
 #[test]
 fn forward_matches_the_definition() {
-    for g in forward_shapes() {
+    let mut shapes = forward_shapes();
+    // More window positions than a choice holds: pooled, never chosen.
+    shapes.push(geo(2, 10, 10, 11, [5, 5], [5, 5]));
+    for g in shapes {
         let x = data(g.batch * g.in_image(), 7);
         for relu in [false, true] {
             let want = forward_def(&g, relu, &x);
