@@ -82,6 +82,20 @@ fn mnist_step_memory_is_near_the_lower_bound() {
     assert!(b.peak_bytes <= b.unshared_values_bytes);
 }
 
+/// The buffer of `a` that holds value `name`.
+fn buffer(a: &BufferAssignment, name: &str) -> Buffer {
+    a.buffers
+        .iter()
+        .find(|b| b.values.iter().any(|v| v == name))
+        .unwrap_or_else(|| panic!("no buffer holds {name}"))
+        .clone()
+}
+
+/// Whether two buffers share memory.
+fn overlap(x: &Buffer, y: &Buffer) -> bool {
+    x.offset < y.offset + y.size && y.offset < x.offset + x.size
+}
+
 /// Needs under which `c`'s value is written by `a`'s kernel (as a convolution that pools its
 /// output in its epilogue writes the pool's value).
 struct CWrittenByA;
@@ -100,15 +114,6 @@ fn a_value_written_early_is_live_from_the_writer() {
                 b = f32[256]{0} reverse(a), dimensions={0}\n  \
                 ROOT c = f32[256]{0} reverse(b), dimensions={0}\n}\n";
     let m = parse_module(text, None).unwrap();
-    let buffer = |a: &BufferAssignment, name: &str| {
-        a.buffers
-            .iter()
-            .find(|b| b.values.iter().any(|v| v == name))
-            .unwrap()
-            .clone()
-    };
-    let overlap =
-        |x: &Buffer, y: &Buffer| x.offset < y.offset + y.size && y.offset < x.offset + x.size;
     // As scheduled, `c` may take `a`'s memory: `a` is dead by then.
     let plain = assign_buffers(&m);
     assert!(plain.written_early.is_empty());
@@ -167,16 +172,7 @@ fn the_scratch_of_an_instruction_written_early_is_live_from_the_writer() {
                 ROOT c = f32[256]{0} reverse(b), dimensions={0}\n}\n";
     let m = parse_module(text, None).unwrap();
     let assignment = assign_buffers_with(&m, &CBesideA);
-    let buffer = |name: &str| {
-        assignment
-            .buffers
-            .iter()
-            .find(|b| b.values.iter().any(|v| v == name))
-            .unwrap_or_else(|| panic!("no buffer holds {name}"))
-            .clone()
-    };
-    let overlap =
-        |x: &Buffer, y: &Buffer| x.offset < y.offset + y.size && y.offset < x.offset + x.size;
+    let buffer = |name: &str| buffer(&assignment, name);
     let (a, b, a_scratch, c_scratch) = (
         buffer("a"),
         buffer("b"),
@@ -213,16 +209,7 @@ fn a_side_output_lives_from_its_writer_to_its_reader() {
                 ROOT c = f32[256]{0} reverse(b), dimensions={0}\n}\n";
     let m = parse_module(text, None).unwrap();
     let assignment = assign_buffers_with(&m, &ASideFor("c"));
-    let buffer = |name: &str| {
-        assignment
-            .buffers
-            .iter()
-            .find(|b| b.values.iter().any(|v| v == name))
-            .unwrap_or_else(|| panic!("no buffer holds {name}"))
-            .clone()
-    };
-    let overlap =
-        |x: &Buffer, y: &Buffer| x.offset < y.offset + y.size && y.offset < x.offset + x.size;
+    let buffer = |name: &str| buffer(&assignment, name);
     let (a, b, c, side) = (buffer("a"), buffer("b"), buffer("c"), buffer("a.side"));
     assert_eq!(side.kind, BufferKind::Side);
     assert_eq!(side.size, 100);

@@ -18,7 +18,7 @@
 //! float per input element for a 2x2 pool instead of a float. The choice is made by the same
 //! comparisons on the same values, so the gradient is the same bits. Only the AVX-512 path
 //! and the portable one compute it (AVX2 machines would take the portable loops for it, so
-//! [`MaxPool::vector_choices`] tells callers not to ask there).
+//! [`vector_choices`] tells callers not to ask there).
 //!
 //! Code paths ([`crate::cpu::Isa`], `TESSEL_CONV_ISA` forces one): AVX-512F
 //! ([`avx512`]) whenever the CPU has it, also on Zen 4 where 512-bit work runs as two halves:
@@ -54,6 +54,14 @@ pub const CHOICE_POSITION: u8 = 0x0f;
 /// Bit 4 of a window choice: the (pre-ReLU) value at the chosen position is above 0, so the
 /// ReLU gate lets its gradient through.
 pub const CHOICE_OPEN: u8 = 0x10;
+
+/// Whether instruction set `isa` computes window choices in vector code (AVX-512). The others
+/// take the portable loops for them, which cost more than the gradient saves (bench,
+/// 28x28x32: 9.3 ms from the choices against 1.7 from the pre-activation on AVX2), so callers
+/// should not ask for choices there.
+pub fn vector_choices(isa: Isa) -> bool {
+    isa == Isa::Avx512
+}
 
 /// An NHWC max-pool: window `[kh, kw]` moving by `stride` over height and width, no padding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,7 +99,7 @@ impl PoolGeometry {
 }
 
 /// A forward max-pool that a convolution computes in its epilogue: after writing a block of
-/// its output, the convolution pools it ([`MaxPool::run_block`]) into `output` while the
+/// its output, the convolution pools it ([`MaxPool::run_image_block`]) into `output` while the
 /// block is still in the cache. The pool's input is the convolution's output.
 #[derive(Clone, Copy, Debug)]
 pub struct PoolEpilogue {
@@ -117,24 +125,10 @@ impl PoolEpilogue {
         (g.batch, g.height, g.width, g.channels) == (batch, height, width, channels)
     }
 
-    /// Pools the block of the convolution's output `y` the convolution has just written
-    /// ([`MaxPool::run_block_with_choices`]).
-    ///
-    /// # Safety
-    /// As [`MaxPool::run_block_with_choices`].
-    pub unsafe fn run_block(
-        &self,
-        y: *const f32,
-        image: usize,
-        rows: [usize; 2],
-        cols: [usize; 2],
-    ) {
-        self.pool
-            .run_block_with_choices(y, self.output, self.choices, image, rows, cols)
-    }
-
-    /// [`Self::run_block`] with `y_image` the start of image `image` of the convolution's
-    /// output, or of a buffer holding that image's block at its place in the image.
+    /// Pools the block of the convolution's output the convolution has just written
+    /// ([`MaxPool::run_image_block`], with this epilogue's output and choices): `y_image` is
+    /// the start of image `image` of that output, or of a buffer holding that image's block at
+    /// its place in the image.
     ///
     /// # Safety
     /// As [`MaxPool::run_image_block`].
@@ -260,14 +254,6 @@ impl MaxPool {
         self.geometry.window[0] * self.geometry.window[1] <= MAX_WINDOW_POSITIONS
     }
 
-    /// Whether this instruction set computes window choices in vector code (AVX-512). The
-    /// others take the portable loops for them, which cost more than the gradient saves
-    /// (bench, 28x28x32: 9.3 ms from the choices against 1.7 from the pre-activation on
-    /// AVX2), so callers should not ask for choices there.
-    pub fn vector_choices(&self) -> bool {
-        self.isa == Isa::Avx512
-    }
-
     /// [`Self::run`], also writing each output's window choice into `choices` unless it is
     /// null (see the module doc).
     ///
@@ -333,36 +319,20 @@ impl MaxPool {
         rows: [usize; 2],
         cols: [usize; 2],
     ) {
-        self.run_block_with_choices(src, dst, std::ptr::null_mut(), image, rows, cols)
-    }
-
-    /// [`Self::run_block`], also writing the block's window choices into `choices` (the
-    /// whole pass's array) unless it is null.
-    ///
-    /// # Safety
-    /// As [`Self::run_block`] and [`Self::run_with_choices`].
-    pub unsafe fn run_block_with_choices(
-        &self,
-        src: *const f32,
-        dst: *mut f32,
-        choices: *mut u8,
-        image: usize,
-        rows: [usize; 2],
-        cols: [usize; 2],
-    ) {
         if image >= self.geometry.batch {
             return;
         }
         let src_image = src.add(image * self.geometry.in_image());
-        self.run_image_block(src_image, dst, choices, image, rows, cols)
+        self.run_image_block(src_image, dst, std::ptr::null_mut(), image, rows, cols)
     }
 
-    /// [`Self::run_block_with_choices`] with `src_image` the start of image `image` of the
-    /// input, or of a buffer holding that image's block at its place in the image (only the
-    /// block is read).
+    /// [`Self::run_block`] with `src_image` the start of image `image` of the input, or of a
+    /// buffer holding that image's block at its place in the image (only the block is read),
+    /// also writing the block's window choices into `choices` (the whole pass's array) unless
+    /// it is null.
     ///
     /// # Safety
-    /// As [`Self::run_block_with_choices`], for that image.
+    /// As [`Self::run_block`] for that image, and [`Self::run_with_choices`].
     pub unsafe fn run_image_block(
         &self,
         src_image: *const f32,

@@ -339,7 +339,14 @@ fn forward_records_the_window_choices() {
                                 let cols = [xx, (xx + block[1]).min(g.width)];
                                 let (o, c) = (out.as_mut_ptr(), choices.as_mut_ptr());
                                 unsafe {
-                                    p.run_block_with_choices(x.as_ptr(), o, c, n, rows, cols)
+                                    p.run_image_block(
+                                        x.as_ptr().add(n * g.in_image()),
+                                        o,
+                                        c,
+                                        n,
+                                        rows,
+                                        cols,
+                                    )
                                 };
                             }
                         }

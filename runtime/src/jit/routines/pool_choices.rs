@@ -12,7 +12,7 @@
 //! pooling routine or by the convolution that folds the pool (`pool_fold.rs`). The program
 //! hands them to the gradient only if the forward's routine was emitted writing them
 //! (`ProgramCx::choices_written`); otherwise the gradient reads `z` as before, so the two can
-//! never disagree. Only where the pooling routines have AVX-512 (`MaxPool::vector_choices`):
+//! never disagree. Only where the pooling routines have AVX-512 (`tessel_kernels::pooling::vector_choices`):
 //! elsewhere the choices would run in scalar loops. Where, besides, nothing else reads `z`
 //! and the pool is folded into the convolution, the convolution need not store `z` at all
 //! (`program/conv_pool.rs`, `PoolTargets::discard_output`).
@@ -20,20 +20,13 @@
 use super::pool_match::{match_pool_fusion, PoolMatch};
 use crate::jit::JitOptions;
 use tessel_compiler::ir::{Computation, InstrId, Module, Op};
-use tessel_kernels::pooling::{MaxPool, MaxPoolGrad, PoolGeometry};
+use tessel_kernels::cpu::Isa;
+use tessel_kernels::pooling::{vector_choices, MaxPool, MaxPoolGrad, PoolGeometry};
 
 /// Whether the pooling routines compute window choices in vector code on this machine
-/// (AVX-512, `MaxPool::vector_choices`): elsewhere no gradient reads them.
+/// (AVX-512, `tessel_kernels::pooling::vector_choices`): elsewhere no gradient reads them.
 pub fn choices_available() -> bool {
-    let g = PoolGeometry {
-        batch: 1,
-        height: 2,
-        width: 2,
-        channels: 1,
-        window: [2, 2],
-        stride: [2, 2],
-    };
-    MaxPool::new(g, true, 1).is_ok_and(|p| p.vector_choices())
+    vector_choices(Isa::detect())
 }
 
 /// The backward pool fusion that may read the window choices of forward pool fusion `id` of
@@ -53,7 +46,7 @@ pub fn choices_reader(
     };
     let pool = MaxPool::new(geometry, relu, 1).ok()?;
     // Without AVX-512 the choices run in scalar loops that cost more than they save.
-    if !pool.can_choose() || !pool.vector_choices() {
+    if !pool.can_choose() || !vector_choices(pool.isa) {
         return None;
     }
     let readers: Vec<InstrId> = comp
