@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{header, median_ms, report, scratch_block, values, Peaks, THREADS};
+use common::{header, median_ms, median_ms_cold, report, scratch_block, values, Peaks, THREADS};
 use tessel_kernels::conv_direct::{DirectConv, DirectWeightGradient};
 use tessel_kernels::gemm::GemmBackend;
 use tessel_kernels::patch_gemm::{ConvGeometry, PatchConv};
@@ -208,6 +208,17 @@ fn main() {
                     )
                 });
                 run(ms, "weight grad [direct]");
+                // Its gradient operand comes from DRAM in the step (the pool gradient writes it
+                // with streaming stores): the case its prefetch is for.
+                let cold = median_ms_cold(10, || unsafe {
+                    plan.run(
+                        x.as_ptr(),
+                        dy.as_ptr(),
+                        dk.as_mut_ptr(),
+                        s.as_mut_ptr() as *mut u8,
+                    )
+                });
+                run(cold, "weight grad [direct], operands out of cache");
             }
             // F(2x2), the routine's default, and F(4x4), the JIT's choice for 5x5 windows.
             for tile in [2, 4] {

@@ -25,6 +25,7 @@ pub mod geometry;
 pub mod parallel;
 pub mod patch_gemm;
 pub mod pooling;
+pub mod prefetch;
 pub mod scratch;
 pub mod winograd;
 

@@ -41,6 +41,24 @@ pub fn median_ms(reps: usize, mut f: impl FnMut()) -> f64 {
     times[times.len() / 2]
 }
 
+/// Median wall time of `reps` calls of `f` with the caches emptied before each (untimed): a
+/// 64 MiB buffer, twice the L3 here, is read through, so the operands come from DRAM as they
+/// do in the step when their writer used streaming stores or ran long before.
+pub fn median_ms_cold(reps: usize, mut f: impl FnMut()) -> f64 {
+    let sweep = vec![1u8; 64 << 20];
+    let mut times: Vec<f64> = (0..reps)
+        .map(|_| {
+            let sum: u64 = sweep.iter().step_by(64).map(|&b| b as u64).sum();
+            std::hint::black_box(sum);
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
 /// Prints one result: `name`, `flop` per call, its median time on `threads` threads.
 pub fn report(peaks: &Peaks, name: &str, threads: usize, flop: f64, ms: f64) {
     let gflops = flop / ms / 1e6;

@@ -26,6 +26,7 @@ use super::tile::{fill_band, run_tile, Tile};
 use crate::cpu::Isa;
 use crate::geometry::Conv2dGeometry;
 use crate::parallel::{for_each_worker, Shared};
+use crate::prefetch::prefetch_part;
 use crate::scratch::{floats, Scratch};
 use crate::KernelError;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -146,6 +147,8 @@ impl DirectWeightGradient {
         let most_rows = self.isa.max_rows();
         let groups = self.groups;
         let next_group = AtomicUsize::new(0);
+        let chunk_bytes = CHUNK_ROWS * self.grad_w * oc * 4;
+        let grad_elems = self.images * self.grad_h * self.grad_w * oc;
         for_each_worker(self.workers, |wk| {
             let (input, grad) = (input.get() as *const f32, grad.get() as *const f32);
             let band = bands.get().add(wk * self.band_elems);
@@ -171,7 +174,12 @@ impl DirectWeightGradient {
                         band,
                     );
                     let chunk = grad.add((f * self.grad_h + y0) * self.grad_w * oc);
+                    // The next item's chunk follows this one in memory: fetch it a part per
+                    // output row (`prefetch.rs`, the gradient is often just out of DRAM).
+                    let next = chunk.add(rows * self.grad_w * oc) as *const u8;
+                    let grad_end = grad.add(grad_elems) as *const u8;
                     for oy in 0..self.out_h {
+                        prefetch_part(next, chunk_bytes, grad_end, oy, self.out_h);
                         for r0 in (0..tile_rows).step_by(most_rows) {
                             for (o0, lanes) in channel_blocks(oc, self.isa.max_lanes()) {
                                 let tile = Tile {
