@@ -152,6 +152,7 @@ impl DirectWeightGradient {
         for_each_worker(self.workers, |wk| {
             let (input, grad) = (input.get() as *const f32, grad.get() as *const f32);
             let band = bands.get().add(wk * self.band_elems);
+            let input_end = input.add(self.images * image_elems) as *const u8;
             loop {
                 let g = next_group.fetch_add(1, Ordering::Relaxed);
                 if g >= groups {
@@ -178,6 +179,14 @@ impl DirectWeightGradient {
                     // output row (`prefetch.rs`, the gradient is often just out of DRAM).
                     let next = chunk.add(rows * self.grad_w * oc) as *const u8;
                     let grad_end = grad.add(grad_elems) as *const u8;
+                    // And the next item's input rows (the band is filled before any FMA).
+                    if item + 1 < items {
+                        let (nf, ny0) = ((item + 1) / chunks, (item + 1) % chunks * CHUNK_ROWS);
+                        let first = (ny0 as isize - self.pad_top).max(0) as usize;
+                        let at = input.add((nf * self.height + first) * self.width * b);
+                        let bytes = (CHUNK_ROWS + self.out_h - 1) * self.width * b * 4;
+                        prefetch_part(at as *const u8, bytes, input_end, 0, 1);
+                    }
                     for oy in 0..self.out_h {
                         prefetch_part(next, chunk_bytes, grad_end, oy, self.out_h);
                         for r0 in (0..tile_rows).step_by(most_rows) {
