@@ -263,6 +263,19 @@ fn main() {
                         )
                     });
                     run(ms, &format!("weight grad [winograd F({tile}x{tile})]"));
+                    // In the step dY comes from DRAM (streaming stores): what the prefetch of
+                    // the next block's images is for.
+                    let cold = median_ms_cold(10, || unsafe {
+                        plan.run(
+                            x.as_ptr(),
+                            dy.as_ptr(),
+                            dk.as_mut_ptr(),
+                            s.as_mut_ptr() as *mut u8,
+                        )
+                    });
+                    let what =
+                        format!("weight grad [winograd F({tile}x{tile})], operands out of cache");
+                    run(cold, &what);
                 }
             }
         }

@@ -24,6 +24,16 @@ pub fn prefetch_part(start: *const u8, bytes: usize, end: *const u8, part: usize
     }
 }
 
+/// As [`prefetch_part`], into L2 only: for a block that is worked on long after it is
+/// fetched, beside a working set that fills L1.
+#[inline]
+pub fn prefetch_part_l2(start: *const u8, bytes: usize, end: *const u8, part: usize, parts: usize) {
+    let in_stream = (end as usize).saturating_sub(start as usize);
+    for line in part_lines(bytes.min(in_stream), part, parts) {
+        prefetch_line_l2(start.wrapping_add(line * LINE));
+    }
+}
+
 /// The cache lines (indices from the start) of part `part` of `parts` of a `bytes`-long
 /// range: consecutive, about equal parts that cover `0..bytes.div_ceil(LINE)` once.
 fn part_lines(bytes: usize, part: usize, parts: usize) -> std::ops::Range<usize> {
@@ -38,6 +48,17 @@ fn prefetch_line(at: *const u8) {
     // SAFETY: a prefetch is a hint and does not fault on any address.
     unsafe {
         std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
+#[inline(always)]
+fn prefetch_line_l2(at: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint and does not fault on any address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(at as *const i8)
     };
     #[cfg(not(target_arch = "x86_64"))]
     let _ = at;

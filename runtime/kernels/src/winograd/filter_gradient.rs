@@ -31,6 +31,7 @@ use crate::cpu::Isa;
 use crate::gemm::small::{small_gemm, COLUMN_GROUP};
 use crate::geometry::Conv2dGeometry;
 use crate::parallel::{for_each_share, for_each_worker, Shared};
+use crate::prefetch::prefetch_part_l2;
 use crate::scratch::{floats, Scratch};
 use crate::KernelError;
 
@@ -309,7 +310,21 @@ impl WinogradFilterGradient {
             let gp = tile_pixels::<M>(dy, img, [self.oh, self.ow], self.k, [oy, ox], zero);
             gradient_tile::<N, M, V>(&mats.a, &gp, self.k, yhat.add(tb * yt), yx);
         }
+        // The next block's images, into L2 a part per product: the transforms above start on
+        // them at once, and dY was just written with streaming stores (`prefetch.rs`).
+        let next = (t0 + tpb) / (ty_n * tx_n)..(t0 + 2 * tpb).div_ceil(ty_n * tx_n);
+        let x_image = self.h * self.w * c;
+        let dy_image = self.oh * self.ow * self.k;
+        let next_x = x.wrapping_add(next.start * x_image) as *const u8;
+        let next_dy = dy.wrapping_add(next.start * dy_image) as *const u8;
+        let (x_end, dy_end) = (
+            x.wrapping_add(self.batch * x_image) as *const u8,
+            dy.wrapping_add(self.batch * dy_image) as *const u8,
+        );
+        let images = next.len();
         for xi in 0..N * N {
+            prefetch_part_l2(next_x, images * x_image * 4, x_end, xi, N * N);
+            prefetch_part_l2(next_dy, images * dy_image * 4, dy_end, xi, N * N);
             small_gemm(
                 self.simd,
                 c,
