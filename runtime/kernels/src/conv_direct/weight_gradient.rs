@@ -177,13 +177,13 @@ impl DirectWeightGradient {
                     let chunk = grad.add((f * self.grad_h + y0) * self.grad_w * oc);
                     // The next item's chunk follows this one in memory: fetch it a part per
                     // output row (`prefetch.rs`, the gradient is often just out of DRAM).
-                    let next = chunk.add(rows * self.grad_w * oc) as *const u8;
+                    let next = chunk.wrapping_add(rows * self.grad_w * oc) as *const u8;
                     let grad_end = grad.add(grad_elems) as *const u8;
                     // And the next item's input rows (the band is filled before any FMA).
                     if item + 1 < items {
                         let (nf, ny0) = ((item + 1) / chunks, (item + 1) % chunks * CHUNK_ROWS);
                         let first = (ny0 as isize - self.pad_top).max(0) as usize;
-                        let at = input.add((nf * self.height + first) * self.width * b);
+                        let at = input.wrapping_add((nf * self.height + first) * self.width * b);
                         let bytes = (CHUNK_ROWS + self.out_h - 1) * self.width * b * 4;
                         prefetch_part(at as *const u8, bytes, input_end, 0, 1);
                     }
