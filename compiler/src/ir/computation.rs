@@ -106,7 +106,8 @@ impl Computation {
             .graph
             .neighbors_directed(id, Direction::Outgoing)
             .collect();
-        users.sort_by_key(|u| self.position(*u));
+        // A position is a scan of the stored order: once per user, not once per comparison.
+        users.sort_by_cached_key(|u| self.position(*u));
         users.dedup();
         users
     }

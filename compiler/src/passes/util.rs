@@ -66,7 +66,7 @@ pub fn remove_if_dead(c: &mut Computation, id: InstrId) -> usize {
     let mut removed = 0;
     let mut stack = vec![id];
     while let Some(x) = stack.pop() {
-        if !c.contains(x) || !c.users(x).is_empty() || !is_removable(c, x) {
+        if !c.contains(x) || c.users_unordered(x).next().is_some() || !is_removable(c, x) {
             continue;
         }
         let instr = c.remove(x);
