@@ -206,6 +206,53 @@ fn u32_bit_ops_and_shifts() {
     check(&m, &[xs, ys], 0.0);
 }
 
+/// Shifts by one amount for every lane (a broadcast scalar, as in Threefry's rotations) run
+/// as vector shifts by a scalar count: every amount from 0 past 32, and as signed values
+/// negative ones (unsigned, past 32), must give the interpreter's results (XLA's: 0 for the
+/// logical shifts past the width, the sign for the arithmetic one), on both integer types.
+#[test]
+fn shifts_by_a_broadcast_amount() {
+    let amounts: Vec<u32> = (0..=40)
+        .chain([0x7fff_ffff, 0x8000_0000, 0xffff_ffff])
+        .collect();
+    for ty in [ElementType::U32, ElementType::S32] {
+        for amount in &amounts {
+            let mut b = B::new();
+            let s = Shape::array(ty, &[3, 9]);
+            let x = b.param(0, s.clone());
+            let k = b.param(1, Shape::scalar(ty));
+            let kb = b.add(Op::Broadcast { dimensions: vec![] }, s.clone(), &[k]);
+            let shl = b.add(Op::Binary(BinaryOp::ShiftLeft), s.clone(), &[x, kb]);
+            let shr = b.add(Op::Binary(BinaryOp::ShiftRightLogical), s.clone(), &[x, kb]);
+            let sra = b.add(
+                Op::Binary(BinaryOp::ShiftRightArithmetic),
+                s.clone(),
+                &[x, kb],
+            );
+            let both = b.add(Op::Binary(BinaryOp::Xor), s.clone(), &[shl, shr]);
+            let t = b.add(
+                Op::Tuple,
+                Shape::Tuple(vec![s.clone(), s.clone()]),
+                &[both, sra],
+            );
+            let m = b.finish(t);
+            let bits: Vec<u32> = (0..27u32)
+                .map(|i| i.wrapping_mul(0x9e37_79b9) ^ (i << 28))
+                .collect();
+            let (xs, ks) = match ty {
+                ElementType::U32 => (ArrayData::U32(bits), ArrayData::U32(vec![*amount])),
+                _ => (
+                    ArrayData::S32(bits.iter().map(|&v| v as i32).collect()),
+                    ArrayData::S32(vec![*amount as i32]),
+                ),
+            };
+            let xs = Literal::Array(Array::new(ArrayShape::new(ty, &[3, 9]), xs));
+            let ks = Literal::Array(Array::new(ArrayShape::new(ty, &[]), ks));
+            check(&m, &[xs, ks], 0.0);
+        }
+    }
+}
+
 #[test]
 fn reduce_rows_columns_and_all() {
     for (dims, red) in [

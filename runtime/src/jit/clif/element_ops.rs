@@ -688,6 +688,30 @@ fn binary(
     })
 }
 
+/// `x`, four 32-bit integer lanes, shifted by `amount`, one scalar for every lane (a shift by
+/// a broadcast scalar: Threefry's rotations), in vector code: SSE shifts every lane by one
+/// count, which the per-lane form (`emit_op`'s lane-by-lane fallback) cannot use. XLA's
+/// results for an amount at or past 32 (unsigned): 0 for the logical shifts, the sign for
+/// the arithmetic one, as the scalar form.
+pub fn shift_by_scalar(fb: &mut FunctionBuilder, b: BinaryOp, x: Value, amount: Value) -> Value {
+    let big = fb
+        .ins()
+        .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, amount, 32);
+    if b == BinaryOp::ShiftRightArithmetic {
+        let most = fb.ins().iconst(types::I32, 31);
+        let amt = fb.ins().select(big, most, amount);
+        return fb.ins().sshr(x, amt);
+    }
+    let shifted = if b == BinaryOp::ShiftLeft {
+        fb.ins().ishl(x, amount)
+    } else {
+        fb.ins().ushr(x, amount)
+    };
+    let zero = fb.ins().iconst(types::I32, 0);
+    let zeros = fb.ins().splat(types::I32X4, zero);
+    fb.ins().select(big, zeros, shifted)
+}
+
 /// Integer division / remainder with XLA's results where the hardware would trap:
 /// x / 0 = -1 (all ones), x % 0 = x, INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0.
 fn int_div(fb: &mut FunctionBuilder, x: Value, y: Value, signed: bool, rem: bool) -> Value {

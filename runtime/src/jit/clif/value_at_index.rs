@@ -21,7 +21,7 @@ use cranelift_frontend::FunctionBuilder;
 use smallvec::SmallVec;
 use std::collections::HashMap;
 use tessel_compiler::ir::{
-    ArrayShape, Computation, ComputationId, ElementType, InstrId, Module, Op,
+    ArrayShape, BinaryOp, Computation, ComputationId, ElementType, InstrId, Module, Op,
 };
 
 /// One index component: `base + lane * coef`.
@@ -541,6 +541,19 @@ impl<'a, 'f> Elemental<'a, 'f> {
                     .map_err(|e| e.at(&instr.name))?;
                 Ok(Some(v))
             }
+            Op::Binary(
+                b @ (BinaryOp::ShiftLeft
+                | BinaryOp::ShiftRightLogical
+                | BinaryOp::ShiftRightArithmetic),
+            ) if lanes > 1
+                && matches!(ty, ElementType::S32 | ElementType::U32)
+                && self.lane_uniform(ops[1]).is_some() =>
+            {
+                let x = self.emit(ops[0], idx, lanes)?;
+                let scalar = self.lane_uniform(ops[1]).expect("checked in the guard");
+                let amount = self.emit(scalar, &Index::Multi(SmallVec::new()), 1)?;
+                Ok(Some(element_ops::shift_by_scalar(self.fb, *b, x, amount)))
+            }
             op if op.is_elementwise() => {
                 let mut args = Vec::with_capacity(ops.len());
                 let mut arg_tys = Vec::with_capacity(ops.len());
@@ -597,6 +610,22 @@ impl<'a, 'f> Elemental<'a, 'f> {
             && matches!(s.op, Op::Unary(_) | Op::Binary(_))
             && (!self.leaves.contains_key(&src)
                 || s.operands().iter().all(|o| self.leaves.contains_key(o)))
+    }
+
+    /// The rank-0 value every element of `id` equals, when `id` is one (a scalar, or a
+    /// broadcast of one computed in this kernel), so that vector code can use it once.
+    fn lane_uniform(&self, id: InstrId) -> Option<InstrId> {
+        let instr = self.comp.get(id);
+        match instr.op {
+            _ if instr.shape.rank() == 0 => Some(id),
+            // A broadcast read from a buffer is just an array there.
+            _ if self.leaves.contains_key(&id) => None,
+            Op::Broadcast { .. } => {
+                let src = instr.operands()[0];
+                (self.comp.get(src).shape.rank() == 0).then_some(src)
+            }
+            _ => None,
+        }
     }
 
     /// A scalar operand (dynamic-slice start) as an `i64`.
