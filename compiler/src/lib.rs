@@ -8,6 +8,7 @@ pub mod hlo_text;
 pub mod interpreter;
 pub mod ir;
 pub mod legality;
+pub mod loop_counter;
 pub mod passes;
 pub mod shape_inference;
 pub mod trace;

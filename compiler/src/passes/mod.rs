@@ -18,6 +18,7 @@ pub mod scheduling;
 pub mod stats;
 pub mod util;
 pub mod while_loop_simplifier;
+pub mod while_loop_unroller;
 
 use crate::ir::Module;
 
@@ -34,6 +35,7 @@ pub use fusion::Fusion;
 pub use pipeline::{default_pipeline, Pipeline};
 pub use scheduling::Scheduler;
 pub use while_loop_simplifier::WhileLoopSimplifier;
+pub use while_loop_unroller::WhileLoopUnroller;
 
 /// One rewrite of a module.
 pub trait Pass {

@@ -3,7 +3,7 @@
 
 use super::{
     AlgebraicSimplifier, CallInliner, ConstantFolding, Cse, Dce, Fusion, Pass, PassError,
-    Scheduler, WhileLoopSimplifier,
+    Scheduler, WhileLoopSimplifier, WhileLoopUnroller,
 };
 use crate::ir::Module;
 use crate::verifier::VerifyError;
@@ -163,14 +163,16 @@ impl Pipeline {
 /// How many times the simplification group may repeat.
 pub const SIMPLIFICATION_ITERATIONS: usize = 8;
 
-/// XLA:CPU's order: a simplification fixed point (algebraic simplifier, DCE, while-loop
-/// simplification, constant folding, call inlining), CSE, fusion, DCE, scheduling. Buffer
+/// XLA:CPU's order: a simplification fixed point (small loops unrolled, call inlining,
+/// algebraic simplifier, DCE, while-loop simplification, constant folding, CSE), fusion,
+/// DCE, scheduling. Buffer
 /// assignment runs after the pipeline (see `crate::compile::optimize`).
 pub fn default_pipeline() -> Pipeline {
     let mut p = Pipeline::new("optimize");
     p.add_fixed_point(
         "simplification",
         vec![
+            Box::new(WhileLoopUnroller),
             Box::new(CallInliner),
             Box::new(AlgebraicSimplifier),
             Box::new(Dce),

@@ -5,7 +5,7 @@
 //! of cases is left without a test.
 
 use tessel_compiler::passes::{
-    AlgebraicSimplifier, CallInliner, Cse, Dce, Scheduler, WhileLoopSimplifier,
+    AlgebraicSimplifier, CallInliner, Cse, Dce, Scheduler, WhileLoopSimplifier, WhileLoopUnroller,
 };
 use tessel_tests::golden_dir;
 use tessel_tests::pass_golden::run_pass_suite;
@@ -32,6 +32,7 @@ pass_golden_tests! {
     dce: "dce" => Dce,
     scheduling: "scheduling" => Scheduler,
     while_loop_simplifier: "while-loop-simplifier" => WhileLoopSimplifier,
+    while_loop_unroller: "while-loop-unroller" => WhileLoopUnroller,
 }
 
 /// Directories whose cases run in the pass's own module of this binary.
