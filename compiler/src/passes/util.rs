@@ -162,3 +162,12 @@ pub fn caller_count(m: &Module, target: ComputationId) -> usize {
         })
         .sum()
 }
+
+/// The `while` instructions of computation `comp`, operands before users.
+pub fn while_loops(m: &Module, comp: ComputationId) -> Vec<InstrId> {
+    let c = m.computation(comp);
+    c.post_order()
+        .into_iter()
+        .filter(|&id| matches!(c.get(id).op, Op::While { .. }))
+        .collect()
+}

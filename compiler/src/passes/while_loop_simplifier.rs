@@ -9,7 +9,7 @@
 //! `get-tuple-element`, and leave loops whose body or condition is shared alone.
 
 use super::dce::remove_dead_instructions;
-use super::util::{add_instr, caller_count, pin_roots, remove_if_dead};
+use super::util::{add_instr, caller_count, pin_roots, remove_if_dead, while_loops};
 use super::{Pass, PassError};
 use crate::ir::{ComputationId, InstrId, Metadata, Module, Op, Shape};
 use hashbrown::{HashMap, HashSet};
@@ -26,13 +26,7 @@ impl Pass for WhileLoopSimplifier {
         pin_roots(m);
         let mut changed = false;
         for cid in m.computation_ids().collect::<Vec<_>>() {
-            let whiles: Vec<InstrId> = m
-                .computation(cid)
-                .post_order()
-                .into_iter()
-                .filter(|&id| matches!(m.computation(cid).get(id).op, Op::While { .. }))
-                .collect();
-            for w in whiles {
+            for w in while_loops(m, cid) {
                 let Some(lp) = Loop::inspect(m, cid, w) else {
                     continue;
                 };

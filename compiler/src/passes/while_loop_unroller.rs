@@ -17,7 +17,7 @@
 //!   custom-calls), directly or in a computation they call, stay loops: unrolled, the
 //!   scheduler could order such effects of different iterations differently.
 
-use super::util::{name_base, pin_roots};
+use super::util::{name_base, pin_roots, while_loops};
 use super::{Pass, PassError};
 use crate::ir::{ComputationId, InstrId, Instruction, Module, Op};
 use crate::loop_counter::find_counter;
@@ -39,13 +39,7 @@ impl Pass for WhileLoopUnroller {
         pin_roots(m);
         let mut changed = false;
         for cid in m.computation_ids().collect::<Vec<_>>() {
-            let whiles: Vec<InstrId> = m
-                .computation(cid)
-                .post_order()
-                .into_iter()
-                .filter(|&id| matches!(m.computation(cid).get(id).op, Op::While { .. }))
-                .collect();
-            for w in whiles {
+            for w in while_loops(m, cid) {
                 if let Some(trips) = unrollable(m, cid, w) {
                     unroll(m, cid, w, trips);
                     changed = true;

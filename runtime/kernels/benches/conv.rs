@@ -199,25 +199,18 @@ fn main() {
             }
             if let Ok(plan) = DirectWeightGradient::new(&g, threads) {
                 let mut s = scratch_block(plan.scratch_bytes());
-                let ms = median_ms(10, || unsafe {
+                let mut call = || unsafe {
                     plan.run(
                         x.as_ptr(),
                         dy.as_ptr(),
                         dk.as_mut_ptr(),
                         s.as_mut_ptr() as *mut u8,
                     )
-                });
-                run(ms, "weight grad [direct]");
+                };
+                run(median_ms(10, &mut call), "weight grad [direct]");
                 // Its gradient operand comes from DRAM in the step (the pool gradient writes it
                 // with streaming stores): the case its prefetch is for.
-                let cold = median_ms_cold(10, || unsafe {
-                    plan.run(
-                        x.as_ptr(),
-                        dy.as_ptr(),
-                        dk.as_mut_ptr(),
-                        s.as_mut_ptr() as *mut u8,
-                    )
-                });
+                let cold = median_ms_cold(10, &mut call);
                 run(cold, "weight grad [direct], operands out of cache");
             }
             // F(2x2), the routine's default, and F(4x4), the JIT's choice for 5x5 windows.
@@ -254,25 +247,19 @@ fn main() {
             for tile in [2, 4] {
                 if let Ok(plan) = WinogradFilterGradient::with_tile(&g, hwio, threads, tile) {
                     let mut s = scratch_block(plan.scratch_bytes());
-                    let ms = median_ms(10, || unsafe {
+                    let mut call = || unsafe {
                         plan.run(
                             x.as_ptr(),
                             dy.as_ptr(),
                             dk.as_mut_ptr(),
                             s.as_mut_ptr() as *mut u8,
                         )
-                    });
+                    };
+                    let ms = median_ms(10, &mut call);
                     run(ms, &format!("weight grad [winograd F({tile}x{tile})]"));
                     // In the step dY comes from DRAM (streaming stores): what the prefetch of
                     // the next block's images is for.
-                    let cold = median_ms_cold(10, || unsafe {
-                        plan.run(
-                            x.as_ptr(),
-                            dy.as_ptr(),
-                            dk.as_mut_ptr(),
-                            s.as_mut_ptr() as *mut u8,
-                        )
-                    });
+                    let cold = median_ms_cold(10, &mut call);
                     let what =
                         format!("weight grad [winograd F({tile}x{tile})], operands out of cache");
                     run(cold, &what);

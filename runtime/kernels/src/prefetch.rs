@@ -5,8 +5,10 @@
 //! line only when it starts on it, and then waits on memory. Where the data was just written
 //! with streaming stores (the pool gradients, `pooling::STREAM_BYTES`) it is in DRAM, not in
 //! any cache. Spreading the next chunk's prefetches over the current chunk's passes hides
-//! that latency: on a Zen 5 (family 26) the conv-1 weight gradient reading a 12.8 MB gradient
-//! from DRAM went 1.7 -> 0.95 ms on one thread (0.9 -> 0.57 on two), the same as from cache.
+//! that latency. On a Zen 5 (family 26) the conv-1 weight gradient reading a 12.8 MB gradient
+//! from DRAM went 1.7 -> 0.95 ms on one thread (0.9 -> 0.57 on two), the same as from cache,
+//! and the conv-2 Winograd filter gradient in the MNIST step 5.2 -> 4.7 ms on one thread
+//! (docs/performance.md, Family 26).
 
 /// Bytes per cache line.
 const LINE: usize = 64;
@@ -18,19 +20,39 @@ const LINE: usize = 64;
 /// kept within `[start, end)` so that no line past the stream is fetched for nothing.
 #[inline]
 pub fn prefetch_part(start: *const u8, bytes: usize, end: *const u8, part: usize, parts: usize) {
-    let in_stream = (end as usize).saturating_sub(start as usize);
-    for line in part_lines(bytes.min(in_stream), part, parts) {
-        prefetch_line(start.wrapping_add(line * LINE));
-    }
+    prefetch_lines::<false>(start, bytes, end, part, parts)
 }
 
 /// As [`prefetch_part`], into L2 only: for a block that is worked on long after it is
 /// fetched, beside a working set that fills L1.
 #[inline]
 pub fn prefetch_part_l2(start: *const u8, bytes: usize, end: *const u8, part: usize, parts: usize) {
+    prefetch_lines::<true>(start, bytes, end, part, parts)
+}
+
+#[inline(always)]
+fn prefetch_lines<const L2: bool>(
+    start: *const u8,
+    bytes: usize,
+    end: *const u8,
+    part: usize,
+    parts: usize,
+) {
     let in_stream = (end as usize).saturating_sub(start as usize);
     for line in part_lines(bytes.min(in_stream), part, parts) {
-        prefetch_line_l2(start.wrapping_add(line * LINE));
+        let at = start.wrapping_add(line * LINE);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch is a hint and does not fault on any address.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
+            if L2 {
+                _mm_prefetch::<_MM_HINT_T1>(at as *const i8)
+            } else {
+                _mm_prefetch::<_MM_HINT_T0>(at as *const i8)
+            }
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = at;
     }
 }
 
@@ -40,28 +62,6 @@ fn part_lines(bytes: usize, part: usize, parts: usize) -> std::ops::Range<usize>
     let lines = bytes.div_ceil(LINE);
     let per = lines.div_ceil(parts.max(1));
     (part * per).min(lines)..((part + 1) * per).min(lines)
-}
-
-#[inline(always)]
-fn prefetch_line(at: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint and does not fault on any address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at as *const i8)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
-}
-
-#[inline(always)]
-fn prefetch_line_l2(at: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint and does not fault on any address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(at as *const i8)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
 }
 
 #[cfg(test)]
