@@ -165,8 +165,8 @@ pub const SIMPLIFICATION_ITERATIONS: usize = 8;
 
 /// XLA:CPU's order: a simplification fixed point (small loops unrolled, call inlining,
 /// algebraic simplifier, DCE, while-loop simplification, constant folding, CSE), fusion,
-/// DCE, scheduling. Buffer
-/// assignment runs after the pipeline (see `crate::compile::optimize`).
+/// DCE, scheduling. Buffer assignment runs after the pipeline (see
+/// `crate::compile::optimize`).
 pub fn default_pipeline() -> Pipeline {
     let mut p = Pipeline::new("optimize");
     p.add_fixed_point(

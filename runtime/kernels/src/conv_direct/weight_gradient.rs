@@ -19,7 +19,8 @@
 //! workers take whole groups as they become free (a worker slowed down by another process
 //! does not hold the others up), and the partials are added in group order at the end. The
 //! groups do not depend on the number of workers, so the result is bitwise the same for any
-//! thread count.
+//! thread count. While a chunk is worked on, the next chunk and the next item's input rows are
+//! prefetched (`prefetch.rs`): in the step the gradient arrives from DRAM.
 
 use super::channel_blocks;
 use super::tile::{fill_band, run_tile, Tile};
@@ -153,6 +154,7 @@ impl DirectWeightGradient {
             let (input, grad) = (input.get() as *const f32, grad.get() as *const f32);
             let band = bands.get().add(wk * self.band_elems);
             let input_end = input.add(self.images * image_elems) as *const u8;
+            let grad_end = grad.add(grad_elems) as *const u8;
             loop {
                 let g = next_group.fetch_add(1, Ordering::Relaxed);
                 if g >= groups {
@@ -178,7 +180,6 @@ impl DirectWeightGradient {
                     // The next item's chunk follows this one in memory: fetch it a part per
                     // output row (`prefetch.rs`, the gradient is often just out of DRAM).
                     let next = chunk.wrapping_add(rows * self.grad_w * oc) as *const u8;
-                    let grad_end = grad.add(grad_elems) as *const u8;
                     // And the next item's input rows (the band is filled before any FMA).
                     if item + 1 < items {
                         let (nf, ny0) = ((item + 1) / chunks, (item + 1) % chunks * CHUNK_ROWS);

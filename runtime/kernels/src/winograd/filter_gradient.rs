@@ -13,7 +13,9 @@
 //! in any layout (its strides). The JIT recognizes it from the labels JAX emits for this
 //! gradient, `f01b_i01o->01bf`. The blocks are cut into [`SHARES`] fixed ranges, each summed
 //! into its own `dU` by whichever worker takes it, and the partial sums are added in range
-//! order, so the result is bitwise the same for any thread count.
+//! order, so the result is bitwise the same for any thread count. During a block's products
+//! the next block's images of `X` and `dY` are prefetched into L2 (`prefetch.rs`): in the
+//! step `dY` arrives from DRAM, written by the pool gradient with streaming stores.
 //!
 //! Its transforms run factored by the points' ± pairs (`factored.rs`): the same error as
 //! row by row with fewer operations. Unlike the forward's rounding, a weight gradient's
