@@ -664,42 +664,27 @@ fn binary(
         Or if !float => fb.ins().bor(x, y),
         Xor if !float => fb.ins().bxor(x, y),
         ShiftLeft | ShiftRightLogical | ShiftRightArithmetic if !float && lanes == 1 => {
-            let t = fb.func.dfg.value_type(x);
-            let w = t.bits() as i64;
-            let big = fb.ins().icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, y, w);
-            match b {
-                ShiftRightArithmetic => {
-                    let wm1 = fb.ins().iconst(t, w - 1);
-                    let amt = fb.ins().umin(y, wm1);
-                    fb.ins().sshr(x, amt)
-                }
-                _ => {
-                    let s = if b == ShiftLeft {
-                        fb.ins().ishl(x, y)
-                    } else {
-                        fb.ins().ushr(x, y)
-                    };
-                    let zero = fb.ins().iconst(t, 0);
-                    fb.ins().select(big, zero, s)
-                }
-            }
+            shift_by_scalar(fb, b, x, y)
         }
         _ => return Err(JitError::Unsupported(format!("{} on {out}", b.name()))),
     })
 }
 
-/// `x`, four 32-bit integer lanes, shifted by `amount`, one scalar for every lane (a shift by
-/// a broadcast scalar: Threefry's rotations), in vector code: SSE shifts every lane by one
-/// count, which the per-lane form (`emit_op`'s lane-by-lane fallback) cannot use. XLA's
-/// results for an amount at or past 32 (unsigned): 0 for the logical shifts, the sign for
-/// the arithmetic one, as the scalar form.
+/// `x` shifted by the scalar `amount` with XLA's results for an amount at or past the lane
+/// width (unsigned): 0 for the logical shifts, the sign for the arithmetic one. `x` is a
+/// scalar, or a vector whose lanes all shift by `amount` (a shift by a broadcast scalar:
+/// Threefry's rotations), which SSE does with one shift by a count instead of lane by lane.
 pub fn shift_by_scalar(fb: &mut FunctionBuilder, b: BinaryOp, x: Value, amount: Value) -> Value {
+    let t = fb.func.dfg.value_type(x);
+    let lane = t.lane_type();
+    let w = lane.bits() as i64;
     let big = fb
         .ins()
-        .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, amount, 32);
+        .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, amount, w);
     if b == BinaryOp::ShiftRightArithmetic {
-        let most = fb.ins().iconst(types::I32, 31);
-        let amt = fb.ins().select(big, most, amount);
+        let amount_type = fb.func.dfg.value_type(amount);
+        let wm1 = fb.ins().iconst(amount_type, w - 1);
+        let amt = fb.ins().umin(amount, wm1);
         return fb.ins().sshr(x, amt);
     }
     let shifted = if b == BinaryOp::ShiftLeft {
@@ -707,9 +692,13 @@ pub fn shift_by_scalar(fb: &mut FunctionBuilder, b: BinaryOp, x: Value, amount: 
     } else {
         fb.ins().ushr(x, amount)
     };
-    let zero = fb.ins().iconst(types::I32, 0);
-    let zeros = fb.ins().splat(types::I32X4, zero);
-    fb.ins().select(big, zeros, shifted)
+    let zero = fb.ins().iconst(lane, 0);
+    let zero = if t.is_vector() {
+        fb.ins().splat(t, zero)
+    } else {
+        zero
+    };
+    fb.ins().select(big, zero, shifted)
 }
 
 /// Integer division / remainder with XLA's results where the hardware would trap:
