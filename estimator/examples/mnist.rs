@@ -8,11 +8,20 @@
 //!     [--mode train|evaluate|train_and_evaluate|predict|export]   (--eval-steps 0: the whole eval set)
 //!     [--warm-start-from TESSEL_OR_TF_CHECKPOINT]
 //!     [--predictions-out FILE.safetensors] (predict) [--export-dir DIR] (export)
+//!     [--save-checkpoints-steps N | --save-checkpoints-secs 600] [--keep-checkpoint-max 5]
+//!     [--fall-back-to-intact-checkpoint] [--random-seed N]
 //! ```
 //! With no file flags it reads the MNIST IDX files bundled in `estimator/data/mnist/`.
+//!
+//! Signals: while training or evaluating, the first Ctrl-C (SIGINT) or SIGTERM stops after
+//! the running loop (training saves a checkpoint first) and exits with 130 or 143; a second
+//! one, or one in any other phase, exits at once. SIGTERM is how a scheduler or a preemptible
+//! VM stops a job: the rerun of the same command resumes from the checkpoint saved.
 
 use clap::Parser;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_compiler::trace::Tensor;
@@ -74,6 +83,23 @@ struct Flags {
     /// start training, or are evaluated directly when the model_dir has no checkpoint.
     #[arg(long)]
     warm_start_from: Option<PathBuf>,
+    /// Save a checkpoint every N steps (at the end of the loop that reaches it).
+    #[arg(long, conflicts_with = "save_checkpoints_secs")]
+    save_checkpoints_steps: Option<u64>,
+    /// Save a checkpoint every N seconds: TF's default, 600, when neither is given.
+    #[arg(long)]
+    save_checkpoints_secs: Option<u64>,
+    /// Keep at most N checkpoints; 0 keeps all.
+    #[arg(long, default_value_t = 5)]
+    keep_checkpoint_max: usize,
+    /// When the latest checkpoint is damaged, resume from the newest intact one instead of
+    /// stopping with an error that lists them.
+    #[arg(long)]
+    fall_back_to_intact_checkpoint: bool,
+    /// TF's `tf_random_seed`: seeds the initializers and dropout, so a run and its resumes
+    /// are bitwise reproducible.
+    #[arg(long)]
+    random_seed: Option<i64>,
 }
 
 fn model_fn(
@@ -266,16 +292,88 @@ fn input_fn(
 
 fn main() {
     let flags = Flags::parse();
-    if let Err(e) = run(&flags) {
-        eprintln!("error: {e}");
-        std::process::exit(1);
+    let signals = StopSignals::default();
+    if let Err(e) = run(&flags, &signals) {
+        match &e {
+            EstimatorError::Interrupted { step } if signals.terminated() => eprintln!(
+                "WARNING: stopped by SIGTERM (preemption) at step {step}: its checkpoint is saved, and running the same command again resumes from it."
+            ),
+            _ => eprintln!("error: {e}"),
+        }
+        std::process::exit(signals.exit_code(&e));
     }
 }
 
-fn run(flags: &Flags) -> Result<(), EstimatorError> {
+/// Ctrl-C and SIGTERM for this program. While training or evaluating (`in_loop`), the first
+/// one raises the estimator's stop flag; a second one, or one in any other phase, exits at
+/// once: 130 for Ctrl-C, 143 for SIGTERM, as a shell reports a process those signals ended.
+#[derive(Default)]
+struct StopSignals {
+    in_loop: Arc<AtomicBool>,
+    terminated: Arc<AtomicBool>,
+}
+
+impl StopSignals {
+    fn install(&self, stop: Arc<AtomicBool>) -> std::io::Result<()> {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+        let in_loop = Arc::clone(&self.in_loop);
+        let terminated = Arc::clone(&self.terminated);
+        std::thread::spawn(move || {
+            for signal in signals.forever() {
+                let code = if signal == SIGTERM {
+                    terminated.store(true, Ordering::SeqCst);
+                    143
+                } else {
+                    130
+                };
+                let first = !stop.swap(true, Ordering::SeqCst);
+                if in_loop.load(Ordering::SeqCst) && first {
+                    eprintln!(
+                        "Stopping after the running loop (press Ctrl-C again to exit at once)."
+                    );
+                    continue;
+                }
+                std::process::exit(code);
+            }
+        });
+        Ok(())
+    }
+
+    /// Runs `f` as a phase the first signal stops gracefully.
+    fn stoppable<T>(&self, f: impl FnOnce() -> T) -> T {
+        self.in_loop.store(true, Ordering::SeqCst);
+        let out = f();
+        self.in_loop.store(false, Ordering::SeqCst);
+        out
+    }
+
+    fn terminated(&self) -> bool {
+        self.terminated.load(Ordering::SeqCst)
+    }
+
+    fn exit_code(&self, e: &EstimatorError) -> i32 {
+        match e {
+            EstimatorError::Interrupted { .. } | EstimatorError::Stopped { .. } => {
+                if self.terminated() {
+                    143
+                } else {
+                    130
+                }
+            }
+            _ => 1,
+        }
+    }
+}
+
+fn run(flags: &Flags, signals: &StopSignals) -> Result<(), EstimatorError> {
     let config = RunConfig {
         model_dir: flags.model_dir.clone(),
-        save_checkpoints_steps: Some(1_000_000_000),
+        save_checkpoints_steps: flags.save_checkpoints_steps,
+        save_checkpoints_secs: flags.save_checkpoints_secs,
+        keep_checkpoint_max: flags.keep_checkpoint_max,
+        fall_back_to_intact_checkpoint: flags.fall_back_to_intact_checkpoint,
+        tf_random_seed: flags.random_seed,
         tpu_config: TpuConfig {
             iterations_per_loop: flags.iterations,
             num_shards: Some(flags.num_shards),
@@ -297,6 +395,9 @@ fn run(flags: &Flags) -> Result<(), EstimatorError> {
         Some(from) => estimator.with_warm_start(WarmStart::new(from)),
         None => estimator,
     };
+    signals
+        .install(estimator.stop_flag())
+        .map_err(|e| EstimatorError::Value(format!("cannot handle Ctrl-C and SIGTERM: {e}")))?;
     match flags.mode.as_deref() {
         Some("predict") => return predict(&estimator, flags),
         Some("export") => return export(&estimator, flags),
@@ -311,17 +412,19 @@ fn run(flags: &Flags) -> Result<(), EstimatorError> {
         "evaluate" => (false, true),
         "train+evaluate" => (true, true),
         "train_and_evaluate" => {
-            let eval = estimator.train_and_evaluate(
-                &TrainSpec {
-                    input_fn: train_input(),
-                    max_steps: flags.train_steps,
-                },
-                &EvalSpec {
-                    input_fn: eval_input(),
-                    steps: eval_steps,
-                    every_n_steps: Some(flags.iterations.max(1) * 10),
-                },
-            )?;
+            let eval = signals.stoppable(|| {
+                estimator.train_and_evaluate(
+                    &TrainSpec {
+                        input_fn: train_input(),
+                        max_steps: flags.train_steps,
+                    },
+                    &EvalSpec {
+                        input_fn: eval_input(),
+                        steps: eval_steps,
+                        every_n_steps: Some(flags.iterations.max(1) * 10),
+                    },
+                )
+            })?;
             println!(
                 "tessel global_step={} examples={} accuracy={:.4} loss={:.4} model_dir={}",
                 eval.global_step,
@@ -340,7 +443,7 @@ fn run(flags: &Flags) -> Result<(), EstimatorError> {
     };
     let t0 = Instant::now();
     let trained = if do_train {
-        Some(estimator.train(train_input(), None, Some(flags.train_steps))?)
+        Some(signals.stoppable(|| estimator.train(train_input(), None, Some(flags.train_steps)))?)
     } else {
         None
     };
@@ -353,7 +456,7 @@ fn run(flags: &Flags) -> Result<(), EstimatorError> {
         return Ok(());
     }
     let t0 = Instant::now();
-    let eval = estimator.evaluate(eval_input(), eval_steps)?;
+    let eval = signals.stoppable(|| estimator.evaluate(eval_input(), eval_steps))?;
     let eval_wall = t0.elapsed().as_secs_f64();
     let Some(trained) = trained else {
         println!(

@@ -54,6 +54,10 @@ pub struct RunConfig {
     pub log_step_count_steps: u64,
     /// Seeds variable initializers and device randomness; `None`: a seed drawn per process.
     pub tf_random_seed: Option<i64>,
+    /// When the latest checkpoint does not read back (a checksum mismatch, a truncated file),
+    /// restore the newest older one that does, with a warning. Off by default: the damage is
+    /// an error that lists the intact checkpoints, and the user chooses.
+    pub fall_back_to_intact_checkpoint: bool,
 }
 
 impl Default for RunConfig {
@@ -67,6 +71,7 @@ impl Default for RunConfig {
             save_summary_steps: 100,
             log_step_count_steps: 100,
             tf_random_seed: None,
+            fall_back_to_intact_checkpoint: false,
         }
     }
 }

@@ -24,6 +24,8 @@ pub enum EstimatorError {
     Session(#[from] SessionError),
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    #[error(transparent)]
+    Lock(#[from] crate::checkpoint::LockError),
     #[error("cannot restore {file}: {message}")]
     Restore { file: String, message: String },
     /// The NaN check after a loop: the first variable with a NaN or an infinity.
@@ -39,9 +41,13 @@ pub enum EstimatorError {
         "the loss is {what} at step {step} (the last checkpoint, from before this loop, is intact)"
     )]
     LossDiverged { what: &'static str, step: i64 },
-    /// Ctrl-C: training stopped after the loop that was running, its checkpoint saved.
+    /// The stop flag (Ctrl-C or SIGTERM in the examples): training stopped after the loop
+    /// that was running, its checkpoint saved.
     #[error("interrupted at step {step}; the checkpoint for step {step} is saved and the next train() resumes from it")]
     Interrupted { step: i64 },
+    /// The stop flag was raised during evaluation or prediction, which stopped between loops.
+    #[error("{what} interrupted: stopped after {done} of its steps")]
+    Stopped { what: &'static str, done: u64 },
     #[error(transparent)]
     Layer(#[from] crate::model::layers::LayerError),
     #[error(transparent)]

@@ -24,6 +24,7 @@ fn assert_clean(dir: &std::path::Path) {
     for f in files(dir) {
         assert!(
             f == "checkpoint"
+                || f == "trainer.lock"
                 || (f.starts_with("model.ckpt-") && f.ends_with(".safetensors"))
                 || f.starts_with("events.out.tfevents.")
                 || f == "eval",

@@ -1,6 +1,15 @@
 //! Host I/O: safetensors files to and from arrays.
+//!
+//! Every file [`write_safetensors`] writes is durable (`crate::durable`) and carries a CRC32C
+//! of each tensor's bytes (the checksum TF's tensor bundles keep per tensor) in its metadata:
+//! one entry, `"crc32c"`, whose value is a JSON object from tensor name to 8 hex digits,
+//! sorted by name so that the same tensors always give the same bytes. [`read_safetensors`]
+//! checks them and names the tensor whose bytes changed. Files without checksums (written by
+//! other tools) are read as they are.
 
+use crate::durable::write_durably;
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use thiserror::Error;
@@ -30,7 +39,19 @@ pub enum HostIoError {
     },
     #[error("cannot write {path}: {message}")]
     Write { path: PathBuf, message: String },
+    /// A tensor whose bytes do not match the checksum written with them: the file was
+    /// damaged after it was written.
+    #[error("{path}: tensor \"{name}\" is corrupt: its bytes have CRC32C {actual:08x}, but the file recorded {expected:08x} when it was written")]
+    Checksum {
+        path: PathBuf,
+        name: String,
+        expected: u32,
+        actual: u32,
+    },
 }
+
+/// The metadata key of the tensors' checksums.
+const CHECKSUM_KEY: &str = "crc32c";
 
 fn element_type(dtype: Dtype) -> Option<ElementType> {
     Some(match dtype {
@@ -87,6 +108,9 @@ pub fn read_safetensors(path: impl AsRef<Path>) -> Result<Vec<(String, Array)>, 
         return Err(not_safetensors(format!("tensor \"{name}\" appears twice")));
     }
     let st = SafeTensors::deserialize(&bytes).map_err(|e| not_safetensors(e.to_string()))?;
+    let (_, metadata) =
+        SafeTensors::read_metadata(&bytes).map_err(|e| not_safetensors(e.to_string()))?;
+    let checksums = recorded_checksums(metadata.metadata().as_ref(), path)?;
     let mut tensors: Vec<(String, TensorView)> = st.tensors();
     tensors.sort_by_key(|(_, t)| t.data().as_ptr() as usize);
     tensors
@@ -97,6 +121,9 @@ pub fn read_safetensors(path: impl AsRef<Path>) -> Result<Vec<(String, Array)>, 
                 name: name.clone(),
                 dtype: format!("{:?}", t.dtype()),
             })?;
+            if let Some(checksums) = &checksums {
+                verify_checksum(checksums, path, &name, t.data())?;
+            }
             let shape: Vec<usize> = t.shape().to_vec();
             let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
             let array_shape = ArrayShape::new(ty, &dims);
@@ -135,21 +162,72 @@ pub fn write_safetensors(
                 .map_err(|e| write_err(format!("tensor \"{name}\": {e}")))
         })
         .collect::<Result<_, _>>()?;
-    let file = safetensors::serialize(views, &None).map_err(|e| write_err(e.to_string()))?;
-    write_atomically(path, &file).map_err(|e| write_err(e.to_string()))
+    // One metadata entry: safetensors writes its metadata map in hash order, so one key per
+    // tensor would make the bytes of equal files differ.
+    let checksums: BTreeMap<&str, String> = tensors
+        .iter()
+        .zip(&bytes)
+        .map(|((name, _), b)| (name.as_str(), format!("{:08x}", crc32c::crc32c(b))))
+        .collect();
+    let checksums = serde_json::to_string(&checksums).map_err(|e| write_err(e.to_string()))?;
+    let metadata = HashMap::from([(CHECKSUM_KEY.to_string(), checksums)]);
+    let file =
+        safetensors::serialize(views, &Some(metadata)).map_err(|e| write_err(e.to_string()))?;
+    write_durably(path, &file).map_err(|e| write_err(e.to_string()))
 }
 
-/// Writes `bytes` to a temporary file beside `path` and renames it over `path`, so a failed
-/// write never leaves a truncated file where a complete one was expected.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        std::fs::remove_file(&tmp).ok();
+/// The checksums a file recorded, by tensor name; `None` for a file written without them.
+fn recorded_checksums(
+    metadata: Option<&HashMap<String, String>>,
+    path: &Path,
+) -> Result<Option<HashMap<String, u32>>, HostIoError> {
+    let Some(text) = metadata.and_then(|m| m.get(CHECKSUM_KEY)) else {
+        return Ok(None);
+    };
+    let bad = |message: String| HostIoError::NotSafetensors {
+        path: path.to_path_buf(),
+        message,
+    };
+    let recorded: HashMap<String, String> = serde_json::from_str(text)
+        .map_err(|e| bad(format!("its checksums cannot be read ({e})")))?;
+    let mut checksums = HashMap::new();
+    for (name, value) in recorded {
+        let crc = u32::from_str_radix(&value, 16).map_err(|_| {
+            bad(format!(
+                "the checksum of tensor \"{name}\" is \"{value}\", not 8 hex digits"
+            ))
+        })?;
+        checksums.insert(name, crc);
     }
-    result
+    Ok(Some(checksums))
+}
+
+/// Checks one tensor's bytes against its recorded checksum. In a file with checksums, a
+/// tensor without one was added or renamed after the file was written.
+fn verify_checksum(
+    checksums: &HashMap<String, u32>,
+    path: &Path,
+    name: &str,
+    data: &[u8],
+) -> Result<(), HostIoError> {
+    let actual = crc32c::crc32c(data);
+    let Some(&expected) = checksums.get(name) else {
+        return Err(HostIoError::NotSafetensors {
+            path: path.to_path_buf(),
+            message: format!(
+                "tensor \"{name}\" has no checksum though the file's other tensors have one"
+            ),
+        });
+    };
+    if actual != expected {
+        return Err(HostIoError::Checksum {
+            path: path.to_path_buf(),
+            name: name.to_string(),
+            expected,
+            actual,
+        });
+    }
+    Ok(())
 }
 
 /// A tensor name that appears twice in the JSON header. Any other defect of the header is
@@ -202,6 +280,10 @@ mod tests {
             })
             .collect();
         write_safetensors(&path, &tensors).unwrap();
+        // The same tensors give the same bytes (checkpoints of equal runs are compared so).
+        let again = dir.join("again.safetensors");
+        write_safetensors(&again, &tensors).unwrap();
+        assert!(std::fs::read(&path).unwrap() == std::fs::read(&again).unwrap());
         let mut back = read_safetensors(&path).unwrap();
         back.sort_by_key(|(k, _)| k.parse::<usize>().unwrap());
         assert_eq!(back, tensors);
@@ -218,6 +300,46 @@ mod tests {
         assert!(e.to_string().contains("is not a safetensors file"), "{e}");
         let missing = read_safetensors(dir.join("missing.safetensors")).unwrap_err();
         assert!(missing.to_string().contains("cannot read"), "{missing}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A flipped byte in a tensor's data is caught by its checksum, named by tensor; a file
+    /// written without checksums (by another tool) still reads.
+    #[test]
+    fn checksums_catch_a_flipped_byte() {
+        let dir = std::env::temp_dir().join(format!("tessel-host-io-crc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.safetensors");
+        let tensor = |name: &str, v: f32| {
+            (
+                name.to_string(),
+                Array::new(
+                    ArrayShape::new(ElementType::F32, &[256]),
+                    ArrayData::F32(vec![v; 256]),
+                ),
+            )
+        };
+        write_safetensors(
+            &path,
+            &[tensor("dense/kernel", 0.5), tensor("dense/bias", 1.5)],
+        )
+        .unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.len() - 100; // inside the last tensor's data
+        bytes[at] ^= 0x10;
+        std::fs::write(&path, &bytes).unwrap();
+        let e = read_safetensors(&path).unwrap_err();
+        assert!(matches!(e, HostIoError::Checksum { .. }), "{e}");
+        assert!(e.to_string().contains("c.safetensors"), "{e}");
+        assert!(e.to_string().contains("is corrupt"), "{e}");
+
+        let views = vec![(
+            "x".to_string(),
+            TensorView::new(Dtype::F32, vec![1], &[0, 0, 128, 63]).unwrap(),
+        )];
+        std::fs::write(&path, safetensors::serialize(views, &None).unwrap()).unwrap();
+        let back = read_safetensors(&path).unwrap();
+        assert_eq!(back[0].1.data.get_f64(0), 1.0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -2,6 +2,7 @@
 //! session API that compiles and runs programs ([`session`]).
 
 pub mod arena;
+pub mod durable;
 pub mod feed;
 pub mod host_io;
 pub mod jit;

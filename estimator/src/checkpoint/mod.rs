@@ -8,17 +8,20 @@
 //! [`tf_bundle`] reads TensorFlow's own checkpoints natively, and [`WarmStart`] gives a new
 //! model_dir's variables their first values from either kind.
 //!
-//! Both are written atomically (a temporary file, then a rename), the checkpoint before the
-//! state file, so a crash at any moment leaves the previous state file naming complete
-//! checkpoints. Old checkpoints beyond `keep_checkpoint_max` are deleted after the new state
-//! file is in place.
+//! Both are written durably (a temporary file, synced, renamed, then the directory synced),
+//! the checkpoint before the state file, so a crash or a power loss at any moment leaves the
+//! previous state file naming complete checkpoints. Every tensor carries a CRC32C, checked
+//! when it is read. Old checkpoints beyond `keep_checkpoint_max` are deleted after the new
+//! state file is in place. [`ModelDirLock`] keeps a second trainer out of a model_dir.
 
+mod lock;
 mod saver;
 mod state_file;
 pub mod tf_bundle;
 mod warm_start;
 
-pub use saver::{read_checkpoint, Checkpoint, CheckpointError, Saver};
+pub use lock::{LockError, ModelDirLock, LOCK_FILE};
+pub use saver::{read_checkpoint, Checkpoint, CheckpointError, Restored, Saver};
 pub use state_file::CheckpointState;
 pub use tf_bundle::{TfBundle, TfBundleError};
 pub use warm_start::{WarmStart, WarmStartError, WarmValues};

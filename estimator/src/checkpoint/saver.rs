@@ -1,8 +1,15 @@
 //! Saving and restoring checkpoints in a model_dir (`Saver`), keeping at most N.
+//!
+//! Every file is written durably (a synced temporary renamed into place, then the directory
+//! synced), the checkpoint before the state file. A model_dir whose state is not what a save
+//! leaves (an empty or unparsable state file, checkpoints without one, a corrupt latest
+//! checkpoint) is an error that lists the checkpoints found and how to go on: training never
+//! starts afresh over trained checkpoints by surprise.
 
 use super::state_file::CheckpointState;
 use std::path::{Path, PathBuf};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
+use tessel_runtime::durable::write_durably;
 use tessel_runtime::host_io::{read_safetensors, write_safetensors, HostIoError};
 use thiserror::Error;
 
@@ -37,14 +44,63 @@ pub enum CheckpointError {
     File(#[from] HostIoError),
     #[error("{path}: {message}")]
     State { path: PathBuf, message: String },
-    #[error("the checkpoint state file {state} names {prefix}, but {file} does not exist")]
-    Missing {
-        state: PathBuf,
-        prefix: String,
-        file: PathBuf,
-    },
     #[error("{path} is not a tessel checkpoint: {message}")]
     Content { path: PathBuf, message: String },
+    /// The state file exists but names no checkpoint (empty, cut off, unparsable).
+    #[error(
+        "the checkpoint state file {path} {problem}. {}",
+        how_to_proceed(found, path)
+    )]
+    UnusableState {
+        path: PathBuf,
+        problem: String,
+        /// The checkpoints the model_dir holds (prefixes, oldest first).
+        found: Vec<String>,
+    },
+    /// Trained checkpoints without a state file: another run's, or a deleted state file.
+    #[error("{} holds checkpoints ({}) but no `checkpoint` state file, so they are no run this one can resume. {}", dir.display(), found.join(", "), how_to_proceed(found, &dir.join(STATE_FILE)))]
+    Orphans { dir: PathBuf, found: Vec<String> },
+    /// The latest checkpoint cannot be read back (a checksum mismatch, a truncated file).
+    #[error("{source}. {}", intact_advice(intact))]
+    Corrupt {
+        source: Box<CheckpointError>,
+        /// Older checkpoints of the state file that read back intact, newest first.
+        intact: Vec<String>,
+    },
+}
+
+/// What to do about an unusable state file or orphaned checkpoints.
+fn how_to_proceed(found: &[String], state: &Path) -> String {
+    match found.last() {
+        Some(newest) => format!(
+            "The model_dir holds {}. To resume from the newest, write `model_checkpoint_path: \"{newest}\"` into {}; to start afresh, use another model_dir. Nothing was overwritten.",
+            found.join(", "),
+            state.display()
+        ),
+        None => format!(
+            "The model_dir holds no checkpoint: delete {} to start afresh.",
+            state.display()
+        ),
+    }
+}
+
+fn intact_advice(intact: &[String]) -> String {
+    if intact.is_empty() {
+        return "No older checkpoint of the model_dir reads back intact either.".to_string();
+    }
+    format!(
+        "These older checkpoints are intact: {}. Set RunConfig's `fall_back_to_intact_checkpoint` (the examples: --fall-back-to-intact-checkpoint) to resume from the newest of them.",
+        intact.join(", ")
+    )
+}
+
+/// A checkpoint read back, and the damaged newer ones passed over to reach it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Restored {
+    pub checkpoint: Checkpoint,
+    pub file: PathBuf,
+    /// Newer checkpoints that did not read back (with why), when falling back.
+    pub passed_over: Vec<String>,
 }
 
 /// Writes checkpoints into one model_dir and finds the latest.
@@ -107,20 +163,57 @@ impl Saver {
         Ok(file)
     }
 
-    /// The state file, or `None` when the model_dir has no checkpoint yet.
+    /// The state file, or `None` when the model_dir has no checkpoint yet. A state file that
+    /// names no checkpoint (empty, cut off, unparsable), and trained checkpoints without a
+    /// state file, are errors: TF refuses an empty state file too ("Invalid checkpoint
+    /// state"), and starting afresh would overwrite them.
     pub fn state(&self) -> Result<Option<CheckpointState>, CheckpointError> {
         let path = self.model_dir.join(STATE_FILE);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => CheckpointState::parse(&text)
-                .map(Some)
-                .map_err(|message| CheckpointError::State { path, message }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(CheckpointError::Io {
-                what: "read",
-                path,
-                source,
-            }),
+        let unusable = |problem: String| CheckpointError::UnusableState {
+            path: path.clone(),
+            problem,
+            found: self.checkpoints_on_disk(),
+        };
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // A first save cut off between its checkpoint and its state file leaves only
+                // step 0, which holds nothing trained: that is no other run's work.
+                let found = self.checkpoints_on_disk();
+                if found
+                    .iter()
+                    .any(|p| p != &format!("{CHECKPOINT_BASENAME}-0"))
+                {
+                    return Err(CheckpointError::Orphans {
+                        dir: self.model_dir.clone(),
+                        found,
+                    });
+                }
+                return Ok(None);
+            }
+            Err(source) => {
+                return Err(CheckpointError::Io {
+                    what: "read",
+                    path,
+                    source,
+                })
+            }
+        };
+        let text = String::from_utf8(bytes)
+            .map_err(|_| unusable("is not text (it was damaged)".to_string()))?;
+        if text.trim().is_empty() {
+            return Err(unusable(
+                "is empty (a save cut off by a crash or a power loss leaves it so)".to_string(),
+            ));
         }
+        let state = CheckpointState::parse(&text)
+            .map_err(|message| unusable(format!("cannot be parsed ({message})")))?;
+        if state.model_checkpoint_path.is_none() {
+            return Err(unusable(
+                "names no checkpoint (it has no `model_checkpoint_path`)".to_string(),
+            ));
+        }
+        Ok(Some(state))
     }
 
     /// The file of the latest checkpoint, if any.
@@ -133,10 +226,10 @@ impl Saver {
         };
         let file = self.file_of(&prefix);
         if !file.exists() {
-            return Err(CheckpointError::Missing {
-                state: self.model_dir.join(STATE_FILE),
-                prefix,
-                file,
+            return Err(CheckpointError::UnusableState {
+                path: self.model_dir.join(STATE_FILE),
+                problem: format!("names {prefix}, but {} does not exist", file.display()),
+                found: self.checkpoints_on_disk(),
             });
         }
         Ok(Some(file))
@@ -144,10 +237,7 @@ impl Saver {
 
     /// The latest checkpoint, read whole, or `None` when there is none.
     pub fn restore_latest(&self) -> Result<Option<Checkpoint>, CheckpointError> {
-        match self.latest_file()? {
-            Some(file) => read_checkpoint(&file).map(Some),
-            None => Ok(None),
-        }
+        Ok(self.restore(false)?.map(|r| r.checkpoint))
     }
 
     fn file_of(&self, prefix: &str) -> PathBuf {
@@ -156,19 +246,83 @@ impl Saver {
 
     fn write_state(&self, state: &CheckpointState) -> Result<(), CheckpointError> {
         let path = self.model_dir.join(STATE_FILE);
-        let tmp = self
-            .model_dir
-            .join(format!("{STATE_FILE}.tmp{}", std::process::id()));
-        let io = |source| CheckpointError::Io {
+        write_durably(&path, state.to_text().as_bytes()).map_err(|source| CheckpointError::Io {
             what: "write",
-            path: path.clone(),
+            path,
             source,
-        };
-        std::fs::write(&tmp, state.to_text()).map_err(io)?;
-        std::fs::rename(&tmp, &path).map_err(|source| {
-            std::fs::remove_file(&tmp).ok();
-            io(source)
         })
+    }
+
+    /// The checkpoints in the model_dir by their files (`model.ckpt-N.safetensors`, or a TF
+    /// bundle's `model.ckpt-N.index`), as prefixes, oldest step first.
+    pub fn checkpoints_on_disk(&self) -> Vec<String> {
+        let mut found: Vec<(i64, String)> = std::fs::read_dir(&self.model_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                let prefix = name
+                    .strip_suffix(".safetensors")
+                    .or_else(|| name.strip_suffix(".index"))?;
+                let step = prefix
+                    .strip_prefix(CHECKPOINT_BASENAME)?
+                    .strip_prefix('-')?
+                    .parse::<i64>()
+                    .ok()?;
+                Some((step, prefix.to_string()))
+            })
+            .collect();
+        found.sort();
+        found.dedup();
+        found.into_iter().map(|(_, prefix)| prefix).collect()
+    }
+
+    /// The latest checkpoint read back whole, or `None` for a model_dir with none. When it
+    /// does not read back (a checksum mismatch, a truncated file), the error lists the older
+    /// checkpoints of the state file that do; with `fall_back`, the newest of those is
+    /// restored instead and the damaged ones are named in [`Restored::passed_over`].
+    pub fn restore(&self, fall_back: bool) -> Result<Option<Restored>, CheckpointError> {
+        let Some(file) = self.latest_file()? else {
+            return Ok(None);
+        };
+        let error = match read_checkpoint(&file) {
+            Ok(checkpoint) => {
+                return Ok(Some(Restored {
+                    checkpoint,
+                    file,
+                    passed_over: Vec::new(),
+                }))
+            }
+            Err(e) => e,
+        };
+        let state = self.state()?.unwrap_or_default();
+        let latest = state.model_checkpoint_path.clone().unwrap_or_default();
+        let mut intact = Vec::new();
+        let mut first_intact = None;
+        for prefix in state.all_model_checkpoint_paths.iter().rev() {
+            if *prefix == latest {
+                continue;
+            }
+            let older = self.file_of(prefix);
+            if let Ok(checkpoint) = read_checkpoint(&older) {
+                if first_intact.is_none() {
+                    first_intact = Some((checkpoint, older));
+                }
+                intact.push(prefix.clone());
+            }
+        }
+        match first_intact {
+            Some((checkpoint, file)) if fall_back => Ok(Some(Restored {
+                checkpoint,
+                file,
+                passed_over: vec![format!("{latest}: {error}")],
+            })),
+            _ => Err(CheckpointError::Corrupt {
+                source: Box::new(error),
+                intact,
+            }),
+        }
     }
 }
 

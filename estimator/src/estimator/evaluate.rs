@@ -104,6 +104,13 @@ impl TpuEstimator {
         let ipl = self.config.tpu_config.iterations_per_loop;
         let fit = steps_that_fit(batch_bytes(&components), shards, READ_AHEAD_BYTES);
         loop {
+            // The stop flag (Ctrl-C in the examples) ends evaluation between loops.
+            if self.stop.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                return Err(EstimatorError::Stopped {
+                    what: "evaluation",
+                    done,
+                });
+            }
             let mut k = ipl.min(steps.map_or(u64::MAX, |n| n - done)).min(fit);
             if k == 0 {
                 break;

@@ -222,8 +222,9 @@ impl TpuEstimator {
         let state = HostState::restore_or_init(
             &variables,
             &saver,
-            self.config.tf_random_seed,
+            &self.config,
             self.warm_start.as_ref(),
+            &mut super::log::Log::new(self.quiet),
         )?;
         // The module must be one the device runs: check before optimizing (the JIT's rules).
         tessel_compiler::verifier::verify(&module).map_err(|errors| {
@@ -346,7 +347,8 @@ impl TpuEstimator {
 
 /// Writes an export with `fill` into a temporary directory beside its final place, then
 /// renames it to `<base>/<timestamp>` (the next free second, as two exports may share one).
-/// On failure the temporary directory is removed.
+/// Every file is synced before the rename and the base after it, so an export that can be
+/// seen is whole after a power loss. On failure the temporary directory is removed.
 fn write_export(
     base: &Path,
     fill: impl FnOnce(&Path) -> Result<(), EstimatorError>,
@@ -358,15 +360,23 @@ fn write_export(
         .unwrap_or(0);
     let tmp = base.join(format!("temp-{stamp}-{}", std::process::id()));
     std::fs::create_dir(&tmp).map_err(|e| export_err(&tmp.display().to_string(), e))?;
-    let result = fill(&tmp).and_then(|()| loop {
+    let synced = |dir: &Path| {
+        tessel_runtime::durable::sync_tree(dir)
+            .map_err(|e| export_err("syncing the export to disk", e))
+    };
+    let result = fill(&tmp).and_then(|()| synced(&tmp)).and_then(|()| loop {
         let dir = base.join(stamp.to_string());
         if dir.exists() {
             stamp += 1;
             continue;
         }
         break std::fs::rename(&tmp, &dir)
-            .map(|()| dir)
-            .map_err(|e| export_err("renaming the export into place", e));
+            .map_err(|e| export_err("renaming the export into place", e))
+            .and_then(|()| {
+                tessel_runtime::durable::sync_dir(base)
+                    .map_err(|e| export_err("syncing the export to disk", e))
+            })
+            .map(|()| dir);
     });
     if result.is_err() {
         std::fs::remove_dir_all(&tmp).ok();

@@ -4,9 +4,13 @@
 //! Between two loops the host: checks every variable and the loss for NaN and infinity
 //! (and stops, naming the variable and the steps, before anything is saved); logs TF's lines
 //! every `log_step_count_steps`; writes summaries every `save_summary_steps`; saves a
-//! checkpoint when one is due; and stops, with a checkpoint, if Ctrl-C was pressed. Nothing
-//! is written in the middle of a loop, so a failure in a loop (an input_fn error, a corrupt
-//! record) leaves the model_dir as the last checkpoint left it.
+//! checkpoint when one is due; and stops, with a checkpoint, when the estimator's stop flag is
+//! raised (the examples raise it on Ctrl-C and SIGTERM; the library installs no signal
+//! handler). Nothing is written in the middle of a loop, so a failure in a loop (an input_fn
+//! error, a corrupt record) leaves the model_dir as the last checkpoint left it.
+//!
+//! While it runs, `train` holds the model_dir's trainer lock, and on start it removes the
+//! temporaries of saves that were killed mid-write.
 
 use super::dealer::Dealer;
 use super::input_fn::{batches, Input};
@@ -16,7 +20,7 @@ use super::params::Params;
 use super::tpu_estimator::TpuEstimator;
 use super::trace_step::{fed_components, trace_step};
 use super::variables_state::{first_non_finite, HostState};
-use crate::checkpoint::Saver;
+use crate::checkpoint::{ModelDirLock, Saver};
 use crate::config::{CheckpointInterval, InputPipelineConfig};
 use crate::error::EstimatorError;
 use crate::model::Mode;
@@ -81,9 +85,9 @@ impl TpuEstimator {
         }
         let saver = Saver::new(&self.model_dir, self.config.keep_checkpoint_max);
         if let Some(max) = max_steps {
-            if let Some(file) = saver.latest_file()? {
-                let done = crate::checkpoint::read_checkpoint(&file)?.global_step;
-                if max as i64 <= done {
+            let restored = saver.restore(self.config.fall_back_to_intact_checkpoint)?;
+            if let Some(done) = restored.map(|r| r.checkpoint.global_step) {
+                if i64::try_from(max).is_ok_and(|max| max <= done) {
                     log.info("Skipping training since max_steps has already saved.");
                     return Ok(TrainResult {
                         global_step: done,
@@ -97,6 +101,17 @@ impl TpuEstimator {
                 }
             }
         }
+
+        // One trainer per model_dir, held until train returns (a
+        // train that has nothing to do, above, changes nothing and takes none).
+        let lock = ModelDirLock::acquire(&self.model_dir)?;
+        if let Some(holder) = lock.taken_over_from() {
+            log.warn(format!(
+                "Took over the trainer lock of {}: that process ended without releasing it.",
+                holder.trim()
+            ));
+        }
+        remove_leftover_temporaries(&self.model_dir, &mut log)?;
 
         let shards = self.replicas();
         let params = self.params_for(self.train_batch_size);
@@ -132,8 +147,9 @@ impl TpuEstimator {
         let mut state = HostState::restore_or_init(
             &traced.variables,
             &saver,
-            self.config.tf_random_seed,
+            &self.config,
             self.warm_start.as_ref(),
+            &mut log,
         )?;
         if let Some(file) = &state.restored_from {
             log.info(format!("Restoring parameters from {}", file.display()));
@@ -142,17 +158,7 @@ impl TpuEstimator {
             log.info(format!("Warm-starting from: {}", from.display()));
         }
         let start = state.global_step;
-        let target = match (steps, max_steps) {
-            (_, Some(max)) => max as i64,
-            (Some(n), None) => start + n as i64,
-            (None, None) => unreachable!("checked above"),
-        };
-        if target > i32::MAX as i64 {
-            return Err(EstimatorError::value(format!(
-                "training to step {target} would pass the device's s32 step counter ({}); TPUs have no 64-bit values",
-                i32::MAX
-            )));
-        }
+        let target = target_step(start, steps, max_steps)?;
 
         let start_batches = state.input_batches;
         let dealers: Vec<Dealer> = inputs
@@ -174,7 +180,6 @@ impl TpuEstimator {
             self.save(&saver, &state, &traced.variables, &mut log, &mut saved)?;
         }
 
-        let interrupt = register_interrupt(&self.stop);
         let ipl = self.config.tpu_config.iterations_per_loop;
         let mut step = start;
         let mut final_loss = None;
@@ -307,12 +312,11 @@ impl TpuEstimator {
                 self.stop.store(false, Ordering::SeqCst);
                 if step < target {
                     log.finish_progress();
-                    drop(interrupt);
                     return Err(EstimatorError::Interrupted { step });
                 }
             }
         }
-        drop(interrupt);
+        drop(lock);
         log.finish_progress();
         if let Some(loss) = final_loss {
             log.info(format!("Loss for final step: {}.", tf_float(loss)));
@@ -374,30 +378,53 @@ pub(crate) fn summary_err(e: crate::summary::SummaryError) -> EstimatorError {
     }
 }
 
-/// Ctrl-C sets the estimator's stop flag while training runs (a second Ctrl-C exits at
-/// once, as a user pressing it twice expects). Unregistered when dropped.
-struct InterruptGuard {
-    ids: Vec<signal_hook::SigId>,
+/// The step training stops at: `max_steps`, or `steps` past `start`. A count beyond the
+/// device's s32 step counter is refused, never wrapped.
+fn target_step(
+    start: i64,
+    steps: Option<u64>,
+    max_steps: Option<u64>,
+) -> Result<i64, EstimatorError> {
+    let (target, given) = match (steps, max_steps) {
+        (_, Some(max)) => (i64::try_from(max).ok(), format!("max_steps={max}")),
+        (Some(n), None) => (
+            i64::try_from(n).ok().and_then(|n| start.checked_add(n)),
+            format!("steps={n} from step {start}"),
+        ),
+        (None, None) => (None, "no step count".to_string()),
+    };
+    match target {
+        Some(t) if t <= i32::MAX as i64 => Ok(t),
+        _ => Err(EstimatorError::value(format!(
+            "{given} would train past step {}, the last the device's s32 step counter holds (TPUs have no 64-bit values)",
+            i32::MAX
+        ))),
+    }
 }
 
-impl Drop for InterruptGuard {
-    fn drop(&mut self) {
-        for id in self.ids.drain(..) {
-            signal_hook::low_level::unregister(id);
+/// Removes the temporaries that saves killed mid-write left in the model_dir (the trainer
+/// lock is held, so no save of another trainer is writing one), and says which.
+fn remove_leftover_temporaries(
+    model_dir: &std::path::Path,
+    log: &mut Log,
+) -> Result<(), EstimatorError> {
+    let leftovers = tessel_runtime::durable::leftover_temporaries(model_dir).map_err(|e| {
+        EstimatorError::Write {
+            what: model_dir.display().to_string(),
+            message: e.to_string(),
+        }
+    })?;
+    for file in leftovers {
+        match std::fs::remove_file(&file) {
+            Ok(()) => log.warn(format!(
+                "Removed {}, left by a save that was interrupted.",
+                file.display()
+            )),
+            Err(e) => log.warn(format!(
+                "Cannot remove {}, left by a save that was interrupted: {e}",
+                file.display()
+            )),
         }
     }
-}
-
-fn register_interrupt(stop: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> InterruptGuard {
-    use signal_hook::consts::SIGINT;
-    use signal_hook::flag;
-    let mut ids = Vec::new();
-    // The conditional exit first: it fires only once the flag is already set (second press).
-    if let Ok(id) = flag::register_conditional_shutdown(SIGINT, 130, std::sync::Arc::clone(stop)) {
-        ids.push(id);
-    }
-    if let Ok(id) = flag::register(SIGINT, std::sync::Arc::clone(stop)) {
-        ids.push(id);
-    }
-    InterruptGuard { ids }
+    Ok(())
 }

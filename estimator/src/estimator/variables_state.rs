@@ -32,11 +32,13 @@ impl HostState {
     pub fn restore_or_init(
         variables: &[Variable],
         saver: &Saver,
-        seed: Option<i64>,
+        config: &crate::RunConfig,
         warm_start: Option<&WarmStart>,
+        log: &mut super::log::Log,
     ) -> Result<HostState, EstimatorError> {
-        let file = saver.latest_file()?;
-        let Some(file) = file else {
+        let seed = config.tf_random_seed;
+        let restored = saver.restore(config.fall_back_to_intact_checkpoint)?;
+        let Some(restored) = restored else {
             // TF's warm start: matched variables take the source's values, the rest initialize.
             let warm = warm_start.map(|w| w.load(variables)).transpose()?;
             let values = variables
@@ -64,7 +66,12 @@ impl HostState {
                 warm_started_from: warm.map(|w| w.source),
             });
         };
-        let checkpoint = crate::checkpoint::read_checkpoint(&file)?;
+        for damaged in &restored.passed_over {
+            log.warn(format!(
+                "Passing over a damaged checkpoint, as fall_back_to_intact_checkpoint asks: {damaged}"
+            ));
+        }
+        let (checkpoint, file) = (restored.checkpoint, restored.file);
         let restore_err = |message: String| EstimatorError::Restore {
             file: file.display().to_string(),
             message,
@@ -158,8 +165,9 @@ pub fn restore_for(
     let state = HostState::restore_or_init(
         variables,
         &saver,
-        estimator.config.tf_random_seed,
+        &estimator.config,
         estimator.warm_start.as_ref(),
+        log,
     )?;
     match (&state.restored_from, &state.warm_started_from) {
         (Some(file), _) => log.info(format!("Restoring parameters from {}", file.display())),

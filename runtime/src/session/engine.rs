@@ -26,22 +26,51 @@ impl Engine {
     }
 
     /// Checks that `replicas` replicas fit in the memory available now: the JIT's arena, or
-    /// the interpreter's largest value, on each. Arenas kept from earlier runs are already
+    /// the interpreter's largest value, on each, plus `host_bytes` per replica that the run
+    /// holds beside it (a loop's infeed queue). Arenas kept from earlier runs are already
     /// taken from the memory available, so only the ones still to allocate are counted.
-    pub(crate) fn check_memory(&self, replicas: usize) -> Result<(), SessionError> {
+    pub(crate) fn check_memory(
+        &self,
+        replicas: usize,
+        host_bytes: u64,
+        host_what: &str,
+    ) -> Result<(), SessionError> {
+        let with_host = |what: String| {
+            if host_bytes == 0 {
+                what
+            } else {
+                format!("{what} and {host_what}")
+            }
+        };
         match self {
             Engine::Interpreter(m) => match largest_value(m) {
                 Some(v) => {
                     let what = format!("{}, the largest value, is {}", v.instruction, v.shape);
-                    Ok(check_run(v.bytes, replicas, &what)?)
+                    Ok(check_run(
+                        v.bytes.saturating_add(host_bytes),
+                        replicas,
+                        &with_host(what),
+                    )?)
                 }
-                None => Ok(()),
+                None => Ok(check_run(host_bytes, replicas, host_what)?),
             },
-            Engine::Jit(exe) => Ok(check_run(
+            Engine::Jit(exe) if host_bytes == 0 => Ok(check_run(
                 exe.arena_size() as u64,
                 replicas.saturating_sub(exe.pooled_arenas()),
                 "the buffer arena",
             )?),
+            Engine::Jit(exe) => {
+                let unpooled = replicas.saturating_sub(exe.pooled_arenas());
+                // Pooled arenas are held already; the host bytes are new on every replica.
+                let total = (exe.arena_size() as u64)
+                    .saturating_mul(unpooled as u64)
+                    .saturating_add(host_bytes.saturating_mul(replicas as u64));
+                Ok(check_run(
+                    total,
+                    1,
+                    &with_host("the buffer arenas".to_string()),
+                )?)
+            }
         }
     }
 

@@ -15,6 +15,7 @@ use super::program::Outputs;
 use crate::feed::{stacked_source, FeedSource};
 use crate::jit::profile::ProfileCounters;
 use crate::jit::program::executable::Executable;
+use crate::memory::bytes_text;
 use crate::replicas::Numbering;
 use crate::shard_map::{is_shard_map_module, ShardMap};
 use tessel_compiler::ir::{Array, ArrayShape, Module};
@@ -84,6 +85,8 @@ pub struct LoopProgram {
     /// The step's parameters (global ones for a shard_map step).
     parameters: Vec<Parameter>,
     engine: Engine,
+    /// Bytes of one iteration's fed values on one replica: an infeed queue entry.
+    fed_bytes: u64,
     /// For a shard_map step: how global arrays split and assemble.
     sharded: Option<ShardMap>,
     replicas: usize,
@@ -109,6 +112,17 @@ impl LoopProgram {
             None => step,
         };
         let signature = loop_signature(body, spec.iterations, &spec.infeed)?;
+        let body_parameters = entry_parameters(body)?;
+        let fed_bytes = signature
+            .fed
+            .iter()
+            .filter_map(|&i| body_parameters.get(i as usize))
+            .map(|p| {
+                p.shape
+                    .checked_byte_size()
+                    .map_or(u64::MAX, |b| b.max(0) as u64)
+            })
+            .fold(0u64, u64::saturating_add);
         let module = wrap_in_training_loop(body, spec.iterations, &spec.infeed)?;
         let (engine, _) = build_engine(module.clone(), device)?;
         Ok(LoopProgram {
@@ -116,6 +130,7 @@ impl LoopProgram {
             signature,
             parameters,
             engine,
+            fed_bytes,
             sharded,
             replicas: device.replicas,
         })
@@ -259,6 +274,14 @@ impl LoopProgram {
             }
             .into());
         }
+        // Refused before anything is allocated: the arenas, and the infeed queue's entries
+        // (its depth, plus one being filled and one being read).
+        let queued = (options.queue_depth as u64).saturating_add(2);
+        self.engine.check_memory(
+            self.replicas,
+            self.fed_bytes.saturating_mul(queued),
+            &format!("{queued} infeed batches of {}", bytes_text(self.fed_bytes)),
+        )?;
         let names: Vec<&str> = self.parameters.iter().map(|p| p.name.as_str()).collect();
         run_host_loop(
             &self.engine,

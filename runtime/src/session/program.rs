@@ -136,7 +136,7 @@ impl Program {
 
     /// Runs once.
     pub fn run(&self, inputs: &Inputs) -> Result<Outputs, SessionError> {
-        self.engine.check_memory(self.replicas)?;
+        self.engine.check_memory(self.replicas, 0, "")?;
         let leaves = |l: &Literal| -> Vec<Array> { l.leaves().into_iter().cloned().collect() };
         match (&self.form, &inputs.0) {
             (Form::Single, Bound::Single(args)) => {

@@ -1,38 +1,17 @@
-//! Faults, each injected: an input_fn failing at a batch mid-loop, a corrupt TFRecord file,
-//! a model whose variables turn NaN, a huge learning rate, and Ctrl-C (the stop flag set from
-//! the input pipeline's thread, and a real SIGINT). Each stops training within the running
+//! Faults inside a training loop, each injected: an input_fn failing at a batch mid-loop, a
+//! corrupt TFRecord file, a model whose variables turn NaN, a huge learning rate, and the
+//! stop flag raised from the input pipeline's thread. Each stops training within the running
 //! loop, returns the error, leaves the model_dir holding complete checkpoints only (the last
 //! good one latest), and the next `train` resumes from that checkpoint to the same bytes an
 //! uninterrupted run writes.
 
-mod support;
-
+use super::{assert_clean, serial};
+use crate::support::tiny::{self, checkpoint_steps, ckpt_bytes, config, estimator, temp_dir};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use support::tiny::{self, checkpoint_steps, ckpt_bytes, config, estimator, files, temp_dir};
+use std::sync::Arc;
 use tessel_estimator::input::{DatasetError, Element, ElementSpec};
 use tessel_estimator::{EstimatorError, Input, Params};
-
-/// SIGINT reaches every training estimator in the process: the tests here run one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Complete files only: checkpoints, the state file, event files.
-fn assert_clean(dir: &Path) {
-    for f in files(dir) {
-        assert!(
-            f == "checkpoint"
-                || (f.starts_with("model.ckpt-") && f.ends_with(".safetensors"))
-                || f.starts_with("events.out.tfevents."),
-            "unexpected file {f} in {}",
-            dir.display()
-        );
-    }
-}
 
 fn latest(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("checkpoint"))
@@ -254,14 +233,29 @@ fn stop_flag_from_another_thread_stops_within_the_loop() {
     });
 }
 
+/// The library installs no signal handler: after `train` (which the stop flag ended),
+/// SIGINT and SIGTERM keep their default action, so a program's Ctrl-C works as before.
 #[test]
-fn sigint_stops_within_the_loop() {
+fn train_installs_no_signal_handler() {
     let _s = serial();
-    check_stopped_then_resumed("fault_sigint", |_| {
-        Arc::new(|| {
-            signal_hook::low_level::raise(signal_hook::consts::SIGINT).unwrap();
-        })
-    });
+    let dir = temp_dir("fault_no_handler");
+    let est = estimator(config(&dir, 10, 1000), Params::new());
+    let flag = est.stop_flag();
+    est.train(
+        input_with_hook(20, Arc::new(move || flag.store(true, Ordering::SeqCst))),
+        None,
+        Some(100),
+    )
+    .unwrap_err();
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a query (a null new action) of the current disposition into a zeroed struct.
+        let handler = unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            assert_eq!(libc::sigaction(signal, std::ptr::null(), &mut old), 0);
+            old.sa_sigaction
+        };
+        assert_eq!(handler, libc::SIG_DFL, "signal {signal} has a handler");
+    }
 }
 
 /// Regression: a stop requested during the last loop used to stay set (training had reached
