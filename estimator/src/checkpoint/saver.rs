@@ -136,6 +136,8 @@ impl Saver {
             path: self.model_dir.clone(),
             source,
         })?;
+        // The state before this save's own file exists (which it would take for an orphan).
+        let mut state = self.state()?.unwrap_or_default();
         let prefix = format!("{CHECKPOINT_BASENAME}-{}", checkpoint.global_step);
         let file = self.file_of(&prefix);
         let mut tensors = checkpoint.variables.clone();
@@ -145,7 +147,6 @@ impl Saver {
         }
         write_safetensors(&file, &tensors)?;
 
-        let mut state = self.state()?.unwrap_or_default();
         state.all_model_checkpoint_paths.retain(|p| p != &prefix);
         state.all_model_checkpoint_paths.push(prefix.clone());
         state.model_checkpoint_path = Some(prefix);
