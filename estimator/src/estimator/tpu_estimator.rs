@@ -23,8 +23,8 @@ pub struct TpuEstimator {
     pub(crate) predict_batch_size: Option<usize>,
     pub(crate) model_dir: PathBuf,
     pub(crate) backend: Backend,
-    /// Set by Ctrl-C (or by [`TpuEstimator::stop_flag`]'s holder): training stops after
-    /// the running loop, with a checkpoint.
+    /// Raised by [`TpuEstimator::stop_flag`]'s holder (a program's Ctrl-C or SIGTERM
+    /// handler): training stops after the running loop, with a checkpoint.
     pub(crate) stop: Arc<AtomicBool>,
     pub(crate) quiet: bool,
     /// Where a model_dir without a checkpoint takes its first values (TF's `warm_start_from`).
@@ -145,8 +145,10 @@ impl TpuEstimator {
         &self.config
     }
 
-    /// A flag that stops training after the running loop, as Ctrl-C does: the checkpoint of
-    /// the step reached is saved and `train` returns [`EstimatorError::Interrupted`].
+    /// A flag that stops training after the running loop: the checkpoint of the step reached
+    /// is saved and `train` returns [`EstimatorError::Interrupted`]; `evaluate` stops between
+    /// loops with [`EstimatorError::Stopped`]. The library installs no signal handler: a
+    /// program raises this flag from its own (the MNIST example does on Ctrl-C and SIGTERM).
     pub fn stop_flag(&self) -> Arc<AtomicBool> {
         Arc::clone(&self.stop)
     }

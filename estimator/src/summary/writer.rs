@@ -73,6 +73,9 @@ impl EventWriter {
             step: 0,
             what: Some(EventKind::FileVersion("brain.Event:2".into())),
         })?;
+        // The new name in the directory is durable too, not only the file's data.
+        w.flush()?;
+        tessel_runtime::durable::sync_dir(dir).map_err(io_err(dir))?;
         Ok(w)
     }
 
