@@ -4,14 +4,24 @@
 //! a `BundleEntryProto` (dtype, shape, shard, offset, size, masked CRC32C; the empty key holds
 //! the `BundleHeaderProto`), and the shards `PREFIX.data-0000S-of-0000N` holding the raw
 //! little-endian tensor bytes. Every block of the index and every tensor read is checked
-//! against its CRC. float32, int32 and int64 tensors are read; any other dtype, a big-endian
-//! bundle, or a partitioned variable is an error naming the tensor.
+//! against its CRC. Tensors of every dtype tessel has a type for are read (bool, the signed
+//! and unsigned integers, half, bfloat16, float32 and float64); any other dtype (string,
+//! complex), a big-endian bundle, or a partitioned variable is an error naming the tensor.
+//!
+//! [`write_bundle`] writes a checkpoint TF reads (`writer`, with the index's SSTable from
+//! `table_writer`).
 
+mod in_model_dir;
 mod proto;
 mod table;
+mod table_writer;
+mod writer;
+
+pub use in_model_dir::{existing_checkpoint, prefix_of_index};
+pub use writer::{remove_bundle, write_bundle};
 
 use prost::Message;
-use proto::{dtype_name, BundleEntryProto, BundleHeaderProto};
+use proto::{dtype_name, element_type_of, BundleEntryProto, BundleHeaderProto};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
@@ -32,7 +42,7 @@ pub enum TfBundleError {
         name: String,
         message: String,
     },
-    #[error("tensor `{name}` in {path} is {dtype}; tessel reads float32, int32 and int64 tensors")]
+    #[error("tensor `{name}` in {path} is {dtype}, which tessel has no element type for")]
     Dtype {
         path: PathBuf,
         name: String,
@@ -40,6 +50,8 @@ pub enum TfBundleError {
     },
     #[error("the TensorFlow checkpoint {prefix} has no tensor `{name}`")]
     NotFound { prefix: PathBuf, name: String },
+    #[error("cannot write the TensorFlow checkpoint {prefix}: {message}")]
+    Write { prefix: PathBuf, message: String },
 }
 
 /// What the index says of one tensor.
@@ -79,15 +91,6 @@ pub fn data_path(prefix: &Path, shard: i32, num_shards: i32) -> PathBuf {
     let mut s = prefix.as_os_str().to_owned();
     s.push(format!(".data-{shard:05}-of-{num_shards:05}"));
     PathBuf::from(s)
-}
-
-fn element_type_of(dtype: i32) -> Option<ElementType> {
-    match dtype {
-        1 => Some(ElementType::F32),
-        3 => Some(ElementType::S32),
-        9 => Some(ElementType::S64),
-        _ => None,
-    }
 }
 
 impl TfBundle {
@@ -174,6 +177,13 @@ impl TfBundle {
             .binary_search_by(|(n, _)| n.as_str().cmp(name))
             .ok()
             .map(|i| &self.entries[i].1)
+    }
+
+    /// Every tensor, in name order.
+    pub fn read_all(&self) -> Result<Vec<(String, Array)>, TfBundleError> {
+        self.names()
+            .map(|name| Ok((name.to_string(), self.read(name)?)))
+            .collect()
     }
 
     /// Reads one tensor from its shard, checking its size and CRC.
