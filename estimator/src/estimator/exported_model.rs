@@ -177,10 +177,12 @@ impl ExportedModel {
             }
             let n = dims[0] as usize;
             match rows {
-                Some((m, other)) if m != n => return Err(EstimatorError::Input(format!(
+                Some((m, other)) if m != n => {
+                    return Err(EstimatorError::Input(format!(
                     "the inputs have different numbers of rows: `{other}` has {m}, `{}` has {n}",
                     p.name
-                ))),
+                )))
+                }
                 _ => rows = Some((n, &p.name)),
             }
             columns.push((p, Rows::of(a)));

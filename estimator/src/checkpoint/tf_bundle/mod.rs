@@ -275,6 +275,33 @@ mod tests {
     }
 
     #[test]
+    fn a_dtype_tessel_has_no_type_for_is_refused_naming_the_tensor() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path().join("model.ckpt-1");
+        let header = BundleHeaderProto {
+            num_shards: 1,
+            ..Default::default()
+        };
+        let entry = BundleEntryProto {
+            dtype: 7, // DT_STRING
+            size: 0,
+            ..Default::default()
+        };
+        let table = table_writer::write_table(&[
+            (Vec::new(), header.encode_to_vec()),
+            (b"vocab".to_vec(), entry.encode_to_vec()),
+        ]);
+        std::fs::write(index_path(&prefix), table).unwrap();
+        std::fs::write(data_path(&prefix, 0, 1), b"").unwrap();
+        let bundle = TfBundle::open(&prefix).unwrap();
+        assert_eq!(bundle.info("vocab").unwrap().element_type, None);
+        let e = bundle.read("vocab").unwrap_err();
+        assert!(matches!(e, TfBundleError::Dtype { .. }), "{e}");
+        let e = e.to_string();
+        assert!(e.contains("`vocab`") && e.contains("string"), "{e}");
+    }
+
+    #[test]
     fn file_names_are_tfs() {
         let p = Path::new("/m/model.ckpt-300");
         assert_eq!(index_path(p), Path::new("/m/model.ckpt-300.index"));
