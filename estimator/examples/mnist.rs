@@ -6,7 +6,7 @@
 //!     [--batch-size 128] [--train-steps 2000] [--eval-steps 78] [--iterations 50]
 //!     [--num-shards 1] [--learning-rate 0.05] [--use-tpu true]
 //!     [--mode train|evaluate|train_and_evaluate|predict|export]   (--eval-steps 0: the whole eval set)
-//!     [--warm-start-from TESSEL_OR_TF_CHECKPOINT]
+//!     [--warm-start-from TESSEL_OR_TF_CHECKPOINT] [--checkpoint-format safetensors|tf|both]
 //!     [--predictions-out FILE.safetensors] (predict) [--export-dir DIR] (export)
 //!     [--save-checkpoints-steps N | --save-checkpoints-secs 600] [--keep-checkpoint-max 5]
 //!     [--fall-back-to-intact-checkpoint] [--random-seed N]
@@ -41,8 +41,8 @@ use tessel_estimator::model::optimizers::GradientDescent;
 use tessel_estimator::model::schedules::exponential_decay;
 use tessel_estimator::model::{CrossShardOptimizer, Optimizer};
 use tessel_estimator::{
-    mnist_data, EstimatorError, Graph, Input, Mode, Params, RunConfig, TpuConfig, TpuEstimator,
-    TpuEstimatorSpec,
+    mnist_data, CheckpointFormat, EstimatorError, Graph, Input, Mode, Params, RunConfig, TpuConfig,
+    TpuEstimator, TpuEstimatorSpec,
 };
 
 /// The seed's FLAGS.
@@ -100,6 +100,9 @@ struct Flags {
     /// are bitwise reproducible.
     #[arg(long)]
     random_seed: Option<i64>,
+    /// Checkpoints as tessel's safetensors, TF's tensor bundle (which TF restores), or both.
+    #[arg(long, default_value = "safetensors")]
+    checkpoint_format: CheckpointFormat,
 }
 
 fn model_fn(
@@ -374,6 +377,7 @@ fn run(flags: &Flags, signals: &StopSignals) -> Result<(), EstimatorError> {
         keep_checkpoint_max: flags.keep_checkpoint_max,
         fall_back_to_intact_checkpoint: flags.fall_back_to_intact_checkpoint,
         tf_random_seed: flags.random_seed,
+        checkpoint_format: flags.checkpoint_format,
         tpu_config: TpuConfig {
             iterations_per_loop: flags.iterations,
             num_shards: Some(flags.num_shards),

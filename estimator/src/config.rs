@@ -36,6 +36,46 @@ impl Default for TpuConfig {
     }
 }
 
+/// The file format checkpoints are written in. Restoring reads either, whichever a prefix
+/// has (tessel's file first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CheckpointFormat {
+    /// `model.ckpt-N.safetensors` only.
+    #[default]
+    Safetensors,
+    /// TF's tensor bundle only (`model.ckpt-N.index` and `model.ckpt-N.data-00000-of-00001`),
+    /// which `tf.train.load_checkpoint` and TF's estimators read.
+    Tf,
+    /// Both, for the same step.
+    Both,
+}
+
+impl CheckpointFormat {
+    pub fn writes_safetensors(self) -> bool {
+        matches!(self, CheckpointFormat::Safetensors | CheckpointFormat::Both)
+    }
+
+    pub fn writes_tf(self) -> bool {
+        matches!(self, CheckpointFormat::Tf | CheckpointFormat::Both)
+    }
+}
+
+impl std::str::FromStr for CheckpointFormat {
+    type Err = String;
+
+    /// `safetensors`, `tf` or `both` (a command-line flag's spelling).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "safetensors" => Ok(CheckpointFormat::Safetensors),
+            "tf" => Ok(CheckpointFormat::Tf),
+            "both" => Ok(CheckpointFormat::Both),
+            other => Err(format!(
+                "unknown checkpoint format `{other}`: safetensors, tf or both"
+            )),
+        }
+    }
+}
+
 /// TF's `tf.compat.v1.estimator.tpu.RunConfig`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunConfig {
@@ -58,6 +98,8 @@ pub struct RunConfig {
     /// restore the newest older one that does, with a warning. Off by default: the damage is
     /// an error that lists the intact checkpoints, and the user chooses.
     pub fall_back_to_intact_checkpoint: bool,
+    /// The format checkpoints are written in (tessel's safetensors by default).
+    pub checkpoint_format: CheckpointFormat,
 }
 
 impl Default for RunConfig {
@@ -72,6 +114,7 @@ impl Default for RunConfig {
             log_step_count_steps: 100,
             tf_random_seed: None,
             fall_back_to_intact_checkpoint: false,
+            checkpoint_format: CheckpointFormat::Safetensors,
         }
     }
 }
@@ -149,6 +192,25 @@ mod tests {
         assert_eq!(c.log_step_count_steps, 100);
         assert_eq!(c.checkpoint_interval(), CheckpointInterval::Secs(600));
         assert_eq!(c.validate(), Ok(()));
+        assert_eq!(c.checkpoint_format, CheckpointFormat::Safetensors);
+    }
+
+    #[test]
+    fn checkpoint_formats_parse_from_their_flag_spelling() {
+        for (text, format, safetensors, tf) in [
+            ("safetensors", CheckpointFormat::Safetensors, true, false),
+            ("tf", CheckpointFormat::Tf, false, true),
+            ("both", CheckpointFormat::Both, true, true),
+        ] {
+            let parsed: CheckpointFormat = text.parse().unwrap();
+            assert_eq!(parsed, format);
+            assert_eq!(
+                (parsed.writes_safetensors(), parsed.writes_tf()),
+                (safetensors, tf)
+            );
+        }
+        let e = "TF".parse::<CheckpointFormat>().unwrap_err();
+        assert!(e.contains("safetensors, tf or both"), "{e}");
     }
 
     #[test]

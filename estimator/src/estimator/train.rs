@@ -83,7 +83,8 @@ impl TpuEstimator {
             }
             _ => {}
         }
-        let saver = Saver::new(&self.model_dir, self.config.keep_checkpoint_max);
+        let saver = Saver::new(&self.model_dir, self.config.keep_checkpoint_max)
+            .with_format(self.config.checkpoint_format);
         if let Some(max) = max_steps {
             let restored = saver.restore(self.config.fall_back_to_intact_checkpoint)?;
             if let Some(done) = restored.map(|r| r.checkpoint.global_step) {
