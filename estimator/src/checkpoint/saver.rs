@@ -42,8 +42,6 @@ pub enum CheckpointError {
     },
     #[error(transparent)]
     File(#[from] HostIoError),
-    #[error("{path}: {message}")]
-    State { path: PathBuf, message: String },
     #[error("{path} is not a tessel checkpoint: {message}")]
     Content { path: PathBuf, message: String },
     /// The state file exists but names no checkpoint (empty, cut off, unparsable).
