@@ -110,9 +110,7 @@ fn map_can_change_the_spec() {
             2,
             |e| {
                 let x = dense(&e, 0).data.get_f64(0) as f32;
-                Ok(Element {
-                    values: vec![Value::Dense(Array::scalar_f32(x / 2.0))],
-                })
+                Ok(Element::new(vec![Value::Dense(Array::scalar_f32(x / 2.0))]))
             },
         )
         .unwrap();
@@ -129,7 +127,7 @@ fn a_map_output_that_breaks_the_spec_is_an_error_naming_the_element() {
     let d = numbers(5)
         .map(same_spec, 2, |e| {
             if dense(&e, 0).data.get_i64(0) == 3 {
-                Ok(Element { values: vec![] })
+                Ok(Element::new(vec![]))
             } else {
                 Ok(e)
             }
@@ -334,11 +332,8 @@ fn counted(n: i32, opens: Arc<AtomicUsize>) -> Dataset {
     };
     Dataset::from_generator(spec, move || {
         opens.fetch_add(1, Ordering::SeqCst);
-        let it: ElementIter = Box::new((0..n).map(|i| {
-            Ok(Element {
-                values: vec![Value::Dense(Array::scalar_s32(i))],
-            })
-        }));
+        let it: ElementIter =
+            Box::new((0..n).map(|i| Ok(Element::new(vec![Value::Dense(Array::scalar_s32(i))]))));
         Ok(it)
     })
 }
@@ -449,9 +444,10 @@ fn batching_elements_of_different_shapes_is_an_error() {
     };
     let d = Dataset::from_generator(spec, || {
         let it: ElementIter = Box::new((1..4).map(|n| {
-            Ok(Element {
-                values: vec![Value::Dense(Array::f32(&[n], vec![0.0; n as usize]))],
-            })
+            Ok(Element::new(vec![Value::Dense(Array::f32(
+                &[n],
+                vec![0.0; n as usize],
+            ))]))
         }));
         Ok(it)
     });
@@ -676,9 +672,9 @@ fn bad_arguments_are_errors_not_panics() {
         "gen: cannot open"
     );
     let d = Dataset::from_generator(spec, || {
-        Ok(Box::new(std::iter::once(Ok(Element {
-            values: vec![Value::Dense(Array::scalar_f32(1.0))],
-        }))) as ElementIter)
+        Ok(Box::new(std::iter::once(Ok(Element::new(vec![Value::Dense(
+            Array::scalar_f32(1.0),
+        )])))) as ElementIter)
     });
     assert!(matches!(
         d.iter().next().unwrap(),
@@ -765,11 +761,11 @@ fn malformed_arrays_are_errors_not_panics() {
     let d = Dataset::from_generator(spec, move || {
         let good = Array::f32(&[3, 2], vec![0.0; 6]);
         let bad = short.clone();
-        let it: ElementIter = Box::new([good, bad].into_iter().map(|a| {
-            Ok(Element {
-                values: vec![Value::Dense(a)],
-            })
-        }));
+        let it: ElementIter = Box::new(
+            [good, bad]
+                .into_iter()
+                .map(|a| Ok(Element::new(vec![Value::Dense(a)]))),
+        );
         Ok(it)
     });
     let err = d
@@ -863,12 +859,10 @@ fn a_panicking_generator_is_an_error() {
             if i == 1 {
                 panic!("generator broke");
             }
-            Ok(Element {
-                values: vec![
-                    Value::Dense(Array::scalar_s32(i)),
-                    Value::Dense(Array::f32(&[2], vec![0.0, 0.0])),
-                ],
-            })
+            Ok(Element::new(vec![
+                Value::Dense(Array::scalar_s32(i)),
+                Value::Dense(Array::f32(&[2], vec![0.0, 0.0])),
+            ]))
         }));
         Ok(it)
     });
