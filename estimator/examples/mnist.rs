@@ -147,7 +147,7 @@ fn tfrecord_source(path: &Path) -> Result<Dataset, EstimatorError> {
         buffer_size: 8 << 20,
         ..ReaderOptions::default()
     };
-    Ok(tfrecord_dataset(&[path.to_path_buf()], options)
+    Ok(tfrecord_dataset(&[path], options)
         .parse_example(spec, 2)?
         .decode_raw("image_raw", "image", RawType::U8, &[784])?
         .cast("image", ElementType::F32)?

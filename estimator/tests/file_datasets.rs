@@ -197,7 +197,7 @@ fn a_bad_label_in_record_1000_names_the_file_the_record_and_its_offset() {
     // A label that does not fit in s32.
     let offset = bad_label_at_1000(&path, Feature::int64s(vec![1 << 40]));
     assert_eq!(
-        first_error(&parsed(&[path.clone()], 2)),
+        first_error(&parsed(std::slice::from_ref(&path), 2)),
         format!(
             "{}: record 1000 (byte {offset}): parse_example failed on element 1000: feature \
              \"label\" value 1099511627776 (at position 0) does not fit in s32; tessel has no \
@@ -223,7 +223,7 @@ fn a_map_or_filter_error_names_the_record_and_the_function_needs_no_index() {
     };
     let place = format!("{}: record 1000 (byte {offset})", path.display());
     for workers in [0, 2] {
-        let ds = parsed(&[path.clone()], 1)
+        let ds = parsed(std::slice::from_ref(&path), 1)
             .map(|s| Ok(s.clone()), workers, check_label)
             .unwrap();
         assert_eq!(
@@ -231,7 +231,7 @@ fn a_map_or_filter_error_names_the_record_and_the_function_needs_no_index() {
             format!("{place}: map failed on element 1000: label 12 is not in 0..10")
         );
     }
-    let filtered = parsed(&[path.clone()], 1).filter(|e| match &e.values[1] {
+    let filtered = parsed(std::slice::from_ref(&path), 1).filter(|e| match &e.values[1] {
         Value::Dense(l) if l.data.get_f64(0) < 10.0 => Ok(true),
         _ => Err(DatasetError::msg("a label out of range")),
     });
@@ -240,7 +240,7 @@ fn a_map_or_filter_error_names_the_record_and_the_function_needs_no_index() {
         format!("{place}: filter failed on element 1000: a label out of range")
     );
     // The error keeps its structure: the place, then what failed.
-    let err = parsed(&[path.clone()], 1)
+    let err = parsed(std::slice::from_ref(&path), 1)
         .map(|s| Ok(s.clone()), 0, check_label)
         .unwrap()
         .iter()
@@ -383,7 +383,7 @@ fn a_wrong_size_image_names_its_record_through_decode_raw() {
     let recs = vec![image(6), image(6), image(4)];
     write(&path, &recs);
     let offset: usize = recs[..2].iter().map(|r| r.len() + 16).sum();
-    let ds = parsed(&[path.clone()], 1)
+    let ds = parsed(std::slice::from_ref(&path), 1)
         .decode_raw("image_raw", "image", RawType::U8, &[2, 3])
         .unwrap();
     let got: Vec<_> = ds.iter().collect();

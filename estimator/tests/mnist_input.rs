@@ -28,7 +28,7 @@ fn documented_input_fn(
         let spec = ParseSpec::new().fixed("image_raw", &[], FeatureDType::String)?;
         let spec = spec.fixed("label", &[], FeatureDType::Int64)?;
         let options = ReaderOptions { buffer_size: 8 << 20, ..ReaderOptions::default() };
-        let ds = tfrecord_dataset(&[path.clone()], options).parse_example(spec, 2)?
+        let ds = tfrecord_dataset(&[&path], options).parse_example(spec, 2)?
             .decode_raw("image_raw", "image", RawType::U8, &[784])?
             .cast("image", ElementType::F32)?.scale("image", 1. / 255., -0.5)?.cache();
         let ds = if repeat { ds.repeat(None) } else { ds };
@@ -185,7 +185,7 @@ fn tfrecord_source(path: &Path) -> Result<Dataset, EstimatorError> {
         buffer_size: 8 << 20,
         ..ReaderOptions::default()
     };
-    Ok(tfrecord_dataset(&[path.to_path_buf()], options)
+    Ok(tfrecord_dataset(&[path], options)
         .parse_example(spec, 2)?
         .decode_raw("image_raw", "image", RawType::U8, &[784])?
         .cast("image", ElementType::F32)?

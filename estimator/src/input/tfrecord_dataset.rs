@@ -12,14 +12,14 @@
 use super::dataset::{Dataset, DatasetError, ElementIter, ElementResult};
 use super::tfrecord::{ReaderOptions, RecordFiles};
 use super::{Element, ElementSpec, Value, ValueSpec};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The component name of a record dataset's elements.
 pub const RECORD: &str = "record";
 
-/// The records of `files`, in order.
-pub fn tfrecord_dataset(files: &[PathBuf], options: ReaderOptions) -> Dataset {
-    let files = files.to_vec();
+/// The records of `files` (`&[path]`, `&paths`), in order.
+pub fn tfrecord_dataset<P: AsRef<Path>>(files: &[P], options: ReaderOptions) -> Dataset {
+    let files: Vec<PathBuf> = files.iter().map(|f| f.as_ref().to_path_buf()).collect();
     let spec = ElementSpec {
         components: vec![(RECORD.to_string(), ValueSpec::Bytes { dims: vec![] })],
     };
@@ -33,8 +33,8 @@ pub fn tfrecord_dataset(files: &[PathBuf], options: ReaderOptions) -> Dataset {
 
 /// One dataset per file, interleaved: `cycle_length` files open at once, `block_length`
 /// records from each in turn (TF's `Dataset.list_files(..).interleave(TFRecordDataset, ..)`).
-pub fn tfrecord_interleave(
-    files: &[PathBuf],
+pub fn tfrecord_interleave<P: AsRef<Path>>(
+    files: &[P],
     options: ReaderOptions,
     cycle_length: usize,
     block_length: usize,
