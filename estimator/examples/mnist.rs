@@ -19,7 +19,7 @@
 //! VM stops a job: the rerun of the same command resumes from the checkpoint saved.
 
 use clap::Parser;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,13 +27,9 @@ use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_compiler::trace::Tensor;
 use tessel_estimator::checkpoint::WarmStart;
 use tessel_estimator::estimator::{EvalMetrics, EvalSpec, Features, ServingInput, TrainSpec};
-use tessel_estimator::input::parse::{
-    decode_raw, parse_single_example, FeatureDType, ParseSpec, RawType,
-};
+use tessel_estimator::input::parse::{FeatureDType, ParseSpec, RawType};
 use tessel_estimator::input::tfrecord::ReaderOptions;
-use tessel_estimator::input::{
-    tfrecord_dataset, Dataset, DatasetError, Element, ElementSpec, Value, ValueSpec,
-};
+use tessel_estimator::input::{idx_dataset_normalized, tfrecord_dataset, Dataset, Value};
 use tessel_estimator::model::layers::{
     conv2d, dense, dropout, max_pooling2d, Activation, Conv2d, Dense, Padding,
 };
@@ -170,47 +166,9 @@ fn model_fn(
     Ok(spec)
 }
 
-/// The element every input_fn gives: a normalized image and its label.
-fn example_spec() -> ElementSpec {
-    ElementSpec {
-        components: vec![
-            (
-                "image".into(),
-                ValueSpec::Dense {
-                    element_type: ElementType::F32,
-                    dims: vec![Some(784)],
-                },
-            ),
-            (
-                "label".into(),
-                ValueSpec::Dense {
-                    element_type: ElementType::S32,
-                    dims: vec![],
-                },
-            ),
-        ],
-    }
-}
-
-/// `tf.cast(decode_raw(image_raw, uint8), float32) * (1. / 255) - 0.5`.
-fn normalize(pixels: &[u8]) -> Array {
-    let v: Vec<f32> = pixels
-        .iter()
-        .map(|&p| p as f32 * (1.0 / 255.0) - 0.5)
-        .collect();
-    Array::new(ArrayShape::new(ElementType::F32, &[784]), ArrayData::F32(v))
-}
-
-fn fail(index: u64, message: String) -> DatasetError {
-    DatasetError::Function {
-        op: "map",
-        index,
-        message,
-    }
-}
-
-/// The seed's parser: `parse_single_example` of `image_raw` and `label`, `decode_raw`, normalize.
-fn tfrecord_source(path: &PathBuf) -> Result<Dataset, EstimatorError> {
+/// The seed's parser: `parse_single_example` of `image_raw` and `label`, then
+/// `tf.cast(decode_raw(image_raw, uint8), float32) * (1. / 255) - 0.5` with `set_shape([784])`.
+fn tfrecord_source(path: &Path) -> Result<Dataset, EstimatorError> {
     let spec = ParseSpec::new()
         .fixed("image_raw", &[], FeatureDType::String)?
         .fixed("label", &[], FeatureDType::Int64)?;
@@ -218,59 +176,23 @@ fn tfrecord_source(path: &PathBuf) -> Result<Dataset, EstimatorError> {
         buffer_size: 8 << 20,
         ..ReaderOptions::default()
     };
-    let parser = move |e: Element| -> Result<Element, DatasetError> {
-        let Some(Value::Bytes { items, .. }) = e.values.first() else {
-            return Err(fail(0, "not a record".into()));
-        };
-        let f = parse_single_example(&items[0], &spec).map_err(|err| fail(0, err.to_string()))?;
-        let (Value::Bytes { items, .. }, label) = (&f.values[0], f.values[1].clone()) else {
-            return Err(fail(0, "image_raw".into()));
-        };
-        let raw =
-            decode_raw(&items[0], RawType::U8, true).map_err(|err| fail(0, err.to_string()))?;
-        let ArrayData::U8(pixels) = &raw.data else {
-            return Err(fail(0, "image_raw".into()));
-        };
-        Ok(Element {
-            values: vec![Value::Dense(normalize(pixels)), label],
-        })
-    };
-    Ok(tfrecord_dataset(std::slice::from_ref(path), options).map(
-        |_| Ok(example_spec()),
-        2,
-        parser,
-    )?)
+    Ok(tfrecord_dataset(&[path], options)
+        .parse_example(spec, 2)?
+        .decode_raw("image_raw", "image", RawType::U8, &[784])?
+        .cast("image", ElementType::F32)?
+        .scale("image", 1.0 / 255.0, -0.5)?)
 }
 
-/// The same elements from the bundled IDX files.
+/// The same elements from the bundled IDX files (MD5-checked): images in [0, 1], flattened
+/// and shifted to [-0.5, 0.5) as the parser does.
 fn idx_source(train: bool) -> Result<Dataset, EstimatorError> {
-    let split =
-        mnist_data::load(&mnist_data::bundled_dir(), train).map_err(EstimatorError::Input)?;
-    let n = split.labels.shape.dims[0];
-    let images = Array::new(
-        ArrayShape::new(ElementType::U8, &[n, 784]),
-        split.images.data,
-    );
-    let dataset = Dataset::from_tensor_slices(vec![
-        ("image".into(), images),
-        ("label".into(), split.labels),
-    ])?;
-    let to_example = |e: Element| -> Result<Element, DatasetError> {
-        let (Value::Dense(image), Value::Dense(label)) = (&e.values[0], &e.values[1]) else {
-            return Err(fail(0, "not dense".into()));
-        };
-        let ArrayData::U8(pixels) = &image.data else {
-            return Err(fail(0, "image is not u8".into()));
-        };
-        let label = Array::new(
-            ArrayShape::new(ElementType::S32, &[]),
-            ArrayData::S32(vec![label.data.get_f64(0) as i32]),
-        );
-        Ok(Element {
-            values: vec![Value::Dense(normalize(pixels)), Value::Dense(label)],
-        })
-    };
-    Ok(dataset.map(|_| Ok(example_spec()), 2, to_example)?)
+    let dir = mnist_data::bundled_dir();
+    let [images, labels] = if train { [0, 1] } else { [2, 3] }.map(|i| mnist_data::FILES[i]);
+    for (name, md5) in [images, labels] {
+        mnist_data::check_md5(&dir.join(name), md5).map_err(EstimatorError::Input)?;
+    }
+    let ds = idx_dataset_normalized(("image", dir.join(images.0)), ("label", dir.join(labels.0)))?;
+    Ok(ds.reshape("image", &[784])?.scale("image", 1.0, -0.5)?)
 }
 
 /// The seed's input_fn: parse, cache, repeat when training, batch with drop_remainder, prefetch.

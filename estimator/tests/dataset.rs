@@ -110,9 +110,7 @@ fn map_can_change_the_spec() {
             2,
             |e| {
                 let x = dense(&e, 0).data.get_f64(0) as f32;
-                Ok(Element {
-                    values: vec![Value::Dense(Array::scalar_f32(x / 2.0))],
-                })
+                Ok(Element::new(vec![Value::Dense(Array::scalar_f32(x / 2.0))]))
             },
         )
         .unwrap();
@@ -129,7 +127,7 @@ fn a_map_output_that_breaks_the_spec_is_an_error_naming_the_element() {
     let d = numbers(5)
         .map(same_spec, 2, |e| {
             if dense(&e, 0).data.get_i64(0) == 3 {
-                Ok(Element { values: vec![] })
+                Ok(Element::new(vec![]))
             } else {
                 Ok(e)
             }
@@ -334,11 +332,8 @@ fn counted(n: i32, opens: Arc<AtomicUsize>) -> Dataset {
     };
     Dataset::from_generator(spec, move || {
         opens.fetch_add(1, Ordering::SeqCst);
-        let it: ElementIter = Box::new((0..n).map(|i| {
-            Ok(Element {
-                values: vec![Value::Dense(Array::scalar_s32(i))],
-            })
-        }));
+        let it: ElementIter =
+            Box::new((0..n).map(|i| Ok(Element::new(vec![Value::Dense(Array::scalar_s32(i))]))));
         Ok(it)
     })
 }
@@ -449,9 +444,10 @@ fn batching_elements_of_different_shapes_is_an_error() {
     };
     let d = Dataset::from_generator(spec, || {
         let it: ElementIter = Box::new((1..4).map(|n| {
-            Ok(Element {
-                values: vec![Value::Dense(Array::f32(&[n], vec![0.0; n as usize]))],
-            })
+            Ok(Element::new(vec![Value::Dense(Array::f32(
+                &[n],
+                vec![0.0; n as usize],
+            ))]))
         }));
         Ok(it)
     });
@@ -676,9 +672,9 @@ fn bad_arguments_are_errors_not_panics() {
         "gen: cannot open"
     );
     let d = Dataset::from_generator(spec, || {
-        Ok(Box::new(std::iter::once(Ok(Element {
-            values: vec![Value::Dense(Array::scalar_f32(1.0))],
-        }))) as ElementIter)
+        Ok(Box::new(std::iter::once(Ok(Element::new(vec![Value::Dense(
+            Array::scalar_f32(1.0),
+        )])))) as ElementIter)
     });
     assert!(matches!(
         d.iter().next().unwrap(),
@@ -765,11 +761,11 @@ fn malformed_arrays_are_errors_not_panics() {
     let d = Dataset::from_generator(spec, move || {
         let good = Array::f32(&[3, 2], vec![0.0; 6]);
         let bad = short.clone();
-        let it: ElementIter = Box::new([good, bad].into_iter().map(|a| {
-            Ok(Element {
-                values: vec![Value::Dense(a)],
-            })
-        }));
+        let it: ElementIter = Box::new(
+            [good, bad]
+                .into_iter()
+                .map(|a| Ok(Element::new(vec![Value::Dense(a)]))),
+        );
         Ok(it)
     });
     let err = d
@@ -863,12 +859,10 @@ fn a_panicking_generator_is_an_error() {
             if i == 1 {
                 panic!("generator broke");
             }
-            Ok(Element {
-                values: vec![
-                    Value::Dense(Array::scalar_s32(i)),
-                    Value::Dense(Array::f32(&[2], vec![0.0, 0.0])),
-                ],
-            })
+            Ok(Element::new(vec![
+                Value::Dense(Array::scalar_s32(i)),
+                Value::Dense(Array::f32(&[2], vec![0.0, 0.0])),
+            ]))
         }));
         Ok(it)
     });
@@ -1093,4 +1087,130 @@ fn epochs_of_different_lengths_resume_exactly() {
             .collect();
         assert_eq!(got, whole[k..], "resumed at {k}");
     }
+}
+
+// ---- ops on named components ----
+
+#[test]
+fn cast_scale_and_reshape_infer_the_spec_and_convert_as_tf_does() {
+    // x s32 [] -> f32; y f32 [2] scaled and reshaped to [1, 2].
+    let d = numbers(4)
+        .cast("x", ElementType::F32)
+        .unwrap()
+        .scale("x", 0.5, -1.0)
+        .unwrap()
+        .scale("y", 2.0, 0.0)
+        .unwrap()
+        .reshape("y", &[1, 2])
+        .unwrap();
+    assert_eq!(
+        d.element_spec().components,
+        vec![
+            (
+                "x".to_string(),
+                ValueSpec::Dense {
+                    element_type: ElementType::F32,
+                    dims: vec![]
+                }
+            ),
+            (
+                "y".to_string(),
+                ValueSpec::Dense {
+                    element_type: ElementType::F32,
+                    dims: vec![Some(1), Some(2)]
+                }
+            ),
+        ]
+    );
+    let e = all(&d);
+    assert_eq!(dense(&e[3], 0), &Array::scalar_f32(3.0 * 0.5 - 1.0));
+    assert_eq!(dense(&e[3], 1), &Array::f32(&[1, 2], vec![6.0, -6.0]));
+    // Floats to integers round toward zero and saturate (Rust's `as`); NaN gives 0.
+    let f = Dataset::from_tensor_slices(vec![(
+        "v".into(),
+        Array::f32(&[5], vec![-2.7, 2.7, 1e10, -1e10, f32::NAN]),
+    )])
+    .unwrap()
+    .cast("v", ElementType::S32)
+    .unwrap();
+    assert_eq!(xs(&f), vec![-2, 2, i32::MAX as i64, i32::MIN as i64, 0]);
+    // A cast to the same type is no op at all.
+    assert_eq!(
+        all(&numbers(3).cast("x", ElementType::S32).unwrap()),
+        all(&numbers(3))
+    );
+}
+
+#[test]
+fn component_ops_refuse_wrong_names_and_types_when_built() {
+    let err = |r: Result<Dataset, DatasetError>| r.unwrap_err().to_string();
+    assert_eq!(
+        err(numbers(2).cast("image", ElementType::F32)),
+        "the dataset has no component `image` (it has `x`, `y`)"
+    );
+    assert_eq!(
+        err(numbers(2).scale("x", 2.0, 0.0)),
+        "scale: component `x` is S32; cast it to F32 first"
+    );
+    assert_eq!(
+        err(numbers(2).reshape("y", &[3])),
+        "reshape: component `y` has dims [2] (2 values), [3] needs 3"
+    );
+    assert_eq!(
+        err(numbers(2).reshape("y", &[-1, 2])),
+        "reshape: the shape [-1, 2] needs dimensions >= 0 and fewer than 2^31 elements"
+    );
+    assert_eq!(
+        err(numbers(2).decode_raw(
+            "y",
+            "image",
+            tessel_estimator::input::parse::RawType::U8,
+            &[2]
+        )),
+        "decode_raw: component `y` is F32 [2], decode_raw needs a scalar string"
+    );
+    let strings = Dataset::from_generator(
+        ElementSpec {
+            components: vec![
+                ("a".into(), ValueSpec::Bytes { dims: vec![] }),
+                ("b".into(), ValueSpec::Bytes { dims: vec![] }),
+            ],
+        },
+        || Ok(Box::new(std::iter::empty()) as ElementIter),
+    );
+    assert_eq!(
+        err(strings.clone().decode_raw(
+            "a",
+            "b",
+            tessel_estimator::input::parse::RawType::U8,
+            &[2]
+        )),
+        "decode_raw: component `b` already exists"
+    );
+    assert_eq!(
+        err(strings.clone().cast("a", ElementType::F32)),
+        "cast: component `a` is strings [], cast needs a numeric array (decode strings with decode_raw)"
+    );
+    assert_eq!(
+        err(strings.parse_example(tessel_estimator::input::parse::ParseSpec::new(), 1)),
+        "parse_example: needs elements of one scalar string (a serialized tf.train.Example, as \
+         tfrecord_dataset gives), these have `a` (strings []), `b` (strings [])"
+    );
+}
+
+#[test]
+fn a_map_function_reports_a_bad_element_without_knowing_its_index() {
+    let d = numbers(10)
+        .map(same_spec, 2, |e| match dense(&e, 0).data.get_i64(0) {
+            7 => Err(DatasetError::msg("seven is not allowed")),
+            _ => Ok(e),
+        })
+        .unwrap();
+    let err = d.iter().find_map(Result::err).unwrap();
+    // Elements made in memory have no record: the message names the element alone.
+    assert_eq!(
+        err.to_string(),
+        "map failed on element 7: seven is not allowed"
+    );
+    assert!(all(&numbers(2)).iter().all(|e| e.origin.is_none()));
 }

@@ -97,8 +97,9 @@ pub enum FeedError {
     /// Per-iteration values to stack have different shapes.
     #[error("per-iteration values change shape: {first:?} then {other:?}")]
     ShapeChanged { first: Vec<i64>, other: Vec<i64> },
-    /// Per-iteration values' data does not fill their shape.
-    #[error("stacking per-iteration values: their data does not fill their shape {dims:?}")]
+    /// Fed values' data does not fill their shape (stacking per-iteration values, or
+    /// splitting a fed array along its leading axis).
+    #[error("fed values: their data does not fill their shape {dims:?}")]
     Malformed { dims: Vec<i64> },
     /// A replica failed, so the run was aborted and nobody will read the value.
     #[error("{0}")]
@@ -341,16 +342,27 @@ pub fn stacked_source(stacked: Vec<Array>) -> Result<FeedSource, FeedError> {
     Ok(Box::new(iter))
 }
 
-/// Splits an array along its leading axis.
+/// Splits an array along its leading axis. An array whose data does not fill its shape (its
+/// fields are public, so a caller can build one) is an error, not a panic.
 pub fn unstack(a: &Array) -> Result<Vec<Array>, FeedError> {
     let Some((&k, rest)) = a.shape.dims.split_first() else {
         return Err(FeedError::Scalar);
     };
+    let malformed = || FeedError::Malformed {
+        dims: a.shape.dims.to_vec(),
+    };
+    let k = usize::try_from(k).map_err(|_| malformed())?;
+    if k > 0 && !a.data.len().is_multiple_of(k) {
+        return Err(malformed());
+    }
     let shape = ArrayShape::new(a.shape.element_type, rest);
-    let step = if k == 0 { 0 } else { a.data.len() / k as usize };
-    Ok((0..k as usize)
-        .map(|j| Array::new(shape.clone(), slice_data(&a.data, j * step, step)))
-        .collect())
+    let step = a.data.len().checked_div(k).unwrap_or(0);
+    (0..k)
+        .map(|j| {
+            Array::try_new(shape.clone(), slice_data(&a.data, j * step, step))
+                .map_err(|_| malformed())
+        })
+        .collect()
 }
 
 /// Elements `start..start + len` of `data`, as data of the same type.
@@ -391,7 +403,7 @@ pub fn stack(parts: &[Array]) -> Result<Array, FeedError> {
     dims.extend(first.shape.dims.iter().copied());
     let ty = first.shape.element_type;
     ArrayData::from_le_bytes(ty, &bytes)
-        .map(|d| Array::new(ArrayShape::new(ty, &dims), d))
+        .and_then(|d| Array::try_new(ArrayShape::new(ty, &dims), d).ok())
         .ok_or_else(|| FeedError::Malformed {
             dims: first.shape.dims.to_vec(),
         })
@@ -430,6 +442,40 @@ mod tests {
 
         let e = unstack(&f32s(&[], vec![1.])).unwrap_err();
         assert!(matches!(e, FeedError::Scalar));
+
+        // Hand-built arrays whose data does not fill their shape are errors, not panics.
+        let short = Array {
+            shape: ArrayShape::new(ElementType::F32, &[3, 2]),
+            data: ArrayData::F32(vec![1., 2., 3., 4., 5.]),
+        };
+        let e = unstack(&short).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "fed values: their data does not fill their shape [3, 2]"
+        );
+        let long = Array {
+            data: ArrayData::F32(vec![0.; 9]),
+            ..short.clone()
+        };
+        assert!(matches!(unstack(&long), Err(FeedError::Malformed { .. })));
+        let negative = Array {
+            shape: ArrayShape::new(ElementType::F32, &[-1, 0]),
+            data: ArrayData::F32(vec![]),
+        };
+        assert!(matches!(
+            unstack(&negative),
+            Err(FeedError::Malformed { .. })
+        ));
+        let mistyped = Array {
+            data: ArrayData::S32(vec![0; 6]),
+            ..short.clone()
+        };
+        assert!(matches!(
+            unstack(&mistyped),
+            Err(FeedError::Malformed { .. })
+        ));
+        let e = stack(&[short.clone(), short]).unwrap_err();
+        assert!(matches!(e, FeedError::Malformed { .. }), "{e:?}");
 
         let e = stacked_source(vec![f32s(&[2], vec![1., 2.]), f32s(&[3], vec![1., 2., 3.])])
             .err()

@@ -194,9 +194,59 @@ pub struct Array {
     pub data: ArrayData,
 }
 
+/// Why [`Array::try_new`] refused a shape and its data.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ArrayError {
+    #[error("the shape is {shape_type:?} but the data holds {data_type:?} values")]
+    WrongType {
+        shape_type: ElementType,
+        data_type: ElementType,
+    },
+    #[error("dims {dims:?} are not static (an array needs every dimension known and >= 0)")]
+    NotStatic { dims: Vec<i64> },
+    #[error("dims {dims:?} hold more elements than the host can address")]
+    TooLarge { dims: Vec<i64> },
+    #[error("dims {dims:?} need {expected} values, the data has {found}")]
+    WrongLength {
+        dims: Vec<i64>,
+        expected: usize,
+        found: usize,
+    },
+}
+
 impl Array {
+    /// Builds an array from data that may not fit its shape (data read from files, user
+    /// input): a mismatch is an error naming the dims and the counts, never a panic.
+    pub fn try_new(shape: ArrayShape, data: ArrayData) -> Result<Array, ArrayError> {
+        let dims = || shape.dims.to_vec();
+        if shape.element_type != data.element_type() {
+            return Err(ArrayError::WrongType {
+                shape_type: shape.element_type,
+                data_type: data.element_type(),
+            });
+        }
+        if !shape.is_static() || shape.dims.iter().any(|&d| d < 0) {
+            return Err(ArrayError::NotStatic { dims: dims() });
+        }
+        let expected = shape
+            .dims
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
+            .filter(|_| shape.checked_byte_size().is_some())
+            .ok_or_else(|| ArrayError::TooLarge { dims: dims() })?;
+        if expected != data.len() {
+            return Err(ArrayError::WrongLength {
+                dims: dims(),
+                expected,
+                found: data.len(),
+            });
+        }
+        Ok(Array { shape, data })
+    }
+
     /// Builds an array; panics if the element count or type does not match the shape
-    /// (a programming error inside the compiler, never a user error).
+    /// (a programming error inside the compiler, never a user error: data that comes from
+    /// outside goes through [`Array::try_new`]).
     pub fn new(shape: ArrayShape, data: ArrayData) -> Array {
         assert_eq!(shape.element_type, data.element_type(), "array data type");
         assert_eq!(
@@ -302,5 +352,38 @@ impl Literal {
 impl From<Array> for Literal {
     fn from(a: Array) -> Literal {
         Literal::Array(a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn try_new_refuses_data_that_does_not_fit_the_shape() {
+        let image = |n| ArrayData::U8(vec![0; n]);
+        let shape = ArrayShape::new(ElementType::U8, &[28, 28]);
+        let a = Array::try_new(shape.clone(), image(784)).unwrap();
+        assert_eq!(a.len(), 784);
+        let e = Array::try_new(shape.clone(), image(729)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "dims [28, 28] need 784 values, the data has 729"
+        );
+        let e = Array::try_new(shape, ArrayData::F32(vec![0.0; 784])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the shape is U8 but the data holds F32 values"
+        );
+        let e = Array::try_new(ArrayShape::new(ElementType::U8, &[-1, 2]), image(2)).unwrap_err();
+        assert!(matches!(e, ArrayError::NotStatic { .. }), "{e}");
+        let huge = ArrayShape::new(ElementType::F32, &[i64::MAX, 4]);
+        let e = Array::try_new(huge, ArrayData::F32(vec![])).unwrap_err();
+        assert!(matches!(e, ArrayError::TooLarge { .. }), "{e}");
+        let scalar = Array::try_new(
+            ArrayShape::scalar(ElementType::S32),
+            ArrayData::S32(vec![3]),
+        );
+        assert_eq!(scalar.unwrap(), Array::scalar_s32(3));
     }
 }

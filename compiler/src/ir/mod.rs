@@ -12,7 +12,7 @@ pub mod shape;
 pub use computation::Computation;
 pub use element_type::ElementType;
 pub use instruction::{InstrId, Instruction};
-pub use literal::{Array, ArrayData, Literal};
+pub use literal::{Array, ArrayData, ArrayError, Literal};
 pub use metadata::{DebugInfo, FileLocation, Metadata, SourceLocation, StackFrame};
 pub use module::{ComputationId, Module};
 pub use op::*;

@@ -3,6 +3,7 @@
 //! [`ElementSpec`] is known without reading data, so a dataset can say what it will produce
 //! (and the estimator can trace the model_fn at static shapes) before the first record is read.
 
+use super::RecordContext;
 use tessel_compiler::ir::{Array, ElementType};
 
 /// One component of an element.
@@ -50,6 +51,21 @@ pub struct ElementSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Element {
     pub values: Vec<Value>,
+    /// The record the element was read from (file, record index, byte offset), so an error
+    /// about it can name the place. Set by the TFRecord source, kept by every op that maps or
+    /// moves elements (a map whose function returns `None` here keeps its input's), `None` for
+    /// a batch and for elements made in memory.
+    pub origin: Option<RecordContext>,
+}
+
+impl Element {
+    /// An element of these values, from no record.
+    pub fn new(values: Vec<Value>) -> Element {
+        Element {
+            values,
+            origin: None,
+        }
+    }
 }
 
 impl ElementSpec {

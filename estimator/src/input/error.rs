@@ -146,6 +146,20 @@ pub enum InputError {
 }
 
 impl InputError {
+    /// The message without the record's place, for a caller that names the place itself
+    /// (the dataset op `parse_example`, whose errors carry the element's origin).
+    pub(crate) fn without_record(&self) -> String {
+        match self {
+            InputError::Feature {
+                feature, problem, ..
+            } => format!("feature {feature:?} {problem}"),
+            InputError::NotAnExample { reason, .. } => {
+                format!("not a tf.train.Example: {reason}")
+            }
+            other => other.to_string(),
+        }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         InputError::Io {
             path: path.into(),

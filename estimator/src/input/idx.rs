@@ -88,8 +88,13 @@ pub fn parse_idx(bytes: &[u8]) -> Result<Array, String> {
             .collect();
         ArrayData::from_le_bytes(ty, &le)
     }
-    .expect("length checked above");
-    Ok(Array::new(ArrayShape::new(ty, &dims), data))
+    .ok_or_else(|| {
+        format!(
+            "{} bytes of values are not whole {width}-byte values",
+            body.len()
+        )
+    })?;
+    Array::try_new(ArrayShape::new(ty, &dims), data).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! | `tfrecord` | TFRecord files: framing, compression, `RecordReader`/`RecordFiles`, writers |
 //! | `example` | `tf.train.Example` protos (prost) and their text rendering |
 //! | `parse` | `ParseSpec`, `parse_single_example`, `decode_raw` |
-//! | `idx_dataset` | `idx_dataset`: IDX files as a dataset source (MNIST's original files) |
+//! | `idx_dataset` | `idx_dataset`, `idx_dataset_normalized`: IDX files as a dataset source (MNIST's original files) |
 //! | `idx` | `read_idx`: MNIST's IDX files (plain or .gz) |
 //! | `mnist` | `convert_mnist`: IDX to TFRecords as TF's `convert_to_records.py` |
 
@@ -27,5 +27,5 @@ pub mod tfrecord_dataset;
 pub use dataset::{Dataset, DatasetError, DatasetIterator};
 pub use element::{Element, ElementSpec, Value, ValueSpec};
 pub use error::{InputError, RecordContext};
-pub use idx_dataset::idx_dataset;
+pub use idx_dataset::{idx_dataset, idx_dataset_normalized};
 pub use tfrecord_dataset::{tfrecord_dataset, tfrecord_interleave};

@@ -168,18 +168,16 @@ pub fn record_input(path: PathBuf) -> impl Fn(&Params) -> Result<Input, Estimato
             let f = |i: usize| [b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]];
             let x: Vec<f32> = (0..FEATURES).map(|i| f32::from_le_bytes(f(i))).collect();
             let y = i32::from_le_bytes(f(FEATURES));
-            Ok(Element {
-                values: vec![
-                    Value::Dense(Array::new(
-                        ArrayShape::new(ElementType::F32, &[FEATURES as i64]),
-                        ArrayData::F32(x),
-                    )),
-                    Value::Dense(Array::new(
-                        ArrayShape::new(ElementType::S32, &[]),
-                        ArrayData::S32(vec![y]),
-                    )),
-                ],
-            })
+            Ok(Element::new(vec![
+                Value::Dense(Array::new(
+                    ArrayShape::new(ElementType::F32, &[FEATURES as i64]),
+                    ArrayData::F32(x),
+                )),
+                Value::Dense(Array::new(
+                    ArrayShape::new(ElementType::S32, &[]),
+                    ArrayData::S32(vec![y]),
+                )),
+            ]))
         };
         let ds = tessel_estimator::input::tfrecord_dataset(
             std::slice::from_ref(&path),

@@ -200,17 +200,24 @@ impl Iterator for BatchIter {
             Remainder::PadWithMask(_) => self.size,
             _ => real,
         };
-        Some(
-            stack(&mut elements, &self.names, padded_to, first_index).map(|mut batch| {
-                if let Remainder::PadWithMask(_) = self.remainder {
-                    let mask = (0..padded_to).map(|i| (i < real) as u8 as f32).collect();
-                    batch
-                        .values
-                        .push(Value::Dense(Array::f32(&[padded_to as i64], mask)));
-                }
+        let stacked = stack(&mut elements, &self.names, padded_to, first_index).map_err(|e| {
+            // A shape mismatch names the record the odd element came from.
+            let at = match &e {
+                DatasetError::ShapeMismatch { index, .. } => Some(*index),
+                _ => None,
+            };
+            let origin = at.and_then(|i| elements.get((i - first_index) as usize)?.origin.clone());
+            e.placed("batch", at.unwrap_or(first_index), origin.as_ref())
+        });
+        Some(stacked.map(|mut batch| {
+            if let Remainder::PadWithMask(_) = self.remainder {
+                let mask = (0..padded_to).map(|i| (i < real) as u8 as f32).collect();
                 batch
-            }),
-        )
+                    .values
+                    .push(Value::Dense(Array::f32(&[padded_to as i64], mask)));
+            }
+            batch
+        }))
     }
 }
 
@@ -251,7 +258,10 @@ fn stack(
                 append_zeros(&mut data, per * (rows - elements.len()));
                 let mut dims = vec![rows as i64];
                 dims.extend(d0.iter().copied());
-                values.push(Value::Dense(Array::new(ArrayShape::new(ty, &dims), data)));
+                let array = Array::try_new(ArrayShape::new(ty, &dims), data).map_err(|e| {
+                    DatasetError::invalid("batch", format!("component `{name}`: {e}"))
+                })?;
+                values.push(Value::Dense(array));
             }
             Shape0::Bytes(d0) => {
                 let per: usize = d0.iter().product::<i64>().max(0) as usize;
@@ -278,7 +288,7 @@ fn stack(
             }
         }
     }
-    Ok(Element { values })
+    Ok(Element::new(values))
 }
 
 /// The shape of one component of a batch's first element, which the others must match.

@@ -2,6 +2,7 @@
 //! iterated (a source's error with its context, elements that cannot be batched, a map function
 //! that panicked). The lead folds this into the input pipeline's error enum.
 
+use crate::input::RecordContext;
 use thiserror::Error;
 
 /// Advice for a value the device cannot take because a dimension is unknown (the seed's own).
@@ -21,6 +22,21 @@ pub enum DatasetError {
         context: String,
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    /// What a map function (or a dataset op such as `decode_raw`) reports about the element it
+    /// was given ([`DatasetError::msg`]); the map adds its name, the element's index and the
+    /// record it came from.
+    #[error("{0}")]
+    Message(String),
+
+    /// An error about an element read from a record: `origin` names the file, the record
+    /// index and the byte offset.
+    #[error("{origin}: {source}")]
+    At {
+        origin: RecordContext,
+        #[source]
+        source: Box<DatasetError>,
     },
 
     /// A user function (map, filter, a generator) returned an error for element `index`.
@@ -79,6 +95,33 @@ impl DatasetError {
         DatasetError::InvalidArgument {
             op,
             message: message.into(),
+        }
+    }
+
+    /// An error about the element a map function was given; the map names the op, the element
+    /// and its record, so a function needs no index at hand:
+    /// `Err(DatasetError::msg(format!("label {l} is not in 0..10")))`.
+    pub fn msg(message: impl Into<String>) -> Self {
+        DatasetError::Message(message.into())
+    }
+
+    /// This error about element `index` of `op`, naming the record the element came from.
+    pub(crate) fn placed(
+        self,
+        op: &'static str,
+        index: u64,
+        origin: Option<&RecordContext>,
+    ) -> Self {
+        let e = match self {
+            DatasetError::Message(message) => DatasetError::Function { op, index, message },
+            other => other,
+        };
+        match (origin, e) {
+            (_, e @ DatasetError::At { .. }) | (None, e) => e,
+            (Some(origin), e) => DatasetError::At {
+                origin: origin.clone(),
+                source: Box::new(e),
+            },
         }
     }
 

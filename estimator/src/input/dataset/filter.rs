@@ -49,12 +49,13 @@ impl Node for Filter {
             match catch_unwind(AssertUnwindSafe(|| p(&e))) {
                 Ok(Ok(true)) => Some(Ok(e)),
                 Ok(Ok(false)) => None,
-                Ok(Err(err)) => Some(Err(err)),
+                Ok(Err(err)) => Some(Err(err.placed("filter", i, e.origin.as_ref()))),
                 Err(payload) => Some(Err(DatasetError::Panicked {
                     op: "filter",
                     index: i,
                     message: panic_message(payload.as_ref()),
-                })),
+                }
+                .placed("filter", i, e.origin.as_ref()))),
             }
         });
         fast_forward(Box::new(iter), start)

@@ -61,10 +61,12 @@ impl Node for Generator {
                     }));
                 }
             };
-            Some(r.and_then(|e| {
-                check_element(&spec, &e, "from_generator", i)?;
-                Ok(e)
-            }))
+            Some(
+                r.and_then(|e| match check_element(&spec, &e, "from_generator", i) {
+                    Ok(()) => Ok(e),
+                    Err(err) => Err(err.placed("from_generator", i, e.origin.as_ref())),
+                }),
+            )
         });
         fast_forward(Box::new(checked), start)
     }
@@ -89,11 +91,11 @@ where
         let ctx = context.clone();
         let iter = (reader)().map_err(|e| DatasetError::source(ctx.clone(), e))?;
         Ok(Box::new(iter.map(move |r| {
-            r.map(|bytes| Element {
-                values: vec![Value::Bytes {
+            r.map(|bytes| {
+                Element::new(vec![Value::Bytes {
                     dims: vec![],
                     items: vec![bytes],
-                }],
+                }])
             })
             .map_err(|e| DatasetError::source(ctx.clone(), e))
         })))

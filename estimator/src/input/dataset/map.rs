@@ -1,6 +1,11 @@
 //! `map(f, num_parallel_calls)`: applies `f` to each element, on the caller's thread or on N
 //! worker threads. Output order is input order whatever the number of workers (results are
 //! put back in sequence), so runs are reproducible. A panic in `f` becomes an error.
+//!
+//! The dataset ops on named components (`parse_example`, `decode_raw`, `cast`, ...) are maps
+//! too, under their own names. An output keeps its input's origin (the record it came from)
+//! unless `f` sets another, and every error about an element names the op, the element's
+//! index and that record.
 
 use super::error::{panic_message, DatasetError};
 use super::node::{Cardinality, ElementIter, ElementResult, Node};
@@ -21,29 +26,57 @@ pub struct Map {
     f: Arc<MapFn>,
     spec: Arc<ElementSpec>,
     workers: usize,
+    /// The name errors give: `map`, or the dataset op's (`decode_raw`, ...).
+    op: &'static str,
 }
 
 impl Map {
-    pub fn new(input: Dataset, f: Arc<MapFn>, spec: ElementSpec, workers: usize) -> Self {
+    pub fn new(
+        input: Dataset,
+        f: Arc<MapFn>,
+        spec: ElementSpec,
+        workers: usize,
+        op: &'static str,
+    ) -> Self {
         Map {
             input,
             f,
             spec: Arc::new(spec),
             workers,
+            op,
         }
     }
 }
 
-/// Runs `f` on element `index` (its position in this pass), catching a panic, and checks the
-/// result against the declared spec.
-fn apply(f: &MapFn, spec: &ElementSpec, index: u64, e: Element) -> ElementResult {
-    let out = catch_unwind(AssertUnwindSafe(|| f(e))).map_err(|p| DatasetError::Panicked {
-        op: "map",
-        index,
-        message: panic_message(p.as_ref()),
-    })??;
-    check_element(spec, &out, "map", index)?;
-    Ok(out)
+/// What a worker needs to apply the map to one element.
+struct Apply {
+    f: Arc<MapFn>,
+    spec: Arc<ElementSpec>,
+    op: &'static str,
+}
+
+impl Apply {
+    /// Runs `f` on element `index` (its position in this pass), catching a panic, and checks
+    /// the result against the declared spec. Errors name the element's record.
+    fn run(&self, index: u64, e: Element) -> ElementResult {
+        let origin = e.origin.clone();
+        let op = self.op;
+        let out = catch_unwind(AssertUnwindSafe(|| (self.f)(e)))
+            .map_err(|p| DatasetError::Panicked {
+                op,
+                index,
+                message: panic_message(p.as_ref()),
+            })
+            .and_then(|r| r)
+            .and_then(|mut out| {
+                check_element(&self.spec, &out, op, index)?;
+                if out.origin.is_none() {
+                    out.origin.clone_from(&origin);
+                }
+                Ok(out)
+            });
+        out.map_err(|e| e.placed(op, index, origin.as_ref()))
+    }
 }
 
 impl Node for Map {
@@ -59,19 +92,22 @@ impl Node for Map {
     // input jumps to `start` and `f` does not run on the skipped elements.
     fn open(&self, key: u64, start: u64) -> ElementIter {
         let input = self.input.node.open(key, start);
+        let apply = Apply {
+            f: self.f.clone(),
+            spec: self.spec.clone(),
+            op: self.op,
+        };
         if self.workers <= 1 {
-            let (f, spec) = (self.f.clone(), self.spec.clone());
             let mut index = start;
             return Box::new(input.map(move |r| {
                 let i = index;
                 index += 1;
-                apply(&*f, &spec, i, r?)
+                apply.run(i, r?)
             }));
         }
         Box::new(ParallelMap::start(
             input,
-            self.f.clone(),
-            self.spec.clone(),
+            Arc::new(apply),
             self.workers,
             start,
         ))
@@ -105,13 +141,7 @@ struct ParallelMap {
 }
 
 impl ParallelMap {
-    fn start(
-        input: ElementIter,
-        f: Arc<MapFn>,
-        spec: Arc<ElementSpec>,
-        workers: usize,
-        start: u64,
-    ) -> Self {
+    fn start(input: ElementIter, apply: Arc<Apply>, workers: usize, start: u64) -> Self {
         let (jobs_tx, jobs_rx) = channel::<Job>();
         let jobs_rx = Arc::new(Mutex::new(jobs_rx));
         let (results_tx, results) = channel();
@@ -119,8 +149,7 @@ impl ParallelMap {
         // the workers stopped (an error, not a panic).
         let handles = (0..workers)
             .filter_map(|_| {
-                let (jobs, results, f, spec) =
-                    (jobs_rx.clone(), results_tx.clone(), f.clone(), spec.clone());
+                let (jobs, results, apply) = (jobs_rx.clone(), results_tx.clone(), apply.clone());
                 let worker = std::thread::Builder::new().name("tessel-map".into());
                 worker
                     .spawn(move || loop {
@@ -130,7 +159,7 @@ impl ParallelMap {
                         };
                         let out = (first..)
                             .zip(elements)
-                            .map(|(i, e)| apply(&*f, &spec, i, e))
+                            .map(|(i, e)| apply.run(i, e))
                             .collect();
                         if results.send((seq, out)).is_err() {
                             return;

@@ -13,12 +13,14 @@
 //! | `error` | `DatasetError` |
 //! | `slices`, `generator`, `interleave` | sources |
 //! | `map`, `filter`, `shuffle`, `repeat`, `batch`, `cache`, `prefetch`, `take_skip` | transformations |
+//! | `component_ops` | ops on a named component: `parse_example`, `decode_raw`, `cast`, `scale`, `reshape` |
 //! | `infeed` | a batched dataset as the runtime's infeed source |
 //! | `rng`, `array_ops`, `spec_check` | SplitMix64, typed buffer copies, element checks |
 
 pub(crate) mod array_ops;
 mod batch;
 mod cache;
+mod component_ops;
 pub mod error;
 mod filter;
 mod generator;
@@ -136,6 +138,7 @@ impl Dataset {
             Arc::new(f),
             out,
             num_parallel_calls,
+            "map",
         )))
     }
 

@@ -94,10 +94,12 @@ impl Node for Slices {
                 .map(|a| {
                     let row = ArrayShape::new(a.shape.element_type, &a.shape.dims[1..]);
                     let n = row.element_count() as usize;
-                    Value::Dense(Array::new(row, copy_range(&a.data, i as usize * n, n)))
+                    Array::try_new(row, copy_range(&a.data, i as usize * n, n))
+                        .map(Value::Dense)
+                        .map_err(|e| DatasetError::invalid("from_tensor_slices", e.to_string()))
                 })
-                .collect();
-            Ok(Element { values })
+                .collect::<Result<_, _>>()?;
+            Ok(Element::new(values))
         }))
     }
 }

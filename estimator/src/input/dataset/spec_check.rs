@@ -68,3 +68,17 @@ fn describe(v: &Value) -> String {
         Value::Ragged { values, .. } => format!("a ragged {:?}", values.shape.element_type),
     }
 }
+
+/// The index of component `name`, or an error listing the components there are.
+pub fn find_component(spec: &ElementSpec, name: &str) -> Result<usize, DatasetError> {
+    spec.index_of(name)
+        .ok_or_else(|| DatasetError::NoSuchComponent {
+            name: name.to_string(),
+            available: spec
+                .components
+                .iter()
+                .map(|(n, _)| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}

@@ -13,7 +13,8 @@ pub enum RawType {
 }
 
 impl RawType {
-    fn element_type(self) -> ElementType {
+    /// The element type of the decoded values.
+    pub fn element_type(self) -> ElementType {
         match self {
             RawType::U8 => ElementType::U8,
             RawType::F32 => ElementType::F32,
@@ -53,7 +54,8 @@ pub fn decode_raw(
         ArrayData::from_le_bytes(ty, &swapped).ok_or_else(err)?
     };
     let n = data.len() as i64;
-    Ok(Array::new(ArrayShape::new(ty, &[n]), data))
+    // The shape is made from the data, so it always fits; try_new keeps the path panic-free.
+    Array::try_new(ArrayShape::new(ty, &[n]), data).map_err(|_| err())
 }
 
 #[cfg(test)]

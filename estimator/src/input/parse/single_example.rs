@@ -81,7 +81,8 @@ pub fn parse_single_example_at(
         };
         values.push(value);
     }
-    Ok(Element { values })
+    let origin = (*record != RecordContext::default()).then(|| record.clone());
+    Ok(Element { values, origin })
 }
 
 fn empty(dtype: FeatureDType) -> FeatureKind {
@@ -103,15 +104,22 @@ fn from_default(d: FeatureDefault) -> FeatureKind {
 
 /// The list as a value of `shape` (its length already checked).
 fn dense(kind: FeatureKind, shape: &[i64]) -> Result<Value, FeatureProblem> {
+    let array = |ty, data: ArrayData| {
+        let found = data.len();
+        Array::try_new(ArrayShape::new(ty, shape), data).map_err(|_| FeatureProblem::WrongLength {
+            found,
+            wanted: FeatureSpec::element_count(shape),
+            shape: shape.to_vec(),
+        })
+    };
     Ok(match kind {
         FeatureKind::BytesList(l) => Value::Bytes {
             dims: shape.to_vec(),
             items: l.value,
         },
-        FeatureKind::FloatList(l) => Value::Dense(Array::new(
-            ArrayShape::new(ElementType::F32, shape),
-            ArrayData::F32(l.value),
-        )),
+        FeatureKind::FloatList(l) => {
+            Value::Dense(array(ElementType::F32, ArrayData::F32(l.value))?)
+        }
         FeatureKind::Int64List(l) => {
             let mut out = Vec::with_capacity(l.value.len());
             for (position, &value) in l.value.iter().enumerate() {
@@ -119,10 +127,7 @@ fn dense(kind: FeatureKind, shape: &[i64]) -> Result<Value, FeatureProblem> {
                     .map_err(|_| FeatureProblem::OutOfRange { value, position })?;
                 out.push(v);
             }
-            Value::Dense(Array::new(
-                ArrayShape::new(ElementType::S32, shape),
-                ArrayData::S32(out),
-            ))
+            Value::Dense(array(ElementType::S32, ArrayData::S32(out))?)
         }
     })
 }
