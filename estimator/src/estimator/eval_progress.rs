@@ -30,7 +30,8 @@ impl EvalProgress {
     /// The line after step `done` (1-based), if one is due.
     pub(crate) fn line_after_step(&self, done: u64) -> Option<String> {
         let total = self.total?;
-        (done % self.every == 0 || done == total).then(|| format!("Evaluation [{done}/{total}]"))
+        (done.is_multiple_of(self.every) || done == total)
+            .then(|| format!("Evaluation [{done}/{total}]"))
     }
 
     /// The line after a loop that ended at step `done`, when the total is unknown.

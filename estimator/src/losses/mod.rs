@@ -41,3 +41,6 @@ pub(crate) fn describe(t: &Tensor) -> String {
         None => "a failed tensor".to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests;
