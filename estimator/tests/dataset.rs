@@ -1213,4 +1213,26 @@ fn a_map_function_reports_a_bad_element_without_knowing_its_index() {
         "map failed on element 7: seven is not allowed"
     );
     assert!(all(&numbers(2)).iter().all(|e| e.origin.is_none()));
+    // A generator's and a filter's alike.
+    let spec = numbers(1).element_spec().clone();
+    let g = Dataset::from_generator(spec, || {
+        let items: Vec<_> = numbers(3)
+            .iter()
+            .take(2)
+            .chain([Err(DatasetError::msg("no third"))])
+            .collect();
+        Ok(Box::new(items.into_iter()) as ElementIter)
+    });
+    assert_eq!(
+        g.iter().find_map(Result::err).unwrap().to_string(),
+        "from_generator failed on element 2: no third"
+    );
+    let f = numbers(5).filter(|e| match dense(e, 0).data.get_i64(0) {
+        3 => Err(DatasetError::msg("three")),
+        x => Ok(x % 2 == 0),
+    });
+    assert_eq!(
+        f.iter().find_map(Result::err).unwrap().to_string(),
+        "filter failed on element 3: three"
+    );
 }

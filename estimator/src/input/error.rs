@@ -3,14 +3,16 @@
 //! file so that each part of the pipeline adds its variants without touching the others.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use thiserror::Error;
 
 /// Where a record came from, for error messages: any part may be unknown (a record parsed
-/// from memory has no file).
+/// from memory has no file). Every element read from a file carries one, so it is cheap to
+/// clone: the file name is shared.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecordContext {
-    pub file: Option<PathBuf>,
+    pub file: Option<Arc<Path>>,
     /// The record's index in its file (0-based).
     pub index: Option<u64>,
     /// The byte offset of the record's header in the file (or in the decompressed stream of a
@@ -21,7 +23,7 @@ pub struct RecordContext {
 impl RecordContext {
     pub fn new(file: impl Into<PathBuf>, index: u64, offset: u64) -> Self {
         RecordContext {
-            file: Some(file.into()),
+            file: Some(Arc::from(file.into())),
             index: Some(index),
             offset: Some(offset),
         }

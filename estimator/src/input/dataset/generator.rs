@@ -51,7 +51,8 @@ impl Node for Generator {
             let i = index;
             index += 1;
             let r = match catch_unwind(AssertUnwindSafe(|| iter.next())) {
-                Ok(r) => r?,
+                // A `DatasetError::msg` from the generator gets its op and index here.
+                Ok(r) => r?.map_err(|e| e.placed("from_generator", i, None)),
                 Err(p) => {
                     done = true;
                     return Some(Err(DatasetError::Panicked {

@@ -17,6 +17,7 @@ use flate2::bufread::{MultiGzDecoder, ZlibDecoder};
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// How to read TFRecord files.
 #[derive(Clone, Debug)]
@@ -43,7 +44,8 @@ impl Default for ReaderOptions {
 
 /// The records of one file, in order.
 pub struct RecordReader {
-    path: PathBuf,
+    /// Shared with the `RecordContext` of every record read, so naming a record costs no copy.
+    path: Arc<Path>,
     input: Box<dyn Read + Send>,
     compressed: bool,
     check_crc: bool,
@@ -84,7 +86,7 @@ impl RecordReader {
             )),
         };
         RecordReader {
-            path: name.into(),
+            path: Arc::from(name.into()),
             input,
             compressed: options.compression != Compression::None,
             check_crc: options.check_crc,
@@ -115,7 +117,11 @@ impl RecordReader {
     /// The file, index and offset of the last record read (for messages about its contents).
     pub fn last_record(&self) -> Option<RecordContext> {
         let (index, offset) = self.last?;
-        Some(RecordContext::new(&self.path, index, offset))
+        Some(RecordContext {
+            file: Some(self.path.clone()),
+            index: Some(index),
+            offset: Some(offset),
+        })
     }
 
     /// The corrupt records skipped so far (only with `skip_corrupt`), each with its error.
@@ -155,12 +161,12 @@ impl RecordReader {
                 }
                 Err(ReadFailure::Io(e)) => {
                     self.done = true;
-                    return Err(InputError::io(&self.path, e));
+                    return Err(InputError::io(self.path.as_ref(), e));
                 }
                 Err(ReadFailure::Record { problem, consumed }) => (problem, consumed),
             };
             let error = InputError::CorruptRecord {
-                file: self.path.clone(),
+                file: self.path.to_path_buf(),
                 index: self.index,
                 offset: start,
                 decompressed: self.compressed,
