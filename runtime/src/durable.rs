@@ -9,18 +9,23 @@
 //! A save killed between its write and its rename leaves its temporary behind;
 //! [`leftover_temporaries`] finds them so the next writer of the directory can remove them.
 //!
-//! **Fault injection.** `TESSEL_FAULT_KILL_AT=POINT:N` kills the process with SIGKILL at the
-//! Nth time (from 1) any durable write reaches POINT: `written` (the temporary is complete and
-//! synced, not renamed), `renamed` (renamed, the directory not yet synced). Tests use it to
-//! stop a save at each step without tracing system calls; it does nothing when unset.
+//! **Fault injection**, for tests that stop a save at each step without tracing system calls;
+//! both do nothing when unset:
+//! - `TESSEL_FAULT_KILL_AT=POINT:N` kills the process with SIGKILL at the Nth time (from 1)
+//!   any durable write reaches POINT: `written` (the temporary is complete and synced, not
+//!   renamed), `renamed` (renamed, the directory not yet synced).
+//! - `TESSEL_FAULT_NO_SPACE_AT=N` makes the Nth durable write find the disk full: half its
+//!   bytes reach the temporary, then the write fails with ENOSPC, as on a full filesystem.
 
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The environment variable of the fault-injection points.
+/// The environment variable of the kill points.
 pub const FAULT_VARIABLE: &str = "TESSEL_FAULT_KILL_AT";
+/// The environment variable of the full-disk point.
+pub const NO_SPACE_VARIABLE: &str = "TESSEL_FAULT_NO_SPACE_AT";
 
 /// Writes `bytes` to `path` durably: temporary file, fsync, rename, fsync of the directory.
 /// On an error the temporary is removed and `path` keeps its previous content.
@@ -28,6 +33,10 @@ pub fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = temporary_for(path);
     let written = (|| {
         let mut file = File::create(&tmp)?;
+        if disk_full_here() {
+            file.write_all(&bytes[..bytes.len() / 2])?;
+            return Err(std::io::Error::from_raw_os_error(libc_enospc()));
+        }
         file.write_all(bytes)?;
         file.sync_all()
     })();
@@ -127,6 +136,26 @@ fn fault_point(point: &str) {
     if at == point && n.trim().parse::<u64>() == Ok(arrivals) {
         kill_self();
     }
+}
+
+/// Whether this durable write is the Nth of `TESSEL_FAULT_NO_SPACE_AT=N`.
+fn disk_full_here() -> bool {
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let Ok(n) = std::env::var(NO_SPACE_VARIABLE) else {
+        return false;
+    };
+    let write = WRITES.fetch_add(1, Ordering::SeqCst) + 1;
+    n.trim().parse::<u64>() == Ok(write)
+}
+
+#[cfg(target_os = "linux")]
+fn libc_enospc() -> i32 {
+    libc::ENOSPC
+}
+
+#[cfg(not(target_os = "linux"))]
+fn libc_enospc() -> i32 {
+    28
 }
 
 #[cfg(target_os = "linux")]
