@@ -163,9 +163,10 @@ impl Saver {
         if self.format.writes_tf() {
             tf_bundle::write_bundle(&self.model_dir.join(&prefix), &tensors)?;
         }
-        let file = match self.format.writes_safetensors() {
-            true => file,
-            false => tf_bundle::index_path(&self.model_dir.join(&prefix)),
+        let file = if self.format.writes_safetensors() {
+            file
+        } else {
+            tf_bundle::index_path(&self.model_dir.join(&prefix))
         };
 
         state.all_model_checkpoint_paths.retain(|p| p != &prefix);
@@ -252,7 +253,10 @@ impl Saver {
         if !file.exists() {
             return Err(CheckpointError::UnusableState {
                 path: self.model_dir.join(STATE_FILE),
-                problem: format!("names {prefix}, but {} does not exist", file.display()),
+                problem: format!(
+                    "names {prefix}, but neither {prefix}.safetensors nor {prefix}.index is in {}",
+                    self.model_dir.display()
+                ),
                 found: self.checkpoints_on_disk(),
             });
         }
