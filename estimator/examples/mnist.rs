@@ -6,7 +6,7 @@
 //!     [--batch-size 128] [--train-steps 2000] [--eval-steps 78] [--iterations 50]
 //!     [--num-shards 1] [--learning-rate 0.05] [--use-tpu true]
 //!     [--mode train|evaluate|train_and_evaluate|predict|export]   (--eval-steps 0: the whole eval set)
-//!     [--warm-start-from TESSEL_OR_TF_CHECKPOINT]
+//!     [--warm-start-from TESSEL_OR_TF_CHECKPOINT] [--checkpoint-format safetensors|tf|both]
 //!     [--predictions-out FILE.safetensors] (predict) [--export-dir DIR] (export)
 //! ```
 //! With no file flags it reads the MNIST IDX files bundled in `estimator/data/mnist/`.
@@ -32,8 +32,8 @@ use tessel_estimator::model::optimizers::GradientDescent;
 use tessel_estimator::model::schedules::exponential_decay;
 use tessel_estimator::model::{CrossShardOptimizer, Optimizer};
 use tessel_estimator::{
-    mnist_data, EstimatorError, Graph, Input, Mode, Params, RunConfig, TpuConfig, TpuEstimator,
-    TpuEstimatorSpec,
+    mnist_data, CheckpointFormat, EstimatorError, Graph, Input, Mode, Params, RunConfig, TpuConfig,
+    TpuEstimator, TpuEstimatorSpec,
 };
 
 /// The seed's FLAGS.
@@ -74,6 +74,9 @@ struct Flags {
     /// start training, or are evaluated directly when the model_dir has no checkpoint.
     #[arg(long)]
     warm_start_from: Option<PathBuf>,
+    /// Checkpoints as tessel's safetensors, TF's tensor bundle (which TF restores), or both.
+    #[arg(long, default_value = "safetensors")]
+    checkpoint_format: CheckpointFormat,
 }
 
 fn model_fn(
@@ -276,6 +279,7 @@ fn run(flags: &Flags) -> Result<(), EstimatorError> {
     let config = RunConfig {
         model_dir: flags.model_dir.clone(),
         save_checkpoints_steps: Some(1_000_000_000),
+        checkpoint_format: flags.checkpoint_format,
         tpu_config: TpuConfig {
             iterations_per_loop: flags.iterations,
             num_shards: Some(flags.num_shards),

@@ -36,6 +36,46 @@ impl Default for TpuConfig {
     }
 }
 
+/// The file format checkpoints are written in. Restoring reads either, whichever a prefix
+/// has (tessel's file first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CheckpointFormat {
+    /// `model.ckpt-N.safetensors` only.
+    #[default]
+    Safetensors,
+    /// TF's tensor bundle only (`model.ckpt-N.index` and `model.ckpt-N.data-00000-of-00001`),
+    /// which `tf.train.load_checkpoint` and TF's estimators read.
+    Tf,
+    /// Both, for the same step.
+    Both,
+}
+
+impl CheckpointFormat {
+    pub fn writes_safetensors(self) -> bool {
+        matches!(self, CheckpointFormat::Safetensors | CheckpointFormat::Both)
+    }
+
+    pub fn writes_tf(self) -> bool {
+        matches!(self, CheckpointFormat::Tf | CheckpointFormat::Both)
+    }
+}
+
+impl std::str::FromStr for CheckpointFormat {
+    type Err = String;
+
+    /// `safetensors`, `tf` or `both` (a command-line flag's spelling).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "safetensors" => Ok(CheckpointFormat::Safetensors),
+            "tf" => Ok(CheckpointFormat::Tf),
+            "both" => Ok(CheckpointFormat::Both),
+            other => Err(format!(
+                "unknown checkpoint format `{other}`: safetensors, tf or both"
+            )),
+        }
+    }
+}
+
 /// TF's `tf.compat.v1.estimator.tpu.RunConfig`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunConfig {
@@ -54,6 +94,8 @@ pub struct RunConfig {
     pub log_step_count_steps: u64,
     /// Seeds variable initializers and device randomness; `None`: a seed drawn per process.
     pub tf_random_seed: Option<i64>,
+    /// The format checkpoints are written in (tessel's safetensors by default).
+    pub checkpoint_format: CheckpointFormat,
 }
 
 impl Default for RunConfig {
@@ -67,6 +109,7 @@ impl Default for RunConfig {
             save_summary_steps: 100,
             log_step_count_steps: 100,
             tf_random_seed: None,
+            checkpoint_format: CheckpointFormat::Safetensors,
         }
     }
 }
@@ -144,6 +187,25 @@ mod tests {
         assert_eq!(c.log_step_count_steps, 100);
         assert_eq!(c.checkpoint_interval(), CheckpointInterval::Secs(600));
         assert_eq!(c.validate(), Ok(()));
+        assert_eq!(c.checkpoint_format, CheckpointFormat::Safetensors);
+    }
+
+    #[test]
+    fn checkpoint_formats_parse_from_their_flag_spelling() {
+        for (text, format, safetensors, tf) in [
+            ("safetensors", CheckpointFormat::Safetensors, true, false),
+            ("tf", CheckpointFormat::Tf, false, true),
+            ("both", CheckpointFormat::Both, true, true),
+        ] {
+            let parsed: CheckpointFormat = text.parse().unwrap();
+            assert_eq!(parsed, format);
+            assert_eq!(
+                (parsed.writes_safetensors(), parsed.writes_tf()),
+                (safetensors, tf)
+            );
+        }
+        let e = "TF".parse::<CheckpointFormat>().unwrap_err();
+        assert!(e.contains("safetensors, tf or both"), "{e}");
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub mod mnist_data;
 pub mod model;
 pub mod summary;
 
-pub use config::{RunConfig, TpuConfig};
+pub use config::{CheckpointFormat, RunConfig, TpuConfig};
 pub use error::EstimatorError;
 pub use estimator::{Input, Params, TpuEstimator, TpuEstimatorSpec};
 pub use model::{Graph, Mode};

@@ -1,7 +1,8 @@
 //! `predict` and `export` on a tiny model (dense 4 → 3) trained a few steps on synthetic data:
 //! predictions in input order against the host's own arithmetic on the checkpoint, the padded
 //! rows of a short last batch stripped, shards, an early drop, the export's files and its
-//! round trip through `ExportedModel`, and an export that fails leaving nothing behind.
+//! round trip through `ExportedModel` (on any number of rows), and an export that fails
+//! leaving nothing behind.
 
 use std::time::{Duration, Instant};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
@@ -314,10 +315,13 @@ fn export_round_trip_and_signature() {
             }
         }
     }
-    // A short batch is the caller's to pad: refused with the shapes.
+    // `run` takes the export's batch; a short one is refused, pointing at `predict`.
     let (short, _) = data(5);
     let e = model.run(&[("x".into(), short)]).unwrap_err();
-    assert!(e.to_string().contains("pad a short batch"), "{e}");
+    assert!(
+        e.to_string().contains("predict takes any number of rows"),
+        "{e}"
+    );
     let e = model
         .run(&[("x".into(), x.clone()), ("y".into(), x)])
         .unwrap_err();
@@ -401,4 +405,59 @@ fn a_panicking_map_function_is_an_error_not_an_early_end() {
     let e = last.as_ref().unwrap_err().to_string();
     assert!(e.contains("a map function panicked"), "{e}");
     assert!(results.len() < N, "not every row came back");
+}
+
+#[test]
+fn an_export_predicts_any_number_of_rows_as_predict_does() {
+    let dir = tempfile::tempdir().unwrap();
+    train(&dir.path().join("model"));
+    let est = estimator(&dir.path().join("model"), 1, 2, 8);
+    let serving = ServingInput::new().feature("x", ElementType::F32, &[4]);
+    let model = ExportedModel::load(est.export(dir.path().join("export"), &serving).unwrap())
+        .expect("loads");
+    // 1, batch - 1, batch + 1 and 3 * batch + 5 rows (batch 8), and none.
+    for rows in [1, 7, 9, 29, 0] {
+        let (x, _) = data(rows);
+        let out = model.predict(&[("x".into(), x)]).expect("predicts");
+        let preds: Vec<_> = est
+            .predict(predict_input(rows), None)
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        assert_eq!(preds.len(), rows);
+        let names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["classes", "probabilities", "logits"]);
+        for (name, a) in &out {
+            assert_eq!(a.shape.dims[0], rows as i64, "{name}");
+            let width = if name == "classes" { 1 } else { 3 };
+            assert_eq!(a.len(), rows * width, "{name}");
+            let got = f(a);
+            for (i, p) in preds.iter().enumerate() {
+                let want = f(&p[name.as_str()]);
+                for (k, v) in want.iter().enumerate() {
+                    let u = got[i * width + k];
+                    assert!(
+                        (u - v).abs() < 1e-6,
+                        "{rows} rows: {name}[{i}][{k}] {u} vs {v}"
+                    );
+                }
+            }
+        }
+    }
+    // Features of different lengths, and rows of the wrong width, are errors naming them.
+    let model_err = |x: Array| model.predict(&[("x".into(), x)]).unwrap_err().to_string();
+    let wide = Array::new(
+        ArrayShape::new(ElementType::F32, &[2, 5]),
+        ArrayData::F32(vec![0.0; 10]),
+    );
+    let e = model_err(wide);
+    assert!(
+        e.contains("`x` is f32[2,5], but the export takes f32[N,4]"),
+        "{e}"
+    );
+    let e = model
+        .predict(&[("x".into(), data(3).0), ("y".into(), data(3).0)])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no input `y`"), "{e}");
 }

@@ -1,10 +1,12 @@
 //! `tessel predict EXPORT_DIR --inputs X.safetensors --outputs Y.safetensors`: runs an export
-//! written by `TpuEstimator::export` on one batch. Inputs are keyed by feature name and must
-//! have the export's static batch size (`signature.json`'s `batch_size`; pad a short batch);
-//! outputs are written keyed by prediction key.
+//! written by `TpuEstimator::export` on any number of rows. Inputs are keyed by feature name,
+//! each with the same number of rows first; they run in chunks of the export's static batch
+//! (`signature.json`'s `batch_size`), the last one padded and its padding stripped. Outputs
+//! are written keyed by prediction key, one row per input row.
 //!
-//! The logic is in the library (`tessel_estimator::estimator::ExportedModel`); this file only
-//! reads, prints and writes.
+//! Loading checks the export (the verifier's findings, the signature against the module, the
+//! variables' shapes) and reports what is wrong. The logic is in the library
+//! (`tessel_estimator::estimator::ExportedModel`); this file only reads, prints and writes.
 
 use super::fail;
 use clap::Args;
@@ -17,7 +19,7 @@ use tessel_runtime::host_io::{read_safetensors, write_safetensors};
 pub struct PredictArgs {
     /// An export directory: model.hlo, variables.safetensors, signature.json.
     pub export_dir: PathBuf,
-    /// The features, keyed by name, each with the export's batch size first.
+    /// The features, keyed by name, each with the same number of rows first (any number).
     #[arg(long)]
     pub inputs: PathBuf,
     /// Where to write the predictions, keyed by prediction key.
@@ -34,7 +36,7 @@ pub fn run(args: &PredictArgs) -> ExitCode {
         Ok(i) => i,
         Err(e) => return fail(e),
     };
-    let outputs = match model.run(&inputs) {
+    let outputs = match model.predict(&inputs) {
         Ok(o) => o,
         Err(e) => return fail(e),
     };

@@ -1,6 +1,8 @@
 //! Saving and restoring checkpoints in a model_dir (`Saver`), keeping at most N.
 
 use super::state_file::CheckpointState;
+use super::tf_bundle::{self, TfBundleError};
+use crate::config::CheckpointFormat;
 use std::path::{Path, PathBuf};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_runtime::host_io::{read_safetensors, write_safetensors, HostIoError};
@@ -45,6 +47,8 @@ pub enum CheckpointError {
     },
     #[error("{path} is not a tessel checkpoint: {message}")]
     Content { path: PathBuf, message: String },
+    #[error(transparent)]
+    TfBundle(#[from] TfBundleError),
 }
 
 /// Writes checkpoints into one model_dir and finds the latest.
@@ -53,6 +57,7 @@ pub struct Saver {
     model_dir: PathBuf,
     /// At most this many checkpoints are kept; 0 keeps all (TF's `keep_checkpoint_max`).
     keep_max: usize,
+    format: CheckpointFormat,
 }
 
 impl Saver {
@@ -60,7 +65,14 @@ impl Saver {
         Saver {
             model_dir: model_dir.into(),
             keep_max,
+            format: CheckpointFormat::default(),
         }
+    }
+
+    /// Writes checkpoints in `format` (restoring reads every format).
+    pub fn with_format(mut self, format: CheckpointFormat) -> Saver {
+        self.format = format;
+        self
     }
 
     pub fn model_dir(&self) -> &Path {
@@ -72,8 +84,10 @@ impl Saver {
         self.model_dir.join(CHECKPOINT_BASENAME)
     }
 
-    /// Writes `checkpoint` as `model.ckpt-STEP.safetensors`, then the state file naming it
-    /// latest, then deletes the oldest checkpoints beyond `keep_max`. Returns the file written.
+    /// Writes `checkpoint` as `model.ckpt-STEP.safetensors` and/or TF's `model.ckpt-STEP.index`
+    /// and `.data-00000-of-00001` (the saver's format), then the state file naming it latest,
+    /// then deletes the oldest checkpoints beyond `keep_max`. Returns the file written (the
+    /// `.index` when only TF's format is written).
     pub fn save(&self, checkpoint: &Checkpoint) -> Result<PathBuf, CheckpointError> {
         std::fs::create_dir_all(&self.model_dir).map_err(|source| CheckpointError::Io {
             what: "create",
@@ -87,7 +101,16 @@ impl Saver {
         for (name, value) in &checkpoint.input_state {
             tensors.push((format!("{INPUT_PREFIX}{name}"), value.clone()));
         }
-        write_safetensors(&file, &tensors)?;
+        if self.format.writes_safetensors() {
+            write_safetensors(&file, &tensors)?;
+        }
+        if self.format.writes_tf() {
+            tf_bundle::write_bundle(&self.model_dir.join(&prefix), &tensors)?;
+        }
+        let file = match self.format.writes_safetensors() {
+            true => file,
+            false => tf_bundle::index_path(&self.model_dir.join(&prefix)),
+        };
 
         let mut state = self.state()?.unwrap_or_default();
         state.all_model_checkpoint_paths.retain(|p| p != &prefix);
@@ -103,6 +126,7 @@ impl Saver {
         for old in removed {
             // A checkpoint already gone is not an error: the state file no longer names it.
             std::fs::remove_file(self.file_of(&old)).ok();
+            tf_bundle::remove_bundle(&self.model_dir.join(&old)).ok();
         }
         Ok(file)
     }
@@ -131,7 +155,8 @@ impl Saver {
         let Some(prefix) = state.model_checkpoint_path else {
             return Ok(None);
         };
-        let file = self.file_of(&prefix);
+        let file =
+            tf_bundle::existing_checkpoint(&self.model_dir.join(&prefix), self.file_of(&prefix));
         if !file.exists() {
             return Err(CheckpointError::Missing {
                 state: self.model_dir.join(STATE_FILE),
@@ -172,7 +197,7 @@ impl Saver {
     }
 }
 
-/// Reads one checkpoint file.
+/// Reads one checkpoint file: tessel's `.safetensors`, or a TF checkpoint's `.index`.
 pub fn read_checkpoint(file: &Path) -> Result<Checkpoint, CheckpointError> {
     let content = |message: String| CheckpointError::Content {
         path: file.to_path_buf(),
@@ -181,7 +206,11 @@ pub fn read_checkpoint(file: &Path) -> Result<Checkpoint, CheckpointError> {
     let mut global_step = None;
     let mut variables = Vec::new();
     let mut input_state = Vec::new();
-    for (name, value) in read_safetensors(file)? {
+    let tensors = match tf_bundle::prefix_of_index(file) {
+        Some(prefix) => tf_bundle::TfBundle::open(prefix)?.read_all()?,
+        None => read_safetensors(file)?,
+    };
+    for (name, value) in tensors {
         if name == GLOBAL_STEP {
             global_step = match (&value.data, value.shape.dims.is_empty()) {
                 (ArrayData::S64(v), true) => Some(v[0]),

@@ -1,6 +1,5 @@
 //! `export(export_dir_base, serving_input)`: the PREDICT module with the trained values, as
-//! files any runtime can load; and [`ExportedModel`], which loads and runs one (`tessel
-//! predict`).
+//! files any runtime can load (`exported_model.rs` loads and runs one: `tessel predict`).
 //!
 //! `<base>/<timestamp>/` holds `model.hlo` (the PREDICT module after the compiler's pipeline,
 //! as canonical HLO text: XLA's parser and tessel's read it), `variables.safetensors` (the
@@ -25,9 +24,8 @@ use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::{parse_module, print_module, PrintOptions};
-use tessel_compiler::ir::{Array, ArrayShape, ElementType, Module};
-use tessel_runtime::host_io::{read_safetensors, write_safetensors};
-use tessel_runtime::session::{compile, Device, Outputs, Program};
+use tessel_compiler::ir::{Array, ElementType, Module};
+use tessel_runtime::host_io::write_safetensors;
 
 /// TF's `serving_input_receiver_fn`, reduced to what it declares: each feature's name,
 /// element type and per-example dims. The export takes them at `predict_batch_size`.
@@ -372,113 +370,6 @@ fn write_export(
         std::fs::remove_dir_all(&tmp).ok();
     }
     result
-}
-
-/// An export loaded to run: `tessel predict`'s library half.
-pub struct ExportedModel {
-    pub signature: Signature,
-    program: Program,
-    /// Every parameter's value that is a variable, by parameter number.
-    variables: Vec<Option<Array>>,
-}
-
-impl ExportedModel {
-    /// Reads `dir`'s three files and compiles the module for the JIT.
-    pub fn load(dir: impl AsRef<Path>) -> Result<ExportedModel, EstimatorError> {
-        let dir = dir.as_ref();
-        let read = |name: &str| {
-            std::fs::read_to_string(dir.join(name))
-                .map_err(|e| export_err(&dir.join(name).display().to_string(), e))
-        };
-        let signature = Signature::from_json(&read("signature.json")?)
-            .map_err(|e| export_err("signature.json", e))?;
-        let module = parse_module(&read("model.hlo")?, Some("model.hlo"))
-            .map_err(|e| export_err("model.hlo", e))?;
-        let stored = read_safetensors(dir.join("variables.safetensors"))
-            .map_err(|e| export_err("variables.safetensors", e))?;
-        let mut variables = Vec::new();
-        for p in &signature.parameters {
-            if p.kind != "variable" {
-                variables.push(None);
-                continue;
-            }
-            let a = stored.iter().find(|(n, _)| n == &p.name).map(|(_, a)| a);
-            let a = a.ok_or_else(|| {
-                export_err("variables.safetensors", format!("it has no `{}`", p.name))
-            })?;
-            check_shape(&p.name, a, &p.shape, p.dtype)?;
-            variables.push(Some(a.clone()));
-        }
-        let program = compile(&module, &Device::jit())?;
-        if program.parameters().len() != signature.parameters.len() {
-            return Err(export_err(
-                "signature.json",
-                format!(
-                    "it lists {} parameters but model.hlo has {}",
-                    signature.parameters.len(),
-                    program.parameters().len()
-                ),
-            ));
-        }
-        Ok(ExportedModel {
-            signature,
-            program,
-            variables,
-        })
-    }
-
-    /// Runs one batch: `inputs` keyed by feature name, each at the export's batch size (pad a
-    /// short batch yourself); returns the outputs keyed by prediction key.
-    pub fn run(&self, inputs: &[(String, Array)]) -> Result<Vec<(String, Array)>, EstimatorError> {
-        let mut args = Vec::with_capacity(self.variables.len());
-        for (p, v) in self.signature.parameters.iter().zip(&self.variables) {
-            match v {
-                Some(a) => args.push(a.clone()),
-                None => {
-                    let a = inputs.iter().find(|(n, _)| n == &p.name).map(|(_, a)| a);
-                    let a = a.ok_or_else(|| {
-                        EstimatorError::Input(format!("the inputs have no feature `{}`", p.name))
-                    })?;
-                    check_shape(&p.name, a, &p.shape, p.dtype)?;
-                    args.push(a.clone());
-                }
-            }
-        }
-        if let Some((extra, _)) = inputs.iter().find(|(n, _)| {
-            !self
-                .signature
-                .parameters
-                .iter()
-                .any(|p| p.kind == "input" && &p.name == n)
-        }) {
-            return Err(EstimatorError::Input(format!(
-                "the export has no input `{extra}`"
-            )));
-        }
-        let bound = self.program.bind_ordered(args)?;
-        let leaves = match self.program.run(&bound)? {
-            Outputs::Global(leaves) => leaves,
-            Outputs::PerReplica(mut r) => r.remove(0),
-        };
-        Ok(self
-            .signature
-            .outputs
-            .iter()
-            .zip(leaves)
-            .map(|(o, a)| (o.name.clone(), a))
-            .collect())
-    }
-}
-
-fn check_shape(name: &str, a: &Array, dims: &[i64], ty: ElementType) -> Result<(), EstimatorError> {
-    if a.shape.dims.as_slice() != dims || a.element_type() != ty {
-        return Err(EstimatorError::Input(format!(
-            "`{name}` is {}, but the export takes {} (inputs have the export's batch size; pad a short batch)",
-            a.shape,
-            ArrayShape::new(ty, dims)
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

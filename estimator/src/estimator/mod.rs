@@ -17,7 +17,8 @@
 //! | `train_and_evaluate` | `train_and_evaluate(train_spec, eval_spec)`: train in chunks, evaluate after each |
 //! | `padding` | predict's batches: a short last batch padded to the static shape |
 //! | `predict` | `predict(input_fn, predict_keys)`: an iterator fed by a producer thread running loops ahead |
-//! | `export` | `export(dir, serving_input)` and `ExportedModel` (`tessel predict`) |
+//! | `export` | `export(dir, serving_input)`: the PREDICT module and its signature |
+//! | `exported_model` | `ExportedModel`: an export loaded, checked and run on any number of rows (`tessel predict`) |
 //! | `dump` | `XLA_FLAGS=--xla_dump_to=DIR`: the traced step programs as HLO text |
 //! | `log` | TF's log lines and the progress bar |
 
@@ -26,6 +27,7 @@ mod dump;
 mod eval_input;
 mod evaluate;
 mod export;
+mod exported_model;
 mod input_fn;
 mod log;
 mod loop_runner;
@@ -40,9 +42,8 @@ mod train_and_evaluate;
 mod variables_state;
 
 pub use evaluate::EvalResult;
-pub use export::{
-    ExportedModel, ServingInput, Signature, SignatureOutput, SignatureParameter, GLOBAL_STEP,
-};
+pub use export::{ServingInput, Signature, SignatureOutput, SignatureParameter, GLOBAL_STEP};
+pub use exported_model::ExportedModel;
 pub use input_fn::{Input, InputFn};
 pub use params::{Param, Params};
 pub use predict::{PredictIter, Prediction};

@@ -79,7 +79,8 @@ impl TpuEstimator {
             }
             _ => {}
         }
-        let saver = Saver::new(&self.model_dir, self.config.keep_checkpoint_max);
+        let saver = Saver::new(&self.model_dir, self.config.keep_checkpoint_max)
+            .with_format(self.config.checkpoint_format);
         if let Some(max) = max_steps {
             if let Some(file) = saver.latest_file()? {
                 let done = crate::checkpoint::read_checkpoint(&file)?.global_step;

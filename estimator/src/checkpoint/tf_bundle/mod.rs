@@ -4,14 +4,24 @@
 //! a `BundleEntryProto` (dtype, shape, shard, offset, size, masked CRC32C; the empty key holds
 //! the `BundleHeaderProto`), and the shards `PREFIX.data-0000S-of-0000N` holding the raw
 //! little-endian tensor bytes. Every block of the index and every tensor read is checked
-//! against its CRC. float32, int32 and int64 tensors are read; any other dtype, a big-endian
-//! bundle, or a partitioned variable is an error naming the tensor.
+//! against its CRC. Tensors of every dtype tessel has a type for are read (bool, the signed
+//! and unsigned integers, half, bfloat16, float32 and float64); any other dtype (string,
+//! complex), a big-endian bundle, or a partitioned variable is an error naming the tensor.
+//!
+//! [`write_bundle`] writes a checkpoint TF reads (`writer`, with the index's SSTable from
+//! `table_writer`).
 
+mod in_model_dir;
 mod proto;
 mod table;
+mod table_writer;
+mod writer;
+
+pub use in_model_dir::{existing_checkpoint, prefix_of_index};
+pub use writer::{remove_bundle, write_bundle};
 
 use prost::Message;
-use proto::{dtype_name, BundleEntryProto, BundleHeaderProto};
+use proto::{dtype_name, element_type_of, BundleEntryProto, BundleHeaderProto};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
@@ -32,7 +42,7 @@ pub enum TfBundleError {
         name: String,
         message: String,
     },
-    #[error("tensor `{name}` in {path} is {dtype}; tessel reads float32, int32 and int64 tensors")]
+    #[error("tensor `{name}` in {path} is {dtype}, which tessel has no element type for")]
     Dtype {
         path: PathBuf,
         name: String,
@@ -40,6 +50,8 @@ pub enum TfBundleError {
     },
     #[error("the TensorFlow checkpoint {prefix} has no tensor `{name}`")]
     NotFound { prefix: PathBuf, name: String },
+    #[error("cannot write the TensorFlow checkpoint {prefix}: {message}")]
+    Write { prefix: PathBuf, message: String },
 }
 
 /// What the index says of one tensor.
@@ -79,15 +91,6 @@ pub fn data_path(prefix: &Path, shard: i32, num_shards: i32) -> PathBuf {
     let mut s = prefix.as_os_str().to_owned();
     s.push(format!(".data-{shard:05}-of-{num_shards:05}"));
     PathBuf::from(s)
-}
-
-fn element_type_of(dtype: i32) -> Option<ElementType> {
-    match dtype {
-        1 => Some(ElementType::F32),
-        3 => Some(ElementType::S32),
-        9 => Some(ElementType::S64),
-        _ => None,
-    }
 }
 
 impl TfBundle {
@@ -176,6 +179,13 @@ impl TfBundle {
             .map(|i| &self.entries[i].1)
     }
 
+    /// Every tensor, in name order.
+    pub fn read_all(&self) -> Result<Vec<(String, Array)>, TfBundleError> {
+        self.names()
+            .map(|name| Ok((name.to_string(), self.read(name)?)))
+            .collect()
+    }
+
     /// Reads one tensor from its shard, checking its size and CRC.
     pub fn read(&self, name: &str) -> Result<Array, TfBundleError> {
         let entry = self.entry(name).ok_or_else(|| TfBundleError::NotFound {
@@ -262,6 +272,33 @@ mod tests {
         let masked = masked_crc32c(b"foo");
         let rot = masked.wrapping_sub(0xa282_ead8);
         assert_eq!(rot.rotate_left(15), crc);
+    }
+
+    #[test]
+    fn a_dtype_tessel_has_no_type_for_is_refused_naming_the_tensor() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path().join("model.ckpt-1");
+        let header = BundleHeaderProto {
+            num_shards: 1,
+            ..Default::default()
+        };
+        let entry = BundleEntryProto {
+            dtype: 7, // DT_STRING
+            size: 0,
+            ..Default::default()
+        };
+        let table = table_writer::write_table(&[
+            (Vec::new(), header.encode_to_vec()),
+            (b"vocab".to_vec(), entry.encode_to_vec()),
+        ]);
+        std::fs::write(index_path(&prefix), table).unwrap();
+        std::fs::write(data_path(&prefix, 0, 1), b"").unwrap();
+        let bundle = TfBundle::open(&prefix).unwrap();
+        assert_eq!(bundle.info("vocab").unwrap().element_type, None);
+        let e = bundle.read("vocab").unwrap_err();
+        assert!(matches!(e, TfBundleError::Dtype { .. }), "{e}");
+        let e = e.to_string();
+        assert!(e.contains("`vocab`") && e.contains("string"), "{e}");
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The two protos of TF's tensor bundle (`tensorflow/core/protobuf/tensor_bundle.proto`),
-//! written as prost structs so no protoc is needed. Only the fields tessel reads are declared;
-//! prost skips the others.
+//! written as prost structs so no protoc is needed. Only the fields tessel reads and writes
+//! are declared; prost skips the others.
+
+use tessel_compiler::ir::ElementType;
 
 /// The value of the index's entry under the empty key.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -63,7 +65,34 @@ pub struct Dim {
     pub name: String,
 }
 
-/// TF's `DataType` numbers tessel reads, and the name TF prints for any.
+/// TF's `DataType` number of each tessel element type (`types.proto`).
+pub fn dtype_of(ty: ElementType) -> i32 {
+    match ty {
+        ElementType::F32 => 1,
+        ElementType::F64 => 2,
+        ElementType::S32 => 3,
+        ElementType::U8 => 4,
+        ElementType::S16 => 5,
+        ElementType::S8 => 6,
+        ElementType::S64 => 9,
+        ElementType::Pred => 10,
+        ElementType::BF16 => 14,
+        ElementType::U16 => 17,
+        ElementType::F16 => 19,
+        ElementType::U32 => 22,
+        ElementType::U64 => 23,
+    }
+}
+
+/// The tessel element type of a TF `DataType` number; `None` for the dtypes tessel has no
+/// type for (strings, complex numbers, quantized types, ...).
+pub fn element_type_of(dtype: i32) -> Option<ElementType> {
+    ElementType::ALL
+        .into_iter()
+        .find(|&ty| dtype_of(ty) == dtype)
+}
+
+/// The name TF prints for a `DataType` number.
 pub fn dtype_name(dtype: i32) -> String {
     let name = match dtype {
         1 => "float32",

@@ -13,7 +13,9 @@ use super::masked_crc32c;
 pub type Entry = (Vec<u8>, Vec<u8>);
 
 const FOOTER_LEN: usize = 48;
-const MAGIC: u64 = 0xdb47_7524_8b80_fb57;
+/// The footer's two block handles, zero-padded to this length, precede the magic number.
+pub(super) const FOOTER_HANDLES_LEN: usize = 40;
+pub(super) const MAGIC: u64 = 0xdb47_7524_8b80_fb57;
 const TRAILER_LEN: usize = 5;
 
 /// Every (key, value) of the table in key order. Errors are messages; the caller names the file.
