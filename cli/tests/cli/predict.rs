@@ -187,9 +187,10 @@ fn predict_runs_an_export_as_the_estimator_predicts_on_any_number_of_rows() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("f32[3,5]") && err.contains("f32[N,4]"),
+        err.contains("export: inputs: `x` is f32[3,5], but the export takes f32[N,4]"),
         "{err}"
     );
+    assert!(!err.contains("input_fn"), "{err}");
 
     // Not an export.
     let err = predict_error(tmp.path(), tmp.path());

@@ -114,7 +114,7 @@ impl ExportedModel {
                     let a = input(inputs, &p.name)?;
                     if a.shape.dims.as_slice() != p.shape.as_slice() || a.element_type() != p.dtype
                     {
-                        return Err(EstimatorError::Input(format!(
+                        return Err(input_err(format!(
                             "`{}` is {}, but the export takes {} (run takes the export's batch size; predict takes any number of rows)",
                             p.name,
                             spelled(a.element_type(), &a.shape.dims),
@@ -167,7 +167,7 @@ impl ExportedModel {
             {
                 let mut wanted = vec!["N".to_string()];
                 wanted.extend(p.shape.iter().skip(1).map(i64::to_string));
-                return Err(EstimatorError::Input(format!(
+                return Err(input_err(format!(
                     "`{}` is {}, but the export takes {}[{}] (N rows, any number)",
                     p.name,
                     spelled(a.element_type(), dims),
@@ -178,7 +178,7 @@ impl ExportedModel {
             let n = dims[0] as usize;
             match rows {
                 Some((m, other)) if m != n => {
-                    return Err(EstimatorError::Input(format!(
+                    return Err(input_err(format!(
                     "the inputs have different numbers of rows: `{other}` has {m}, `{}` has {n}",
                     p.name
                 )))
@@ -241,12 +241,15 @@ impl ExportedModel {
                 .any(|p| p.kind == "input" && &p.name == n)
         };
         match inputs.iter().find(|(n, _)| !known(n)) {
-            Some((extra, _)) => Err(EstimatorError::Input(format!(
-                "the export has no input `{extra}`"
-            ))),
+            Some((extra, _)) => Err(input_err(format!("the export has no input `{extra}`"))),
             None => Ok(()),
         }
     }
+}
+
+/// A mistake in the inputs given to an export (not an input_fn's: an export has none).
+fn input_err(message: String) -> EstimatorError {
+    export_err("inputs", message)
 }
 
 fn input<'a>(inputs: &'a [(String, Array)], name: &str) -> Result<&'a Array, EstimatorError> {
@@ -254,7 +257,7 @@ fn input<'a>(inputs: &'a [(String, Array)], name: &str) -> Result<&'a Array, Est
         .iter()
         .find(|(n, _)| n == name)
         .map(|(_, a)| a)
-        .ok_or_else(|| EstimatorError::Input(format!("the inputs have no feature `{name}`")))
+        .ok_or_else(|| input_err(format!("the inputs have no feature `{name}`")))
 }
 
 /// One input's bytes, cut into batches by rows.
