@@ -1,14 +1,27 @@
 //! Checkpoints in TF's format (`RunConfig::checkpoint_format`): a model_dir written with
 //! `CheckpointFormat::Tf` alone resumes, evaluates and keeps its newest checkpoints exactly as a
-//! safetensors one does, and `Both` writes the same tensors, bitwise, in the two formats.
+//! safetensors one does, `Both` writes the same tensors, bitwise, in the two formats, and a
+//! model_dir TensorFlow wrote restores and trains on.
 //! (TensorFlow itself reading them is checked by `tests/tf_interop/check_tf_reads.py`.)
 
 mod support;
 
 use std::path::Path;
 use support::tiny::{self, config, estimator, files, temp_dir};
-use tessel_estimator::checkpoint::{read_checkpoint, Checkpoint, CheckpointState, TfBundle};
-use tessel_estimator::{CheckpointFormat, Params, RunConfig};
+use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
+use tessel_compiler::trace::Tensor;
+use tessel_estimator::checkpoint::{
+    read_checkpoint, Checkpoint, CheckpointState, TfBundle, WarmStart,
+};
+use tessel_estimator::estimator::Features;
+use tessel_estimator::input::Dataset;
+use tessel_estimator::model::layers::{dense, Activation, Dense};
+use tessel_estimator::model::optimizers::Momentum;
+use tessel_estimator::model::Optimizer;
+use tessel_estimator::{
+    CheckpointFormat, EstimatorError, Graph, Input, Mode, Params, RunConfig, TpuConfig,
+    TpuEstimator, TpuEstimatorSpec,
+};
 
 fn with_format(config: RunConfig, format: CheckpointFormat) -> RunConfig {
     RunConfig {
@@ -132,4 +145,122 @@ fn both_formats_hold_the_same_tensors_and_old_ones_go_together() {
             bundle.names().collect::<Vec<_>>()
         );
     }
+}
+
+/// The model of the TF-written fixture `tests/fixtures/tf_ckpt/` (two `tf.layers.dense`, 3 → 4
+/// relu → 2, Momentum): loss mean(y²).
+fn fixture_model_fn(
+    g: &mut Graph,
+    features: &Features,
+    _labels: Option<&Tensor>,
+    mode: Mode,
+    _params: &Params,
+) -> Result<TpuEstimatorSpec, EstimatorError> {
+    let relu = Dense {
+        activation: Activation::Relu,
+        ..Dense::default()
+    };
+    let h = dense(g, &features["x"], 4, relu)?;
+    let y = dense(g, &h, 2, Dense::default())?;
+    let mut spec = TpuEstimatorSpec::new(mode);
+    let loss = (&y * &y).reduce_mean(&[], false);
+    spec.loss = Some(loss.clone());
+    if mode == Mode::Train {
+        spec.train_op = Some(Momentum::new(0.1f32, 0.9).minimize(g, &loss)?);
+    }
+    Ok(spec)
+}
+
+fn fixture_input(p: &Params) -> Result<Input, EstimatorError> {
+    let x: Vec<f32> = (0..8 * 3)
+        .map(|i| ((i * 7) % 11) as f32 / 5.0 - 1.0)
+        .collect();
+    let label = Array::new(
+        ArrayShape::new(ElementType::S32, &[8]),
+        ArrayData::S32(vec![0; 8]),
+    );
+    let ds = Dataset::from_tensor_slices(vec![
+        ("x".into(), Array::f32(&[8, 3], x)),
+        ("label".into(), label),
+    ])?;
+    Ok(Input::new(
+        ds.repeat(None).batch(p.batch_size() as u64, true)?,
+        "label",
+    ))
+}
+
+fn fixture_estimator(model_dir: &Path, format: CheckpointFormat) -> TpuEstimator {
+    let config = RunConfig {
+        model_dir: Some(model_dir.to_path_buf()),
+        checkpoint_format: format,
+        tpu_config: TpuConfig {
+            iterations_per_loop: 1,
+            ..TpuConfig::default()
+        },
+        ..RunConfig::default()
+    };
+    TpuEstimator::new(
+        fixture_model_fn,
+        config,
+        Params::new(),
+        false,
+        8,
+        Some(8),
+        None,
+    )
+    .unwrap()
+    .quiet()
+}
+
+#[test]
+fn a_model_dir_tensorflow_wrote_restores_and_trains_on() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tf_ckpt");
+    let tmp = temp_dir("tf_written_model_dir");
+    let model_dir = tmp.join("model");
+    std::fs::create_dir_all(&model_dir).unwrap();
+    for f in [
+        "checkpoint",
+        "model.ckpt-7.index",
+        "model.ckpt-7.data-00000-of-00001",
+    ] {
+        std::fs::copy(fixture.join(f), model_dir.join(f)).unwrap();
+    }
+    // Evaluation restores TF's checkpoint: its global step, and the values a warm start of
+    // every variable gives.
+    let restored = fixture_estimator(&model_dir, CheckpointFormat::Safetensors)
+        .evaluate(fixture_input, Some(1))
+        .unwrap();
+    assert_eq!(restored.global_step, 7);
+    assert!(
+        restored
+            .log
+            .iter()
+            .any(|l| l.starts_with("Restoring parameters from") && l.contains("model.ckpt-7.index")),
+        "{:#?}",
+        restored.log
+    );
+    let warm = fixture_estimator(&tmp.join("empty"), CheckpointFormat::Safetensors)
+        .with_warm_start(WarmStart::new(&fixture).all_variables())
+        .evaluate(fixture_input, Some(1))
+        .unwrap();
+    assert_eq!(restored.loss, warm.loss);
+
+    // Training resumes from step 7 with TF's Momentum slots, and saves in TF's format beside
+    // TF's own checkpoint.
+    let r = fixture_estimator(&model_dir, CheckpointFormat::Tf)
+        .train(fixture_input, None, Some(10))
+        .unwrap();
+    assert_eq!(r.global_step, 10);
+    let st = state(&model_dir);
+    assert_eq!(st.model_checkpoint_path.as_deref(), Some("model.ckpt-10"));
+    assert_eq!(
+        st.all_model_checkpoint_paths,
+        ["model.ckpt-7", "model.ckpt-10"]
+    );
+    let c = read_checkpoint(&model_dir.join("model.ckpt-10.index")).unwrap();
+    assert_eq!(c.global_step, 10);
+    assert!(c
+        .variables
+        .iter()
+        .any(|(n, _)| n == "dense/kernel/Momentum"));
 }
