@@ -1,8 +1,8 @@
 //! `tessel predict` on an export of a tiny model (dense 4 → 3, trained a few steps): its
 //! outputs equal the estimator's own `predict()` for any number of rows (1, batch - 1,
 //! batch + 1, 3 * batch + 5); a missing export and tampered copies of a real one (an extra or
-//! mis-shaped output in the signature, a module the verifier refuses, a mis-shaped variable)
-//! are errors with exit code 1 that name what is wrong.
+//! mis-shaped output or a mis-shaped parameter in the signature, a module the verifier
+//! refuses, a mis-shaped variable) are errors with exit code 1 that name what is wrong.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -238,6 +238,15 @@ fn predict_names_what_is_wrong_with_a_tampered_export() {
     let err = predict_error(tmp.path(), &shape);
     assert!(
         err.contains("output `probabilities` (index 1) is f32[8,4] in signature.json, but the module's output 1 is f32[8,3]"),
+        "{err}"
+    );
+
+    // A parameter whose shape is not the module's.
+    let parameter = tampered_copy(&export, tmp.path(), "parameter_shape");
+    edit(&sig(&parameter), "\"shape\": [8, 4]", "\"shape\": [8, 5]");
+    let err = predict_error(tmp.path(), &parameter);
+    assert!(
+        err.contains("parameter 1 `x` is f32[8,5] in signature.json, but the module's parameter 1 is f32[8,4]"),
         "{err}"
     );
 
