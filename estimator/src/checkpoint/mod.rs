@@ -3,9 +3,11 @@
 //! | file | holds |
 //! | --- | --- |
 //! | `model.ckpt-N.safetensors` | every variable by its TF name (model variables and optimizer slots), the global step (`global_step`, s64) and the input pipeline's position (`input_pipeline/...`) |
+//! | `model.ckpt-N.index`, `model.ckpt-N.data-00000-of-00001` | the same tensors in TF's tensor bundle format, instead of or beside the safetensors file (`RunConfig::checkpoint_format`); TF restores them |
 //! | `checkpoint` | TF's `CheckpointState` in protobuf text format: `model_checkpoint_path` and `all_model_checkpoint_paths` (prefixes, as TF writes them) |
 //!
-//! [`tf_bundle`] reads TensorFlow's own checkpoints natively, and [`WarmStart`] gives a new
+//! [`tf_bundle`] reads and writes TensorFlow's own checkpoints natively (restoring takes a
+//! prefix's safetensors file first, else its `.index`), and [`WarmStart`] gives a new
 //! model_dir's variables their first values from either kind.
 //!
 //! Both are written atomically (a temporary file, then a rename), the checkpoint before the

@@ -107,9 +107,10 @@ impl Saver {
         if self.format.writes_tf() {
             tf_bundle::write_bundle(&self.model_dir.join(&prefix), &tensors)?;
         }
-        let file = match self.format.writes_safetensors() {
-            true => file,
-            false => tf_bundle::index_path(&self.model_dir.join(&prefix)),
+        let file = if self.format.writes_safetensors() {
+            file
+        } else {
+            tf_bundle::index_path(&self.model_dir.join(&prefix))
         };
 
         let mut state = self.state()?.unwrap_or_default();
