@@ -460,4 +460,23 @@ fn an_export_predicts_any_number_of_rows_as_predict_does() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("no input `y`"), "{e}");
+
+    // With two features, their numbers of rows must agree.
+    let two = ServingInput::new()
+        .feature("x", ElementType::F32, &[4])
+        .feature("w", ElementType::F32, &[2]);
+    let model =
+        ExportedModel::load(est.export(dir.path().join("export2"), &two).unwrap()).expect("loads");
+    let w = Array::new(
+        ArrayShape::new(ElementType::F32, &[6, 2]),
+        ArrayData::F32(vec![0.0; 12]),
+    );
+    let e = model
+        .predict(&[("x".into(), data(5).0), ("w".into(), w)])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("different numbers of rows: `x` has 5, `w` has 6"),
+        "{e}"
+    );
 }

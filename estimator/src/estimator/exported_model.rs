@@ -176,15 +176,14 @@ impl ExportedModel {
                 )));
             }
             let n = dims[0] as usize;
-            match rows {
-                Some((m, other)) if m != n => {
-                    return Err(input_err(format!(
+            if let Some((m, other)) = rows.filter(|&(m, _)| m != n) {
+                let message = format!(
                     "the inputs have different numbers of rows: `{other}` has {m}, `{}` has {n}",
                     p.name
-                )))
-                }
-                _ => rows = Some((n, &p.name)),
+                );
+                return Err(input_err(message));
             }
+            rows = Some((n, &p.name));
             columns.push((p, Rows::of(a)));
         }
         let rows = rows.map_or(0, |(n, _)| n);
