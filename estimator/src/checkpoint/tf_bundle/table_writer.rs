@@ -1,10 +1,11 @@
 //! A writer of the `.index` file: the inverse of [`super::table`], laid out as TF's
 //! `table::TableBuilder` lays it out with the options `BundleWriter` gives it (no compression).
 //!
-//! Data blocks of at most [`BLOCK_SIZE`] bytes (a restart point every [`RESTART_INTERVAL`]
-//! entries), an empty metaindex block, an index block (one entry per data block, keyed by the
-//! block's last key, a restart at every entry as LevelDB's index blocks have), and the
-//! 48-byte footer. Every block gets its 5-byte trailer: compression type 0 and the masked
+//! Data blocks closed once they reach [`BLOCK_SIZE`] bytes (a restart point every
+//! [`RESTART_INTERVAL`] entries), an empty metaindex block, an index block (one entry per data
+//! block, keyed as LevelDB keys it: a short separator from the next block's first key, a short
+//! successor for the last block; a restart at every entry), and the 48-byte footer. The bytes
+//! are TF's own for the same tensors (a test compares with a checkpoint TF wrote). Every block gets its 5-byte trailer: compression type 0 and the masked
 //! CRC32C of the block and that byte.
 
 use super::masked_crc32c;
@@ -21,19 +22,27 @@ pub(crate) fn write_table(entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
     let mut file = Vec::new();
     let mut index = BlockBuilder::new(1);
     let mut block = BlockBuilder::new(RESTART_INTERVAL);
+    // A closed data block's handle and last key, indexed once the next key is known (LevelDB
+    // keys it by a short separator between the two).
+    let mut pending: Option<(Vec<u8>, Vec<u8>)> = None;
     let mut last_key: &[u8] = &[];
     for (key, value) in entries {
+        if let Some((last, handle)) = pending.take() {
+            index.add(&shortest_separator(&last, key), &handle);
+        }
         block.add(key, value);
         last_key = key;
         if block.size() >= BLOCK_SIZE {
             let handle = append_block(&mut file, &block.finish());
-            index.add(last_key, &handle);
+            pending = Some((last_key.to_vec(), handle));
             block = BlockBuilder::new(RESTART_INTERVAL);
         }
     }
     if !block.is_empty() {
-        let handle = append_block(&mut file, &block.finish());
-        index.add(last_key, &handle);
+        pending = Some((last_key.to_vec(), append_block(&mut file, &block.finish())));
+    }
+    if let Some((last, handle)) = pending {
+        index.add(&short_successor(&last), &handle);
     }
     let metaindex = append_block(&mut file, &BlockBuilder::new(1).finish());
     let index = append_block(&mut file, &index.finish());
@@ -42,6 +51,34 @@ pub(crate) fn write_table(entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
     footer.extend(MAGIC.to_le_bytes());
     file.extend(footer);
     file
+}
+
+/// LevelDB's `BytewiseComparator::FindShortestSeparator`: a short key `k` with
+/// `start <= k < limit`, from `start` with one byte raised and the rest cut.
+fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
+    let common = start.iter().zip(limit).take_while(|(a, b)| a == b).count();
+    if common < start.len().min(limit.len()) {
+        let byte = start[common];
+        if byte < 0xff && byte + 1 < limit[common] {
+            let mut key = start[..=common].to_vec();
+            key[common] += 1;
+            return key;
+        }
+    }
+    start.to_vec()
+}
+
+/// LevelDB's `BytewiseComparator::FindShortSuccessor`: a short key `>= key`, its first byte
+/// that is not 0xff raised and the rest cut.
+fn short_successor(key: &[u8]) -> Vec<u8> {
+    match key.iter().position(|&b| b != 0xff) {
+        Some(i) => {
+            let mut out = key[..=i].to_vec();
+            out[i] += 1;
+            out
+        }
+        None => key.to_vec(),
+    }
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -175,6 +212,18 @@ mod tests {
         let index = &table[index_offset as usize..(index_offset + index_size) as usize];
         let restarts = u32::from_le_bytes(index[index.len() - 4..].try_into().unwrap());
         assert!(restarts >= 3, "{restarts} index entries");
+    }
+
+    #[test]
+    fn index_keys_are_leveldbs_separators_and_successors() {
+        assert_eq!(shortest_separator(b"abcx", b"abzz"), b"abd");
+        // Adjacent bytes, or one key a prefix of the other: the key stays.
+        assert_eq!(shortest_separator(b"abc", b"abd"), b"abc");
+        assert_eq!(shortest_separator(b"ab", b"abc"), b"ab");
+        assert_eq!(shortest_separator(b"a\xffz", b"b"), b"a\xffz");
+        assert_eq!(short_successor(b"global_step"), b"h");
+        assert_eq!(short_successor(b"\xff\xffa"), b"\xff\xffb");
+        assert_eq!(short_successor(b"\xff"), b"\xff");
     }
 
     #[test]
