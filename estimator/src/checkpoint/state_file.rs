@@ -6,7 +6,8 @@
 //! all_model_checkpoint_paths: "model.ckpt-2000"
 //! ```
 //! Paths are prefixes relative to the model_dir, as TF writes them; a prefix's files are
-//! `PREFIX.safetensors`, or TF's `PREFIX.index` and `PREFIX.data-00000-of-00001`. `tf.train.get_checkpoint_state` parses this file.
+//! `PREFIX.safetensors`, or TF's `PREFIX.index` and `PREFIX.data-00000-of-00001`.
+//! `tf.train.get_checkpoint_state` parses this file.
 
 /// The parsed state: the latest checkpoint and every kept one, oldest first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
