@@ -17,7 +17,9 @@ use std::time::Instant;
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_compiler::trace::Tensor;
 use tessel_estimator::checkpoint::WarmStart;
-use tessel_estimator::estimator::{EvalMetrics, EvalSpec, Features, ServingInput, TrainSpec};
+use tessel_estimator::estimator::{
+    require_labels, EvalMetrics, EvalSpec, Features, ServingInput, TrainSpec,
+};
 use tessel_estimator::input::parse::{
     decode_raw, parse_single_example, FeatureDType, ParseSpec, RawType,
 };
@@ -25,6 +27,7 @@ use tessel_estimator::input::tfrecord::ReaderOptions;
 use tessel_estimator::input::{
     tfrecord_dataset, Dataset, DatasetError, Element, ElementSpec, Value, ValueSpec,
 };
+use tessel_estimator::losses::{self, Reduction};
 use tessel_estimator::model::layers::{
     conv2d, dense, dropout, max_pooling2d, Activation, Conv2d, Dense, Padding,
 };
@@ -90,9 +93,9 @@ fn model_fn(
     };
     let x = features["image"].reshape(&[-1, 28, 28, 1]);
     let x = conv2d(g, &x, 32, [5, 5], same_relu())?;
-    let x = max_pooling2d(g, &x, [2, 2], [2, 2], Padding::Valid);
+    let x = max_pooling2d(g, &x, [2, 2], [2, 2], Padding::Valid)?;
     let x = conv2d(g, &x, 64, [5, 5], same_relu())?;
-    let x = max_pooling2d(g, &x, [2, 2], [2, 2], Padding::Valid);
+    let x = max_pooling2d(g, &x, [2, 2], [2, 2], Padding::Valid)?;
     let relu = Dense {
         activation: Activation::Relu,
         ..Dense::default()
@@ -108,24 +111,17 @@ fn model_fn(
         ];
         return Ok(spec);
     }
-    let labels = labels
-        .ok_or_else(|| EstimatorError::ModelFn("this model_fn has no PREDICT mode".into()))?;
+    let labels = require_labels(labels, mode)?;
     let onehot = labels.one_hot(10, ElementType::F32);
-    let xent = logits.softmax_cross_entropy_with_logits(&onehot);
-    // In EVAL the mean is over the real examples: padding of the last batch has mask 0.
-    let loss = match features.mask() {
-        Some(mask) => {
-            let real = mask.reduce_sum(&[], false);
-            (&xent * mask).reduce_sum(&[], false) / real.maximum(&real.scalar_like(1.0))
-        }
-        None => xent.reduce_mean(&[], false),
-    };
+    // In EVAL the mean is over the real examples: the estimator pads the last batch and the
+    // losses functions weight by its padding mask.
+    let loss = losses::softmax_cross_entropy(g, &onehot, &logits, None, 0.0, Reduction::default());
     let mut spec = TpuEstimatorSpec::new(mode);
     spec.loss = Some(loss.clone());
     if mode == Mode::Eval {
         let metric_fn = |m: &mut tessel_estimator::metrics::MetricSet,
                          t: &tessel_estimator::estimator::HostTensors| {
-            m.accuracy("accuracy", &t["labels"], &t["classes"], t.mask())
+            m.accuracy("accuracy", &t["labels"], &t["classes"], None)
         };
         spec.eval_metrics = Some(EvalMetrics::new(
             metric_fn,

@@ -5,6 +5,8 @@
 //! - [`input`]: the host input pipeline (TFRecord, `tf.train.Example`, IDX, a tf.data-style
 //!   `Dataset`) that an `input_fn` returns and that feeds the device through infeed.
 //! - [`model`]: the graph a model_fn records into: variables, layers, optimizers.
+//! - [`losses`]: `tf.compat.v1.losses` (cross-entropies, regression losses, TF's reductions),
+//!   weighted by evaluation's padding mask.
 //! - [`metrics`]: host-side streaming metrics (`tf.metrics`) for `eval_metrics`.
 //! - [`summary`]: TensorBoard event files (scalars).
 //! - [`estimator`]: `TpuEstimator`: train and evaluate a model_fn fed by an input_fn.
@@ -15,6 +17,7 @@ pub mod config;
 pub mod error;
 pub mod estimator;
 pub mod input;
+pub mod losses;
 pub mod metrics;
 pub mod mnist_data;
 pub mod model;

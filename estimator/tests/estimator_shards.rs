@@ -56,11 +56,15 @@ fn recording_model(
             let record = Arc::clone(&labels_seen);
             spec.eval_metrics = Some(EvalMetrics {
                 metric_fn: Box::new(move |set: &mut MetricSet, t: &HostTensors| {
+                    // The labels of real examples (not the all-padding batch the
+                    // metric_fn is checked on when the model_fn is traced).
                     let l = &t["labels"];
-                    record
-                        .lock()
-                        .unwrap()
-                        .extend((0..l.len()).map(|i| l.data.get_i64(i) as i32));
+                    let mask = t.mask().expect("evaluate gives a mask");
+                    record.lock().unwrap().extend(
+                        (0..l.len())
+                            .filter(|&i| mask.data.get_f64(i) == 1.0)
+                            .map(|i| l.data.get_i64(i) as i32),
+                    );
                     inner(set, t)
                 }),
                 tensors: m.tensors,

@@ -262,10 +262,10 @@ fn pooling_matches_the_reference_with_same_border_windows() {
     let x = random_array(&[2, 5, 7, 3], F32, 3);
     let (module, args, _) = trace(&x, Mode::Eval, |g, x| {
         vec![
-            max_pooling2d(g, x, [3, 3], [2, 2], Padding::Same),
-            average_pooling2d(g, x, [3, 3], [2, 2], Padding::Same),
-            average_pooling2d(g, x, [2, 2], [2, 2], Padding::Valid),
-            max_pooling2d(g, x, [2, 2], [1, 1], Padding::Valid),
+            max_pooling2d(g, x, [3, 3], [2, 2], Padding::Same).unwrap(),
+            average_pooling2d(g, x, [3, 3], [2, 2], Padding::Same).unwrap(),
+            average_pooling2d(g, x, [2, 2], [2, 2], Padding::Valid).unwrap(),
+            max_pooling2d(g, x, [2, 2], [1, 1], Padding::Valid).unwrap(),
         ]
     });
     let xv = values(&x);

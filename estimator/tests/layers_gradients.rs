@@ -118,8 +118,8 @@ fn dense_gradients() {
 #[test]
 fn pooling_and_flatten_gradients() {
     check_gradients(&[1, 5, 5, 2], |g, x| {
-        let a = max_pooling2d(g, x, [2, 2], [2, 2], Padding::Same);
-        let b = average_pooling2d(g, x, [3, 3], [2, 2], Padding::Same);
+        let a = max_pooling2d(g, x, [2, 2], [2, 2], Padding::Same).unwrap();
+        let b = average_pooling2d(g, x, [3, 3], [2, 2], Padding::Same).unwrap();
         flatten(g, &(a + b)).unwrap()
     });
 }

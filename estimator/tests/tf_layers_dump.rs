@@ -49,11 +49,11 @@ fn dump_layers_for_tensorflow() {
         ("dense", dense(&mut g, &p2, 3, Dense::default()).unwrap()),
         (
             "avg_same",
-            average_pooling2d(&mut g, &p4, [3, 3], [2, 2], Padding::Same),
+            average_pooling2d(&mut g, &p4, [3, 3], [2, 2], Padding::Same).unwrap(),
         ),
         (
             "max_same",
-            max_pooling2d(&mut g, &p4, [3, 3], [2, 2], Padding::Same),
+            max_pooling2d(&mut g, &p4, [3, 3], [2, 2], Padding::Same).unwrap(),
         ),
         (
             "bn4_train",

@@ -64,6 +64,16 @@ impl Tensor {
         self.shape().map(|s| s.element_type)
     }
 
+    /// A failed tensor of this tensor's trace, recording `message` as an error of `op` at the
+    /// caller's line: for library code (layers, losses, the estimator's `features["x"]`) that
+    /// checks its own arguments and reports a mistake as ops do, in `Tracer::finish`'s list.
+    #[track_caller]
+    pub fn fail(&self, op: &str, message: impl Into<String>) -> Tensor {
+        let loc = source_location(Location::caller());
+        self.state.borrow_mut().record(op, message.into(), loc);
+        Tensor::failed(&self.state)
+    }
+
     /// Runs one traced op: `f` gets an emitter and the operands' instructions. Operands from
     /// another trace, failed operands and errors returned by `f` give a failed tensor; only
     /// errors that start here are recorded. `composite` ops name their instructions

@@ -60,6 +60,39 @@ pub struct WarmValues {
     pub values: Vec<Option<Array>>,
     /// The source's global step, when asked for.
     pub global_step: Option<i64>,
+    /// Non-trainable variables the regex matches but that were not taken (TF's default
+    /// leaves them, e.g. batch normalization's moving statistics, at their initial values).
+    pub non_trainable_left: Vec<String>,
+    /// Optimizer slots of warm-started variables that were not taken (without `with_slots`).
+    pub slots_left: Vec<String>,
+}
+
+impl WarmValues {
+    /// The log line naming what the warm start left at its initial values, and the option
+    /// that takes it too; `None` when it left nothing.
+    pub fn left_behind_note(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.non_trainable_left.is_empty() {
+            parts.push(format!(
+                "{} non-trainable variable(s) keep their initial values: {} (WarmStart::all_variables() takes them too, as TF's vars_to_warm_start listing every variable does)",
+                self.non_trainable_left.len(),
+                self.non_trainable_left.join(", ")
+            ));
+        }
+        if !self.slots_left.is_empty() {
+            parts.push(format!(
+                "{} optimizer slot(s) keep their initial values: {} (WarmStart::with_slots() takes them too)",
+                self.slots_left.len(),
+                self.slots_left.join(", ")
+            ));
+        }
+        (!parts.is_empty()).then(|| {
+            format!(
+                "Warm-starting only trainable variables: {}",
+                parts.join("; ")
+            )
+        })
+    }
 }
 
 /// A source checkpoint, opened.
@@ -77,7 +110,7 @@ impl WarmStart {
     pub fn new(from: impl Into<PathBuf>) -> WarmStart {
         WarmStart {
             from: from.into(),
-            vars_to_warm_start: Regex::new(".*").expect("valid"),
+            vars_to_warm_start: match_everything(),
             var_name_to_prev_var_name: BTreeMap::new(),
             all_variables: false,
             slots: false,
@@ -120,6 +153,19 @@ impl WarmStart {
         self
     }
 
+    /// The same source read as a restore: every variable of the graph and the global step
+    /// (the name map kept), as `evaluate`, `predict` and `export` take a checkpoint path.
+    pub fn restore_all(&self) -> WarmStart {
+        WarmStart {
+            from: self.from.clone(),
+            vars_to_warm_start: match_everything(),
+            var_name_to_prev_var_name: self.var_name_to_prev_var_name.clone(),
+            all_variables: true,
+            slots: true,
+            global_step: true,
+        }
+    }
+
     /// Reads the values for `variables` from the source, checking every name and shape first.
     pub fn load(&self, variables: &[Variable]) -> Result<WarmValues, WarmStartError> {
         let source = self.open()?;
@@ -147,9 +193,15 @@ impl WarmStart {
         let mut mismatches = Vec::new();
         let mut wanted: Vec<Option<String>> = Vec::with_capacity(variables.len());
         let mut used = std::collections::BTreeSet::new();
+        let (mut non_trainable_left, mut slots_left) = (Vec::new(), Vec::new());
         for (v, &c) in variables.iter().zip(&chosen) {
             let take = c || (self.slots && slot_of_chosen(v));
             if !take {
+                if slot_of_chosen(v) {
+                    slots_left.push(v.name.clone());
+                } else if !v.trainable && self.vars_to_warm_start.is_match(&v.name) {
+                    non_trainable_left.push(v.name.clone());
+                }
                 wanted.push(None);
                 continue;
             }
@@ -210,6 +262,8 @@ impl WarmStart {
             source: source_path,
             values,
             global_step: step,
+            non_trainable_left,
+            slots_left,
         })
     }
 
@@ -242,6 +296,11 @@ impl WarmStart {
             ),
         })
     }
+}
+
+/// `.*` (every name).
+fn match_everything() -> Regex {
+    Regex::new(".*").expect("`.*` is a valid regex")
 }
 
 /// The checkpoint prefix (or tessel file) that `from` designates.
@@ -303,11 +362,16 @@ impl Source {
 
     fn read(&self, name: &str) -> Result<Array, WarmStartError> {
         match self {
-            Source::Tessel { variables, .. } => Ok(variables
+            Source::Tessel {
+                file, variables, ..
+            } => variables
                 .iter()
                 .find(|(n, _)| n == name)
                 .map(|(_, a)| a.clone())
-                .expect("checked by info")),
+                .ok_or_else(|| WarmStartError::Source {
+                    path: file.clone(),
+                    message: format!("it has no variable `{name}`"),
+                }),
             Source::Tf(b) => Ok(b.read(name)?),
         }
     }

@@ -7,6 +7,7 @@ use super::dealer::Dealer;
 use super::eval_input::{
     batch_bytes, eval_components, steps_that_fit, EvalBatches, READ_AHEAD_BYTES,
 };
+use super::eval_progress::EvalProgress;
 use super::input_fn::Input;
 use super::log::{tf_float, Log};
 use super::loop_runner::LoopRunner;
@@ -100,7 +101,7 @@ impl TpuEstimator {
         let mut loss_sum = 0.0;
         let mut examples = 0.0;
         let mut done = 0u64;
-        let total = steps.map_or("?".to_string(), |n| n.to_string());
+        let progress = EvalProgress::new(steps, input.dataset.cardinality(), shards);
         let ipl = self.config.tpu_config.iterations_per_loop;
         let fit = steps_that_fit(batch_bytes(&components), shards, READ_AHEAD_BYTES);
         loop {
@@ -160,14 +161,20 @@ impl TpuEstimator {
                 }
                 if let Some(metric_fn) = &traced.metric_fn {
                     let mask: Vec<f32> = dealt.iter().flat_map(|(m, _)| m.clone()).collect();
-                    let tensors = HostTensors {
-                        entries: concat_shards(&traced.outfed[1..], &per_shard_values)?,
-                        mask: Some(Array::new(
-                            ArrayShape::new(ElementType::F32, &[mask.len() as i64]),
-                            ArrayData::F32(mask),
-                        )),
-                    };
+                    let mask = Array::new(
+                        ArrayShape::new(ElementType::F32, &[mask.len() as i64]),
+                        ArrayData::F32(mask),
+                    );
+                    let tensors = HostTensors::new(
+                        concat_shards(&traced.outfed[1..], &per_shard_values)?,
+                        Some(mask.clone()),
+                    );
+                    // Every metric is weighted by the padding mask (TF's user never sees one).
+                    metrics.set_padding_mask(Some(mask));
                     metric_fn(&mut metrics, &tensors);
+                    if let Some(message) = tensors.missing_error() {
+                        return Err(EstimatorError::ModelFn(message));
+                    }
                     if let Some(e) = metrics.error() {
                         return Err(EstimatorError::ModelFn(format!(
                             "the metric_fn failed: {e}"
@@ -175,14 +182,20 @@ impl TpuEstimator {
                     }
                 }
                 done += 1;
-                log.info(format!("Evaluation [{done}/{total}]"));
+                if let Some(line) = progress.line_after_step(done) {
+                    log.info(line);
+                }
+            }
+            if let Some(line) = progress.line_after_loop(done) {
+                log.info(line);
             }
         }
-        let loss = if examples > 0.0 {
-            loss_sum / examples
-        } else {
-            0.0
-        };
+        if examples == 0.0 {
+            return Err(EstimatorError::Input(
+                "no examples to evaluate: the eval input_fn's dataset gave none (or only examples of weight 0)".into(),
+            ));
+        }
+        let loss = loss_sum / examples;
         let mut results = metrics.results();
         results.push(("loss".to_string(), loss));
         results.push(("global_step".to_string(), state.global_step as f64));

@@ -218,8 +218,8 @@ impl TpuEstimator {
             )));
         }
         let (mut module, variables, outputs) = self.trace_export(batch, serving_input)?;
-        // The latest checkpoint; with none, the warm-start source (a TF-trained model, say).
-        let state = HostState::restore_or_init(
+        // The latest checkpoint; with none, the warm-start path restored whole (a TF model).
+        let state = HostState::restore_or_load(
             &variables,
             &saver,
             self.config.tf_random_seed,
@@ -320,7 +320,7 @@ impl TpuEstimator {
             d.extend(dims);
             entries.push((name.clone(), g.tracer.parameter(name, d.as_slice(), *ty)));
         }
-        let features = Features::from_entries(entries);
+        let features = Features::from_entries(entries, &g.global_step.clone());
         let params: Params = self.params.with_batch_size(batch);
         let spec = (self.model_fn)(&mut g, &features, None, Mode::Predict, &params)?;
         if spec.predictions.is_empty() {

@@ -8,11 +8,13 @@
 //! | `spec` | `TpuEstimatorSpec`, `Features`, `EvalMetrics` |
 //! | `input_fn` | `InputFn`, `Input`: what an input_fn returns, and its batches for the device |
 //! | `trace_step` | a model_fn traced for one mode as a loop step |
+//! | `spec_check` | the spec's checks before compiling: each mode's needs, shapes, the metric_fn run once |
 //! | `variables_state` | the variables' first values: restored from a checkpoint or initialized |
 //! | `dealer` | one input pipeline's batches dealt to the shards in a fixed order |
 //! | `loop_runner` | compiled loops of `iterations_per_loop` steps |
 //! | `train` | `train(input_fn, steps, max_steps)`: loops, logs, summaries, checkpoints, NaN check, Ctrl-C |
 //! | `evaluate` | `evaluate(input_fn, steps)`: streaming metrics on the host |
+//! | `eval_progress` | `Evaluation [k/N]` at TF's cadence |
 //! | `eval_input` | evaluation's batches: the short last batch padded, a per-example mask |
 //! | `train_and_evaluate` | `train_and_evaluate(train_spec, eval_spec)`: train in chunks, evaluate after each |
 //! | `padding` | predict's batches: a short last batch padded to the static shape |
@@ -24,6 +26,7 @@
 mod dealer;
 mod dump;
 mod eval_input;
+mod eval_progress;
 mod evaluate;
 mod export;
 mod input_fn;
@@ -33,6 +36,7 @@ mod padding;
 mod params;
 mod predict;
 mod spec;
+mod spec_check;
 mod tpu_estimator;
 mod trace_step;
 mod train;
@@ -46,7 +50,7 @@ pub use export::{
 pub use input_fn::{Input, InputFn};
 pub use params::{Param, Params};
 pub use predict::{PredictIter, Prediction};
-pub use spec::{EvalMetrics, Features, HostTensors, MetricFn, TpuEstimatorSpec};
+pub use spec::{require_labels, EvalMetrics, Features, HostTensors, MetricFn, TpuEstimatorSpec};
 pub use tpu_estimator::TpuEstimator;
 pub use trace_step::ModelFn;
 pub use train::TrainResult;

@@ -9,7 +9,8 @@
 //! `tessel_compiler::training_loop`: every parameter that is not fed is carried.
 
 use super::params::Params;
-use super::spec::{Features, MetricFn, TpuEstimatorSpec};
+use super::spec::{quoted_list, Features, MetricFn, TpuEstimatorSpec};
+use super::spec_check::{check_spec, probe_metric_fn};
 use crate::error::EstimatorError;
 use crate::input::ValueSpec;
 use crate::model::variables::Variable;
@@ -111,15 +112,34 @@ pub fn trace_step(
         }
     }
     if let (Some(name), None, false) = (labels, &label_tensor, mode == Mode::Predict) {
+        let names: Vec<&str> = components
+            .iter()
+            .map(|c| c.name.as_str())
+            .filter(|n| *n != EVAL_MASK)
+            .collect();
         return Err(EstimatorError::Input(format!(
-            "the input_fn's dataset has no component `{name}` for the labels"
+            "the input_fn's dataset has no component `{name}` for the labels; its components are {}",
+            quoted_list(&names)
         )));
     }
-    let features = Features {
-        entries: features,
+    if let Some(m) = &mask {
+        g.set_padding_mask(m.clone());
+    }
+    let features = Features::new(
+        features,
         mask,
-    };
+        labels.map(str::to_string),
+        &g.global_step.clone(),
+    );
     let spec = model_fn(&mut g, &features, label_tensor.as_ref(), mode, params)?;
+    let batch = components.first().and_then(|c| c.dims.first().copied());
+    check_spec(&g, &spec, batch)?;
+    if let Some(m) = &spec.eval_metrics {
+        // Only a trace without mistakes has the shapes to run the metric_fn on.
+        if g.tracer.issues().is_empty() {
+            probe_metric_fn(m, num_shards)?;
+        }
+    }
 
     let mut outputs: Vec<Tensor> = vec![g.next_global_step()];
     let variables: Vec<Variable> = g.variables.all().map(|(_, v)| v.clone()).collect();
@@ -131,15 +151,12 @@ pub fn trace_step(
     let mut cross_shard = false;
     match mode {
         Mode::Train => {
-            let loss = spec.loss.ok_or_else(|| {
-                EstimatorError::ModelFn("in TRAIN mode the spec needs a loss".into())
-            })?;
-            let train_op = spec.train_op.ok_or_else(|| {
-                EstimatorError::ModelFn(
-                    "in TRAIN mode the spec needs a train_op (an optimizer's minimize(loss))"
-                        .into(),
-                )
-            })?;
+            // `check_spec` made sure both are there.
+            let (Some(loss), Some(train_op)) = (spec.loss, spec.train_op) else {
+                return Err(EstimatorError::ModelFn(
+                    "in TRAIN mode the spec needs a loss and a train_op".into(),
+                ));
+            };
             cross_shard = train_op.is_cross_shard();
             outputs.push(loss);
             outfed.push("loss".to_string());

@@ -141,6 +141,9 @@ impl TpuEstimator {
         if let Some(from) = &state.warm_started_from {
             log.info(format!("Warm-starting from: {}", from.display()));
         }
+        if let Some(note) = &state.warm_start_note {
+            log.warn(note);
+        }
         let start = state.global_step;
         let target = match (steps, max_steps) {
             (_, Some(max)) => max as i64,

@@ -20,6 +20,9 @@ pub struct HostState {
     pub restored_from: Option<PathBuf>,
     /// The warm start's source, when one gave the first values.
     pub warm_started_from: Option<PathBuf>,
+    /// What a warm start left at its initial values, as a log line (see
+    /// [`crate::checkpoint::WarmValues::left_behind_note`]).
+    pub warm_start_note: Option<String>,
 }
 
 const INPUT_BATCHES: &str = "batches";
@@ -61,6 +64,7 @@ impl HostState {
                 values,
                 input_batches: 0,
                 restored_from: None,
+                warm_start_note: warm.as_ref().and_then(|w| w.left_behind_note()),
                 warm_started_from: warm.map(|w| w.source),
             });
         };
@@ -99,7 +103,28 @@ impl HostState {
             input_batches,
             restored_from: Some(file),
             warm_started_from: None,
+            warm_start_note: None,
         })
+    }
+
+    /// The variables of evaluate, predict or export: the latest checkpoint of the model_dir;
+    /// with none, `source` (the estimator's warm-start path) read as a restore, every
+    /// variable of the graph and the global step (TF's `checkpoint_path`), so batch
+    /// normalization's moving statistics come too; with neither, the initial values.
+    pub fn restore_or_load(
+        variables: &[Variable],
+        saver: &Saver,
+        seed: Option<i64>,
+        source: Option<&WarmStart>,
+    ) -> Result<HostState, EstimatorError> {
+        let restore = source.filter(|_| matches!(saver.latest_file(), Ok(None)));
+        let full = restore.map(WarmStart::restore_all);
+        let mut state = HostState::restore_or_init(variables, saver, seed, full.as_ref())?;
+        // Read as a restore: it is reported as one, at the checkpoint's step.
+        if let Some(from) = state.warm_started_from.take() {
+            state.restored_from = Some(from);
+        }
+        Ok(state)
     }
 
     /// The checkpoint of this state.
@@ -145,9 +170,9 @@ fn type_and_dims(ty: ElementType, dims: &[i64]) -> String {
     format!("{ty}[{}]", dims.join(","))
 }
 
-/// The variables for evaluate or predict: the latest checkpoint, else the warm start, else
-/// the initial values with TF's warning (`purpose`: "evaluate", "predict"), logged as TF logs
-/// them.
+/// The variables for evaluate or predict: the latest checkpoint, else the warm-start path
+/// restored whole ([`HostState::restore_or_load`]), else the initial values with TF's warning
+/// (`purpose`: "evaluate", "predict"), logged as TF logs them.
 pub fn restore_for(
     estimator: &super::tpu_estimator::TpuEstimator,
     variables: &[Variable],
@@ -155,7 +180,7 @@ pub fn restore_for(
     log: &mut super::log::Log,
 ) -> Result<HostState, EstimatorError> {
     let saver = Saver::new(&estimator.model_dir, estimator.config.keep_checkpoint_max);
-    let state = HostState::restore_or_init(
+    let state = HostState::restore_or_load(
         variables,
         &saver,
         estimator.config.tf_random_seed,

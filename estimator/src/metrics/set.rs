@@ -3,9 +3,15 @@
 //!
 //! A metric is created by its first update under a name; later updates of that name add
 //! batches. A shape error is kept (the first one) and reported by `evaluate` after the
-//! batch, naming the metric.
+//! batch, naming the metric and the metric_fn's line.
+//!
+//! In `evaluate` the set holds the batch's padding mask (1 real, 0 padding): every update
+//! multiplies it into its weights, or uses it alone when the weights are `None`, so a
+//! metric_fn written as in TF counts exactly the real examples.
 
+use super::weights::padded_weights;
 use super::{Accuracy, Auc, Mean, MeanSquaredError, Metric, Precision, Recall, TopKAccuracy};
+use std::panic::Location;
 use tessel_compiler::ir::Array;
 
 enum Streaming {
@@ -37,6 +43,8 @@ impl Streaming {
 pub struct MetricSet {
     metrics: Vec<(String, Streaming)>,
     error: Option<String>,
+    /// The batch's padding mask, multiplied into every update's weights.
+    padding: Option<Array>,
 }
 
 impl MetricSet {
@@ -44,7 +52,14 @@ impl MetricSet {
         MetricSet::default()
     }
 
+    /// The padding mask of the batch the next updates see (f32 `[batch]`, 1 real, 0 padding):
+    /// each update's weights are multiplied by it, or are it when `None`.
+    pub(crate) fn set_padding_mask(&mut self, mask: Option<Array>) {
+        self.padding = mask;
+    }
+
     /// `tf.metrics.accuracy(labels, predictions, weights)` under `name`.
+    #[track_caller]
     pub fn accuracy(
         &mut self,
         name: &str,
@@ -52,25 +67,33 @@ impl MetricSet {
         predictions: &Array,
         weights: Option<&Array>,
     ) {
-        let r = match self.entry(name, || Streaming::Accuracy(Accuracy::new())) {
-            Streaming::Accuracy(m) => m
-                .update(labels, predictions, weights)
-                .map_err(|e| e.to_string()),
-            _ => Err(kind_changed(name)),
-        };
-        self.keep(name, r);
+        let at = Location::caller();
+        let r = self.weights(labels, weights).and_then(|w| {
+            match self.entry(name, || Streaming::Accuracy(Accuracy::new())) {
+                Streaming::Accuracy(m) => m
+                    .update(labels, predictions, w.as_ref())
+                    .map_err(|e| e.to_string()),
+                _ => Err(kind_changed(name)),
+            }
+        });
+        self.keep(name, at, r);
     }
 
     /// `tf.metrics.mean(values, weights)` under `name`.
+    #[track_caller]
     pub fn mean(&mut self, name: &str, values: &Array, weights: Option<&Array>) {
-        let r = match self.entry(name, || Streaming::Mean(Mean::new())) {
-            Streaming::Mean(m) => m.update(values, weights).map_err(|e| e.to_string()),
-            _ => Err(kind_changed(name)),
-        };
-        self.keep(name, r);
+        let at = Location::caller();
+        let r = self.weights(values, weights).and_then(|w| {
+            match self.entry(name, || Streaming::Mean(Mean::new())) {
+                Streaming::Mean(m) => m.update(values, w.as_ref()).map_err(|e| e.to_string()),
+                _ => Err(kind_changed(name)),
+            }
+        });
+        self.keep(name, at, r);
     }
 
     /// `tf.metrics.precision(labels, predictions, weights)` under `name`.
+    #[track_caller]
     pub fn precision(
         &mut self,
         name: &str,
@@ -78,16 +101,20 @@ impl MetricSet {
         predictions: &Array,
         weights: Option<&Array>,
     ) {
-        let r = match self.entry(name, || Streaming::Precision(Precision::new())) {
-            Streaming::Precision(m) => m
-                .update(labels, predictions, weights)
-                .map_err(|e| e.to_string()),
-            _ => Err(kind_changed(name)),
-        };
-        self.keep(name, r);
+        let at = Location::caller();
+        let r = self.weights(labels, weights).and_then(|w| {
+            match self.entry(name, || Streaming::Precision(Precision::new())) {
+                Streaming::Precision(m) => m
+                    .update(labels, predictions, w.as_ref())
+                    .map_err(|e| e.to_string()),
+                _ => Err(kind_changed(name)),
+            }
+        });
+        self.keep(name, at, r);
     }
 
     /// `tf.metrics.recall(labels, predictions, weights)` under `name`.
+    #[track_caller]
     pub fn recall(
         &mut self,
         name: &str,
@@ -95,16 +122,20 @@ impl MetricSet {
         predictions: &Array,
         weights: Option<&Array>,
     ) {
-        let r = match self.entry(name, || Streaming::Recall(Recall::new())) {
-            Streaming::Recall(m) => m
-                .update(labels, predictions, weights)
-                .map_err(|e| e.to_string()),
-            _ => Err(kind_changed(name)),
-        };
-        self.keep(name, r);
+        let at = Location::caller();
+        let r = self.weights(labels, weights).and_then(|w| {
+            match self.entry(name, || Streaming::Recall(Recall::new())) {
+                Streaming::Recall(m) => m
+                    .update(labels, predictions, w.as_ref())
+                    .map_err(|e| e.to_string()),
+                _ => Err(kind_changed(name)),
+            }
+        });
+        self.keep(name, at, r);
     }
 
     /// `tf.metrics.mean_squared_error(labels, predictions, weights)` under `name`.
+    #[track_caller]
     pub fn mean_squared_error(
         &mut self,
         name: &str,
@@ -112,20 +143,24 @@ impl MetricSet {
         predictions: &Array,
         weights: Option<&Array>,
     ) {
-        let r = match self.entry(
-            name,
-            || Streaming::MeanSquaredError(MeanSquaredError::new()),
-        ) {
-            Streaming::MeanSquaredError(m) => m
-                .update(labels, predictions, weights)
-                .map_err(|e| e.to_string()),
-            _ => Err(kind_changed(name)),
-        };
-        self.keep(name, r);
+        let at = Location::caller();
+        let r = self.weights(labels, weights).and_then(|w| {
+            match self.entry(
+                name,
+                || Streaming::MeanSquaredError(MeanSquaredError::new()),
+            ) {
+                Streaming::MeanSquaredError(m) => m
+                    .update(labels, predictions, w.as_ref())
+                    .map_err(|e| e.to_string()),
+                _ => Err(kind_changed(name)),
+            }
+        });
+        self.keep(name, at, r);
     }
 
     /// `tf.metrics.auc(labels, predictions, weights, num_thresholds)` under `name` (ROC,
     /// trapezoidal; TF's default is 200 thresholds). Predictions are probabilities.
+    #[track_caller]
     pub fn auc(
         &mut self,
         name: &str,
@@ -134,17 +169,21 @@ impl MetricSet {
         weights: Option<&Array>,
         num_thresholds: usize,
     ) {
-        let r = match self.entry(name, || Streaming::Auc(Auc::new(num_thresholds))) {
-            Streaming::Auc(m) => m
-                .update(labels, predictions, weights)
-                .map_err(|e| e.to_string()),
-            _ => Err(kind_changed(name)),
-        };
-        self.keep(name, r);
+        let at = Location::caller();
+        let r = self.weights(labels, weights).and_then(|w| {
+            match self.entry(name, || Streaming::Auc(Auc::new(num_thresholds))) {
+                Streaming::Auc(m) => m
+                    .update(labels, predictions, w.as_ref())
+                    .map_err(|e| e.to_string()),
+                _ => Err(kind_changed(name)),
+            }
+        });
+        self.keep(name, at, r);
     }
 
     /// Top-k accuracy (`in_top_k`) of scores `[batch, classes]` for integer labels `[batch]`
     /// under `name`.
+    #[track_caller]
     pub fn top_k_accuracy(
         &mut self,
         name: &str,
@@ -153,13 +192,24 @@ impl MetricSet {
         k: usize,
         weights: Option<&Array>,
     ) {
-        let r = match self.entry(name, || Streaming::TopK(TopKAccuracy::new(k))) {
-            Streaming::TopK(m) => m
-                .update(labels, predictions, weights)
-                .map_err(|e| e.to_string()),
-            _ => Err(kind_changed(name)),
-        };
-        self.keep(name, r);
+        let at = Location::caller();
+        let r = self.weights(labels, weights).and_then(|w| {
+            match self.entry(name, || Streaming::TopK(TopKAccuracy::new(k))) {
+                Streaming::TopK(m) => m
+                    .update(labels, predictions, w.as_ref())
+                    .map_err(|e| e.to_string()),
+                _ => Err(kind_changed(name)),
+            }
+        });
+        self.keep(name, at, r);
+    }
+
+    /// The weights an update uses: the user's times the padding mask (see the module doc).
+    fn weights(&self, values: &Array, weights: Option<&Array>) -> Result<Option<Array>, String> {
+        match &self.padding {
+            None => Ok(weights.cloned()),
+            Some(mask) => padded_weights(values, weights, mask).map(Some),
+        }
     }
 
     /// Every metric's value so far, by name, in first-update order.
@@ -186,9 +236,9 @@ impl MetricSet {
         &mut self.metrics[i].1
     }
 
-    fn keep(&mut self, name: &str, r: Result<(), String>) {
+    fn keep(&mut self, name: &str, at: &Location<'_>, r: Result<(), String>) {
         if let (Err(e), None) = (r, &self.error) {
-            self.error = Some(format!("metric `{name}`: {e}"));
+            self.error = Some(format!("metric `{name}` (at {at}): {e}"));
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Reading a batch's elements and broadcasting its weights to them, by TF's rule.
 
 use super::MetricError;
-use tessel_compiler::ir::Array;
+use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 
 /// `[2,3]` for messages.
 pub(crate) fn dims_text(a: &Array) -> String {
@@ -75,4 +75,28 @@ pub(crate) fn broadcast_weights(
             w.data.get_f64(index)
         })
         .collect())
+}
+
+/// Per-element weights of `values` for a padded batch: the user's `weights` (1 when `None`)
+/// times the padding `mask` `[batch]`, which weights `values` `[batch, ..]` by its first
+/// dimension; `f64` with the values' dimensions.
+pub(crate) fn padded_weights(
+    values: &Array,
+    weights: Option<&Array>,
+    mask: &Array,
+) -> Result<Array, String> {
+    let batch = mask.len() as i64;
+    if values.shape.dims.first() != Some(&batch) {
+        return Err(format!(
+            "the values are {}, but every metric is weighted by the batch's padding mask [{batch}], which needs the batch as their first dimension",
+            dims_text(values)
+        ));
+    }
+    let m = broadcast_weights(values, Some(mask)).map_err(|e| e.to_string())?;
+    let w = broadcast_weights(values, weights).map_err(|e| e.to_string())?;
+    let product: Vec<f64> = m.iter().zip(&w).map(|(a, b)| a * b).collect();
+    Ok(Array::new(
+        ArrayShape::new(ElementType::F64, values.shape.dims.as_slice()),
+        ArrayData::F64(product),
+    ))
 }

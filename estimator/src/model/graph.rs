@@ -53,6 +53,8 @@ pub struct Graph {
     pub(crate) variable_scopes: Vec<(String, Reuse)>,
     /// Random ops traced so far: each gets its own device stream (see `random.rs`).
     random_ops: u32,
+    /// EVAL's per-example padding mask (see [`Graph::padding_mask`]).
+    padding_mask: Option<Tensor>,
 }
 
 impl Graph {
@@ -72,7 +74,19 @@ impl Graph {
             num_shards: 1,
             variable_scopes: Vec::new(),
             random_ops: 0,
+            padding_mask: None,
         }
+    }
+
+    /// In EVAL, the per-example mask of the batch (f32 `[batch]`, 1 for a real example, 0 for
+    /// the zero padding of a short last batch); `None` in TRAIN and PREDICT. The `losses`
+    /// functions weight by it, so a loss is the mean over the real examples.
+    pub fn padding_mask(&self) -> Option<&Tensor> {
+        self.padding_mask.as_ref()
+    }
+
+    pub(crate) fn set_padding_mask(&mut self, mask: Tensor) {
+        self.padding_mask = Some(mask);
     }
 
     /// TF's unique layer name for `base`: `conv2d`, then `conv2d_1`, `conv2d_2`, ...

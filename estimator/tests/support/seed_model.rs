@@ -17,9 +17,9 @@ pub fn seed_logits(g: &mut Graph, features: &Tensor) -> Result<Tensor, LayerErro
     };
     let x = features.reshape(&[-1, 28, 28, 1]);
     let x = conv2d(g, &x, 32, [5, 5], same_relu())?;
-    let x = max_pooling2d(g, &x, [2, 2], [2, 2], Padding::Valid);
+    let x = max_pooling2d(g, &x, [2, 2], [2, 2], Padding::Valid)?;
     let x = conv2d(g, &x, 64, [5, 5], same_relu())?;
-    let x = max_pooling2d(g, &x, [2, 2], [2, 2], Padding::Valid);
+    let x = max_pooling2d(g, &x, [2, 2], [2, 2], Padding::Valid)?;
     let relu = Dense {
         activation: Activation::Relu,
         ..Dense::default()

@@ -1,11 +1,12 @@
 //! `tf.layers.average_pooling2d`: the mean of each window of an NHWC input; with SAME
 //! padding, border windows average only the input elements they cover, as TF does.
 
-use super::layer_name;
+use super::{layer_name, pooling_error, LayerError};
 use crate::model::graph::Graph;
 use tessel_compiler::trace::{Padding, Tensor};
 
-/// Average pooling over `pool_size` windows moved by `strides`.
+/// Average pooling over `pool_size` windows moved by `strides`. An input that is not rank 4
+/// (NHWC), or a window or stride below 1, is the layer's error.
 #[track_caller]
 pub fn average_pooling2d(
     g: &mut Graph,
@@ -13,10 +14,16 @@ pub fn average_pooling2d(
     pool_size: [i64; 2],
     strides: [i64; 2],
     padding: Padding,
-) -> Tensor {
+) -> Result<Tensor, LayerError> {
+    if !inputs.is_ok() {
+        return Ok(inputs.clone());
+    }
     let name = layer_name(g, &None, "average_pooling2d");
+    if let Some(e) = pooling_error("average_pooling2d", &name, inputs, pool_size, strides) {
+        return Err(e);
+    }
     g.tracer.push_scope(&name);
     let y = inputs.avg_pool(pool_size, strides, padding);
     g.tracer.pop_scope();
-    y
+    Ok(y)
 }

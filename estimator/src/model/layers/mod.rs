@@ -121,3 +121,24 @@ fn rank_error(layer: &'static str, name: &str, want: &str, x: &Tensor) -> LayerE
         ),
     }
 }
+
+/// A pooling layer's input error: the input is not NHWC, or a window or stride is below 1.
+fn pooling_error(
+    layer: &'static str,
+    name: &str,
+    x: &Tensor,
+    pool_size: [i64; 2],
+    strides: [i64; 2],
+) -> Option<LayerError> {
+    if x.rank() != 4 {
+        return Some(rank_error(layer, name, "an NHWC input of rank 4", x));
+    }
+    if pool_size.iter().chain(&strides).any(|&v| v < 1) {
+        return Some(LayerError::Input {
+            layer,
+            name: name.to_string(),
+            message: format!("pool_size {pool_size:?} and strides {strides:?} must be at least 1"),
+        });
+    }
+    None
+}
