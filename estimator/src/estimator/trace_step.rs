@@ -134,7 +134,7 @@ pub fn trace_step(
     let spec = model_fn(&mut g, &features, label_tensor.as_ref(), mode, params)?;
     let batch = components.first().and_then(|c| c.dims.first().copied());
     check_spec(&g, &spec, batch)?;
-    if let Some(m) = &spec.eval_metrics {
+    if let (Some(m), Mode::Eval) = (&spec.eval_metrics, mode) {
         // Only a trace without mistakes has the shapes to run the metric_fn on.
         if g.tracer.issues().is_empty() {
             probe_metric_fn(m, num_shards)?;
