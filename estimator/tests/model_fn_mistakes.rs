@@ -40,6 +40,7 @@ enum Mistake {
     MatmulShapes,
     PoolingRank,
     HostCallNotScalar,
+    ParamTypo,
     NoPredictions,
     PredictionNotBatchFirst,
 }
@@ -68,13 +69,17 @@ fn model_fn(
        + Sync
        + 'static {
     use Mistake as M;
-    move |g, features, labels, mode, _params| {
+    move |g, features, labels, mode, params| {
         let x = match mistake {
             M::FeatureTypo => &features["xx"],
             M::FeatureIsTheLabels => &features["label"],
             _ => &features["x"],
         };
         let rows = if mistake == M::MatmulShapes { 5 } else { 4 };
+        let lr = match mistake {
+            M::ParamTypo => params["learning_rat"].as_f64(),
+            _ => params["learning_rate"].as_f64(),
+        };
         let w = get_variable(
             g,
             "kernel",
@@ -119,7 +124,8 @@ fn model_fn(
         };
         if mode == Mode::Train {
             if mistake != M::NoTrainOp {
-                spec.train_op = Some(GradientDescent::new(0.1).minimize(g, &loss)?);
+                let lr = lr.unwrap_or(0.1) as f32;
+                spec.train_op = Some(GradientDescent::new(lr).minimize(g, &loss)?);
             }
             if mistake == M::HostCallNotScalar {
                 spec.host_call = vec![("lr".into(), logits.reduce_sum(&[1], false))];
@@ -194,7 +200,7 @@ fn error_of(mode: Mode, mistake: Mistake, input: InputMistake) -> String {
     let est = TpuEstimator::new(
         model_fn(mistake),
         config,
-        Params::new(),
+        Params::new().with("learning_rate", 0.1),
         true,
         16,
         Some(16),
@@ -318,6 +324,15 @@ fn every_mistake_is_a_clear_error_before_compiling() {
             vec!["host_call `lr` is f32[16] (made at estimator/tests/model_fn_mistakes.rs:", "must be a scalar"],
         ),
         (
+            Mode::Train,
+            M::ParamTypo,
+            I::None,
+            vec![
+                "params has no key `learning_rat` (at estimator/tests/model_fn_mistakes.rs:",
+                "its keys are `batch_size`, `learning_rate`",
+            ],
+        ),
+        (
             Mode::Predict,
             M::NoPredictions,
             I::None,
@@ -377,7 +392,7 @@ fn without_a_mistake_every_mode_runs() {
     let est = TpuEstimator::new(
         model_fn(Mistake::None),
         config,
-        Params::new(),
+        Params::new().with("learning_rate", 0.1),
         true,
         16,
         Some(16),

@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Index;
+use std::panic::Location;
+use std::sync::Mutex;
 
 /// One value of `params`.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,6 +84,28 @@ pub const RESERVED_KEYS: [&str; 2] = ["batch_size", "context"];
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Params {
     values: BTreeMap<String, Param>,
+    /// Keys `params["x"]` asked for that are absent, with the line that asked.
+    missing: MissingKeys,
+}
+
+/// What `params["absent"]` returns: no number, no string (`as_f64` and the others are `None`).
+static ABSENT: Param = Param::Bool(false);
+
+/// Absent keys asked for, reported after the model_fn returns (each `Params` value has its
+/// own list: a clone starts empty, and lists never make two `Params` differ).
+#[derive(Debug, Default)]
+struct MissingKeys(Mutex<Vec<(String, &'static Location<'static>)>>);
+
+impl Clone for MissingKeys {
+    fn clone(&self) -> MissingKeys {
+        MissingKeys::default()
+    }
+}
+
+impl PartialEq for MissingKeys {
+    fn eq(&self, _: &MissingKeys) -> bool {
+        true
+    }
 }
 
 impl Params {
@@ -120,14 +144,43 @@ impl Params {
     pub fn iter(&self) -> impl Iterator<Item = (&String, &Param)> {
         self.values.iter()
     }
+
+    /// The keys `params["x"]` asked for that are absent, with where, and the keys there are.
+    pub(crate) fn missing_error(&self) -> Option<String> {
+        let missing = self.missing.0.lock().unwrap_or_else(|e| e.into_inner());
+        if missing.is_empty() {
+            return None;
+        }
+        let asked: Vec<String> = missing
+            .iter()
+            .map(|(key, at)| format!("`{key}` (at {at})"))
+            .collect();
+        let keys: Vec<String> = self.values.keys().map(|k| format!("`{k}`")).collect();
+        Some(format!(
+            "params has no key {}; its keys are {} (TF's KeyError)",
+            asked.join(", "),
+            keys.join(", ")
+        ))
+    }
 }
 
 impl Index<&str> for Params {
     type Output = Param;
-    /// Panics when the key is absent, as `params["x"]` raises `KeyError` in Python.
+    /// An absent key (Python's `KeyError`) is recorded with this line and reported when the
+    /// model_fn returns, before anything is compiled; meanwhile it reads as a value that is no
+    /// number and no string.
+    #[track_caller]
     fn index(&self, key: &str) -> &Param {
-        self.values
-            .get(key)
-            .unwrap_or_else(|| panic!("params has no key {key:?}"))
+        match self.values.get(key) {
+            Some(v) => v,
+            None => {
+                self.missing
+                    .0
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((key.to_string(), Location::caller()));
+                &ABSENT
+            }
+        }
     }
 }

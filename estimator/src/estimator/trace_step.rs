@@ -131,7 +131,13 @@ pub fn trace_step(
         labels.map(str::to_string),
         &g.global_step.clone(),
     );
-    let spec = model_fn(&mut g, &features, label_tensor.as_ref(), mode, params)?;
+    let spec = model_fn(&mut g, &features, label_tensor.as_ref(), mode, params);
+    // An absent `params["key"]` is the first thing to report (the model_fn may have failed
+    // only because of it).
+    if let Some(message) = params.missing_error() {
+        return Err(EstimatorError::ModelFn(message));
+    }
+    let spec = spec?;
     let batch = components.first().and_then(|c| c.dims.first().copied());
     check_spec(&g, &spec, batch)?;
     if let (Some(m), Mode::Eval) = (&spec.eval_metrics, mode) {
