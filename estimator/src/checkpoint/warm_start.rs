@@ -79,11 +79,11 @@ impl WarmValues {
                 self.non_trainable_left.join(", ")
             ));
         }
-        if !self.slots_left.is_empty() {
+        // Slots are many (two per variable for Adam) and expected to restart: counted only.
+        if let Some(first) = self.slots_left.first() {
             parts.push(format!(
-                "{} optimizer slot(s) keep their initial values: {} (WarmStart::with_slots() takes them too)",
-                self.slots_left.len(),
-                self.slots_left.join(", ")
+                "{} optimizer slot(s) of the warm-started variables, such as {first}, keep their initial values (WarmStart::with_slots() takes them too)",
+                self.slots_left.len()
             ));
         }
         (!parts.is_empty()).then(|| {
@@ -389,5 +389,27 @@ impl Source {
                 Err(e) => Err(format!("`global_step`: {e}")),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_note_names_what_stays_behind_and_the_options() {
+        let mut w = WarmValues {
+            source: PathBuf::from("ckpt"),
+            values: vec![],
+            global_step: None,
+            non_trainable_left: vec![],
+            slots_left: vec![],
+        };
+        assert_eq!(w.left_behind_note(), None);
+        w.non_trainable_left = vec!["bn/moving_mean".into(), "bn/moving_variance".into()];
+        w.slots_left = vec!["dense/kernel/Adam".into(), "dense/kernel/Adam_1".into()];
+        let note = w.left_behind_note().unwrap();
+        assert!(note.starts_with("Warm-starting only trainable variables: 2 non-trainable variable(s) keep their initial values: bn/moving_mean, bn/moving_variance (WarmStart::all_variables() takes them too"), "{note}");
+        assert!(note.ends_with("; 2 optimizer slot(s) of the warm-started variables, such as dense/kernel/Adam, keep their initial values (WarmStart::with_slots() takes them too)"), "{note}");
     }
 }
