@@ -9,7 +9,9 @@ use support::random_array;
 use support::tiny::temp_dir;
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_compiler::trace::Tensor;
-use tessel_estimator::estimator::{require_labels, EvalMetrics, Features, HostTensors};
+use tessel_estimator::estimator::{
+    require_labels, EvalMetrics, Features, HostTensors, ServingInput,
+};
 use tessel_estimator::input::Dataset;
 use tessel_estimator::losses::{self, Reduction};
 use tessel_estimator::metrics::MetricSet;
@@ -411,4 +413,39 @@ fn without_a_mistake_every_mode_runs() {
         .unwrap()
         .count();
     assert_eq!(n, 40);
+}
+
+/// The export traces the model_fn on its own: an absent params key is its error too.
+#[test]
+fn export_reports_an_absent_params_key() {
+    let dir = temp_dir("mistakes_export");
+    let make = |mistake| {
+        let config = RunConfig {
+            model_dir: Some(dir.to_path_buf()),
+            ..RunConfig::default()
+        };
+        TpuEstimator::new(
+            model_fn(mistake),
+            config,
+            Params::new().with("learning_rate", 0.1),
+            true,
+            16,
+            Some(16),
+            Some(16),
+        )
+        .unwrap()
+        .quiet()
+    };
+    make(Mistake::None)
+        .train(input_fn(true, InputMistake::None), Some(1), None)
+        .unwrap();
+    let serving = ServingInput::new().feature("x", ElementType::F32, &[4]);
+    let e = make(Mistake::ParamTypo)
+        .export(dir.join("export"), &serving)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("params has no key `learning_rat` (at estimator/tests/model_fn_mistakes.rs:"),
+        "{e}"
+    );
 }

@@ -322,7 +322,11 @@ impl TpuEstimator {
         }
         let features = Features::from_entries(entries, &g.global_step.clone());
         let params: Params = self.params.with_batch_size(batch);
-        let spec = (self.model_fn)(&mut g, &features, None, Mode::Predict, &params)?;
+        let spec = (self.model_fn)(&mut g, &features, None, Mode::Predict, &params);
+        if let Some(message) = params.missing_error() {
+            return Err(EstimatorError::ModelFn(message));
+        }
+        let spec = spec?;
         if spec.predictions.is_empty() {
             return Err(EstimatorError::ModelFn(
                 "in PREDICT mode the spec needs predictions".into(),
