@@ -7,7 +7,8 @@
 //! cargo run --release --example fashion_mnist -- --data-dir DIR [--model-dir DIR]
 //!     [--batch-size 64] [--train-steps 2000] [--iterations 50] [--learning-rate 0.001]
 //!     [--mode train|evaluate|predict|export|all] [--export-dir DIR]
-//!     [--warm-start-from TESSEL_OR_TF_CHECKPOINT]
+//!     [--warm-start-from TESSEL_OR_TF_CHECKPOINT] [--random-seed N]
+//!     [--checkpoint-format safetensors|tf|both]
 //! ```
 //! `DIR` holds Fashion-MNIST's IDX files as distributed (`train-images-idx3-ubyte.gz`, ...);
 //! `estimator/data/fashion_mnist_slice/` holds the first 512 training and 300 test images.
@@ -15,15 +16,13 @@
 
 use clap::Parser;
 use std::path::{Path, PathBuf};
-use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
+use tessel_compiler::ir::ElementType;
 use tessel_compiler::trace::Tensor;
 use tessel_estimator::checkpoint::WarmStart;
 use tessel_estimator::estimator::{
     require_labels, EvalMetrics, EvalResult, Features, HostTensors, ServingInput,
 };
-use tessel_estimator::input::{
-    idx_dataset, Dataset, DatasetError, Element, ElementSpec, Value, ValueSpec,
-};
+use tessel_estimator::input::{idx_dataset_normalized, Dataset, Value};
 use tessel_estimator::losses::{self, Reduction};
 use tessel_estimator::metrics::MetricSet;
 use tessel_estimator::model::layers::{
@@ -34,8 +33,8 @@ use tessel_estimator::model::optimizers::Adam;
 use tessel_estimator::model::schedules::cosine_decay;
 use tessel_estimator::model::{CrossShardOptimizer, Optimizer};
 use tessel_estimator::{
-    EstimatorError, Graph, Input, Mode, Params, RunConfig, TpuConfig, TpuEstimator,
-    TpuEstimatorSpec,
+    CheckpointFormat, EstimatorError, Graph, Input, Mode, Params, RunConfig, TpuConfig,
+    TpuEstimator, TpuEstimatorSpec,
 };
 
 #[derive(Parser)]
@@ -63,6 +62,12 @@ pub struct Flags {
     /// predict and export on an empty model_dir restore it whole.
     #[arg(long)]
     pub warm_start_from: Option<PathBuf>,
+    /// TF's `tf_random_seed`: seeds the initializers and dropout (a run is then reproducible).
+    #[arg(long)]
+    pub random_seed: Option<i64>,
+    /// Checkpoints as tessel's safetensors, TF's tensor bundle (which TF restores), or both.
+    #[arg(long, default_value = "safetensors")]
+    pub checkpoint_format: CheckpointFormat,
 }
 
 /// What a run did, for the caller (the test) to check.
@@ -146,56 +151,6 @@ fn model_fn(
     })
 }
 
-/// The element the model takes: `image` f32[28, 28, 1] in [0, 1], `label` s32.
-fn example_spec() -> ElementSpec {
-    ElementSpec {
-        components: vec![
-            (
-                "image".into(),
-                ValueSpec::Dense {
-                    element_type: ElementType::F32,
-                    dims: vec![Some(28), Some(28), Some(1)],
-                },
-            ),
-            (
-                "label".into(),
-                ValueSpec::Dense {
-                    element_type: ElementType::S32,
-                    dims: vec![],
-                },
-            ),
-        ],
-    }
-}
-
-/// TF's `tf.cast(image, tf.float32) / 255.` and `tf.cast(label, tf.int32)`.
-fn to_example(e: Element) -> Result<Element, DatasetError> {
-    let fail = |message: &str| DatasetError::Function {
-        op: "map",
-        index: 0,
-        message: message.to_string(),
-    };
-    let (Some(Value::Dense(image)), Some(Value::Dense(label))) =
-        (e.values.first(), e.values.get(1))
-    else {
-        return Err(fail("an element without an image and a label"));
-    };
-    let ArrayData::U8(pixels) = &image.data else {
-        return Err(fail("the image is not u8"));
-    };
-    if pixels.len() != 28 * 28 {
-        return Err(fail("the image is not 28x28"));
-    }
-    let image: Vec<f32> = pixels.iter().map(|&p| p as f32 / 255.0).collect();
-    Ok(Element::new(vec![
-        Value::Dense(Array::new(
-            ArrayShape::new(ElementType::F32, &[28, 28, 1]),
-            ArrayData::F32(image),
-        )),
-        Value::Dense(Array::scalar_s32(label.data.get_f64(0) as i32)),
-    ]))
-}
-
 /// The split's examples: `train-*` or `t10k-*` files of `dir`.
 fn examples(dir: &Path, train: bool) -> Result<Dataset, EstimatorError> {
     let prefix = if train { "train" } else { "t10k" };
@@ -208,11 +163,12 @@ fn examples(dir: &Path, train: bool) -> Result<Dataset, EstimatorError> {
             gz
         }
     };
-    let raw = idx_dataset(&[
+    // TF's `tf.cast(image, tf.float32) / 255.`, `tf.cast(label, tf.int32)`, and a channel.
+    let ds = idx_dataset_normalized(
         ("image", file("images-idx3-ubyte")),
         ("label", file("labels-idx1-ubyte")),
-    ])?;
-    Ok(raw.map(|_| Ok(example_spec()), 2, to_example)?)
+    )?;
+    Ok(ds.reshape("image", &[28, 28, 1])?)
 }
 
 fn input_fn(dir: PathBuf, train: bool) -> impl Fn(&Params) -> Result<Input, EstimatorError> {
@@ -230,6 +186,8 @@ fn input_fn(dir: PathBuf, train: bool) -> impl Fn(&Params) -> Result<Input, Esti
 pub fn run(flags: &Flags) -> Result<Summary, EstimatorError> {
     let config = RunConfig {
         model_dir: flags.model_dir.clone(),
+        tf_random_seed: flags.random_seed,
+        checkpoint_format: flags.checkpoint_format,
         tpu_config: TpuConfig {
             iterations_per_loop: flags.iterations,
             ..TpuConfig::default()

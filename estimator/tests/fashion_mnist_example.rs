@@ -29,6 +29,8 @@ fn trains_evaluates_the_whole_slice_predicts_and_exports() {
         "20",
         "--learning-rate",
         "0.003",
+        "--random-seed",
+        "7",
     ]);
     let s = fashion_mnist::run(&flags).unwrap();
     assert_eq!(s.global_step, 60);
@@ -60,4 +62,50 @@ fn trains_evaluates_the_whole_slice_predicts_and_exports() {
     let export = s.export.expect("exported");
     ExportedModel::load(&export).expect("the export loads");
     assert!(export.join("model.hlo").is_file());
+
+    // A round trip through TF's checkpoint format: the same run writing only TF's tensor
+    // bundles evaluates and predicts as the safetensors run did; an empty model_dir restores
+    // its checkpoint (a TF checkpoint path) to the same figures.
+    let tf_dir = dir.join("tf_format");
+    let tf_flags = |mode: &str, model_dir: &std::path::Path, extra: &[&str]| {
+        let mut args = vec![
+            "fashion_mnist",
+            "--data-dir",
+            data,
+            "--model-dir",
+            model_dir.to_str().unwrap(),
+            "--batch-size",
+            "32",
+            "--train-steps",
+            "60",
+            "--iterations",
+            "20",
+            "--learning-rate",
+            "0.003",
+            "--random-seed",
+            "7",
+            "--mode",
+            mode,
+        ];
+        args.extend_from_slice(extra);
+        fashion_mnist::Flags::parse_from(args)
+    };
+    let tf = fashion_mnist::run(&tf_flags("all", &tf_dir, &["--checkpoint-format", "tf"])).unwrap();
+    assert!(tf_dir.join("model.ckpt-60.index").is_file());
+    assert!(!tf_dir.join("model.ckpt-60.safetensors").exists());
+    let tf_eval = tf.eval.expect("evaluated");
+    assert_eq!(tf_eval.metric("accuracy"), Some(accuracy));
+    assert_eq!(tf_eval.loss, eval.loss);
+    assert_eq!(tf.predicted, s.predicted);
+    let restored_dir = dir.join("restored");
+    let ckpt = tf_dir.join("model.ckpt-60");
+    let restored = fashion_mnist::run(&tf_flags(
+        "evaluate",
+        &restored_dir,
+        &["--warm-start-from", ckpt.to_str().unwrap()],
+    ))
+    .unwrap();
+    let restored = restored.eval.expect("evaluated");
+    assert_eq!(restored.global_step, 60);
+    assert_eq!(restored.metric("accuracy"), Some(accuracy));
 }
