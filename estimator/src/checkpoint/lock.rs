@@ -100,50 +100,22 @@ fn read_holder(file: &mut File) -> std::io::Result<String> {
     Ok(text.trim().to_string())
 }
 
-/// `pid 1234 on host NAME, started 2026-11-27 10:26:27 UTC`.
+/// `pid 1234 on host NAME, started 2026-11-27T10:26:27 UTC`.
 fn this_holder() -> String {
     let host = gethostname::gethostname().to_string_lossy().into_owned();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     format!(
-        "pid {} on host {host}, started {}\n",
+        "pid {} on host {host}, started {} UTC\n",
         std::process::id(),
-        utc_text(now)
-    )
-}
-
-/// Seconds since the Unix epoch as `YYYY-MM-DD HH:MM:SS UTC` (the civil-from-days rule).
-pub(crate) fn utc_text(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
+        crate::estimator::log::utc_iso(now)
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utc_text_is_the_calendar_date() {
-        assert_eq!(utc_text(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc_text(951_782_400), "2000-02-29 00:00:00 UTC");
-        assert_eq!(utc_text(1_795_775_187), "2026-11-27 10:26:27 UTC");
-    }
 
     #[test]
     fn one_holder_at_a_time_and_a_clean_release_is_not_stale() {

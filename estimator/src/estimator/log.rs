@@ -104,9 +104,38 @@ pub fn tf_g(v: f64) -> String {
     }
 }
 
+/// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SS` in UTC (the civil date from days
+/// since 1970-01-01, Howard Hinnant's algorithm).
+pub(crate) fn utc_iso(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_iso_is_the_calendar_date() {
+        assert_eq!(utc_iso(0), "1970-01-01T00:00:00");
+        assert_eq!(utc_iso(951_782_400), "2000-02-29T00:00:00");
+        assert_eq!(utc_iso(1_795_775_187), "2026-11-27T10:26:27");
+    }
 
     #[test]
     fn g_format_matches_pythons() {

@@ -32,7 +32,7 @@ mod evaluate;
 mod export;
 mod exported_model;
 mod input_fn;
-mod log;
+pub(crate) mod log;
 mod loop_runner;
 mod padding;
 mod params;
