@@ -1,7 +1,7 @@
-//! The seed's training input pipeline on MNIST-sized data (60000 u8 [28, 28] images and s32
+//! The guide's training input pipeline on MNIST-sized data (60000 u8 [28, 28] images and s32
 //! labels, synthetic so the benchmark needs no files): from_tensor_slices -> map (cast to f32,
 //! /255 - 0.5) -> cache -> repeat -> batch(128, drop_remainder) -> prefetch(4), as
-//! the seed's input_fn in `estimator/examples/mnist.rs` (which, like TF's, does not shuffle). Prints examples/s
+//! the guide's input_fn in `estimator/examples/mnist.rs` (which, like TF's, does not shuffle). Prints examples/s
 //! and µs per batch for the first epoch (the map runs) and the cached epochs after it, on 1
 //! thread (everything on the caller), 2 (the pipeline on the prefetch thread) and 3 (two map
 //! workers and the prefetch thread); the same through the infeed source; and what resuming at
@@ -41,7 +41,7 @@ fn mnist_like() -> Dataset {
     .unwrap()
 }
 
-/// The seed's normalization: `tf.cast(image, tf.float32) / 255 - 0.5`.
+/// The guide's normalization: `tf.cast(image, tf.float32) / 255 - 0.5`.
 fn normalize(mut e: Element) -> Result<Element, DatasetError> {
     if let Value::Dense(a) = &e.values[0] {
         if let ArrayData::U8(px) = &a.data {
@@ -61,7 +61,7 @@ fn float_images(s: &ElementSpec) -> Result<ElementSpec, DatasetError> {
     Ok(s)
 }
 
-/// The seed's pipeline with `map_workers` map threads (1: on the pipeline's thread), with or
+/// The guide's pipeline with `map_workers` map threads (1: on the pipeline's thread), with or
 /// without a prefetch thread.
 fn pipeline(source: &Dataset, map_workers: usize, prefetch: bool) -> Dataset {
     let d = source

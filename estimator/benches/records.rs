@@ -1,5 +1,5 @@
 //! Reading MNIST's `train.tfrecords` (60000 records): read, `parse_single_example`,
-//! `decode_raw`, normalize to f32 in [-0.5, 0.5) and batch 128 (the seed's input_fn), on 1
+//! `decode_raw`, normalize to f32 in [-0.5, 0.5) and batch 128 (the guide's input_fn), on 1
 //! thread and with a reader + 2 workers; prints examples/s and the cost of one batch. A
 //! benchmark, not a timed test.
 //!

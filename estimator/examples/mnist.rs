@@ -1,4 +1,4 @@
-//! The seed's MNIST program (TPUEstimator's guide), ported line by line: the same model_fn,
+//! The guide's MNIST program (TPUEstimator's guide), ported line by line: the same model_fn,
 //! input_fn, flags and log lines. See `docs/estimator.md` for the side-by-side port.
 //!
 //! ```text
@@ -44,7 +44,7 @@ use tessel_estimator::{
     TpuEstimator, TpuEstimatorSpec,
 };
 
-/// The seed's FLAGS.
+/// The guide's FLAGS.
 #[derive(Parser)]
 struct Flags {
     #[arg(long)]
@@ -162,7 +162,7 @@ fn model_fn(
     Ok(spec)
 }
 
-/// The seed's parser: `parse_single_example` of `image_raw` and `label`, then
+/// The guide's parser: `parse_single_example` of `image_raw` and `label`, then
 /// `tf.cast(decode_raw(image_raw, uint8), float32) * (1. / 255) - 0.5` with `set_shape([784])`.
 fn tfrecord_source(path: &Path) -> Result<Dataset, EstimatorError> {
     let spec = ParseSpec::new()
@@ -191,7 +191,7 @@ fn idx_source(train: bool) -> Result<Dataset, EstimatorError> {
     Ok(ds.reshape("image", &[784])?.scale("image", 1.0, -0.5)?)
 }
 
-/// The seed's input_fn: parse, cache, repeat when training, batch with drop_remainder, prefetch.
+/// The guide's input_fn: parse, cache, repeat when training, batch with drop_remainder, prefetch.
 fn input_fn(
     file: Option<PathBuf>,
     train: bool,

@@ -474,7 +474,7 @@ fn batching_elements_of_different_shapes_is_an_error() {
 
 #[test]
 fn the_device_gets_only_static_dense_batches() {
-    // Unknown batch dimension: the seed's advice.
+    // Unknown batch dimension: the guide's advice.
     let err = tessel_estimator::input::dataset::infeed_source(
         &numbers(10).batch(4, false).unwrap(),
         &["y"],

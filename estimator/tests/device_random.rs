@@ -135,7 +135,7 @@ fn replicas_draw_differently_and_both_backends_agree() {
     assert_eq!(interp[0], single);
 }
 
-/// A measurement, not a timed test: the device cost of the seed's dropout mask
+/// A measurement, not a timed test: the device cost of the guide's dropout mask
 /// (`random_uniform` of [128, 128]; other shapes with `DIMS=1024,128`) per step on the JIT.
 #[test]
 #[ignore = "a measurement; run with --ignored --nocapture"]

@@ -206,7 +206,7 @@ fn gradients_match_finite_differences() {
     }
 }
 
-/// The seed's hand-written loss and `sparse_softmax_cross_entropy` with TF's defaults give
+/// The guide's hand-written loss and `sparse_softmax_cross_entropy` with TF's defaults give
 /// the same loss and the same gradient (f32, the training step's case).
 #[test]
 fn sparse_cross_entropy_equals_the_hand_written_loss() {

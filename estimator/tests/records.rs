@@ -1,5 +1,5 @@
 //! TFRecord files end to end: round trips (plain, GZIP, ZLIB, many files), and every kind of
-//! bad input with its exact error (issue 13's "Bad input"), plus property tests that random
+//! bad input with its exact error, plus property tests that random
 //! bytes and mutated files never panic and that any single changed byte is detected.
 
 use proptest::prelude::*;

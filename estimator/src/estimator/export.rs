@@ -79,7 +79,7 @@ pub struct Signature {
 }
 
 impl Signature {
-    /// The issue's layout: keys in its order, one parameter or output per line.
+    /// A fixed layout: keys in a fixed order, one parameter or output per line.
     pub fn to_json(&self) -> String {
         let q = |s: &str| Json::from(s).to_string();
         let dims = |d: &[i64]| {
@@ -409,7 +409,7 @@ mod tests {
     }
 
     #[test]
-    fn signature_json_round_trips_in_the_issue_form() {
+    fn signature_json_round_trips_in_its_fixed_form() {
         let sig = Signature {
             batch_size: 128,
             parameters: vec![SignatureParameter {

@@ -153,7 +153,7 @@ impl TpuEstimator {
         Arc::clone(&self.stop)
     }
 
-    /// Replicas the step runs on: `num_shards` with `use_tpu`, else 1 (the seed's local run).
+    /// Replicas the step runs on: `num_shards` with `use_tpu`, else 1 (the guide's local run).
     pub fn replicas(&self) -> usize {
         if self.use_tpu {
             self.config.num_shards()

@@ -1,5 +1,5 @@
 //! Helpers shared by the estimator's integration tests: running a traced graph on the
-//! interpreter or the JIT, random test data, and the seed's model_fn.
+//! interpreter or the JIT, random test data, and the guide's model_fn.
 #![allow(dead_code)]
 
 pub mod seed_model;

@@ -1,4 +1,4 @@
-//! The seed's MNIST model_fn (TPUEstimator's guide, as in `estimator/examples/mnist.rs`) written with tessel's
+//! The guide's MNIST model_fn (TPUEstimator's guide, as in `estimator/examples/mnist.rs`) written with tessel's
 //! layers, line for line: reshape, conv2d 32 5x5 same relu, max_pool 2, conv2d 64, max_pool,
 //! flatten, dense 128 relu, dropout 0.4 in training, dense 10.
 
@@ -30,7 +30,7 @@ pub fn seed_logits(g: &mut Graph, features: &Tensor) -> Result<Tensor, LayerErro
     dense(g, &x, 10, Dense::default())
 }
 
-/// The seed's loss: softmax cross-entropy of the one-hot labels, averaged over the batch.
+/// The guide's loss: softmax cross-entropy of the one-hot labels, averaged over the batch.
 pub fn seed_loss(logits: &Tensor, labels: &Tensor) -> Tensor {
     let onehot = labels.one_hot(10, tessel_compiler::ir::ElementType::F32);
     logits

@@ -5,7 +5,7 @@
 use crate::input::RecordContext;
 use thiserror::Error;
 
-/// Advice for a value the device cannot take because a dimension is unknown (the seed's own).
+/// Advice for a value the device cannot take because a dimension is unknown (the guide's own).
 pub const STATIC_SHAPE_ADVICE: &str = "the device needs static shapes: use batch(n, drop_remainder=true), or padded_batch_with_mask for evaluation over every example";
 
 /// An error building or iterating a [`super::Dataset`].

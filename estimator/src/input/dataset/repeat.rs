@@ -4,7 +4,7 @@
 //! A positioned iterator jumps straight to its epoch and offset when the input's cardinality is
 //! known (a known cardinality is the same for every pass). When it is not (a file, a filter),
 //! it reads and drops whole epochs until the cardinality becomes known, then jumps: a file
-//! below a `cache()` is known once the first pass has filled the cache, so resuming the seed's
+//! below a `cache()` is known once the first pass has filled the cache, so resuming the guide's
 //! pipeline deep into training costs one epoch, not all of them. Without a cache every epoch
 //! up to the position is read (epochs may differ in length: a `take` after a shuffle keeps a
 //! different subset each epoch, which a filter after it thins differently).

@@ -8,7 +8,7 @@ use crate::model::random::random_uniform;
 use tessel_compiler::ir::ElementType;
 use tessel_compiler::trace::Tensor;
 
-/// Dropout when `training` (the seed passes `mode == TRAIN`; here `g.mode == Mode::Train`),
+/// Dropout when `training` (the guide's model_fn passes `mode == TRAIN`; here `g.mode == Mode::Train`),
 /// the identity otherwise. The input's dimensions must be fixed (a batch with
 /// `drop_remainder`).
 #[track_caller]
