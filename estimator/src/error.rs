@@ -18,6 +18,9 @@ pub enum EstimatorError {
     Input(String),
     #[error("the model_fn failed: {0}")]
     ModelFn(String),
+    /// A metric the metric_fn asked for could not be computed (its tensors' shapes or types).
+    #[error("the metric_fn failed: {0}")]
+    MetricFn(String),
     #[error(transparent)]
     Trace(#[from] TraceError),
     #[error(transparent)]

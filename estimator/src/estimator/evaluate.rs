@@ -183,9 +183,7 @@ impl TpuEstimator {
                         return Err(EstimatorError::ModelFn(message));
                     }
                     if let Some(e) = metrics.error() {
-                        return Err(EstimatorError::ModelFn(format!(
-                            "the metric_fn failed: {e}"
-                        )));
+                        return Err(EstimatorError::MetricFn(e.to_string()));
                     }
                 }
                 done += 1;

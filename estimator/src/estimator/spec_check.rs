@@ -183,9 +183,7 @@ pub(crate) fn probe_metric_fn(metrics: &EvalMetrics, shards: usize) -> Result<()
         return Err(EstimatorError::ModelFn(message));
     }
     if let Some(e) = set.error() {
-        return Err(EstimatorError::ModelFn(format!(
-            "the metric_fn failed: {e}"
-        )));
+        return Err(EstimatorError::MetricFn(e.to_string()));
     }
     Ok(())
 }
