@@ -256,7 +256,7 @@ fn every_mistake_is_a_clear_error_before_compiling() {
             M::MetricShapes,
             I::None,
             vec![
-                "metric `accuracy` (at estimator/tests/model_fn_mistakes.rs:",
+                "the metric_fn failed: metric `accuracy` (at estimator/tests/model_fn_mistakes.rs:",
                 "shapes [16] and [16, 3] are incompatible",
             ],
         ),
@@ -375,6 +375,10 @@ fn every_mistake_is_a_clear_error_before_compiling() {
                 "{mode:?} {mistake:?} {input:?}: `{w}` not in:\n{e}"
             );
         }
+        assert!(
+            !e.contains("failed: the metric_fn failed"),
+            "a doubled prefix: {e}"
+        );
         // Found while tracing: the metric_fn ran at most once (its check), on no batch.
         assert!(
             METRIC_FN_CALLS.load(Ordering::SeqCst) <= 1,
