@@ -17,12 +17,14 @@
 //! state file is in place. [`ModelDirLock`] keeps a second trainer out of a model_dir.
 
 mod lock;
+mod run_seed;
 mod saver;
 mod state_file;
 pub mod tf_bundle;
 mod warm_start;
 
 pub use lock::{LockError, ModelDirLock, LOCK_FILE};
+pub use run_seed::{run_seed, SEED_FILE};
 pub use saver::{read_checkpoint, Checkpoint, CheckpointError, Restored, Saver};
 pub use state_file::CheckpointState;
 pub use tf_bundle::{TfBundle, TfBundleError};

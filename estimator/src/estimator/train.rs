@@ -20,8 +20,8 @@ use super::params::Params;
 use super::tpu_estimator::TpuEstimator;
 use super::trace_step::{fed_components, trace_step};
 use super::variables_state::{first_non_finite, HostState};
-use crate::checkpoint::{ModelDirLock, Saver};
-use crate::config::{CheckpointInterval, InputPipelineConfig};
+use crate::checkpoint::{run_seed, ModelDirLock, Saver};
+use crate::config::{CheckpointInterval, InputPipelineConfig, RunConfig};
 use crate::error::EstimatorError;
 use crate::model::Mode;
 use crate::summary::EventWriter;
@@ -113,6 +113,12 @@ impl TpuEstimator {
             ));
         }
         remove_leftover_temporaries(&self.model_dir, &mut log)?;
+        // The seed kept with the model_dir when none is configured: resumes draw alike.
+        let seed = run_seed(&self.model_dir, self.config.tf_random_seed)?;
+        let config = RunConfig {
+            tf_random_seed: Some(seed),
+            ..self.config.clone()
+        };
 
         let shards = self.replicas();
         let params = self.params_for(self.train_batch_size);
@@ -136,7 +142,7 @@ impl TpuEstimator {
             &components,
             inputs[0].labels.as_deref(),
             shards,
-            self.config.tf_random_seed,
+            Some(seed),
         )?;
         log.info("Done calling model_fn.");
         if shards > 1 && !traced.cross_shard {
@@ -148,7 +154,7 @@ impl TpuEstimator {
         let mut state = HostState::restore_or_init(
             &traced.variables,
             &saver,
-            &self.config,
+            &config,
             self.warm_start.as_ref(),
             &mut log,
         )?;

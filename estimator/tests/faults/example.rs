@@ -3,7 +3,7 @@
 //! evaluation stops it (130); a step count that would wrap, and a batch whose compiled loop
 //! does not fit in memory, are refused before anything runs out.
 
-use super::mnist_train;
+use super::{mnist_train, mnist_unseeded};
 use crate::support::tiny::{checkpoint_steps, ckpt_bytes, temp_dir};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
@@ -177,5 +177,53 @@ fn a_loop_that_does_not_fit_in_memory_is_refused() {
     assert!(
         log.contains("4000000000 bytes (3.7 GiB) of memory are available"),
         "{log}"
+    );
+}
+
+/// Without `--random-seed`, two resumes of one checkpoint used to draw different dropout
+/// masks (a seed per process). The seed drawn by the first run is kept in the model_dir, so
+/// two copies of a model_dir resumed to the same step give the same bytes.
+#[test]
+fn resumes_without_a_seed_are_exact() {
+    let flags = ["--save-checkpoints-steps", "10"];
+    let first = temp_dir("noseed");
+    let out = mnist_unseeded(&first, 10, &flags).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seed = std::fs::read_to_string(first.join("random_seed")).unwrap();
+    assert!(seed.trim().parse::<i64>().is_ok(), "{seed:?}");
+    let copies = [temp_dir("noseed_a"), temp_dir("noseed_b")];
+    for copy in &copies {
+        for entry in std::fs::read_dir(&*first).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_file() {
+                std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+            }
+        }
+        let out = mnist_unseeded(copy, 20, &flags).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(
+        ckpt_bytes(&copies[0], 20) == ckpt_bytes(&copies[1], 20),
+        "two resumes of one unseeded model_dir differ"
+    );
+    // The seed is the run's: a run in another model_dir draws its own.
+    let other = temp_dir("noseed_other");
+    let out = mnist_unseeded(&other, 10, &flags).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(
+        std::fs::read_to_string(other.join("random_seed")).unwrap(),
+        seed
     );
 }
