@@ -18,6 +18,9 @@
 //! one, or one in any other phase, exits at once. SIGTERM is how a scheduler or a preemptible
 //! VM stops a job: the rerun of the same command resumes from the checkpoint saved.
 
+#[path = "common/mnist_data.rs"]
+mod mnist_data;
+
 use clap::Parser;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,7 +43,7 @@ use tessel_estimator::model::optimizers::GradientDescent;
 use tessel_estimator::model::schedules::exponential_decay;
 use tessel_estimator::model::{CrossShardOptimizer, Optimizer};
 use tessel_estimator::{
-    mnist_data, CheckpointFormat, EstimatorError, Graph, Input, Mode, Params, RunConfig, TpuConfig,
+    CheckpointFormat, EstimatorError, Graph, Input, Mode, Params, RunConfig, TpuConfig,
     TpuEstimator, TpuEstimatorSpec,
 };
 

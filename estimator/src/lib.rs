@@ -10,7 +10,6 @@
 //! - [`metrics`]: host-side streaming metrics (`tf.metrics`) for `eval_metrics`.
 //! - [`summary`]: TensorBoard event files (scalars).
 //! - [`estimator`]: `TpuEstimator`: train and evaluate a model_fn fed by an input_fn.
-//! - [`mnist_data`]: the MNIST IDX files bundled in the repository, MD5-checked.
 
 pub mod checkpoint;
 pub mod config;
@@ -19,7 +18,6 @@ pub mod estimator;
 pub mod input;
 pub mod losses;
 pub mod metrics;
-pub mod mnist_data;
 pub mod model;
 pub mod summary;
 

@@ -3,6 +3,9 @@
 //! replaced, and wrong-size images are an error naming the element and its record, with no
 //! panic anywhere in the pipeline.
 
+#[path = "../examples/common/mnist_data.rs"]
+mod mnist_data;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
@@ -15,7 +18,7 @@ use tessel_estimator::input::{
     idx_dataset_normalized, tfrecord_dataset, Dataset, DatasetError, Element, ElementSpec, Value,
     ValueSpec,
 };
-use tessel_estimator::{mnist_data, EstimatorError, Input, Params};
+use tessel_estimator::{EstimatorError, Input, Params};
 
 // The lines between the markers are the ones docs/input.md shows (indented 4 more here).
 #[rustfmt::skip]

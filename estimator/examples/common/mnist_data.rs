@@ -1,11 +1,13 @@
 //! MNIST as bundled in the repository (`estimator/data/mnist/`, the original IDX `.gz`
 //! files), checked against their well-known MD5 digests before use, so a damaged copy is an
-//! error naming the file rather than a silently worse model.
+//! error naming the file rather than a silently worse model. The examples and the tests that
+//! run their input include this file (`#[path]`); the library has no data paths.
+#![allow(dead_code)] // each includer uses part of it
 
-use crate::input::idx::read_idx;
 use md5::{Digest, Md5};
 use std::path::{Path, PathBuf};
 use tessel_compiler::ir::Array;
+use tessel_estimator::input::idx::read_idx;
 
 /// The four files and their MD5 digests (as published with MNIST, and in `MD5SUMS`).
 pub const FILES: [(&str, &str); 4] = [
