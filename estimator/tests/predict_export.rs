@@ -25,7 +25,7 @@ fn model_fn(
     features: &Features,
     labels: Option<&Tensor>,
     mode: Mode,
-    _params: &Params,
+    params: &Params,
 ) -> Result<TpuEstimatorSpec, EstimatorError> {
     let logits = dense(g, &features["x"], 3, Dense::default())?;
     let mut spec = TpuEstimatorSpec::new(mode);
@@ -33,8 +33,17 @@ fn model_fn(
         spec.predictions = vec![
             ("classes".into(), logits.argmax(1)),
             ("probabilities".into(), logits.softmax(1)),
-            ("logits".into(), logits),
         ];
+        // A value a TPU has no type for, for the export's legality check.
+        let wide = params.get("f64_logits").is_some();
+        spec.predictions.push((
+            "logits".into(),
+            if wide {
+                logits.cast(ElementType::F64)
+            } else {
+                logits
+            },
+        ));
         return Ok(spec);
     }
     let labels = labels.expect("labels in TRAIN");
@@ -479,4 +488,38 @@ fn an_export_predicts_any_number_of_rows_as_predict_does() {
         e.contains("different numbers of rows: `x` has 5, `w` has 6"),
         "{e}"
     );
+}
+
+/// Export compiles through the session: a PREDICT module the device cannot run (a 64-bit
+/// value) is refused with the legality check's words, as train and predict refuse it.
+#[test]
+fn export_refuses_what_the_device_cannot_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("model");
+    train(&model_dir);
+    let config = RunConfig {
+        model_dir: Some(model_dir),
+        tf_random_seed: Some(7),
+        ..RunConfig::default()
+    };
+    let est = TpuEstimator::new(
+        model_fn,
+        config,
+        Params::new().with("f64_logits", 1),
+        true,
+        8,
+        None,
+        Some(8),
+    )
+    .unwrap()
+    .quiet();
+    let serving = ServingInput::new().feature("x", ElementType::F32, &[4]);
+    let base = dir.path().join("export");
+    let e = est.export(&base, &serving).unwrap_err().to_string();
+    assert!(
+        e.starts_with("export: the PREDICT module cannot run on the device: "),
+        "{e}"
+    );
+    assert!(e.contains("f64"), "{e}");
+    assert!(!base.exists() || std::fs::read_dir(&base).unwrap().next().is_none());
 }

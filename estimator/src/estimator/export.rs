@@ -22,10 +22,10 @@ use crate::model::variables::Variable;
 use crate::model::{Graph, Mode};
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
-use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::{parse_module, print_module, PrintOptions};
 use tessel_compiler::ir::{Array, ElementType, Module};
 use tessel_runtime::host_io::write_safetensors;
+use tessel_runtime::session::{optimize_for_device, SessionError};
 
 /// TF's `serving_input_receiver_fn`, reduced to what it declares: each feature's name,
 /// element type and per-example dims. The export takes them at `predict_batch_size`.
@@ -215,7 +215,7 @@ impl TpuEstimator {
                 self.model_dir.display()
             )));
         }
-        let (mut module, variables, outputs) = self.trace_export(batch, serving_input)?;
+        let (module, variables, outputs) = self.trace_export(batch, serving_input)?;
         // The latest checkpoint; with none, the warm-start path restored whole (a TF model).
         let state = HostState::restore_or_load(
             &variables,
@@ -224,13 +224,14 @@ impl TpuEstimator {
             self.warm_start.as_ref(),
             &mut super::log::Log::new(self.quiet),
         )?;
-        // The module must be one the device runs: check before optimizing (the JIT's rules).
-        tessel_compiler::verifier::verify(&module).map_err(|errors| {
-            let shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-            export_err("the PREDICT module is not valid", shown.join("; "))
+        // Through the session, as train and predict compile: the module is verified and must be
+        // one the device runs (its legality rules) before it is optimized and written.
+        let module = optimize_for_device(&module, &self.device()).map_err(|e| match e {
+            SessionError::NotLegal { rendered, .. } => {
+                export_err("the PREDICT module cannot run on the device", rendered)
+            }
+            other => export_err("the PREDICT module", other),
         })?;
-        optimize(&mut module, &CompileOptions::default())
-            .map_err(|e| export_err("optimizing the PREDICT module", e))?;
         let text = print_module(&module, &PrintOptions { canonical: true });
         // What is written must read back.
         parse_module(&text, Some("model.hlo"))

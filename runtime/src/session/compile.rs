@@ -69,6 +69,16 @@ pub fn compile_loop(
     LoopProgram::new(step, spec, device)
 }
 
+/// The module optimized as `device` would run it, after the checks [`compile`] makes
+/// (verification, memory, and on the JIT the device's legality rules), without compiling
+/// it: what an export writes for another runtime (XLA) to compile.
+pub fn optimize_for_device(module: &Module, device: &Device) -> Result<Module, SessionError> {
+    check_for_device(module, device)?;
+    let mut optimized = module.clone();
+    optimize(&mut optimized, &device.pipeline_options()).map_err(SessionError::Optimize)?;
+    Ok(optimized)
+}
+
 /// Verification, the replica count, the memory a value needs, and (on the JIT) the device's
 /// legality rules.
 fn check_for_device(module: &Module, device: &Device) -> Result<(), SessionError> {

@@ -23,7 +23,7 @@ pub mod program;
 mod tests;
 
 pub use bind::Parameter;
-pub use compile::{compile, compile_loop, compile_with_report, Compiled};
+pub use compile::{compile, compile_loop, compile_with_report, optimize_for_device, Compiled};
 pub use device::{Backend, Device};
 pub use error::{BindError, ReplicaCountError, SessionError};
 pub use loop_host::Outfeed;
