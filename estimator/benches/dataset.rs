@@ -11,7 +11,8 @@
 
 use std::time::Instant;
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
-use tessel_estimator::input::dataset::{infeed_source, rng::SplitMix64};
+use tessel_estimator::estimator::infeed::infeed_source;
+use tessel_estimator::input::dataset::rng::SplitMix64;
 use tessel_estimator::input::{Dataset, DatasetError, Element, ElementSpec, Value, ValueSpec};
 
 const N: usize = 60000;

@@ -475,7 +475,7 @@ fn batching_elements_of_different_shapes_is_an_error() {
 #[test]
 fn the_device_gets_only_static_dense_batches() {
     // Unknown batch dimension: the guide's advice.
-    let err = tessel_estimator::input::dataset::infeed_source(
+    let err = tessel_estimator::estimator::infeed::infeed_source(
         &numbers(10).batch(4, false).unwrap(),
         &["y"],
         0,
@@ -499,7 +499,7 @@ fn the_device_gets_only_static_dense_batches() {
     let d = Dataset::from_generator(ragged, || Ok(Box::new(std::iter::empty()) as ElementIter));
     let err = d.clone().batch(2, true).unwrap_err();
     assert!(matches!(err, DatasetError::Ragged { .. }), "{err}");
-    let err = tessel_estimator::input::dataset::infeed_source(&d, &["r"], 0)
+    let err = tessel_estimator::estimator::infeed::infeed_source(&d, &["r"], 0)
         .err()
         .unwrap();
     assert!(err.to_string().contains("static shapes"), "{err}");
@@ -515,11 +515,11 @@ fn the_device_gets_only_static_dense_batches() {
     )
     .batch(2, true)
     .unwrap();
-    let err = tessel_estimator::input::dataset::infeed_source(&s, &["raw"], 0)
+    let err = tessel_estimator::estimator::infeed::infeed_source(&s, &["raw"], 0)
         .err()
         .unwrap();
     assert!(matches!(err, DatasetError::NotNumeric { .. }), "{err}");
-    let err = tessel_estimator::input::dataset::infeed_source(&s, &["image"], 0)
+    let err = tessel_estimator::estimator::infeed::infeed_source(&s, &["image"], 0)
         .err()
         .unwrap();
     assert_eq!(
@@ -531,7 +531,7 @@ fn the_device_gets_only_static_dense_batches() {
 #[test]
 fn infeed_gives_tuples_of_the_selected_components_in_order() {
     let d = numbers(10).batch(4, true).unwrap();
-    let mut src = tessel_estimator::input::dataset::infeed_source(&d, &["y", "x"], 1).unwrap();
+    let mut src = tessel_estimator::estimator::infeed::infeed_source(&d, &["y", "x"], 1).unwrap();
     let Literal::Tuple(t) = src.next().unwrap().unwrap() else {
         panic!("not a tuple")
     };
@@ -795,7 +795,7 @@ fn datasets_and_iterators_cross_threads() {
 
 #[test]
 fn replicas_take_turns_on_one_pipeline_whatever_order_they_ask_in() {
-    use tessel_estimator::input::dataset::replica_infeed_sources;
+    use tessel_estimator::estimator::infeed::replica_infeed_sources;
     let d = numbers(13).batch(2, true).unwrap(); // 6 batches: x = [0,1], [2,3], ...
     let first_x = |item: Option<tessel_runtime::feed::FeedItem>| -> i64 {
         let Literal::Tuple(t) = item.unwrap().unwrap() else {
@@ -822,7 +822,7 @@ fn replicas_take_turns_on_one_pipeline_whatever_order_they_ask_in() {
 
 #[test]
 fn every_replica_hears_why_the_data_stopped() {
-    use tessel_estimator::input::dataset::replica_infeed_sources;
+    use tessel_estimator::estimator::infeed::replica_infeed_sources;
     let d = numbers(6)
         .map(same_spec, 1, |e| {
             if dense(&e, 0).data.get_i64(0) == 2 {
@@ -889,7 +889,7 @@ fn the_runtime_infeed_thread_feeds_replicas_from_a_dataset() {
         .unwrap()
         .prefetch(2);
     let sources =
-        tessel_estimator::input::dataset::replica_infeed_sources(&d, &["x", "y"], 2, 0).unwrap();
+        tessel_estimator::estimator::infeed::replica_infeed_sources(&d, &["x", "y"], 2, 0).unwrap();
     let (queues, _outfeed) = HostQueues::new(2, 4);
     fill_infeed(&queues, sources, 2);
     let shape = Shape::Tuple(vec![]);

@@ -31,6 +31,7 @@ mod eval_progress;
 mod evaluate;
 mod export;
 mod exported_model;
+pub mod infeed;
 mod input_fn;
 pub(crate) mod log;
 mod loop_runner;

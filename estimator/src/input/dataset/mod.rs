@@ -14,7 +14,6 @@
 //! | `slices`, `generator`, `interleave` | sources |
 //! | `map`, `filter`, `shuffle`, `repeat`, `batch`, `cache`, `prefetch`, `take_skip` | transformations |
 //! | `component_ops` | ops on a named component: `parse_example`, `decode_raw`, `cast`, `scale`, `reshape` |
-//! | `infeed` | a batched dataset as the runtime's infeed source |
 //! | `rng`, `array_ops`, `spec_check` | SplitMix64, typed buffer copies, element checks |
 
 pub(crate) mod array_ops;
@@ -24,7 +23,6 @@ mod component_ops;
 pub mod error;
 mod filter;
 mod generator;
-pub mod infeed;
 mod interleave;
 mod iterator;
 mod map;
@@ -34,12 +32,11 @@ mod repeat;
 pub mod rng;
 mod shuffle;
 mod slices;
-mod spec_check;
+pub(crate) mod spec_check;
 mod take_skip;
 
 pub use error::{DatasetError, STATIC_SHAPE_ADVICE};
 pub use generator::RecordReader;
-pub use infeed::{infeed_source, replica_infeed_sources};
 pub use iterator::DatasetIterator;
 pub use node::{Cardinality, ElementIter, ElementResult};
 

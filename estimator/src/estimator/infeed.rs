@@ -1,14 +1,11 @@
 //! How a batch reaches the device: a dataset of batched dense elements becomes the runtime's
-//! infeed source, one tuple of the selected components per iteration. The arrays the batch
+//! infeed source (on the estimator's side: the input pipeline knows no device feed), one tuple of the selected components per iteration. The arrays the batch
 //! built are moved into the tuple, not copied. Everything the device cannot take (an unknown
 //! batch dimension, strings, ragged values) is rejected before the first element is read.
 
-use super::error::DatasetError;
-use super::spec_check::{dims_fit, show_dims};
-use super::Dataset;
-use super::DatasetIterator;
-use crate::input::Element;
-use crate::input::{Value, ValueSpec};
+use crate::input::dataset::spec_check::{dims_fit, show_dims};
+use crate::input::dataset::{DatasetError, DatasetIterator};
+use crate::input::{Dataset, Element, Value, ValueSpec};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use tessel_compiler::ir::Literal;
