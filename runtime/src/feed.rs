@@ -8,7 +8,7 @@
 //! - a replica that fails aborts the queues: replicas blocked on an infeed and the infeed
 //!   thread blocked on a full queue wake up and stop.
 
-use crate::replicas::{is_stop_message, stopped_message};
+use crate::stop_message::{is_stop_message, stopped_message};
 use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};

@@ -10,4 +10,5 @@ pub mod memory;
 pub mod replicas;
 pub mod session;
 pub mod shard_map;
+mod stop_message;
 pub mod threads;

@@ -3,22 +3,8 @@
 //! thread ends without a result.
 
 use super::rendezvous::Hub;
+use crate::stop_message::{is_stop_message, stopped_message, POISON_PREFIX};
 use std::cell::Cell;
-
-/// What every message of a replica that only stopped because another one failed starts with.
-const POISON_PREFIX: &str = "stopped because replica ";
-
-/// The error a replica reports when it stops because `failed` failed first with `message`.
-/// Runs report the original failure rather than these.
-pub fn stopped_message(failed: usize, message: &str) -> String {
-    format!("{POISON_PREFIX}{failed} failed: {message}")
-}
-
-/// Whether a message only says that another replica failed first (see [`stopped_message`]);
-/// the message may carry a prefix naming where it surfaced.
-pub fn is_stop_message(message: &str) -> bool {
-    message.starts_with(POISON_PREFIX) || message.contains(&format!(": {POISON_PREFIX}"))
-}
 
 /// Poisons the hub when a replica's thread ends without disarming it (an error or a panic).
 pub struct PoisonOnDrop<'h> {

@@ -19,7 +19,8 @@ pub mod spawn;
 #[cfg(test)]
 mod tests;
 
-pub use faults::{is_stop_message, stopped_message, PoisonOnDrop};
+pub use crate::stop_message::{is_stop_message, stopped_message};
+pub use faults::PoisonOnDrop;
 pub use rendezvous::{Hub, ReplicaContext};
 pub use spawn::{
     evaluate_on_devices, evaluate_replicated, evaluate_replicated_with_feed, evaluate_with_feed,

@@ -5,10 +5,11 @@
 //! other replica is left waiting on a collective or an infeed; the run reports the failure
 //! that started it, not the replicas that stopped because of it.
 
-use super::faults::{is_stop_message, stopped_message, PoisonOnDrop};
+use super::faults::PoisonOnDrop;
 use super::rendezvous::{Hub, ReplicaContext};
 use super::Numbering;
 use crate::feed::{AbortFeedOnDrop, HostFeed};
+use crate::stop_message::{is_stop_message, stopped_message};
 use std::sync::Arc;
 use tessel_compiler::interpreter::{evaluate_linked, EvalError};
 use tessel_compiler::ir::{Literal, Module};
