@@ -2,9 +2,7 @@
 //! that differ per step, per replica and per op while runs reproduce exactly, on the
 //! interpreter and the JIT.
 
-mod support;
-
-use support::{run, scalar_step, values};
+use crate::support::{run, scalar_step, values};
 use tessel_compiler::ir::{Array, ArrayData, Module};
 use tessel_estimator::model::random::{random_bits, random_uniform};
 use tessel_estimator::model::threefry::{seed_key, threefry2x32};

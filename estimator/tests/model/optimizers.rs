@@ -2,9 +2,7 @@
 //! TF1's update formulas computed here in f64; the JIT against the interpreter; TF's slot
 //! names; the global step's increment.
 
-mod support;
-
-use support::{assert_close, f32_array, f32s, finish, Step, F32};
+use crate::support::{assert_close, f32_array, f32s, finish, Step, F32};
 use tessel_compiler::ir::Array;
 use tessel_estimator::model::optimizers::{Adagrad, Adam, GradientDescent, Momentum, RmsProp};
 use tessel_estimator::model::{Graph, Initializer, Mode, Optimizer, OptimizerError};

@@ -4,9 +4,7 @@
 //! lead runs it by hand with the TF environment (`python tests/tf/check_layers.py` runs it).
 //! The directory is `TESSEL_LAYERS_DUMP` (default: the system's temporary directory).
 
-mod support;
-
-use support::{random_array, run, scalar_step};
+use crate::support::{random_array, run, scalar_step};
 use tessel_compiler::ir::{Array, ElementType::F32};
 use tessel_compiler::trace::Tensor;
 use tessel_estimator::model::layers::{

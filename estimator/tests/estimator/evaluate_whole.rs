@@ -2,11 +2,9 @@
 //! linear classifier over synthetic data, checked against a host computation over exactly
 //! the real examples.
 
-mod support;
-
+use crate::support::random_array;
+use crate::support::tiny::{temp_dir, TestDir};
 use std::sync::{Arc, Mutex};
-use support::random_array;
-use support::tiny::{temp_dir, TestDir};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_compiler::trace::Tensor;
 use tessel_estimator::estimator::{

@@ -2,9 +2,7 @@
 //! save_checkpoints_steps cadence, the final checkpoint, no temporary files, restoring a
 //! changed model) and TF's errors, word for word.
 
-mod support;
-
-use support::tiny::{self, checkpoint_steps, config, estimator, files, temp_dir};
+use crate::support::tiny::{self, checkpoint_steps, config, estimator, files, temp_dir};
 use tessel_estimator::{EstimatorError, Params, RunConfig, TpuConfig, TpuEstimator};
 
 fn saved_steps(log: &[String]) -> Vec<i64> {

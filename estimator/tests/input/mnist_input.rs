@@ -3,7 +3,7 @@
 //! replaced, and wrong-size images are an error naming the element and its record, with no
 //! panic anywhere in the pipeline.
 
-#[path = "../examples/common/mnist_data.rs"]
+#[path = "../../examples/common/mnist_data.rs"]
 mod mnist_data;
 
 use std::path::{Path, PathBuf};

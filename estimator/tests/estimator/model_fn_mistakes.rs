@@ -2,11 +2,9 @@
 //! says what is wrong (naming the user's line and the names that exist where there are
 //! names), found when the model_fn is traced, before anything is compiled; none panics.
 
-mod support;
-
+use crate::support::random_array;
+use crate::support::tiny::temp_dir;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use support::random_array;
-use support::tiny::temp_dir;
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_compiler::trace::Tensor;
 use tessel_estimator::estimator::{
@@ -22,7 +20,7 @@ use tessel_estimator::{
     EstimatorError, Graph, Input, Mode, Params, RunConfig, TpuEstimator, TpuEstimatorSpec,
 };
 
-const THIS_FILE: &str = "tests/model_fn_mistakes.rs:";
+const THIS_FILE: &str = "tests/estimator/model_fn_mistakes.rs:";
 
 /// One mistake the model_fn below makes (or `None`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -247,7 +245,7 @@ fn every_mistake_is_a_clear_error_before_compiling() {
             M::MetricName,
             I::None,
             vec![
-                "the metric_fn asks for `class` (at estimator/tests/model_fn_mistakes.rs:",
+                "the metric_fn asks for `class` (at estimator/tests/estimator/model_fn_mistakes.rs:",
                 "the eval_metrics tensors are `labels`, `classes`, `logits`",
             ],
         ),
@@ -256,7 +254,7 @@ fn every_mistake_is_a_clear_error_before_compiling() {
             M::MetricShapes,
             I::None,
             vec![
-                "the metric_fn failed: metric `accuracy` (at estimator/tests/model_fn_mistakes.rs:",
+                "the metric_fn failed: metric `accuracy` (at estimator/tests/estimator/model_fn_mistakes.rs:",
                 "shapes [16] and [16, 3] are incompatible",
             ],
         ),
@@ -265,7 +263,7 @@ fn every_mistake_is_a_clear_error_before_compiling() {
             M::MetricTensorScalar,
             I::None,
             vec![
-                "eval_metrics tensor `loss` is f32[] (made at estimator/tests/model_fn_mistakes.rs:",
+                "eval_metrics tensor `loss` is f32[] (made at estimator/tests/estimator/model_fn_mistakes.rs:",
                 "must be batch-first: [16, ..]",
             ],
         ),
@@ -298,7 +296,7 @@ fn every_mistake_is_a_clear_error_before_compiling() {
             M::LossNotScalar,
             I::None,
             vec![
-                "the loss must be a float scalar, but it is f32[16] (made at estimator/tests/model_fn_mistakes.rs:",
+                "the loss must be a float scalar, but it is f32[16] (made at estimator/tests/estimator/model_fn_mistakes.rs:",
             ],
         ),
         (
@@ -323,14 +321,14 @@ fn every_mistake_is_a_clear_error_before_compiling() {
             Mode::Train,
             M::HostCallNotScalar,
             I::None,
-            vec!["host_call `lr` is f32[16] (made at estimator/tests/model_fn_mistakes.rs:", "must be a scalar"],
+            vec!["host_call `lr` is f32[16] (made at estimator/tests/estimator/model_fn_mistakes.rs:", "must be a scalar"],
         ),
         (
             Mode::Train,
             M::ParamTypo,
             I::None,
             vec![
-                "params has no key `learning_rat` (at estimator/tests/model_fn_mistakes.rs:",
+                "params has no key `learning_rat` (at estimator/tests/estimator/model_fn_mistakes.rs:",
                 "its keys are `batch_size`, `learning_rate`",
             ],
         ),
@@ -345,7 +343,7 @@ fn every_mistake_is_a_clear_error_before_compiling() {
             M::PredictionNotBatchFirst,
             I::None,
             vec![
-                "prediction `mean` is f32[3] (made at estimator/tests/model_fn_mistakes.rs:",
+                "prediction `mean` is f32[3] (made at estimator/tests/estimator/model_fn_mistakes.rs:",
                 "must be batch-first: [16, ..]",
             ],
         ),
@@ -360,7 +358,7 @@ fn every_mistake_is_a_clear_error_before_compiling() {
             M::None,
             I::NoLabels,
             vec![
-                "the model_fn needs labels in TRAIN mode (at estimator/tests/model_fn_mistakes.rs:",
+                "the model_fn needs labels in TRAIN mode (at estimator/tests/estimator/model_fn_mistakes.rs:",
                 "Input::new(dataset, \"label\")",
             ],
         ),
@@ -449,7 +447,9 @@ fn export_reports_an_absent_params_key() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("params has no key `learning_rat` (at estimator/tests/model_fn_mistakes.rs:"),
+        e.contains(
+            "params has no key `learning_rat` (at estimator/tests/estimator/model_fn_mistakes.rs:"
+        ),
         "{e}"
     );
 }

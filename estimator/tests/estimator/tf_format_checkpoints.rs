@@ -4,10 +4,8 @@
 //! model_dir TensorFlow wrote restores and trains on.
 //! (TensorFlow itself reading them is checked by `tests/tf_interop/check_tf_reads.py`.)
 
-mod support;
-
+use crate::support::tiny::{self, config, estimator, files, temp_dir};
 use std::path::Path;
-use support::tiny::{self, config, estimator, files, temp_dir};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_compiler::trace::Tensor;
 use tessel_estimator::checkpoint::{

@@ -1,10 +1,8 @@
 //! `get_variable` and `variable_scope` with TF1's names and errors; initial values that do
 //! not depend on creation order; the seed model's variables; layer op names and source lines.
 
-mod support;
-
-use support::seed_model::{seed_logits, seed_loss};
-use support::values;
+use crate::support::seed_model::{seed_logits, seed_loss};
+use crate::support::values;
 use tessel_compiler::ir::ElementType::{F32, S32};
 use tessel_estimator::model::layers::{dense, Dense};
 use tessel_estimator::model::{
@@ -168,12 +166,12 @@ fn the_seed_model_has_tf_s_variable_names_shapes_and_op_names() {
         .is_some_and(|n| n.starts_with("dropout/random_bits/"))));
     // Compiles and runs on the JIT at batch 128.
     let program = compile(&module, &Device::jit()).expect("compiles on the JIT");
-    let x = support::random_array(&[128, 784], F32, 1);
+    let x = crate::support::random_array(&[128, 784], F32, 1);
     let y = tessel_compiler::ir::Array::new(
         tessel_compiler::ir::ArrayShape::new(S32, &[128]),
         tessel_compiler::ir::ArrayData::S32((0..128).map(|i| i % 10).collect()),
     );
-    let mut args = vec![support::scalar_step(0), x, y];
+    let mut args = vec![crate::support::scalar_step(0), x, y];
     args.extend(init);
     let out = match program
         .run(&program.bind_ordered(args.clone()).unwrap())

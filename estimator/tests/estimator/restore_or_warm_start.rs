@@ -3,11 +3,9 @@
 //! checkpoint. Warm starting a training keeps TF's default (trainable variables only) and
 //! says which variables it leaves at their initial values.
 
-mod support;
-
+use crate::support::random_array;
+use crate::support::tiny::temp_dir;
 use std::path::PathBuf;
-use support::random_array;
-use support::tiny::temp_dir;
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_compiler::trace::Tensor;
 use tessel_estimator::checkpoint::WarmStart;
@@ -132,7 +130,7 @@ fn host_logits(x: &[f64; 4]) -> [f64; 3] {
     [0, 1, 2].map(|c| BIAS[c] + (0..4).map(|k| h[k] * KERNEL[k][c]).sum::<f64>())
 }
 
-fn estimator(name: &str) -> (TpuEstimator, support::tiny::TestDir) {
+fn estimator(name: &str) -> (TpuEstimator, crate::support::tiny::TestDir) {
     let dir = temp_dir(name);
     let config = RunConfig {
         model_dir: Some(dir.to_path_buf()),

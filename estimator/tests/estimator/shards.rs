@@ -2,10 +2,8 @@
 //! the global batch, training learns and is bitwise reproducible, and evaluation hands
 //! `metric_fn` both shards' outfed tensors concatenated in replica order.
 
-mod support;
-
+use crate::support::tiny::{self, ckpt_bytes, config, temp_dir, FEATURES};
 use std::sync::{Arc, Mutex};
-use support::tiny::{self, ckpt_bytes, config, temp_dir, FEATURES};
 use tessel_compiler::trace::Tensor;
 use tessel_estimator::checkpoint::read_checkpoint;
 use tessel_estimator::estimator::{EvalMetrics, Features, HostTensors};

@@ -1,9 +1,7 @@
 //! Learning-rate schedules against TF's formulas at many steps (staircase boundaries, the
 //! end of decay, cycles), on the interpreter and the JIT; argument errors.
 
-mod support;
-
-use support::assert_close;
+use crate::support::assert_close;
 use tessel_compiler::ir::Array;
 use tessel_estimator::model::schedules::{
     cosine_decay, exponential_decay, piecewise_constant, polynomial_decay, ScheduleError,

@@ -1,9 +1,7 @@
 //! Gradients of a loss through each layer (with respect to the input and every trainable
 //! variable) against central finite differences, in f64 on the interpreter.
 
-mod support;
-
-use support::{random_array, run, scalar_step, values};
+use crate::support::{random_array, run, scalar_step, values};
 use tessel_compiler::ir::{Array, ArrayData, ElementType::F64};
 use tessel_compiler::trace::Tensor;
 use tessel_estimator::model::layers::{

@@ -3,9 +3,7 @@
 //! gradients against central differences and against the hand-written loss, and its mistakes
 //! as trace errors at the model_fn's line.
 
-mod support;
-
-use support::{random_array, run, scalar_step, values};
+use crate::support::{random_array, run, scalar_step, values};
 use tessel_compiler::ir::{
     Array, ArrayData, ArrayShape, ElementType, ElementType::F32, ElementType::F64,
 };
@@ -266,7 +264,10 @@ fn mistakes_are_trace_errors_at_the_callers_line() {
     for (i, (issue, want)) in err.issues.iter().zip(expected).enumerate() {
         assert!(issue.message.contains(want), "{i}: {text}");
         // Each at its own call in this function, in order.
-        assert!(issue.location.file.ends_with("tests/losses.rs"), "{text}");
+        assert!(
+            issue.location.file.ends_with("tests/model/losses.rs"),
+            "{text}"
+        );
         assert!(issue.location.line > previous, "{i}: {text}");
         assert!(issue.location.line < last_line, "{i}: {text}");
         previous = issue.location.line;

@@ -3,9 +3,7 @@
 //! a shuffled repeated input, dropout, and loops of 30 steps that do not divide the stops.
 //! Also: the interpreter and the JIT agree on the same training.
 
-mod support;
-
-use support::tiny::{self, ckpt_bytes, config, estimator, temp_dir};
+use crate::support::tiny::{self, ckpt_bytes, config, estimator, temp_dir};
 use tessel_estimator::checkpoint::read_checkpoint;
 use tessel_estimator::Params;
 use tessel_runtime::session::Backend;

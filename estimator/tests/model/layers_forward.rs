@@ -1,9 +1,7 @@
 //! Every layer's forward pass against a reference computed here in Rust, on the interpreter
 //! and on the JIT (f32), for small inputs with border windows and both paddings.
 
-mod support;
-
-use support::{assert_close, random_array, run, scalar_step, values};
+use crate::support::{assert_close, random_array, run, scalar_step, values};
 use tessel_compiler::ir::{Array, ElementType::F32, Module};
 use tessel_compiler::trace::Tensor;
 use tessel_estimator::model::layers::{

@@ -1,13 +1,11 @@
 //! The Fashion-MNIST example on the slice kept in the repository: a few training steps, the
 //! whole test slice evaluated (300 images, the last batch padded), predicted and exported.
 
-#[path = "../examples/fashion_mnist.rs"]
+#[path = "../../examples/fashion_mnist.rs"]
 mod fashion_mnist;
 
-mod support;
-
+use crate::support::tiny::temp_dir;
 use clap::Parser;
-use support::tiny::temp_dir;
 use tessel_estimator::estimator::ExportedModel;
 
 #[test]

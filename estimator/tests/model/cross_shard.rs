@@ -2,9 +2,7 @@
 //! concatenated batch; SUM doubles it; groups sum within themselves; TF's errors for bad
 //! groups and for training on several replicas without it; bitwise determinism.
 
-mod support;
-
-use support::{assert_close, f32_array, f32s, finish, finish_for_loop, F32};
+use crate::support::{assert_close, f32_array, f32s, finish, finish_for_loop, F32};
 use tessel_compiler::ir::Array;
 use tessel_estimator::model::cross_shard::verify_group_assignment;
 use tessel_estimator::model::optimizers::{Adam, GradientDescent};

@@ -2,11 +2,9 @@
 //! global_step/sec, examples/sec, host_call scalars; eval results under model_dir/eval),
 //! read back with `summary::read_events`, and TF's log lines, kept by `quiet()`.
 
-mod support;
-
+use crate::support::tiny::{self, config, estimator, files, temp_dir};
 use std::collections::BTreeMap;
 use std::path::Path;
-use support::tiny::{self, config, estimator, files, temp_dir};
 use tessel_estimator::summary::{read_events, EventKind};
 use tessel_estimator::Params;
 

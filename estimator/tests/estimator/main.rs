@@ -1,0 +1,16 @@
+//! The estimator: train, evaluate, predict and export; checkpoints, events, resume, shards, warm start and restore, TF-format checkpoints, a user's mistakes, the Fashion-MNIST example.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod checkpoints;
+mod evaluate_whole;
+mod events;
+mod fashion_mnist_example;
+mod model_fn_mistakes;
+mod predict_export;
+mod restore_or_warm_start;
+mod resume;
+mod shards;
+mod tf_format_checkpoints;
+mod warm_start;
