@@ -514,9 +514,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
                 }))
             }
             Op::Copy => self.emit(ops[0], idx, lanes).map(Some),
-            Op::SelectAndScatter { .. } => {
-                crate::jit::fused_kernels::window_tiled::tiled_value(self, id, idx, lanes)
-            }
+            Op::SelectAndScatter { .. } => super::tiled_window::tiled_value(self, id, idx, lanes),
             Op::Convert if lanes == 1 && self.reads_unrounded(id) => {
                 // The bf16 op's f32 value, not rounded to bf16 (the interpreter's precision
                 // contract, `compiler/src/interpreter/precision.rs`).
