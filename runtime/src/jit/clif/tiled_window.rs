@@ -5,7 +5,7 @@
 //! kernels that walk such a select-and-scatter window by window are in
 //! `fused_kernels/window_tiled.rs`.
 
-use super::element_ops::{select_values, splat_if};
+use super::lane_values::{select_values, splat_if};
 use super::value_at_index::{Comp, Elemental, Index};
 use crate::jit::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;

@@ -7,7 +7,7 @@
 //! Select-and-scatter with disjoint windows (max-pool gradients) goes to `window_tiled`.
 
 use crate::jit::buffer::Addr;
-use crate::jit::clif::element_ops::{scalar_cond_for, select_values, splat_if};
+use crate::jit::clif::lane_values::{scalar_cond_for, select_values, splat_if};
 use crate::jit::clif::loops::counted_loop;
 use crate::jit::clif::tiled_window::window_positions;
 use crate::jit::clif::value_at_index::{Comp, Elemental, Index};

@@ -14,7 +14,7 @@
 //! gradient and the ReLU gradient after it together), and its output is never stored.
 
 use crate::jit::buffer::Addr;
-use crate::jit::clif::element_ops::{select_values, splat_if};
+use crate::jit::clif::lane_values::{select_values, splat_if};
 use crate::jit::clif::loops::counted_loop;
 use crate::jit::clif::tiled_window::{
     position_value, select_step, window_positions, windows_disjoint, windows_tile,
