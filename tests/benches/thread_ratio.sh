@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The b128 MNIST train step on 1 and on 2 threads, alternating in pairs so machine drift hits
-# both alike: issue 16's "the 1-thread step over the 2-thread step is at least 1.8". Also
+# both alike: the target "the 1-thread step over the 2-thread step is at least 1.8". Also
 # checks that both thread counts give bitwise the same outputs.
 #
 #   bash tests/benches/thread_ratio.sh [PAIRS]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The seed's recipe end to end (2000 steps at batch 128, lr 0.05, 50 iterations per loop, then
+# The MNIST recipe of TPUEstimator's guide end to end (2000 steps at batch 128, lr 0.05, 50 iterations per loop, then
 # evaluation on the test set) on tessel's estimator and on TF's TPUEstimator, both reading the
 # same TFRecords written by TF's convert_to_records.py, alternating in one sitting.
 #

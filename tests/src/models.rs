@@ -1,6 +1,6 @@
 //! Models written with the tracing API, used by the trace and legality tests.
 //!
-//! `mnist_cnn` is the seed's CNN, layer for layer as in the JAX corpus
+//! `mnist_cnn` is the MNIST CNN of TPUEstimator's guide, layer for layer as in the JAX corpus
 //! (`mnist_cnn_*.hlo`): conv 5x5x32 + relu, max-pool 2x2, conv 5x5x64 + relu, max-pool 2x2,
 //! dense 128 + relu, dropout 0.4, dense 10, softmax cross-entropy. Parameters come in the
 //! corpus's order (biases and weights sorted by name, then the batch).
@@ -58,7 +58,7 @@ fn conv_block(t: &mut Tracer, name: &str, x: &Tensor, w: &Tensor, b: &Tensor) ->
     })
 }
 
-/// The seed's MNIST CNN with dropout driven by a `noise` parameter (uniform in [0, 1)),
+/// The guide's MNIST CNN with dropout driven by a `noise` parameter (uniform in [0, 1)),
 /// returning `(loss, logits)`.
 pub fn mnist_cnn(batch: Dim, labels: ElementType) -> Result<Module, TraceError> {
     let mut t = Tracer::new("mnist_cnn");

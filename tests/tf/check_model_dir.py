@@ -1,7 +1,7 @@
 """Reads a tessel estimator model_dir with TensorBoard's own EventAccumulator and TF's
 checkpoint-state parser, and checks the scalars are there and sane.
 
-Make the model_dir with the seed's program, then run this in the TF venv:
+Make the model_dir with the MNIST example, then run this in the TF venv:
 
     cargo run --release -p tessel-estimator --example mnist -- \
         --train-steps 200 --eval-steps 10 --model-dir DIR

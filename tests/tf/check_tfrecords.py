@@ -1,4 +1,4 @@
-"""TensorFlow cross-check of tessel's TFRecord, tf.train.Example and event files (issue 13, 14).
+"""TensorFlow cross-check of tessel's TFRecord, tf.train.Example and event files.
 
 Run by hand with the TF 2.15 environment (CI has no TensorFlow), from the repository root:
 

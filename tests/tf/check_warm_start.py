@@ -5,7 +5,7 @@ usage: /tmp/tf/bin/python tests/tf/check_warm_start.py [WORK_DIR] [STEPS]   (run
        defaults /tmp/tessel_warm_start, 300)
 
 1. converts ../shared's MNIST IDX files to TFRecords with TF's own writer (peers/tf_convert_to_records.py);
-2. trains the seed model STEPS steps with TF 2.15's TPUEstimator (peers/tf_train_eval.py), which then
+2. trains the guide's MNIST model STEPS steps with TF 2.15's TPUEstimator (peers/tf_train_eval.py), which then
    evaluates 78 batches of 128 and writes the accuracy into MODEL_DIR/eval/ events;
 3. runs `mnist --mode evaluate --warm-start-from MODEL_DIR --eval-steps 78` on the same test TFRecords
    with an empty model_dir: tessel reads TF's checkpoint natively;

@@ -1,6 +1,6 @@
 """tf.data doing the work of estimator/benches/dataset.rs, for comparison in the same sitting.
 
-The seed's input pipeline on MNIST-sized synthetic data: from_tensor_slices of 60000 u8
+The guide's MNIST input pipeline on MNIST-sized synthetic data: from_tensor_slices of 60000 u8
 [28, 28] images and int32 labels -> map(cast to f32, / 255 - 0.5) -> cache -> repeat ->
 batch(128, drop_remainder=True) -> prefetch(4). Prints examples/s and µs per batch for the
 first epoch and the cached epochs, with tf.data's threads limited to 1 and to 2.

@@ -5,7 +5,7 @@ Run in the TF 2.15 environment (/tmp/tf, see ../shared/peers/README.md); CI does
 
     python tests/tf/tf_predict_bench.py MODEL_DIR TRAIN.tfrecords TEST.tfrecords [batch] [repeats] [train_steps] [OUT.npz]
 
-The seed's model_fn (`../shared/peers/tf_train_eval.py`, with a PREDICT branch: classes =
+The guide's MNIST model_fn (`../shared/peers/tf_train_eval.py`, with a PREDICT branch: classes =
 argmax, probabilities = softmax) through the real `TPUEstimator(use_tpu=False)`, on TFRecords
 written by `tf_convert_to_records.py`. If MODEL_DIR has no checkpoint it first trains
 `train_steps` steps (predict needs one). Then `repeats` times: `predict(input_fn)` over the

@@ -39,17 +39,14 @@ pub fn run(args: &CompileArgs) -> ExitCode {
         Ok(m) => m,
         Err(e) => return super::fail(e),
     };
-    let mut device = Device {
+    // A shard_map module compiles for its mesh (its per-replica body is what runs).
+    let device = Device {
         dump_to: args.dump_to.clone(),
         dump_pass_re: args.dump_pass_re.clone(),
-        ..Device::jit().with_replicas(args.replicas)
+        ..Device::jit()
+            .with_replicas(args.replicas)
+            .with_replicas_of(&module)
     };
-    // A shard_map module compiles for its mesh (its per-replica body is what runs).
-    if let Ok(mesh) = tessel_runtime::shard_map::Mesh::of_module(&module) {
-        if tessel_runtime::shard_map::is_shard_map_module(&module) {
-            device.replicas = mesh.device_count();
-        }
-    }
     let compiled = match compile_with_report(&module, &device) {
         Ok(c) => c,
         Err(e) => return super::fail(describe(e, &args.file, Verb::Compile)),

@@ -12,9 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 use tessel_runtime::host_io::{read_safetensors, write_safetensors};
-use tessel_runtime::jit::ConvAlgorithm;
-use tessel_runtime::session::{compile, Backend, Device};
-use tessel_runtime::threads::ThreadBudget;
+use tessel_runtime::session::{compile, Backend, ConvAlgorithm, Device, ThreadBudget};
 
 #[derive(Args)]
 pub struct RunArgs {

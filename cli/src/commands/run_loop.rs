@@ -56,7 +56,7 @@ mod tests {
     use super::*;
     use tessel_compiler::hlo_text::parse_module;
     use tessel_compiler::ir::Array;
-    use tessel_runtime::jit::ConvAlgorithm;
+    use tessel_runtime::session::ConvAlgorithm;
 
     /// w <- w * x per iteration; the per-iteration output is the sum of w * x.
     const STEP: &str = r#"HloModule scale

@@ -2,11 +2,9 @@
 //! a command-line user typed (`--replicas`, `--infeed`, `--backend`, `--dump-pass-re`) added.
 
 use std::path::Path;
-use tessel_compiler::compile::CompileError;
-use tessel_compiler::dump::DumpError;
-use tessel_compiler::training_loop::LoopError;
-use tessel_runtime::memory::MemoryError;
-use tessel_runtime::session::{ReplicaCountError, SessionError};
+use tessel_runtime::session::{
+    CompileError, DumpError, LoopError, MemoryError, ReplicaCountError, SessionError,
+};
 
 /// Which verb reports: `tessel compile` and `tessel run` word the device's refusal apart.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! per-kernel table.
 
 use std::time::Instant;
-use tessel_runtime::jit::profile::{render, ProfileCounters};
+use tessel_runtime::session::profile::{render, ProfileCounters};
 
 /// `--repeat R` and `--profile`: R more runs after the one made, their median, and the JIT's
 /// per-kernel table (leaving out the first run when R is given).

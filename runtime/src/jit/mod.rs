@@ -35,9 +35,8 @@ pub mod routines;
 
 pub use error::JitError;
 pub use host::profile;
-pub use options::JitOptions;
+pub use options::{ConvAlgorithm, JitOptions};
 pub use program::{Executable, ProgramStats};
-pub use routines::conv_select::ConvAlgorithm;
 pub use tessel_kernels::gemm::GemmBackend;
 
 use tessel_compiler::ir::Module;

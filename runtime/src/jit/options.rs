@@ -2,7 +2,6 @@
 //! and threads, profiling, convolution routines, bias and pool folding, convolution pairs, CLIF
 //! dumps).
 
-use super::routines::conv_select::ConvAlgorithm;
 use std::path::PathBuf;
 use tessel_kernels::gemm::GemmBackend;
 
@@ -68,6 +67,29 @@ impl JitOptions {
         JitOptions {
             gemm_threads: 1,
             ..self.clone()
+        }
+    }
+}
+
+/// Which convolution algorithms the JIT may use (`JitOptions::conv_algorithm`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ConvAlgorithm {
+    /// The fastest routine whose preconditions hold.
+    #[default]
+    Auto,
+    /// Always the general patch-matrix GEMM (the reference for the specialized routines).
+    Gemm,
+}
+
+impl std::str::FromStr for ConvAlgorithm {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(ConvAlgorithm::Auto),
+            "gemm" => Ok(ConvAlgorithm::Gemm),
+            other => Err(format!(
+                "unknown convolution algorithm `{other}` (expected auto or gemm)"
+            )),
         }
     }
 }

@@ -4,10 +4,12 @@
 
 use crate::jit::arena_plan::JitBufferNeeds;
 use crate::jit::{ConvAlgorithm, JitOptions};
+use crate::shard_map::{is_shard_map_module, Mesh};
 use crate::threads::ThreadBudget;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tessel_compiler::compile::CompileOptions;
+use tessel_compiler::ir::Module;
 use tessel_compiler::passes::BufferNeeds;
 
 /// What executes a program.
@@ -66,6 +68,15 @@ impl Device {
     /// The same device with `replicas` replicas.
     pub fn with_replicas(self, replicas: usize) -> Device {
         Device { replicas, ..self }
+    }
+
+    /// The same device with the replicas `module` runs on: its mesh's device count for a
+    /// shard_map module (whose per-replica body is what runs), this device's otherwise.
+    pub fn with_replicas_of(self, module: &Module) -> Device {
+        match Mesh::of_module(module) {
+            Ok(mesh) if is_shard_map_module(module) => self.with_replicas(mesh.device_count()),
+            _ => self,
+        }
     }
 
     /// The JIT's options on this device: each replica's GEMM gets its share of the threads,

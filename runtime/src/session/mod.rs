@@ -23,9 +23,18 @@ pub mod program;
 mod tests;
 
 pub use bind::Parameter;
+// What the session's callers need from the layers below it, so they import only the session:
+// the device's options, the profile of a run, and the errors a session passes on.
+pub use crate::jit::profile;
+pub use crate::jit::ConvAlgorithm;
+pub use crate::memory::MemoryError;
+pub use crate::threads::ThreadBudget;
 pub use compile::{compile, compile_loop, compile_with_report, optimize_for_device, Compiled};
 pub use device::{Backend, Device};
 pub use error::{BindError, ReplicaCountError, SessionError};
 pub use loop_host::Outfeed;
 pub use loop_program::{LoopInputs, LoopOptions, LoopOutputs, LoopProgram, LoopSpec};
 pub use program::{Inputs, Outputs, Program, ProgramForm};
+pub use tessel_compiler::compile::CompileError;
+pub use tessel_compiler::dump::DumpError;
+pub use tessel_compiler::training_loop::LoopError;

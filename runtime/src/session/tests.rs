@@ -66,6 +66,15 @@ fn a_corpus_module_runs_on_both_backends() {
 }
 
 #[test]
+fn a_shard_map_module_sets_the_replicas_to_its_mesh() {
+    let sharded = load("dp_tanh_regression_r4");
+    assert_eq!(Device::jit().with_replicas_of(&sharded).replicas, 4);
+    let single = load("tanh_matmul_sum");
+    let device = Device::jit().with_replicas(3).with_replicas_of(&single);
+    assert_eq!(device.replicas, 3);
+}
+
+#[test]
 fn a_shard_map_module_takes_and_gives_global_arrays() {
     let name = "dp_tanh_regression_r4";
     let module = load(name);

@@ -139,7 +139,7 @@ fn jax_fori_loop_gradient_matches_the_chain_rule() {
     }
 }
 
-/// The seed CNN's training step: tessel differentiates the forward half of JAX's module (its
+/// The guide's MNIST CNN's training step: tessel differentiates the forward half of JAX's module (its
 /// loss, element 8 of the root) w.r.t. the eight weights, and one SGD step with JAX's learning
 /// rate must give the new weights JAX computed with its own gradients.
 #[test]

@@ -1,3 +1,4 @@
 //! Compiled training loops (interpreter and JIT, one and four replicas) fed by infeed sources.
 
+mod shard_map_loop;
 mod training_loop;

@@ -15,7 +15,7 @@ use tessel_runtime::session::{
 };
 
 /// `step` in a loop of `k` iterations fed with `infeed`, compiled for `device`.
-fn make_loop(step: &Module, k: u64, infeed: &[u32], device: Device) -> LoopProgram {
+pub(super) fn make_loop(step: &Module, k: u64, infeed: &[u32], device: Device) -> LoopProgram {
     let spec = LoopSpec {
         iterations: k,
         infeed: infeed.to_vec(),
@@ -34,7 +34,7 @@ fn interp_loop(step: &Module, k: u64, infeed: &[u32], replicas: usize) -> LoopPr
 }
 
 /// A shard_map module run once on `device`: the global outputs.
-fn run_global(step: &Module, device: Device, args: &[Array]) -> Vec<Array> {
+pub(super) fn run_global(step: &Module, device: Device, args: &[Array]) -> Vec<Array> {
     let program = compile(step, &device).unwrap();
     let inputs = program.bind_ordered(args.to_vec()).unwrap();
     match program.run(&inputs).unwrap() {
@@ -46,7 +46,7 @@ fn run_global(step: &Module, device: Device, args: &[Array]) -> Vec<Array> {
 /// An SGD step on 4 replicas: w -= 0.125 * all-reduce(w * x + log x); loss = sum of that.
 /// A negative x gives NaN (log). On replica `bad`, the gradient goes through a custom call
 /// the interpreter has no kernel for (a failure on one replica only).
-fn sgd_step(bad: Option<u32>) -> Module {
+pub(super) fn sgd_step(bad: Option<u32>) -> Module {
     let branch = match bad {
         Some(r) => format!(
             r#"
@@ -99,7 +99,7 @@ identity {{
     parse_module(&text, None).unwrap()
 }
 
-fn f32s(dims: &[i64], v: Vec<f32>) -> Array {
+pub(super) fn f32s(dims: &[i64], v: Vec<f32>) -> Array {
     Array::f32(dims, v)
 }
 
@@ -116,7 +116,7 @@ fn sgd_args(replicas: usize, k: usize) -> Vec<Vec<Array>> {
         .collect()
 }
 
-fn f32_data(a: &Array) -> &[f32] {
+pub(super) fn f32_data(a: &Array) -> &[f32] {
     match &a.data {
         ArrayData::F32(v) => v,
         _ => panic!("not f32"),
@@ -239,7 +239,7 @@ fn the_loop_equals_k_steps_on_four_replicas_and_is_deterministic() {
     }
 }
 
-fn assert_prompt(start: Instant) {
+pub(super) fn assert_prompt(start: Instant) {
     let took = start.elapsed();
     assert!(took < Duration::from_secs(1), "stopping took {took:?}");
 }
@@ -498,7 +498,7 @@ ENTRY step {
     .unwrap()
 }
 
-fn jit_loop(step: &Module, k: u64, infeed: &[u32], replicas: usize) -> LoopProgram {
+pub(super) fn jit_loop(step: &Module, k: u64, infeed: &[u32], replicas: usize) -> LoopProgram {
     make_loop(step, k, infeed, Device::jit().with_replicas(replicas))
 }
 
@@ -822,148 +822,4 @@ fn faults_on_one_replica_stop_the_jit_loop_on_every_replica() {
     assert!(e.contains("NaN check: carried parameter 0 (w)"), "{e}");
     // And the executable still runs cleanly afterwards.
     lp.run(sgd_args(4, 3), &checked).unwrap();
-}
-
-// ---- shard_map steps: the body loops on every replica ----
-
-/// A shard_map step, its global inputs (by parameter number) and the stacked inputs for a
-/// K-iteration loop feeding `fed` (iteration j's batch: the fixture's batch with its rows
-/// rotated by j, so that iterations differ).
-fn sharded_fixture(name: &str, k: usize, fed: &[u32]) -> (Module, Vec<Array>, Vec<Vec<Array>>) {
-    let dir = tessel_tests::corpus_dir().expect("the corpus is missing");
-    let step = parse_module_file(&dir.join(format!("{name}.hlo"))).unwrap();
-    let mut inputs = read_safetensors(dir.join(format!("{name}.inputs.safetensors"))).unwrap();
-    inputs.sort_by_key(|(key, _)| key.parse::<usize>().unwrap());
-    let globals: Vec<Array> = inputs.into_iter().map(|(_, a)| a).collect();
-    let batches: Vec<Vec<Array>> = (0..k)
-        .map(|j| {
-            globals
-                .iter()
-                .enumerate()
-                .map(|(i, a)| {
-                    if !fed.contains(&(i as u32)) {
-                        return a.clone();
-                    }
-                    let rows = unstack(a).unwrap();
-                    let n = rows.len();
-                    let rotated: Vec<Array> = (0..n).map(|r| rows[(r + j) % n].clone()).collect();
-                    tessel_runtime::feed::stack(&rotated).unwrap()
-                })
-                .collect()
-        })
-        .collect();
-    let mut looped = globals.clone();
-    for &i in fed {
-        let parts: Vec<Array> = batches.iter().map(|b| b[i as usize].clone()).collect();
-        looped[i as usize] = tessel_runtime::feed::stack(&parts).unwrap();
-    }
-    (step, looped, batches)
-}
-
-/// K sharded runs of the step with `run` (global arguments to global outputs), the carried
-/// state threaded by hand: the final state, then the per-iteration outputs stacked.
-fn by_hand(
-    batches: &[Vec<Array>],
-    carried: &[usize],
-    run: &dyn Fn(&[Array]) -> Vec<Array>,
-) -> Vec<Array> {
-    let mut state: Vec<Array> = carried.iter().map(|&i| batches[0][i].clone()).collect();
-    let mut per_iteration: Vec<Vec<Array>> = Vec::new();
-    for batch in batches {
-        let mut args = batch.clone();
-        for (s, &i) in state.iter().zip(carried) {
-            args[i] = s.clone();
-        }
-        let out = run(&args);
-        state = out[..carried.len()].to_vec();
-        per_iteration.push(out[carried.len()..].to_vec());
-    }
-    let mut all = state;
-    for o in 0..per_iteration[0].len() {
-        let parts: Vec<Array> = per_iteration.iter().map(|p| p[o].clone()).collect();
-        all.push(tessel_runtime::feed::stack(&parts).unwrap());
-    }
-    all
-}
-
-#[test]
-fn a_shard_map_step_loops_on_four_replicas_on_both_backends() {
-    let k = 3;
-    let (step, looped, batches) = sharded_fixture("dp_tanh_regression_r4", k, &[1]);
-    let want = by_hand(&batches, &[0], &|args| {
-        run_global(&step, Device::interpreter().with_replicas(4), args)
-    });
-    for device in [Device::interpreter(), Device::jit()] {
-        let backend = device.backend;
-        let sl = make_loop(&step, k as u64, &[1], device.with_replicas(4));
-        let got = sl.run_global(&looped, &LoopOptions::default()).unwrap();
-        assert_eq!(got.len(), want.len());
-        assert_eq!(got[1].shape.dims.as_slice(), &[k as i64], "stacked losses");
-        for (g, w) in got.iter().zip(&want) {
-            assert_eq!(g.shape, w.shape, "{backend:?}");
-            for (a, b) in f32_data(g).iter().zip(f32_data(w)) {
-                assert!(
-                    (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
-                    "{backend:?}: {a} vs {b}"
-                );
-            }
-        }
-    }
-}
-
-/// The data-parallel CNN step looped twice on the JIT equals two sharded runs of the JIT's
-/// compiled body, bitwise.
-#[test]
-fn the_data_parallel_cnn_step_loops_on_the_jit() {
-    let k = 2;
-    let (step, looped, batches) = sharded_fixture("dp_mnist_cnn_train_step_r4_b32", k, &[8, 9, 10]);
-    let device = Device::jit().with_replicas(4);
-    let sl = make_loop(&step, k as u64, &[8, 9, 10], device.clone());
-    let got = sl.run_global(&looped, &LoopOptions::default()).unwrap();
-    let carried: Vec<usize> = (0..8).collect();
-    let want = by_hand(&batches, &carried, &|args| {
-        run_global(&step, device.clone(), args)
-    });
-    assert_eq!(got, want);
-}
-
-/// A replica thread that panics before running releases the replicas waiting on the feed (no
-/// data ever comes here): the feed abort wakes them, not only the collective hub's poison.
-#[test]
-fn a_panicking_replica_thread_releases_replicas_waiting_on_the_infeed() {
-    use tessel_runtime::replicas::{Fault, Injection, ReplicaOptions};
-    // Leaked so that a hang (the bug this catches) fails the test instead of blocking it.
-    let lp: &'static LoopProgram = Box::leak(Box::new(jit_loop(&sgd_step(None), 3, &[1], 4)));
-    let (queues, rx) = tessel_runtime::feed::HostQueues::new(4, 2);
-    let queues: &'static tessel_runtime::feed::HostQueues = Box::leak(Box::new(queues));
-    let args = (0..4)
-        .map(|_| vec![Literal::Array(f32s(&[4], vec![1.0; 4]))])
-        .collect();
-    let options = ReplicaOptions {
-        inject: Some(Injection {
-            replica: 1,
-            at_collective: 0,
-            fault: Fault::ThreadPanic,
-        }),
-        ..ReplicaOptions::default()
-    };
-    let (tx, done) = std::sync::mpsc::channel();
-    let start = Instant::now();
-    std::thread::spawn(move || {
-        let out = lp
-            .executable()
-            .unwrap()
-            .run_replicated_fed(args, queues, &options);
-        let _ = tx.send(out);
-    });
-    let e = done
-        .recv_timeout(Duration::from_secs(5))
-        .expect("replicas waiting on the infeed never stopped")
-        .unwrap_err();
-    drop(rx);
-    assert_prompt(start);
-    assert_eq!(e.replica, Some(1), "{e}");
-    assert!(e.message.contains("panicked"), "{e}");
-    let (r, why) = queues.aborted().expect("the feed was aborted");
-    assert_eq!(r, 1, "{why}");
 }

@@ -2,18 +2,19 @@
 //! by zero, shifts past the bit width, NaN-propagating max/min, saturating float-to-int).
 //! An op with no 4-lane form here is applied lane by lane.
 
+use super::convert::{convert_scalar, convert_vector};
+use super::lane_values::{extract_lane, pack_lanes, select_values, vflags};
+use super::low_precision::low_precision_op;
 use crate::jit::clif::symbols::Symbols;
-use crate::jit::clif::types::{compute_type, is_low_precision};
+use crate::jit::clif::types::is_low_precision;
 use crate::jit::clif::vector_math::Vm;
 use crate::jit::JitError;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{
-    types, AbiParam, Endianness, InstBuilder, MemFlagsData, Signature, Type, Value,
-};
+use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, Signature, Type, Value};
 use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::FunctionBuilder;
 use tessel_compiler::ir::{
-    ArrayData, BinaryOp, ComparisonDirection, ComparisonType, ElementType, Op, UnaryOp,
+    BinaryOp, ComparisonDirection, ComparisonType, ElementType, Op, UnaryOp,
 };
 
 /// Rust functions the generated code calls for operations with no CLIF form here.
@@ -51,24 +52,21 @@ libfn!(log1p_f64, f64, |a| a.ln_1p());
 libfn!(tanh_f64, f64, |a| a.tanh());
 libfn!(logistic_f64, f64, |a| 1.0 / (1.0 + (-a).exp()));
 libfn!(sin_f64, f64, |a| a.sin());
-// 16-bit floats: rounding to nearest even, and the bits they are stored as.
-libfn!(round_bf16, f32, |a| half::bf16::from_f32(a).to_f32());
-libfn!(round_f16, f32, |a| half::f16::from_f32(a).to_f32());
-extern "C" fn f16_bits_to_f32(bits: i32) -> f32 {
-    half::f16::from_bits(bits as u16).to_f32()
-}
-extern "C" fn f32_to_f16_bits(a: f32) -> i32 {
-    half::f16::from_f32(a).to_bits() as i32
-}
 libfn!(cos_f64, f64, |a| a.cos());
 
 impl Libcalls<'_> {
-    fn call(&self, fb: &mut FunctionBuilder, f: usize, ty: Type, args: &[Value]) -> Value {
+    pub(super) fn call(
+        &self,
+        fb: &mut FunctionBuilder,
+        f: usize,
+        ty: Type,
+        args: &[Value],
+    ) -> Value {
         self.call_typed(fb, f, ty, ty, args)
     }
 
     /// Calls `f(args: param) -> ret`.
-    fn call_typed(
+    pub(super) fn call_typed(
         &self,
         fb: &mut FunctionBuilder,
         f: usize,
@@ -85,167 +83,6 @@ impl Libcalls<'_> {
         let callee = self.symbols.function(fb, f);
         let call = fb.ins().call_indirect(sigref, callee, args);
         fb.inst_results(call)[0]
-    }
-}
-
-fn vflags() -> MemFlagsData {
-    MemFlagsData::new().with_endianness(Endianness::Little)
-}
-
-/// A scalar constant from element `i` of `data`.
-pub fn scalar_constant(
-    fb: &mut FunctionBuilder,
-    data: &ArrayData,
-    i: usize,
-) -> Result<Value, JitError> {
-    let ty = data.element_type();
-    Ok(match data {
-        ArrayData::F32(v) => fb.ins().f32const(v[i]),
-        ArrayData::F64(v) => fb.ins().f64const(v[i]),
-        ArrayData::Pred(v) => fb.ins().iconst(types::I8, v[i] as i64),
-        // Held as the f32 of the same value (`types.rs`).
-        ArrayData::F16(v) => fb.ins().f32const(v[i].to_f32()),
-        ArrayData::BF16(v) => fb.ins().f32const(v[i].to_f32()),
-        _ => {
-            let t = crate::jit::clif::types::scalar_type(ty)?;
-            let bits = data.get_i64(i);
-            let masked = if t.bits() < 64 {
-                bits & ((1i64 << t.bits()) - 1)
-            } else {
-                bits
-            };
-            fb.ins().iconst(t, masked)
-        }
-    })
-}
-
-/// A pred `i8` 0/1 as a 4-lane mask lane value (`i32` 0 / -1).
-fn pred_to_mask_lane(fb: &mut FunctionBuilder, p: Value) -> Value {
-    let w = fb.ins().uextend(types::I32, p);
-    fb.ins().ineg(w)
-}
-
-/// Broadcasts a scalar to four lanes (no-op for one lane).
-pub fn splat_if(fb: &mut FunctionBuilder, ty: ElementType, s: Value, lanes: u32) -> Value {
-    if lanes == 1 {
-        return s;
-    }
-    match ty {
-        ElementType::F32 => fb.ins().splat(types::F32X4, s),
-        ElementType::Pred => {
-            let m = pred_to_mask_lane(fb, s);
-            fb.ins().splat(types::I32X4, m)
-        }
-        _ => fb.ins().splat(types::I32X4, s),
-    }
-}
-
-/// Packs four scalar values into one 4-lane value.
-pub fn pack_lanes(fb: &mut FunctionBuilder, ty: ElementType, vals: &[Value]) -> Value {
-    let lane = |fb: &mut FunctionBuilder, v: Value| {
-        if ty == ElementType::Pred {
-            pred_to_mask_lane(fb, v)
-        } else {
-            v
-        }
-    };
-    let vty = if ty == ElementType::F32 {
-        types::F32X4
-    } else {
-        types::I32X4
-    };
-    let l0 = lane(fb, vals[0]);
-    let mut v = fb.ins().splat(vty, l0);
-    for (i, &x) in vals.iter().enumerate().skip(1) {
-        let l = lane(fb, x);
-        v = fb.ins().insertlane(v, l, i as u8);
-    }
-    v
-}
-
-/// Lane `l` of a 4-lane value as a scalar of element type `ty`.
-pub fn extract_lane(fb: &mut FunctionBuilder, ty: ElementType, v: Value, l: u8) -> Value {
-    let x = fb.ins().extractlane(v, l);
-    if ty == ElementType::Pred {
-        let b = fb.ins().band_imm_s(x, 1);
-        fb.ins().ireduce(types::I8, b)
-    } else {
-        x
-    }
-}
-
-/// A 4-lane pred mask as 4 bytes 0/1 in an `i32`, ready to store.
-pub fn mask_to_bytes(fb: &mut FunctionBuilder, m: Value) -> Value {
-    let h = fb.ins().snarrow(m, m); // i16x8 of 0 / -1
-    let b = fb.ins().snarrow(h, h); // i8x16 of 0 / -1
-    let one = fb.ins().iconst(types::I8, 1);
-    let ones = fb.ins().splat(types::I8X16, one);
-    let b = fb.ins().band(b, ones);
-    let w = fb.ins().bitcast(types::I32X4, vflags(), b);
-    fb.ins().extractlane(w, 0)
-}
-
-/// An integer scalar widened (by its signedness) to `i64`.
-pub fn int_to_i64(fb: &mut FunctionBuilder, v: Value, ty: ElementType) -> Value {
-    let t = fb.func.dfg.value_type(v);
-    if t == types::I64 {
-        v
-    } else if ty.is_signed_int() {
-        fb.ins().sextend(types::I64, v)
-    } else {
-        fb.ins().uextend(types::I64, v)
-    }
-}
-
-/// A scalar `i8` condition as a condition for [`select_values`] on values of `lanes` lanes.
-pub fn scalar_cond_for(fb: &mut FunctionBuilder, c: Value, _ty: ElementType, lanes: u32) -> Value {
-    if lanes == 1 {
-        c
-    } else {
-        let m = pred_to_mask_lane(fb, c);
-        fb.ins().splat(types::I32X4, m)
-    }
-}
-
-/// `c ? a : b` where `c` is an `i8` (scalar) or an `i32x4` mask.
-pub fn select_values(fb: &mut FunctionBuilder, c: Value, a: Value, b: Value, lanes: u32) -> Value {
-    if lanes == 1 {
-        fb.ins().select(c, a, b)
-    } else {
-        let ty = fb.func.dfg.value_type(a);
-        let c = if ty == types::I32X4 {
-            c
-        } else {
-            fb.ins().bitcast(ty, vflags(), c)
-        };
-        fb.ins().bitselect(c, a, b)
-    }
-}
-
-/// An iota value `base + lane * coef` converted to `ty`.
-pub fn iota_value(
-    fb: &mut FunctionBuilder,
-    ty: ElementType,
-    base: Value,
-    coef: i64,
-    lanes: u32,
-) -> Result<Value, JitError> {
-    if lanes == 1 {
-        return convert_scalar(fb, base, ElementType::S64, ty);
-    }
-    let b32 = fb.ins().ireduce(types::I32, base);
-    let splat = fb.ins().splat(types::I32X4, b32);
-    let mut bytes = Vec::with_capacity(16);
-    for l in 0..4i32 {
-        bytes.extend_from_slice(&((l as i64 * coef) as i32).to_le_bytes());
-    }
-    let c = fb.func.dfg.constants.insert(bytes.into());
-    let offs = fb.ins().vconst(types::I32X4, c);
-    let v = fb.ins().iadd(splat, offs);
-    match ty {
-        ElementType::F32 => Ok(fb.ins().fcvt_from_sint(types::F32X4, v)),
-        ElementType::S32 | ElementType::U32 => Ok(v),
-        _ => Err(JitError::Unsupported(format!("4-lane iota of {ty}"))),
     }
 }
 
@@ -392,85 +229,6 @@ pub fn emit_op(
             other.opcode_name()
         ))),
     }
-}
-
-/// An op on `bf16`/`f16` values (held as f32): computed in f32, the result rounded back to
-/// its 16-bit type to nearest even, as XLA:CPU computes them (`docs/jit.md`).
-#[allow(clippy::too_many_arguments)]
-fn low_precision_op(
-    fb: &mut FunctionBuilder,
-    lib: &Libcalls<'_>,
-    has_fma: bool,
-    op: &Op,
-    out: ElementType,
-    arg_tys: &[ElementType],
-    args: &[Value],
-    lanes: u32,
-) -> Result<Value, JitError> {
-    if lanes > 1 {
-        return Err(JitError::Invalid(format!(
-            "{} on {out} in 4-lane code",
-            op.opcode_name()
-        )));
-    }
-    if matches!(op, Op::BitcastConvert) {
-        return Err(JitError::Unsupported(format!(
-            "bitcast-convert from {} to {out}",
-            arg_tys[0]
-        )));
-    }
-    let tys: Vec<ElementType> = arg_tys.iter().map(|&t| compute_type(t)).collect();
-    let v = emit_op(fb, lib, has_fma, op, compute_type(out), &tys, args, 1)?;
-    Ok(if is_low_precision(out) {
-        round_to(fb, lib, v, out)
-    } else {
-        v
-    })
-}
-
-/// `x` (an f32) rounded to the nearest `ty` (bf16 or f16) value, still as an f32.
-pub fn round_to(fb: &mut FunctionBuilder, lib: &Libcalls<'_>, x: Value, ty: ElementType) -> Value {
-    let f = if ty == ElementType::BF16 {
-        round_bf16 as *const () as usize
-    } else {
-        round_f16 as *const () as usize
-    };
-    lib.call(fb, f, types::F32, &[x])
-}
-
-/// A 16-bit float's bits (an `i16` loaded from memory) as the f32 of its value.
-pub fn widen_bits(
-    fb: &mut FunctionBuilder,
-    lib: &Libcalls<'_>,
-    bits: Value,
-    ty: ElementType,
-) -> Value {
-    let w = fb.ins().uextend(types::I32, bits);
-    if ty == ElementType::BF16 {
-        // bf16 is the top half of an f32.
-        let hi = fb.ins().ishl_imm_u(w, 16);
-        fb.ins().bitcast(types::F32, MemFlagsData::new(), hi)
-    } else {
-        let f = f16_bits_to_f32 as *const () as usize;
-        lib.call_typed(fb, f, types::I32, types::F32, &[w])
-    }
-}
-
-/// The `i16` bits to store for `x`, an f32 holding a value of `ty` (already rounded to it).
-pub fn narrow_bits(
-    fb: &mut FunctionBuilder,
-    lib: &Libcalls<'_>,
-    x: Value,
-    ty: ElementType,
-) -> Value {
-    let w = if ty == ElementType::BF16 {
-        let b = fb.ins().bitcast(types::I32, MemFlagsData::new(), x);
-        fb.ins().ushr_imm_u(b, 16)
-    } else {
-        let f = f32_to_f16_bits as *const () as usize;
-        lib.call_typed(fb, f, types::F32, types::I32, &[x])
-    };
-    fb.ins().ireduce(types::I16, w)
 }
 
 fn float_libcall_f64(u: UnaryOp) -> Option<usize> {
@@ -797,147 +555,4 @@ fn compare(
         (Ge, false) => IntCC::UnsignedGreaterThanOrEqual,
     };
     Ok(fb.ins().icmp(cc, a, b))
-}
-
-/// Scalar conversion between element types with XLA's semantics.
-pub fn convert_scalar(
-    fb: &mut FunctionBuilder,
-    x: Value,
-    from: ElementType,
-    to: ElementType,
-) -> Result<Value, JitError> {
-    use ElementType as E;
-    if from == to {
-        return Ok(x);
-    }
-    let tt = crate::jit::clif::types::scalar_type(to)?;
-    let ft = fb.func.dfg.value_type(x);
-    if to == E::Pred {
-        return Ok(if from.is_float() {
-            let z = if from == E::F64 {
-                fb.ins().f64const(0.0)
-            } else {
-                fb.ins().f32const(0.0)
-            };
-            fb.ins().fcmp(FloatCC::NotEqual, x, z)
-        } else {
-            fb.ins().icmp_imm_s(IntCC::NotEqual, x, 0)
-        });
-    }
-    if from.is_float() && to.is_float() {
-        return Ok(if tt.bits() > ft.bits() {
-            fb.ins().fpromote(tt, x)
-        } else {
-            fb.ins().fdemote(tt, x)
-        });
-    }
-    if from.is_float() {
-        // Saturating, NaN to 0; narrow targets go through i32 then clamp.
-        let wide = if tt.bits() < 32 { types::I32 } else { tt };
-        let v = if to.is_signed_int() {
-            fb.ins().fcvt_to_sint_sat(wide, x)
-        } else {
-            fb.ins().fcvt_to_uint_sat(wide, x)
-        };
-        if wide == tt {
-            return Ok(v);
-        }
-        let (lo, hi) = int_range(to);
-        let lo = fb.ins().iconst(types::I32, lo);
-        let hi = fb.ins().iconst(types::I32, hi);
-        let v = if to.is_signed_int() {
-            fb.ins().smax(v, lo)
-        } else {
-            fb.ins().umax(v, lo)
-        };
-        let v = if to.is_signed_int() {
-            fb.ins().smin(v, hi)
-        } else {
-            fb.ins().umin(v, hi)
-        };
-        return Ok(fb.ins().ireduce(tt, v));
-    }
-    // From an integer or pred.
-    let signed_src = from.is_signed_int();
-    if to.is_float() {
-        let x = if ft.bits() < 32 {
-            if signed_src {
-                fb.ins().sextend(types::I32, x)
-            } else {
-                fb.ins().uextend(types::I32, x)
-            }
-        } else {
-            x
-        };
-        return Ok(if signed_src {
-            fb.ins().fcvt_from_sint(tt, x)
-        } else {
-            fb.ins().fcvt_from_uint(tt, x)
-        });
-    }
-    Ok(if tt.bits() > ft.bits() {
-        if signed_src {
-            fb.ins().sextend(tt, x)
-        } else {
-            fb.ins().uextend(tt, x)
-        }
-    } else if tt.bits() < ft.bits() {
-        fb.ins().ireduce(tt, x)
-    } else {
-        x
-    })
-}
-
-fn int_range(t: ElementType) -> (i64, i64) {
-    use ElementType as E;
-    match t {
-        E::S8 => (i8::MIN as i64, i8::MAX as i64),
-        E::U8 => (0, u8::MAX as i64),
-        E::S16 => (i16::MIN as i64, i16::MAX as i64),
-        E::U16 => (0, u16::MAX as i64),
-        _ => (i32::MIN as i64, i32::MAX as i64),
-    }
-}
-
-fn convert_vector(
-    fb: &mut FunctionBuilder,
-    x: Value,
-    from: ElementType,
-    to: ElementType,
-) -> Result<Value, JitError> {
-    use ElementType as E;
-    if from == to || (from.is_integer() && to.is_integer()) {
-        return Ok(x);
-    }
-    Ok(match (from, to) {
-        (E::S32, E::F32) => fb.ins().fcvt_from_sint(types::F32X4, x),
-        (E::F32, E::S32) => fb.ins().fcvt_to_sint_sat(types::I32X4, x),
-        (E::Pred, E::F32) => {
-            // Mask & bits(1.0) is 1.0 or 0.0.
-            let one = fb.ins().iconst(types::I32, 1.0f32.to_bits() as i64);
-            let ones = fb.ins().splat(types::I32X4, one);
-            let b = fb.ins().band(x, ones);
-            fb.ins().bitcast(types::F32X4, vflags(), b)
-        }
-        (E::Pred, _) => {
-            let one = fb.ins().iconst(types::I32, 1);
-            let ones = fb.ins().splat(types::I32X4, one);
-            fb.ins().band(x, ones)
-        }
-        (E::F32, E::Pred) => {
-            let z = fb.ins().f32const(0.0);
-            let zs = fb.ins().splat(types::F32X4, z);
-            fb.ins().fcmp(FloatCC::NotEqual, x, zs)
-        }
-        (_, E::Pred) => {
-            let z = fb.ins().iconst(types::I32, 0);
-            let zs = fb.ins().splat(types::I32X4, z);
-            fb.ins().icmp(IntCC::NotEqual, x, zs)
-        }
-        _ => {
-            return Err(JitError::Unsupported(format!(
-                "4-lane convert {from} to {to}"
-            )))
-        }
-    })
 }

@@ -14,6 +14,7 @@
 
 use super::element_ops::{self, Libcalls};
 use super::types::{is_low_precision, scalar_type, value_type};
+use super::{convert, lane_values, low_precision};
 use crate::jit::buffer::Addr;
 use crate::jit::JitError;
 use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
@@ -250,7 +251,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
             };
             lanes_v.push(self.emit(id, &sidx, 1)?);
         }
-        Ok(element_ops::pack_lanes(self.fb, ty, &lanes_v))
+        Ok(lane_values::pack_lanes(self.fb, ty, &lanes_v))
     }
 
     fn emit_uncached(
@@ -277,8 +278,8 @@ impl<'a, 'f> Elemental<'a, 'f> {
                     JitError::Unsupported(format!("tuple constant {} in a kernel", instr.name))
                 })?;
                 if arr.len() == 1 {
-                    let s = element_ops::scalar_constant(self.fb, &arr.data, 0)?;
-                    return Ok(Some(element_ops::splat_if(self.fb, ty, s, lanes)));
+                    let s = lane_values::scalar_constant(self.fb, &arr.data, 0)?;
+                    return Ok(Some(lane_values::splat_if(self.fb, ty, s, lanes)));
                 }
                 let addr = Addr::Absolute(self.libcalls.symbols.constant(&arr.data.to_le_bytes()));
                 let lin = self.linear(idx, shape);
@@ -289,7 +290,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
                     return Ok(None);
                 };
                 let (b, c) = m[*dimension as usize];
-                Ok(Some(element_ops::iota_value(self.fb, ty, b, c, lanes)?))
+                Ok(Some(lane_values::iota_value(self.fb, ty, b, c, lanes)?))
             }
             Op::Broadcast { dimensions } => {
                 let operand_shape = self.shape(ops[0])?;
@@ -446,8 +447,8 @@ impl<'a, 'f> Elemental<'a, 'f> {
                                 pos,
                                 off + n,
                             );
-                            let c = element_ops::scalar_cond_for(self.fb, is_later, ty, lanes);
-                            element_ops::select_values(self.fb, c, later, v, lanes)
+                            let c = lane_values::scalar_cond_for(self.fb, is_later, ty, lanes);
+                            lane_values::select_values(self.fb, c, later, v, lanes)
                         }
                     });
                 }
@@ -514,9 +515,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
                 }))
             }
             Op::Copy => self.emit(ops[0], idx, lanes).map(Some),
-            Op::SelectAndScatter { .. } => {
-                crate::jit::fused_kernels::window_tiled::tiled_value(self, id, idx, lanes)
-            }
+            Op::SelectAndScatter { .. } => super::tiled_window::tiled_value(self, id, idx, lanes),
             Op::Convert if lanes == 1 && self.reads_unrounded(id) => {
                 // The bf16 op's f32 value, not rounded to bf16 (the interpreter's precision
                 // contract, `compiler/src/interpreter/precision.rs`).
@@ -537,7 +536,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
                     1,
                 )
                 .map_err(|e| e.at(&src.name))?;
-                let v = element_ops::convert_scalar(self.fb, wide, ElementType::F32, ty)
+                let v = convert::convert_scalar(self.fb, wide, ElementType::F32, ty)
                     .map_err(|e| e.at(&instr.name))?;
                 Ok(Some(v))
             }
@@ -632,7 +631,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
     fn scalar_index(&mut self, id: InstrId) -> Result<Value, JitError> {
         let ty = self.shape(id)?.element_type;
         let v = self.emit(id, &Index::Multi(SmallVec::new()), 1)?;
-        Ok(element_ops::int_to_i64(self.fb, v, ty))
+        Ok(lane_values::int_to_i64(self.fb, v, ty))
     }
 
     /// Loads a value of element type `ty` at linear index `lin` of the buffer at `addr`.
@@ -657,12 +656,12 @@ impl<'a, 'f> Elemental<'a, 'f> {
                 return Err(JitError::Invalid(format!("{ty} load in 4-lane code")));
             }
             let bits = self.fb.ins().load(types::I16, mem(), p, 0);
-            return Ok(element_ops::widen_bits(self.fb, &self.libcalls, bits, ty));
+            return Ok(low_precision::widen_bits(self.fb, &self.libcalls, bits, ty));
         }
         let sty = scalar_type(ty)?;
         if lanes == 1 || c == 0 {
             let s = self.fb.ins().load(sty, mem(), p, 0);
-            return Ok(element_ops::splat_if(self.fb, ty, s, lanes));
+            return Ok(lane_values::splat_if(self.fb, ty, s, lanes));
         }
         if c == 1 && ty != ElementType::Pred {
             let vty = value_type(ty, lanes)?;
@@ -672,7 +671,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
         for l in 0..4i64 {
             vals.push(self.fb.ins().load(sty, mem(), p, (l * c * size) as i32));
         }
-        Ok(element_ops::pack_lanes(self.fb, ty, &vals))
+        Ok(lane_values::pack_lanes(self.fb, ty, &vals))
     }
 
     /// Stores `v` at linear index `b` (lanes consecutive) of the buffer at `addr`.
@@ -696,12 +695,12 @@ impl<'a, 'f> Elemental<'a, 'f> {
             if lanes > 1 {
                 return Err(JitError::Invalid(format!("{ty} store in 4-lane code")));
             }
-            let bits = element_ops::narrow_bits(self.fb, &self.libcalls, v, ty);
+            let bits = low_precision::narrow_bits(self.fb, &self.libcalls, v, ty);
             self.fb.ins().store(mem(), bits, p, 0);
         } else if lanes == 1 {
             self.fb.ins().store(mem(), v, p, 0);
         } else if ty == ElementType::Pred {
-            let bytes = element_ops::mask_to_bytes(self.fb, v);
+            let bytes = lane_values::mask_to_bytes(self.fb, v);
             self.fb.ins().store(mem(), bytes, p, 0);
         } else {
             self.fb.ins().store(mem(), v, p, 0);
@@ -732,8 +731,8 @@ impl<'a, 'f> Elemental<'a, 'f> {
                             comp.name
                         ))
                     })?;
-                    let s = element_ops::scalar_constant(self.fb, &arr.data, 0)?;
-                    element_ops::splat_if(self.fb, arr.element_type(), s, lanes)
+                    let s = lane_values::scalar_constant(self.fb, &arr.data, 0)?;
+                    lane_values::splat_if(self.fb, arr.element_type(), s, lanes)
                 }
                 Op::Broadcast { .. } | Op::Reshape | Op::Bitcast | Op::Copy
                     if instr.shape.element_type().is_some()

@@ -168,7 +168,7 @@ pub fn emit_reduce_part(
     let fill_vec_end = if vec_ok { count / 4 * 4 } else { 0 };
     let fill = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
         for k in 0..n {
-            let v = crate::jit::clif::element_ops::splat_if(e.fb, tys[k], init_vals[k], lanes);
+            let v = crate::jit::clif::lane_values::splat_if(e.fb, tys[k], init_vals[k], lanes);
             e.store(outputs[k], tys[k], j, v, lanes)?;
         }
         Ok(())
@@ -334,7 +334,7 @@ fn emit_columns(e: &mut Elemental, c: &Columns, part: Option<(i64, i64)>) -> Res
             let mut vars = Vec::with_capacity(chunk.len() * n);
             for &(_, lanes) in chunk.iter() {
                 for k in 0..n {
-                    let v = crate::jit::clif::element_ops::splat_if(
+                    let v = crate::jit::clif::lane_values::splat_if(
                         e.fb,
                         c.tys[k],
                         c.init_vals[k],

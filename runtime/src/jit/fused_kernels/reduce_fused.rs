@@ -126,7 +126,7 @@ fn fill_accumulators(
     let init_v = e.emit(init, &Index::Multi(SmallVec::new()), 1)?;
     let fill_end = if vec_ok { count / 4 * 4 } else { 0 };
     let fill = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
-        let v = crate::jit::clif::element_ops::splat_if(e.fb, ty, init_v, lanes);
+        let v = crate::jit::clif::lane_values::splat_if(e.fb, ty, init_v, lanes);
         e.store(acc, ty, j, v, lanes)
     };
     counted_loop(e, 0, fill_end, 4, &mut |e, j| fill(e, j, 4))?;

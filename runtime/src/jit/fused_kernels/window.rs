@@ -7,15 +7,16 @@
 //! Select-and-scatter with disjoint windows (max-pool gradients) goes to `window_tiled`.
 
 use crate::jit::buffer::Addr;
-use crate::jit::clif::element_ops::{scalar_cond_for, select_values, splat_if};
+use crate::jit::clif::lane_values::{scalar_cond_for, select_values, splat_if};
 use crate::jit::clif::loops::counted_loop;
+use crate::jit::clif::tiled_window::window_positions;
 use crate::jit::clif::value_at_index::{Comp, Elemental, Index};
 use crate::jit::fused_kernels::elementwise::{can_vectorize, kernel_instructions, nest, nest_part};
 use crate::jit::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use smallvec::SmallVec;
-use tessel_compiler::ir::{ArrayShape, InstrId, Module, Op, Window, WindowDim};
+use tessel_compiler::ir::{ArrayShape, InstrId, Module, Op, WindowDim};
 
 /// Most window positions unrolled into one output point.
 const MAX_WINDOW: i64 = 4096;
@@ -49,23 +50,6 @@ pub fn check_window_sizes(module: &Module) -> Result<(), JitError> {
         }
     }
     Ok(())
-}
-
-/// All window offsets, row-major.
-pub(super) fn window_positions(w: &Window) -> Vec<Vec<i64>> {
-    let mut out = vec![vec![]];
-    for d in &w.dims {
-        let mut next = Vec::new();
-        for p in &out {
-            for k in 0..d.size {
-                let mut q = p.clone();
-                q.push(k);
-                next.push(q);
-            }
-        }
-        out = next;
-    }
-    out
 }
 
 /// Input coordinate along one dimension for output coordinate `o` and window offset `k`:
@@ -265,8 +249,8 @@ pub fn select_and_scatter_split(e: &Elemental, ss: InstrId) -> Option<(i64, i64)
     let src_shape = e.comp.get(instr.operands()[1]).shape.as_array()?;
     let first = window.dims.first()?;
     let ok = in_shape.rank() >= 2
-        && crate::jit::fused_kernels::window_tiled::windows_disjoint(window, in_shape, src_shape)
-        && crate::jit::fused_kernels::window_tiled::windows_tile(window, in_shape, src_shape)
+        && crate::jit::clif::tiled_window::windows_disjoint(window, in_shape, src_shape)
+        && crate::jit::clif::tiled_window::windows_tile(window, in_shape, src_shape)
         && first.size == 1
         && first.stride == 1
         && src_shape.dims[0] >= 2;
@@ -300,9 +284,7 @@ pub fn emit_select_and_scatter_part(
         )));
     }
     let rank = in_shape.rank();
-    if rank > 0
-        && crate::jit::fused_kernels::window_tiled::windows_disjoint(window, &in_shape, &src_shape)
-    {
+    if rank > 0 && crate::jit::clif::tiled_window::windows_disjoint(window, &in_shape, &src_shape) {
         return crate::jit::fused_kernels::window_tiled::emit_disjoint_select_and_scatter(
             e,
             [operand, source, init],

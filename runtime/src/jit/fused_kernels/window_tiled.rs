@@ -9,50 +9,23 @@
 //! (the channel dimension of NHWC pooling) four source points run in the lanes of one vector.
 //!
 //! When the windows also tile the operand, the value at one output index is a pure function of
-//! its window (`tiled_value`), so such a select-and-scatter can be computed inside the kernel
-//! of the fusion that reads it (the fusion pass puts a max-pool gradient and the ReLU gradient
-//! after it together), and its output is never stored.
+//! its window (`tiled_value` in `clif/tiled_window.rs`), so such a select-and-scatter can be
+//! computed inside the kernel of the fusion that reads it (the fusion pass puts a max-pool
+//! gradient and the ReLU gradient after it together), and its output is never stored.
 
 use crate::jit::buffer::Addr;
-use crate::jit::clif::element_ops::{select_values, splat_if};
+use crate::jit::clif::lane_values::{select_values, splat_if};
 use crate::jit::clif::loops::counted_loop;
+use crate::jit::clif::tiled_window::{
+    position_value, select_step, window_positions, windows_disjoint, windows_tile,
+};
 use crate::jit::clif::value_at_index::{Comp, Elemental, Index};
 use crate::jit::fused_kernels::elementwise::{can_vectorize, kernel_instructions, nest_part};
-use crate::jit::fused_kernels::window::window_positions;
 use crate::jit::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, InstBuilder, Value};
+use cranelift_codegen::ir::{InstBuilder, Value};
 use smallvec::SmallVec;
 use tessel_compiler::ir::{ArrayShape, ComputationId, InstrId, Op, Window};
-
-/// Whether every window lies inside the operand (no padding or dilation) and no two windows
-/// overlap (stride at least the size in every dimension).
-pub fn windows_disjoint(window: &Window, operand: &ArrayShape, source: &ArrayShape) -> bool {
-    window.dims.len() == operand.rank()
-        && source.rank() == operand.rank()
-        && window
-            .dims
-            .iter()
-            .zip(operand.dims.iter().zip(&source.dims))
-            .all(|(d, (&n, &s))| {
-                d.size >= 1
-                    && d.stride >= d.size
-                    && d.pad_low == 0
-                    && d.pad_high == 0
-                    && d.base_dilation == 1
-                    && d.window_dilation == 1
-                    && (s == 0 || (s - 1) * d.stride + d.size <= n)
-            })
-}
-
-/// Whether the windows cover every operand element (then no separate fill with `init`).
-pub fn windows_tile(window: &Window, operand: &ArrayShape, source: &ArrayShape) -> bool {
-    window
-        .dims
-        .iter()
-        .zip(operand.dims.iter().zip(&source.dims))
-        .all(|(d, (&n, &s))| d.stride == d.size && s * d.size == n)
-}
 
 /// Emits a select-and-scatter whose windows are disjoint ([`windows_disjoint`]).
 /// `operands` are (operand, source, init), `regions` (select, scatter); `part` restricts it to
@@ -273,132 +246,4 @@ pub(super) fn walk_windows(
     };
     // With a part, only rows [lo, hi) of the first dimension (the windows tile: no fill).
     nest_part(e, &src_shape.dims[..rank - 1], part, &mut row)
-}
-
-/// One position of the select's scan over a window: `scan` is the (value, position number)
-/// chosen so far, `None` before the first position. The scan moves to `(x, here)` where
-/// `select(current, x)` is false.
-fn select_step(
-    e: &mut Elemental,
-    select: ComputationId,
-    scan: Option<(Value, Value)>,
-    x: Value,
-    here: Value,
-    lanes: u32,
-) -> Result<(Value, Value), JitError> {
-    let Some((cur, chosen)) = scan else {
-        return Ok((x, here));
-    };
-    let keep = e.emit_region(select, &[cur, x], lanes)?[0];
-    let take = if lanes == 1 {
-        e.fb.ins().icmp_imm_s(IntCC::Equal, keep, 0)
-    } else {
-        e.fb.ins().bnot(keep)
-    };
-    Ok((
-        select_values(e.fb, take, x, cur, lanes),
-        select_values(e.fb, take, here, chosen, lanes),
-    ))
-}
-
-/// Window position number `p` as an `i32` (one lane) or `i32x4`.
-fn position_value(e: &mut Elemental, p: i64, lanes: u32) -> Value {
-    let v = e.fb.ins().iconst(types::I32, p);
-    if lanes == 1 {
-        v
-    } else {
-        e.fb.ins().splat(types::I32X4, v)
-    }
-}
-
-/// The value at `idx` of select-and-scatter `id` whose windows tile its operand
-/// ([`windows_disjoint`] and [`windows_tile`]), computed from the index's window alone:
-/// `scatter(init, source[window])` if the select picks this position of its window, else
-/// `init`. `None` when the lanes of `idx` would cross windows (then lane by lane).
-pub fn tiled_value(
-    e: &mut Elemental,
-    id: InstrId,
-    idx: &Index,
-    lanes: u32,
-) -> Result<Option<Value>, JitError> {
-    let Walk {
-        operands: [operand, source, init],
-        window,
-        regions: [select, scatter],
-        ..
-    } = walk_of(e, id, &[], false)?;
-    let name = &e.comp.get(id).name;
-    let in_shape: ArrayShape = e.shape(operand)?.clone();
-    let src_shape: ArrayShape = e.shape(source)?.clone();
-    if !windows_disjoint(window, &in_shape, &src_shape)
-        || !windows_tile(window, &in_shape, &src_shape)
-    {
-        return Err(JitError::Unsupported(format!(
-            "{}: a select-and-scatter inside a kernel must have windows that tile its operand",
-            name
-        )));
-    }
-    let ty = in_shape.element_type;
-    let Some(m) = e.multi(idx, &in_shape, lanes) else {
-        return Ok(None);
-    };
-    // Per dimension: the window's index (source coordinate) and the position inside it.
-    let mut window_idx: SmallVec<[Comp; 4]> = SmallVec::new();
-    let mut self_pos: Option<Value> = None;
-    for (d, wd) in window.dims.iter().enumerate() {
-        let (b, c) = m[d];
-        if wd.stride == 1 {
-            window_idx.push((b, c));
-            continue;
-        }
-        if c != 0 {
-            return Ok(None);
-        }
-        let o = e.fb.ins().udiv_imm_s(b, wd.stride);
-        let r = e.fb.ins().urem_imm_s(b, wd.stride);
-        window_idx.push((o, 0));
-        // Row-major number of the position: later dimensions' sizes multiply this one.
-        let later: i64 = window.dims[d + 1..].iter().map(|w| w.size).product();
-        let t = e.fb.ins().imul_imm_s(r, later);
-        self_pos = Some(match self_pos {
-            None => t,
-            Some(p) => e.fb.ins().iadd(p, t),
-        });
-    }
-    let self_pos = match self_pos {
-        Some(p) => e.fb.ins().ireduce(types::I32, p),
-        None => e.fb.ins().iconst(types::I32, 0),
-    };
-    let self_pos = if lanes == 1 {
-        self_pos
-    } else {
-        e.fb.ins().splat(types::I32X4, self_pos)
-    };
-    // The select's choice among the window's positions, as in the kernel above.
-    let mut scan: Option<(Value, Value)> = None;
-    for (p, pos) in window_positions(window).iter().enumerate() {
-        let mut comps: SmallVec<[Comp; 4]> = SmallVec::new();
-        for (d, wd) in window.dims.iter().enumerate() {
-            let (o, c) = window_idx[d];
-            let mut x = if wd.stride != 1 {
-                e.fb.ins().imul_imm_s(o, wd.stride)
-            } else {
-                o
-            };
-            if pos[d] != 0 {
-                x = e.fb.ins().iadd_imm_s(x, pos[d]);
-            }
-            comps.push((x, c));
-        }
-        let x = e.emit(operand, &Index::Multi(comps), lanes)?;
-        let here = position_value(e, p as i64, lanes);
-        scan = Some(select_step(e, select, scan, x, here, lanes)?);
-    }
-    let (_, chosen) = scan.expect("a window has a position");
-    let init_v = e.emit(init, &Index::Multi(SmallVec::new()), 1)?;
-    let init_l = splat_if(e.fb, ty, init_v, lanes);
-    let s = e.emit(source, &Index::Multi(window_idx), lanes)?;
-    let hit = e.emit_region(scatter, &[init_l, s], lanes)?[0];
-    let is_self = e.fb.ins().icmp(IntCC::Equal, chosen, self_pos);
-    Ok(Some(select_values(e.fb, is_self, hit, init_l, lanes)))
 }

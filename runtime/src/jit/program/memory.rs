@@ -5,7 +5,7 @@
 
 use super::compile::ProgramCx;
 use crate::jit::buffer::{Addr, Buffer, Loc};
-use crate::jit::clif::element_ops::int_to_i64;
+use crate::jit::clif::lane_values::int_to_i64;
 use crate::jit::clif::types::scalar_type;
 use crate::jit::JitError;
 use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};

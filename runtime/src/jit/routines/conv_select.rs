@@ -14,33 +14,10 @@ use super::winograd::{
     winograd_filter_routine, winograd_routine, WinogradFilterPlan, WinogradPlan,
 };
 use crate::jit::buffer::Addr;
-use crate::jit::{JitError, JitOptions};
+use crate::jit::{ConvAlgorithm, JitError, JitOptions};
 use std::any::Any;
 use tessel_compiler::ir::{ArrayShape, Convolution};
 use tessel_kernels::pooling::{MaxPool, PoolEpilogue};
-
-/// Which convolution algorithms the JIT may use (`JitOptions::conv_algorithm`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ConvAlgorithm {
-    /// The fastest routine whose preconditions hold.
-    #[default]
-    Auto,
-    /// Always the general patch-matrix GEMM (the reference for the specialized routines).
-    Gemm,
-}
-
-impl std::str::FromStr for ConvAlgorithm {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(ConvAlgorithm::Auto),
-            "gemm" => Ok(ConvAlgorithm::Gemm),
-            other => Err(format!(
-                "unknown convolution algorithm `{other}` (expected auto or gemm)"
-            )),
-        }
-    }
-}
 
 /// How exactly the HLO asks a convolution to be computed: its `operand_precision`
 /// attribute, XLA's `PrecisionConfig`.
