@@ -13,24 +13,31 @@ fn trains_evaluates_the_whole_slice_predicts_and_exports() {
     let dir = temp_dir("fashion_mnist_example");
     let data = concat!(env!("CARGO_MANIFEST_DIR"), "/data/fashion_mnist_slice");
     let model_dir = dir.join("model");
-    let flags = fashion_mnist::Flags::parse_from([
-        "fashion_mnist",
-        "--data-dir",
-        data,
-        "--model-dir",
-        model_dir.to_str().unwrap(),
-        "--batch-size",
-        "32",
-        "--train-steps",
-        "60",
-        "--iterations",
-        "20",
-        "--learning-rate",
-        "0.003",
-        "--random-seed",
-        "7",
-    ]);
-    let s = fashion_mnist::run(&flags).unwrap();
+    // The slice's recipe: 60 steps at batch 32, seeded, in `mode`, with `extra` flags.
+    let flags = |mode: &str, model_dir: &std::path::Path, extra: &[&str]| {
+        let mut args = vec![
+            "fashion_mnist",
+            "--data-dir",
+            data,
+            "--model-dir",
+            model_dir.to_str().unwrap(),
+            "--batch-size",
+            "32",
+            "--train-steps",
+            "60",
+            "--iterations",
+            "20",
+            "--learning-rate",
+            "0.003",
+            "--random-seed",
+            "7",
+            "--mode",
+            mode,
+        ];
+        args.extend_from_slice(extra);
+        fashion_mnist::Flags::parse_from(args)
+    };
+    let s = fashion_mnist::run(&flags("all", &model_dir, &[])).unwrap();
     assert_eq!(s.global_step, 60);
     let eval = s.eval.expect("evaluated");
     // 300 = 9 batches of 32 and one of 12: every image once.
@@ -65,30 +72,7 @@ fn trains_evaluates_the_whole_slice_predicts_and_exports() {
     // bundles evaluates and predicts as the safetensors run did; an empty model_dir restores
     // its checkpoint (a TF checkpoint path) to the same figures.
     let tf_dir = dir.join("tf_format");
-    let tf_flags = |mode: &str, model_dir: &std::path::Path, extra: &[&str]| {
-        let mut args = vec![
-            "fashion_mnist",
-            "--data-dir",
-            data,
-            "--model-dir",
-            model_dir.to_str().unwrap(),
-            "--batch-size",
-            "32",
-            "--train-steps",
-            "60",
-            "--iterations",
-            "20",
-            "--learning-rate",
-            "0.003",
-            "--random-seed",
-            "7",
-            "--mode",
-            mode,
-        ];
-        args.extend_from_slice(extra);
-        fashion_mnist::Flags::parse_from(args)
-    };
-    let tf = fashion_mnist::run(&tf_flags("all", &tf_dir, &["--checkpoint-format", "tf"])).unwrap();
+    let tf = fashion_mnist::run(&flags("all", &tf_dir, &["--checkpoint-format", "tf"])).unwrap();
     assert!(tf_dir.join("model.ckpt-60.index").is_file());
     assert!(!tf_dir.join("model.ckpt-60.safetensors").exists());
     let tf_eval = tf.eval.expect("evaluated");
@@ -97,7 +81,7 @@ fn trains_evaluates_the_whole_slice_predicts_and_exports() {
     assert_eq!(tf.predicted, s.predicted);
     let restored_dir = dir.join("restored");
     let ckpt = tf_dir.join("model.ckpt-60");
-    let restored = fashion_mnist::run(&tf_flags(
+    let restored = fashion_mnist::run(&flags(
         "evaluate",
         &restored_dir,
         &["--warm-start-from", ckpt.to_str().unwrap()],
