@@ -39,6 +39,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    commands::logger::install();
     match Command::parse() {
         Command::Check { files } => commands::check::run(&files),
         Command::Fmt { file } => commands::fmt::run(&file),

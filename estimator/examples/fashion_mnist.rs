@@ -14,6 +14,9 @@
 //! `estimator/data/fashion_mnist_slice/` holds the first 512 training and 300 test images.
 //! `--mode all` (the default) trains, evaluates the whole test set, predicts it and exports.
 
+#[path = "common/console.rs"]
+mod console;
+
 use clap::Parser;
 use std::path::{Path, PathBuf};
 use tessel_compiler::ir::ElementType;
@@ -198,7 +201,8 @@ pub fn run(flags: &Flags) -> Result<Summary, EstimatorError> {
         .with("learning_rate", flags.learning_rate)
         .with("train_steps", flags.train_steps as i64);
     let b = flags.batch_size;
-    let mut estimator = TpuEstimator::new(model_fn, config, params, true, b, Some(b), Some(b))?;
+    let mut estimator = TpuEstimator::new(model_fn, config, params, true, b, Some(b), Some(b))?
+        .with_progress(console::progress_bar());
     if let Some(from) = &flags.warm_start_from {
         estimator = estimator.with_warm_start(WarmStart::new(from));
     }
@@ -280,6 +284,7 @@ pub fn run(flags: &Flags) -> Result<Summary, EstimatorError> {
 #[allow(dead_code)] // the test includes this file as a module and calls `run`
 fn main() {
     let flags = Flags::parse();
+    console::install_logger();
     if let Err(e) = run(&flags) {
         eprintln!("error: {e}");
         std::process::exit(1);

@@ -18,6 +18,8 @@
 //! one, or one in any other phase, exits at once. SIGTERM is how a scheduler or a preemptible
 //! VM stops a job: the rerun of the same command resumes from the checkpoint saved.
 
+#[path = "common/console.rs"]
+mod console;
 #[path = "common/mnist_data.rs"]
 mod mnist_data;
 
@@ -216,6 +218,7 @@ fn input_fn(
 
 fn main() {
     let flags = Flags::parse();
+    console::install_logger();
     let signals = StopSignals::default();
     if let Err(e) = run(&flags, &signals) {
         match &e {
@@ -320,6 +323,7 @@ fn run(flags: &Flags, signals: &StopSignals) -> Result<(), EstimatorError> {
         Some(from) => estimator.with_warm_start(WarmStart::new(from)),
         None => estimator,
     };
+    let estimator = estimator.with_progress(console::progress_bar());
     signals
         .install(estimator.stop_flag())
         .map_err(|e| EstimatorError::Value(format!("cannot handle Ctrl-C and SIGTERM: {e}")))?;

@@ -5,6 +5,7 @@ pub mod compile;
 pub mod data;
 pub mod fmt;
 pub mod grad;
+pub mod logger;
 pub mod predict;
 pub mod run;
 pub mod run_loop;

@@ -32,13 +32,13 @@ fn xla_dump_to(flags: &str) -> Option<PathBuf> {
 }
 
 /// Writes `step` into the dump directory when one is set. A dump that cannot be written is
-/// reported on stderr and does not stop training.
+/// logged as a warning and does not stop training.
 pub(crate) fn dump_step(step: &Module) {
     let Some(dir) = dump_dir() else { return };
     let path = dir.join(format!("{}.step.hlo", step.name));
     let text = print_module(step, &PrintOptions::default());
     if let Err(e) = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&path, text)) {
-        eprintln!("cannot dump the step to {}: {e}", path.display());
+        log::warn!(target: "tessel", "cannot dump the step to {}: {e}", path.display());
     }
 }
 

@@ -1,37 +1,58 @@
 //! The estimator's log: TF's lines, word for word, so a TF user finds what they know
 //! (`loss = 0.12, step = 1000 (4.5 sec)`, `global_step/sec: 37.1`, `Saving checkpoints for
-//! 1000 into DIR/model.ckpt.`), on stderr with the prefix `INFO:tessel:` in place of
-//! `INFO:tensorflow:`. When stderr is a terminal, a progress bar (step, examples/s, ETA,
-//! loss) stays below the lines.
+//! 1000 into DIR/model.ckpt.`). The library prints nothing itself: each line goes to the `log`
+//! facade (target `tessel`), where the program's logger shows it (the examples print
+//! `INFO:tessel:` in place of `INFO:tensorflow:`), and training's progress goes to the
+//! estimator's progress callback (the examples draw a bar with it).
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal;
+use std::sync::Arc;
+
+/// Training's progress after each loop, for a program's progress bar.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    /// The global step reached, and the one training stops at.
+    pub step: u64,
+    pub target: u64,
+    /// The loss of the last step.
+    pub loss: f64,
+    /// Examples per second over the loops so far (compile time excluded).
+    pub examples_per_sec: f64,
+    /// The last report of this `train` call (it ended, or failed).
+    pub done: bool,
+}
+
+/// A program's progress callback ([`super::TpuEstimator::with_progress`]).
+pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 
 pub struct Log {
-    bar: Option<ProgressBar>,
     /// Lines are also kept, for tests and for callers that show them elsewhere.
     pub lines: Vec<String>,
     quiet: bool,
+    progress: Option<ProgressFn>,
+    last: Option<Progress>,
 }
 
 impl Log {
-    /// A log on stderr; `quiet` keeps lines in memory only (tests).
+    /// A log through the `log` facade; `quiet` keeps lines in memory only (tests).
     pub fn new(quiet: bool) -> Log {
         Log {
-            bar: None,
             lines: Vec::new(),
             quiet,
+            progress: None,
+            last: None,
         }
+    }
+
+    /// Reports training's progress to `progress` too.
+    pub fn with_progress(mut self, progress: Option<ProgressFn>) -> Log {
+        self.progress = progress;
+        self
     }
 
     pub fn info(&mut self, line: impl Into<String>) {
         let line = line.into();
         if !self.quiet {
-            let text = format!("INFO:tessel:{line}");
-            match &self.bar {
-                Some(bar) => bar.println(text),
-                None => eprintln!("{text}"),
-            }
+            log::info!(target: "tessel", "{line}");
         }
         self.lines.push(line);
     }
@@ -39,40 +60,47 @@ impl Log {
     pub fn warn(&mut self, line: impl Into<String>) {
         let line = line.into();
         if !self.quiet {
-            let text = format!("WARNING:tessel:{line}");
-            match &self.bar {
-                Some(bar) => bar.println(text),
-                None => eprintln!("{text}"),
-            }
+            log::warn!(target: "tessel", "{line}");
         }
         self.lines.push(line);
     }
 
-    /// Starts a progress bar from `start` to `end` steps, if stderr is a terminal.
+    /// Training starts at `start` and stops at `end`.
     pub fn start_progress(&mut self, start: u64, end: u64) {
-        if self.quiet || !std::io::stderr().is_terminal() {
-            return;
-        }
-        let bar = ProgressBar::with_draw_target(Some(end), ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template("{bar:30} step {pos}/{len}  {msg}  ETA {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
-        bar.set_style(style);
-        bar.set_position(start);
-        self.bar = Some(bar);
+        self.report(Progress {
+            step: start,
+            target: end,
+            loss: f64::NAN,
+            examples_per_sec: 0.0,
+            done: false,
+        });
     }
 
-    /// Moves the bar to `step` with the latest loss and throughput.
+    /// Training reached `step` with the latest loss and throughput.
     pub fn progress(&mut self, step: u64, loss: f64, examples_per_sec: f64) {
-        if let Some(bar) = &self.bar {
-            bar.set_position(step);
-            bar.set_message(format!("{examples_per_sec:.0} examples/s  loss {loss:.4}"));
+        let target = self.last.map_or(step, |p| p.target);
+        self.report(Progress {
+            step,
+            target,
+            loss,
+            examples_per_sec,
+            done: false,
+        });
+    }
+
+    /// Training ended (or failed): the last report.
+    pub fn finish_progress(&mut self) {
+        if let Some(last) = self.last.take() {
+            self.report(Progress { done: true, ..last });
+            self.last = None;
         }
     }
 
-    pub fn finish_progress(&mut self) {
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
+    fn report(&mut self, progress: Progress) {
+        if let Some(f) = &self.progress {
+            f(&progress);
         }
+        self.last = Some(progress);
     }
 }
 

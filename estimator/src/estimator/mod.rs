@@ -50,6 +50,7 @@ pub use evaluate::EvalResult;
 pub use export::{ServingInput, Signature, SignatureOutput, SignatureParameter, GLOBAL_STEP};
 pub use exported_model::ExportedModel;
 pub use input_fn::{Input, InputFn};
+pub use log::{Progress, ProgressFn};
 pub use params::{Param, Params};
 pub use predict::{PredictIter, Prediction};
 pub use spec::{require_labels, EvalMetrics, Features, HostTensors, MetricFn, TpuEstimatorSpec};

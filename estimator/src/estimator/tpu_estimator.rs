@@ -29,6 +29,8 @@ pub struct TpuEstimator {
     pub(crate) quiet: bool,
     /// Where a model_dir without a checkpoint takes its first values (TF's `warm_start_from`).
     pub(crate) warm_start: Option<crate::checkpoint::WarmStart>,
+    /// Told training's progress after each loop (a program's progress bar).
+    pub(crate) progress: Option<super::log::ProgressFn>,
 }
 
 impl TpuEstimator {
@@ -98,6 +100,7 @@ impl TpuEstimator {
             stop: Arc::new(AtomicBool::new(false)),
             quiet: false,
             warm_start: None,
+            progress: None,
         };
         if temporary {
             Log::new(false).warn(format!(
@@ -122,7 +125,18 @@ impl TpuEstimator {
         self
     }
 
-    /// Keeps the log lines in memory instead of writing them to stderr (tests).
+    /// Calls `progress` after each training loop (and once when `train` ends) with the step,
+    /// the loss and the throughput: the examples draw their progress bar with it. The library
+    /// draws nothing itself.
+    pub fn with_progress(
+        mut self,
+        progress: impl Fn(&super::log::Progress) + Send + Sync + 'static,
+    ) -> TpuEstimator {
+        self.progress = Some(std::sync::Arc::new(progress));
+        self
+    }
+
+    /// Keeps the log lines in memory only, not passing them to the `log` facade (tests).
     pub fn quiet(mut self) -> TpuEstimator {
         self.quiet = true;
         self

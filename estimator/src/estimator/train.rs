@@ -63,7 +63,7 @@ impl TpuEstimator {
         steps: Option<u64>,
         max_steps: Option<u64>,
     ) -> Result<TrainResult, EstimatorError> {
-        let mut log = Log::new(self.quiet);
+        let mut log = Log::new(self.quiet).with_progress(self.progress.clone());
         match (steps, max_steps) {
             (Some(_), Some(_)) => {
                 return Err(EstimatorError::value(

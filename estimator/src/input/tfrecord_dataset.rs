@@ -71,8 +71,9 @@ impl Iterator for Records {
                 if skipped > 0 && !self.reported {
                     self.reported = true;
                     let first = self.reader.skipped().next().map(|e| e.to_string());
-                    eprintln!(
-                        "WARNING:tessel:skipped {skipped} corrupt record(s) (ignore_errors); the first: {}",
+                    log::warn!(
+                        target: "tessel",
+                        "skipped {skipped} corrupt record(s) (ignore_errors); the first: {}",
                         first.unwrap_or_default()
                     );
                 }

@@ -148,3 +148,35 @@ fn train_and_eval_events_and_tf_log_lines() {
     );
     assert_eq!(ev["loss"], vec![(100, e.loss as f32)]);
 }
+
+/// The library draws no progress bar: it reports each loop to the program's callback (the
+/// examples draw their bar with it), from the start step to the target, then once as done.
+#[test]
+fn progress_goes_to_the_programs_callback() {
+    use std::sync::{Arc, Mutex};
+    use tessel_estimator::estimator::Progress;
+    let dir = temp_dir("progress");
+    let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    estimator(config(&dir, 5, 1000), Params::new())
+        .with_progress(move |p: &Progress| sink.lock().unwrap().push(*p))
+        .train(tiny::train_input, None, Some(20))
+        .unwrap();
+    let seen = seen.lock().unwrap();
+    let steps: Vec<(u64, bool)> = seen.iter().map(|p| (p.step, p.done)).collect();
+    assert_eq!(
+        steps,
+        vec![
+            (0, false),
+            (5, false),
+            (10, false),
+            (15, false),
+            (20, false),
+            (20, true)
+        ]
+    );
+    assert!(seen.iter().all(|p| p.target == 20));
+    assert!(seen[1..]
+        .iter()
+        .all(|p| p.loss.is_finite() && p.examples_per_sec > 0.0));
+}
