@@ -22,16 +22,10 @@ pub fn softmax_cross_entropy(
     reduction: Reduction,
 ) -> Tensor {
     const OP: &str = "softmax_cross_entropy";
-    let ty = match float_type(OP, "logits", logits) {
+    let ty = match smoothed_logits_type(OP, logits, label_smoothing) {
         Ok(ty) => ty,
         Err(failed) => return failed,
     };
-    if !(0.0..=1.0).contains(&label_smoothing) {
-        return logits.fail(
-            OP,
-            format!("label_smoothing must be in [0, 1], got {label_smoothing}"),
-        );
-    }
     let mut labels = onehot_labels.cast(ty);
     if label_smoothing > 0.0 {
         let Some(Dim::Fixed(classes)) = logits.dims().last().copied() else {
@@ -137,16 +131,10 @@ pub fn sigmoid_cross_entropy(
     reduction: Reduction,
 ) -> Tensor {
     const OP: &str = "sigmoid_cross_entropy";
-    let ty = match float_type(OP, "logits", logits) {
+    let ty = match smoothed_logits_type(OP, logits, label_smoothing) {
         Ok(ty) => ty,
         Err(failed) => return failed,
     };
-    if !(0.0..=1.0).contains(&label_smoothing) {
-        return logits.fail(
-            OP,
-            format!("label_smoothing must be in [0, 1], got {label_smoothing}"),
-        );
-    }
     if multi_class_labels.is_ok() && multi_class_labels.dims() != logits.dims() {
         return logits.fail(
             OP,
@@ -170,6 +158,24 @@ pub fn sigmoid_cross_entropy(
     let neg_abs = positive.where_(&-x, x);
     let losses = &(&relu - &(x * &z)) + &neg_abs.exp().unary(UnaryOp::Log1p);
     weighted_loss(g, OP, &losses, weights, reduction)
+}
+
+/// The logits' float type, checked with `label_smoothing` (in `[0, 1]`) for the two losses
+/// that smooth their labels; or the failed tensor to return.
+#[track_caller]
+fn smoothed_logits_type(
+    op: &str,
+    logits: &Tensor,
+    label_smoothing: f64,
+) -> Result<ElementType, Tensor> {
+    let ty = float_type(op, "logits", logits)?;
+    if !(0.0..=1.0).contains(&label_smoothing) {
+        return Err(logits.fail(
+            op,
+            format!("label_smoothing must be in [0, 1], got {label_smoothing}"),
+        ));
+    }
+    Ok(ty)
 }
 
 /// `t`'s element type, or the failed tensor to return: its own when it failed
