@@ -21,7 +21,7 @@ impl CpuFeatures {
     }
 
     /// 8-lane vectors with fused multiply-add.
-    pub fn avx2_fma(&self) -> bool {
+    pub(crate) fn avx2_fma(&self) -> bool {
         self.avx2 && self.fma
     }
 }

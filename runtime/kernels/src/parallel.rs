@@ -28,7 +28,7 @@ use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 /// How long an idle helper keeps looking for work before it sleeps.
-pub const SPIN: Duration = Duration::from_millis(2);
+pub(crate) const SPIN: Duration = Duration::from_millis(2);
 
 /// Spin iterations between two yields of the core.
 const SPINS_PER_YIELD: u32 = 64;
@@ -48,7 +48,7 @@ pub fn for_each_worker(workers: usize, work: impl Fn(usize) + Sync) {
 /// 1), and returns when all have finished. A routine whose result depends on how its work
 /// is cut (partial sums) cuts it into a fixed number of shares this way, so that the result
 /// is the same for any thread count. A panic in a share is re-raised here.
-pub fn for_each_share(shares: usize, threads: usize, work: impl Fn(usize) + Sync) {
+pub(crate) fn for_each_share(shares: usize, threads: usize, work: impl Fn(usize) + Sync) {
     if threads <= 1 || shares <= 1 {
         (0..shares).for_each(work);
         return;

@@ -19,14 +19,26 @@ const LINE: usize = 64;
 /// Prefetching is a hint; it never faults, so the addresses need not be valid, but they are
 /// kept within `[start, end)` so that no line past the stream is fetched for nothing.
 #[inline]
-pub fn prefetch_part(start: *const u8, bytes: usize, end: *const u8, part: usize, parts: usize) {
+pub(crate) fn prefetch_part(
+    start: *const u8,
+    bytes: usize,
+    end: *const u8,
+    part: usize,
+    parts: usize,
+) {
     prefetch_lines::<false>(start, bytes, end, part, parts)
 }
 
 /// As [`prefetch_part`], into L2 only: for a block that is worked on long after it is
 /// fetched, beside a working set that fills L1.
 #[inline]
-pub fn prefetch_part_l2(start: *const u8, bytes: usize, end: *const u8, part: usize, parts: usize) {
+pub(crate) fn prefetch_part_l2(
+    start: *const u8,
+    bytes: usize,
+    end: *const u8,
+    part: usize,
+    parts: usize,
+) {
     prefetch_lines::<true>(start, bytes, end, part, parts)
 }
 

@@ -2,7 +2,7 @@
 //! regions that each start on a cache line.
 
 /// Alignment of every region, in bytes (a cache line, and an AVX-512 vector).
-pub const ALIGN: usize = 64;
+pub(crate) const ALIGN: usize = 64;
 
 /// The regions of a routine's scratch block, as byte offsets into it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

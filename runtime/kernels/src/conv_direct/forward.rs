@@ -128,7 +128,7 @@ impl DirectConv {
     ///
     /// # Safety
     /// As [`Self::run`]; `bias`, when given, must hold `out_channels` floats.
-    pub unsafe fn run_with_bias(
+    pub(crate) unsafe fn run_with_bias(
         &self,
         input: *const f32,
         kernel: *const f32,

@@ -4,9 +4,9 @@
 //! AVX-512F ([`avx512`]), AVX2+FMA ([`avx2`]) and portable code.
 
 #[cfg(target_arch = "x86_64")]
-pub mod avx2;
+pub(crate) mod avx2;
 #[cfg(target_arch = "x86_64")]
-pub mod avx512;
+pub(crate) mod avx512;
 pub mod forward;
 pub mod tile;
 pub mod weight_gradient;

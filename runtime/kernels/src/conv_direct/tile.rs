@@ -21,7 +21,7 @@ const MOST_LANES: usize = 32;
 
 /// One tile's sources, steps and destination; pointer steps are in floats.
 #[derive(Clone, Copy, Debug)]
-pub struct Tile {
+pub(crate) struct Tile {
     /// Row 0's scalar source at step 0; row `r` reads `a + r * a_row`.
     pub a: *const f32,
     pub a_row: isize,
@@ -56,7 +56,7 @@ pub struct Tile {
 impl Isa {
     /// The most rows a tile may have: accumulators, `b` vectors and a broadcast fill the
     /// vector registers.
-    pub fn max_rows(self) -> usize {
+    pub(crate) fn max_rows(self) -> usize {
         match self {
             Isa::Avx512 => 14,
             Isa::Avx2Fma | Isa::Portable => 6,
@@ -64,7 +64,7 @@ impl Isa {
     }
 
     /// The most channels a tile may cover (two vectors).
-    pub fn max_lanes(self) -> usize {
+    pub(crate) fn max_lanes(self) -> usize {
         match self {
             Isa::Avx512 => 32,
             Isa::Avx2Fma | Isa::Portable => 16,
@@ -77,7 +77,7 @@ impl Isa {
 /// # Safety
 /// Every address the tile's steps reach must be readable (`a`, and `lanes` floats at `b`) or
 /// writable (`lanes` floats per destination row); `isa` must be one this machine runs.
-pub unsafe fn run_tile(isa: Isa, t: &Tile) {
+pub(crate) unsafe fn run_tile(isa: Isa, t: &Tile) {
     debug_assert!((1..=isa.max_rows()).contains(&t.rows));
     debug_assert!((1..=isa.max_lanes()).contains(&t.lanes));
     match isa {
@@ -141,7 +141,7 @@ unsafe fn portable_block(t: &Tile, a: *const f32, dst: *mut f32) {
 /// `image` must hold `height * image_width * channels` floats and `dst` `rows * width *
 /// channels`.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn fill_band(
+pub(crate) unsafe fn fill_band(
     image: *const f32,
     height: usize,
     image_width: usize,

@@ -30,7 +30,7 @@ impl GemmBackend {
 }
 
 /// Products at least this large (`m * n * k`) use `threads` threads; smaller ones one.
-pub const PARALLEL_PRODUCT: usize = 1 << 18;
+pub(crate) const PARALLEL_PRODUCT: usize = 1 << 18;
 
 /// `c = a * b` (or `c += a * b`) for f32 matrices given by pointers and strides in elements.
 ///

@@ -11,11 +11,11 @@
 //! copies.
 
 /// Most spatial dimensions a convolution may have here.
-pub const MAX_SPATIAL: usize = 8;
+pub(crate) const MAX_SPATIAL: usize = 8;
 
 /// The spatial grid a patch row visits, and how coordinates map to the input.
 #[derive(Clone, Debug)]
-pub struct PatchGrid {
+pub(crate) struct PatchGrid {
     in_spatial: Vec<usize>,
     base_dilation: Vec<i64>,
     /// Per spatial dimension, the offsets added to the row's fixed coordinate.
@@ -35,11 +35,6 @@ impl PatchGrid {
         };
         g.unit_start = g.unit_inner();
         g
-    }
-
-    /// Grid points per row.
-    pub fn points(&self) -> usize {
-        self.lists.iter().map(|l| l.len()).product()
     }
 
     /// The innermost list as `start + j` (unit steps, no dilation), if it is one.
@@ -69,7 +64,7 @@ impl PatchGrid {
     /// # Safety
     /// `img` must address every pixel of the input with `pixel_stride` floats per pixel and
     /// `run` readable floats at each; `dst` must hold `points() * run` floats.
-    pub unsafe fn gather_row(
+    pub(crate) unsafe fn gather_row(
         &self,
         img: *const f32,
         pixel_stride: usize,

@@ -44,16 +44,16 @@ use crate::KernelError;
 /// caches hold, so the lines would leave the core anyway, and a streaming store does not read
 /// each line before writing it over. Family 26, bench, 2 threads: the 12.8 MB gradient
 /// 0.63 -> 0.35 ms; MNIST step: 1.2 -> 1.0 ms, the 6.4 MB one 0.54 -> 0.39 ms.
-pub const STREAM_BYTES: usize = 4 << 20;
+pub(crate) const STREAM_BYTES: usize = 4 << 20;
 
 /// Most window positions the backward pass takes (its select keeps one mask per position).
-pub const MAX_WINDOW_POSITIONS: usize = 16;
+pub(crate) const MAX_WINDOW_POSITIONS: usize = 16;
 
 /// Bits 0-3 of a window choice: the position the select chose, in window order.
-pub const CHOICE_POSITION: u8 = 0x0f;
+pub(crate) const CHOICE_POSITION: u8 = 0x0f;
 /// Bit 4 of a window choice: the (pre-ReLU) value at the chosen position is above 0, so the
 /// ReLU gate lets its gradient through.
-pub const CHOICE_OPEN: u8 = 0x10;
+pub(crate) const CHOICE_OPEN: u8 = 0x10;
 
 /// Whether instruction set `isa` computes window choices in vector code (AVX-512). The others
 /// take the portable loops for them, which cost more than the gradient saves (bench,
@@ -132,7 +132,7 @@ impl PoolEpilogue {
     ///
     /// # Safety
     /// As [`MaxPool::run_image_block`].
-    pub unsafe fn run_image_block(
+    pub(crate) unsafe fn run_image_block(
         &self,
         y_image: *const f32,
         image: usize,
@@ -294,7 +294,7 @@ impl MaxPool {
     /// aligned to multiples of `block` (columns `usize::MAX`: whole rows), can pool each
     /// block as soon as it is written ([`Self::run_block`]): every window lies inside one
     /// block when it is no larger than its stride and the stride divides the block.
-    pub fn fits_blocks(&self, block: [usize; 2]) -> bool {
+    pub(crate) fn fits_blocks(&self, block: [usize; 2]) -> bool {
         let g = &self.geometry;
         (0..2).all(|d| {
             block[d] == usize::MAX
@@ -302,6 +302,7 @@ impl MaxPool {
         })
     }
 
+    #[cfg(test)]
     /// The outputs whose windows start in input rows `rows[0]..rows[1]` and columns
     /// `cols[0]..cols[1]` of image `image`, on the calling thread: a convolution's epilogue
     /// pools the block of its output it has just written (while it is in the cache), instead
@@ -311,7 +312,7 @@ impl MaxPool {
     /// # Safety
     /// As [`Self::run`]; every window starting in the block must lie inside it (see
     /// [`Self::fits_blocks`]) and be written.
-    pub unsafe fn run_block(
+    pub(crate) unsafe fn run_block(
         &self,
         src: *const f32,
         dst: *mut f32,
@@ -333,7 +334,7 @@ impl MaxPool {
     ///
     /// # Safety
     /// As [`Self::run_block`] for that image, and [`Self::run_with_choices`].
-    pub unsafe fn run_image_block(
+    pub(crate) unsafe fn run_image_block(
         &self,
         src_image: *const f32,
         dst: *mut f32,

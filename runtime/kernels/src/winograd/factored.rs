@@ -22,7 +22,7 @@
 use super::matrices::Matrices;
 
 /// At most this many pairs (matrices up to 8 x 8).
-pub const MAX_PAIRS: usize = 4;
+pub(crate) const MAX_PAIRS: usize = 4;
 
 /// `(v[i], v[j]) <- (v[i] + v[j], v[i] - v[j])`, or `v[j] - v[i]` for the second when
 /// `flip` (the partner row is the negation).
@@ -207,9 +207,10 @@ impl<const P: usize, const Q: usize> Factored<P, Q> {
         }
     }
 
+    #[cfg(test)]
     /// `mat * x` in f64 through the factored form (for tests: the same operations as the
     /// vector code, in the same order).
-    pub fn apply_f64(&self, x: &[f64; Q]) -> [f64; P] {
+    pub(crate) fn apply_f64(&self, x: &[f64; Q]) -> [f64; P] {
         let mut x = *x;
         for b in &self.before[..self.n_before] {
             butterfly_f64(&mut x, *b);
@@ -235,6 +236,7 @@ impl<const P: usize, const Q: usize> Factored<P, Q> {
     }
 }
 
+#[cfg(test)]
 fn butterfly_f64<const L: usize>(v: &mut [f64; L], b: Butterfly) {
     let (s, d) = (v[b.i] + v[b.j], v[b.i] - v[b.j]);
     v[b.i] = s;
@@ -245,7 +247,7 @@ fn butterfly_f64<const L: usize>(v: &mut [f64; L], b: Butterfly) {
 /// orientation each tile transform multiplies by. (The kernel transform `G`, once per call,
 /// stays row by row.)
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FactoredMatrices<const N: usize, const M: usize, const R: usize> {
+pub(crate) struct FactoredMatrices<const N: usize, const M: usize, const R: usize> {
     /// `B^T` (N x N): the input transform.
     pub bt: Factored<N, N>,
     /// `A^T` (M x N): the output transform.

@@ -156,8 +156,9 @@ impl WinogradFilterGradient {
         })
     }
 
+    #[cfg(test)]
     /// Runs `simd` instead of the detected code (tests and benches; the machine must have it).
-    pub fn with_simd(mut self, simd: Isa) -> WinogradFilterGradient {
+    pub(crate) fn with_simd(mut self, simd: Isa) -> WinogradFilterGradient {
         self.simd = simd;
         self
     }

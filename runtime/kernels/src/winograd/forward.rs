@@ -180,8 +180,9 @@ impl WinogradConv {
         })
     }
 
+    #[cfg(test)]
     /// Runs `simd` instead of the detected code (tests and benches; the machine must have it).
-    pub fn with_simd(mut self, simd: Isa) -> WinogradConv {
+    pub(crate) fn with_simd(mut self, simd: Isa) -> WinogradConv {
         self.simd = simd;
         self
     }
@@ -221,7 +222,7 @@ impl WinogradConv {
     ///
     /// # Safety
     /// As [`Self::run`]; `bias`, when given, must hold `out_channels` floats.
-    pub unsafe fn run_with_bias(
+    pub(crate) unsafe fn run_with_bias(
         &self,
         x: *const f32,
         k: *const f32,

@@ -18,9 +18,10 @@
 //!
 //! Everything is built in f64 and rounded to f32 once. Which points: see [`points_for`].
 
+#[cfg(test)]
 /// The transform matrices of F(m, r), row-major, in f64.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Transform {
+pub(crate) struct Transform {
     pub m: usize,
     pub r: usize,
     /// `m + r - 1`: the input tile size and the number of products per dimension.
@@ -41,7 +42,7 @@ pub struct Transform {
 /// - F(2, 3): `{0, 1, -1}` (the classic choice, exact in binary);
 /// - F(2, 5) and F(4, 3): `{0, 1, -1, 2, -1/2}`, which beat `{0, +-1, +-2}` and
 ///   `{0, +-1, +-1/2}` (see `docs/jit.md` for the figures).
-pub const fn points_for(m: usize, r: usize) -> Option<&'static [f64]> {
+pub(crate) const fn points_for(m: usize, r: usize) -> Option<&'static [f64]> {
     match (m, r) {
         (2, 3) => Some(&POINTS_3),
         (2, 5) | (4, 3) => Some(&POINTS_5),
@@ -52,19 +53,19 @@ pub const fn points_for(m: usize, r: usize) -> Option<&'static [f64]> {
 }
 
 /// The finite points of F(2, 3).
-pub const POINTS_3: [f64; 3] = [0.0, 1.0, -1.0];
+pub(crate) const POINTS_3: [f64; 3] = [0.0, 1.0, -1.0];
 /// The finite points of F(2, 5) and F(4, 3).
-pub const POINTS_5: [f64; 5] = [0.0, 1.0, -1.0, 2.0, -0.5];
+pub(crate) const POINTS_5: [f64; 5] = [0.0, 1.0, -1.0, 2.0, -0.5];
 /// The finite points of F(3, 5).
-pub const POINTS_6: [f64; 6] = [0.0, 1.0, -1.0, 2.0, -0.5, 0.5];
+pub(crate) const POINTS_6: [f64; 6] = [0.0, 1.0, -1.0, 2.0, -0.5, 0.5];
 /// The finite points of F(4, 5) and F(6, 3).
-pub const POINTS_7: [f64; 7] = [0.0, 1.0, -1.0, 2.0, -0.5, 0.5, -2.0];
+pub(crate) const POINTS_7: [f64; 7] = [0.0, 1.0, -1.0, 2.0, -0.5, 0.5, -2.0];
 
 /// F(M, R) (N = M + R - 1) rounded to f32, as fixed-size arrays. The routines evaluate
 /// [`Matrices::standard`] at compile time (`const { .. }`), so that in their unrolled loops
 /// the multiplications by 0, 1 and -1 fold away (`tiles.rs`).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Matrices<const N: usize, const M: usize, const R: usize> {
+pub(crate) struct Matrices<const N: usize, const M: usize, const R: usize> {
     pub at: [[f32; N]; M],
     pub bt: [[f32; N]; N],
     pub g: [[f32; R]; N],
@@ -83,7 +84,7 @@ impl<const N: usize, const M: usize, const R: usize> Matrices<N, M, R> {
     /// The Cook-Toom construction of the module comment in f64, rounded to f32; the same
     /// arithmetic as [`Transform::cook_toom`] (a test checks they agree), written for `const`
     /// evaluation. `points` must be `N - 1` distinct finite values.
-    pub const fn cook_toom(points: &[f64]) -> Self {
+    pub(crate) const fn cook_toom(points: &[f64]) -> Self {
         assert!(N == M + R - 1 && points.len() == N - 1);
         let mut at = [[0f32; N]; M];
         let mut bt = [[0f32; N]; N];
@@ -155,6 +156,7 @@ const fn poly_from_roots_const<const N: usize>(points: &[f64], skip: usize) -> [
     c
 }
 
+#[cfg(test)]
 impl Transform {
     /// F(m, r) with the points of [`points_for`].
     pub fn standard(m: usize, r: usize) -> Option<Transform> {
@@ -162,7 +164,7 @@ impl Transform {
     }
 
     /// F(m, r) from `m + r - 2` distinct finite points (plus the point at infinity).
-    pub fn cook_toom(m: usize, r: usize, points: &[f64]) -> Result<Transform, String> {
+    pub(crate) fn cook_toom(m: usize, r: usize, points: &[f64]) -> Result<Transform, String> {
         if m == 0 || r == 0 {
             return Err("F(m, r) needs m >= 1 and r >= 1".into());
         }
@@ -217,6 +219,7 @@ impl Transform {
     }
 }
 
+#[cfg(test)]
 /// Coefficients (constant term first, `len` of them) of `prod (x - root)`.
 fn poly_from_roots(roots: &[f64], len: usize) -> Vec<f64> {
     let mut c = vec![0.0; len.max(roots.len() + 1)];

@@ -6,7 +6,7 @@
 pub mod factored;
 pub mod filter_gradient;
 pub mod forward;
-pub mod matrices;
+pub(crate) mod matrices;
 pub mod tiles;
 
 use factored::FactoredMatrices;
@@ -15,7 +15,6 @@ use tiles::Transform;
 
 pub use filter_gradient::WinogradFilterGradient;
 pub use forward::{KernelLayout, WinogradConv};
-pub use matrices::points_for;
 
 /// How the per-tile input and output transforms of [`WinogradConv`] sum. Both have the same
 /// error against the direct sum; they round differently.
@@ -76,10 +75,10 @@ pub const DEFAULT_TILE: usize = 2;
 /// with one channel the Winograd products are too thin to pay for them. (The JIT's
 /// convolution choice gives up to `conv_direct::MAX_CHANNELS` channels to the direct loops
 /// first.)
-pub const MIN_CHANNELS: usize = 2;
+pub(crate) const MIN_CHANNELS: usize = 2;
 
 /// The kernel sizes with a transform.
-pub fn supported_kernel(r: usize) -> bool {
+pub(crate) fn supported_kernel(r: usize) -> bool {
     matches!(r, 3 | 5)
 }
 
@@ -87,7 +86,7 @@ pub fn supported_kernel(r: usize) -> bool {
 /// (`matrices.rs` also derives F(3, 5), F(4, 3) and F(6, 3); they are not compiled into
 /// routines, since every fully unrolled size adds minutes to the crate's optimized build.
 /// F(3x3, 5x5) was measured slower than both F(2x2) and F(4x4) in the b128 step, docs/jit.md.)
-pub fn supported_tile(m: usize, r: usize) -> bool {
+pub(crate) fn supported_tile(m: usize, r: usize) -> bool {
     matches!((m, r), (2, 3) | (2 | 4, 5))
 }
 

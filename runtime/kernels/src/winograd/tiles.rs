@@ -13,10 +13,10 @@
 use super::factored::{Butterfly, Factored, MAX_PAIRS};
 
 /// Channels per vector group.
-pub const LANES: usize = 8;
+pub(crate) const LANES: usize = 8;
 
 /// `LANES` f32 lanes (8, or 16 for [`Avx512`]).
-pub trait Vector: Copy {
+pub(crate) trait Vector: Copy {
     /// Channels per vector.
     const LANES: usize;
     fn zero() -> Self;
@@ -87,7 +87,7 @@ impl Vector for Portable {
 /// methods become single instructions; hence this module is private to the crate.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
-pub struct Avx(std::arch::x86_64::__m256);
+pub(crate) struct Avx(std::arch::x86_64::__m256);
 
 #[cfg(target_arch = "x86_64")]
 impl Vector for Avx {
@@ -142,7 +142,7 @@ impl Vector for Avx {
 /// machine that has it.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
-pub struct Avx512(std::arch::x86_64::__m512);
+pub(crate) struct Avx512(std::arch::x86_64::__m512);
 
 #[cfg(target_arch = "x86_64")]
 impl Avx512 {
@@ -241,7 +241,7 @@ macro_rules! by_chunks {
 /// A transform matrix as its tile products run it: `[[f32; Q]; P]` row by row
 /// (`mat_vec`), or [`Factored`] by its point pairs. Both are compile-time constants in every
 /// use, so the unrolled code holds only the operations their nonzero entries need.
-pub trait Transform<const P: usize, const Q: usize> {
+pub(crate) trait Transform<const P: usize, const Q: usize> {
     /// `mat * cols` over lanes.
     fn apply<V: Vector>(&self, cols: &[V; Q]) -> [V; P];
 }
@@ -346,7 +346,7 @@ fn butterfly<const L: usize, V: Vector>(v: &mut [V; L], b: Butterfly) {
 /// # Safety
 /// Every pointer in `px` must address `ch` floats, and `v` the `N * N` planes.
 #[inline(always)]
-pub unsafe fn input_tile<const N: usize, V: Vector>(
+pub(crate) unsafe fn input_tile<const N: usize, V: Vector>(
     bt: &impl Transform<N, N>,
     px: &[[*const f32; N]; N],
     ch: usize,
@@ -385,7 +385,7 @@ pub unsafe fn input_tile<const N: usize, V: Vector>(
 /// `mm` must hold the `N * N` planes with `ch` readable floats each; every non-null `out`
 /// pointer `ch` writable floats, and `bias`, when given, `ch` readable floats.
 #[inline(always)]
-pub unsafe fn output_tile<const N: usize, const M: usize, V: Vector>(
+pub(crate) unsafe fn output_tile<const N: usize, const M: usize, V: Vector>(
     at: &impl Transform<M, N>,
     mm: *const f32,
     plane: usize,
@@ -431,7 +431,7 @@ pub unsafe fn output_tile<const N: usize, const M: usize, V: Vector>(
 /// Every pointer in `px` must address `ch` floats; `y` the `N * N` planes with
 /// `ch.next_multiple_of(8)` floats each.
 #[inline(always)]
-pub unsafe fn gradient_tile<const N: usize, const M: usize, V: Vector>(
+pub(crate) unsafe fn gradient_tile<const N: usize, const M: usize, V: Vector>(
     a: &impl Transform<N, M>,
     px: &[[*const f32; M]; M],
     ch: usize,
@@ -466,7 +466,7 @@ pub unsafe fn gradient_tile<const N: usize, const M: usize, V: Vector>(
 
 /// Kernel transform of 8 channels at once: `G g G^T` for taps `g[ky][kx]`.
 #[inline(always)]
-pub fn kernel_tile<const N: usize, const R: usize, V: Vector>(
+pub(crate) fn kernel_tile<const N: usize, const R: usize, V: Vector>(
     g: &[[f32; R]; N],
     taps: &[[V; R]; R],
 ) -> [[V; N]; N] {
@@ -496,7 +496,7 @@ pub fn kernel_tile<const N: usize, const R: usize, V: Vector>(
 /// # Safety
 /// `du` must address the `N * N` planes with 8 readable floats each.
 #[inline(always)]
-pub unsafe fn filter_tile<const N: usize, const R: usize, V: Vector>(
+pub(crate) unsafe fn filter_tile<const N: usize, const R: usize, V: Vector>(
     gt: &impl Transform<R, N>,
     du: *const f32,
     plane: usize,

@@ -16,7 +16,7 @@
 use crate::cpu::Isa;
 
 /// Columns are processed in groups of this many; `n` must be a multiple of it.
-pub const COLUMN_GROUP: usize = 8;
+pub(crate) const COLUMN_GROUP: usize = 8;
 
 /// `c[i*ldc + j] (+)= sum_p a[i*rsa + p*csa] * b[p*ldb + j]` for `i < m`, `j < n`, `p < k`.
 ///
@@ -24,7 +24,7 @@ pub const COLUMN_GROUP: usize = 8;
 /// The pointers must address the matrices with these strides; `n % COLUMN_GROUP == 0`;
 /// `simd` must be what [`Isa::detect`] returned on this machine.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn small_gemm(
+pub(crate) unsafe fn small_gemm(
     simd: Isa,
     m: usize,
     n: usize,
