@@ -38,7 +38,7 @@ impl<'m> Builder<'m> {
     /// Adds `op` with a given result shape after checking it against the operands with
     /// [`check_given_shape`]: for ops whose shape HLO states rather than implies (broadcast,
     /// reshape, convert, constant, iota, ...).
-    pub fn add_given(
+    pub(crate) fn add_given(
         &mut self,
         op: Op,
         shape: Shape,

@@ -38,7 +38,7 @@ pub enum DumpError {
 }
 
 /// Writes the dump files of one compile (see the module documentation).
-pub struct Dumper {
+pub(crate) struct Dumper {
     dir: PathBuf,
     /// `module_NNNN.NAME`
     prefix: String,
@@ -112,7 +112,7 @@ impl Dumper {
 
     /// Called after every pass run: writes the module if the pass changed it and its name
     /// matches the filter.
-    pub fn after_pass(&mut self, record: &PassRecord, m: &Module) -> Result<(), DumpError> {
+    pub(crate) fn after_pass(&mut self, record: &PassRecord, m: &Module) -> Result<(), DumpError> {
         self.step += 1;
         let wanted = self
             .filter
@@ -147,7 +147,7 @@ fn escape(s: &str) -> String {
 
 /// A Graphviz drawing of the computations that run as code; each fusion is a cluster holding
 /// its fused instructions.
-pub fn to_dot(m: &Module) -> String {
+pub(crate) fn to_dot(m: &Module) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "digraph \"{}\" {{", escape(&m.name));
     let _ = writeln!(out, "  compound=true; rankdir=TB; node [fontsize=10];");

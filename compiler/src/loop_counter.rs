@@ -13,7 +13,7 @@ use crate::ir::{
 
 /// The counting state element of a loop and its trip count.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Counter {
+pub(crate) struct Counter {
     /// Its index in the loop's state tuple.
     pub index: usize,
     /// Its initial value.
@@ -68,7 +68,7 @@ fn initial_constant(
 
 /// The counter of the loop `while(init), condition=condition, body=body` in computation
 /// `comp`, or why it has none (the module doc gives the form).
-pub fn find_counter(
+pub(crate) fn find_counter(
     module: &Module,
     comp: ComputationId,
     init: InstrId,

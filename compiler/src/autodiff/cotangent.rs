@@ -25,7 +25,7 @@ impl Cot {
     }
 
     /// Drops the parts that belong to non-float values, which carry no gradient.
-    pub fn prune(self, shape: &Shape) -> Cot {
+    pub(crate) fn prune(self, shape: &Shape) -> Cot {
         match (self, shape) {
             (Cot::Zero, _) => Cot::Zero,
             (c, Shape::Array(a)) => {

@@ -30,7 +30,7 @@ fn err<T>(message: impl Into<String>) -> R<T> {
 
 impl<'a> Emitter<'a> {
     /// An emitter for another computation of the same module (loop bodies, conditions).
-    pub fn for_computation(&mut self, comp: ComputationId) -> Emitter<'_> {
+    pub(crate) fn for_computation(&mut self, comp: ComputationId) -> Emitter<'_> {
         Emitter {
             module: self.module,
             comp,
@@ -73,7 +73,7 @@ impl<'a> Emitter<'a> {
     /// Gives `to` the uninterpreted attribute `key` of `from`, if `from` has it (e.g. XLA's
     /// `operand_precision`, which the gradient convolutions of a convolution keep, as JAX's
     /// transpose rules do).
-    pub fn copy_attr(&mut self, from: &Instruction, key: &str, to: InstrId) {
+    pub(crate) fn copy_attr(&mut self, from: &Instruction, key: &str, to: InstrId) {
         if let Some(attr) = from.extra_attrs.iter().find(|(k, _)| k == key) {
             let instr = self.module.computation_mut(self.comp).get_mut(to);
             instr.extra_attrs.retain(|(k, _)| k != key);
@@ -122,7 +122,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// A value like `like` (same shape and type) filled with `value`.
-    pub fn full_like(&mut self, like: InstrId, value: f64) -> R<InstrId> {
+    pub(crate) fn full_like(&mut self, like: InstrId, value: f64) -> R<InstrId> {
         let a = self.array(like)?;
         Ok(self.full(&a, value))
     }
@@ -177,14 +177,14 @@ impl<'a> Emitter<'a> {
     }
 
     /// `x * c` for a constant `c` of x's type.
-    pub fn mul_const(&mut self, x: InstrId, c: f64) -> R<InstrId> {
+    pub(crate) fn mul_const(&mut self, x: InstrId, c: f64) -> R<InstrId> {
         let ty = self.element_type(x)?;
         let k = self.scalar(ty, c);
         self.mul(x, k)
     }
 
     /// `x + c` for a constant `c` of x's type.
-    pub fn add_const(&mut self, x: InstrId, c: f64) -> R<InstrId> {
+    pub(crate) fn add_const(&mut self, x: InstrId, c: f64) -> R<InstrId> {
         let ty = self.element_type(x)?;
         let k = self.scalar(ty, c);
         self.add(x, k)
@@ -339,7 +339,13 @@ impl<'a> Emitter<'a> {
     }
 
     /// `x[start:start+len]` along `dim`.
-    pub fn slice_in_dim(&mut self, x: InstrId, dim: usize, start: i64, len: i64) -> R<InstrId> {
+    pub(crate) fn slice_in_dim(
+        &mut self,
+        x: InstrId,
+        dim: usize,
+        start: i64,
+        len: i64,
+    ) -> R<InstrId> {
         let a = self.array(x)?;
         let dims: Vec<SliceDim> = (0..a.rank())
             .map(|d| {
@@ -393,7 +399,7 @@ impl<'a> Emitter<'a> {
 
     /// Pads with zeros where `low`/`high` are positive and crops where they are negative,
     /// emitting only non-negative pads and slices (backends need not support negative pads).
-    pub fn pad_zeros_or_crop(
+    pub(crate) fn pad_zeros_or_crop(
         &mut self,
         x: InstrId,
         low: &[i64],
@@ -421,7 +427,12 @@ impl<'a> Emitter<'a> {
         self.slice(padded, &slices)
     }
 
-    pub fn dynamic_slice(&mut self, x: InstrId, starts: &[InstrId], sizes: &[i64]) -> R<InstrId> {
+    pub(crate) fn dynamic_slice(
+        &mut self,
+        x: InstrId,
+        starts: &[InstrId],
+        sizes: &[i64],
+    ) -> R<InstrId> {
         let a = self.array(x)?;
         let mut operands = vec![x];
         operands.extend_from_slice(starts);
@@ -434,7 +445,7 @@ impl<'a> Emitter<'a> {
         ))
     }
 
-    pub fn dynamic_update_slice(
+    pub(crate) fn dynamic_update_slice(
         &mut self,
         x: InstrId,
         update: InstrId,
@@ -473,7 +484,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// Sum of all elements.
-    pub fn sum_all(&mut self, x: InstrId) -> R<InstrId> {
+    pub(crate) fn sum_all(&mut self, x: InstrId) -> R<InstrId> {
         let rank = self.array(x)?.rank() as i64;
         let dims: Vec<i64> = (0..rank).collect();
         self.reduce_sum(x, &dims)
@@ -598,7 +609,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// `reduce-window` summing `x`.
-    pub fn reduce_window_sum(&mut self, x: InstrId, window: Window) -> R<InstrId> {
+    pub(crate) fn reduce_window_sum(&mut self, x: InstrId, window: Window) -> R<InstrId> {
         let a = self.array(x)?;
         let to_apply = self
             .scalars

@@ -187,7 +187,7 @@ impl Node {
         self.wanted.get(i).copied().unwrap_or(false)
     }
 
-    pub fn wants_instr(&self, id: InstrId) -> bool {
+    pub(crate) fn wants_instr(&self, id: InstrId) -> bool {
         self.instr
             .operands()
             .iter()
@@ -196,7 +196,7 @@ impl Node {
     }
 
     /// `x` as the gradient of operand `i`, if that operand needs one.
-    pub fn to_operand(&self, i: usize, x: InstrId) -> Contributions {
+    pub(crate) fn to_operand(&self, i: usize, x: InstrId) -> Contributions {
         if self.wants(i) {
             vec![(self.operand(i), Cot::Value(x))]
         } else {

@@ -16,7 +16,7 @@ pub(crate) struct Names {
 }
 
 impl Names {
-    pub fn as_written(m: &Module) -> Names {
+    pub(crate) fn as_written(m: &Module) -> Names {
         Names {
             computations: m.computations.iter().map(|c| c.name.clone()).collect(),
             instructions: None,

@@ -36,7 +36,7 @@ impl ParseError {
     }
 
     /// An error that is not tied to a position (e.g. a file that cannot be read).
-    pub fn without_position(file: Option<&str>, message: impl Into<String>) -> Self {
+    pub(crate) fn without_position(file: Option<&str>, message: impl Into<String>) -> Self {
         ParseError {
             file: file.map(str::to_string),
             line: 0,

@@ -37,7 +37,7 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    pub fn error_at(&self, offset: usize, message: impl Into<String>) -> ParseError {
+    pub(crate) fn error_at(&self, offset: usize, message: impl Into<String>) -> ParseError {
         ParseError::at(self.text, offset, self.file, message)
     }
 
@@ -53,7 +53,7 @@ impl<'a> Cursor<'a> {
         self.peek_at(0)
     }
 
-    pub fn peek_at(&self, n: usize) -> Option<u8> {
+    pub(crate) fn peek_at(&self, n: usize) -> Option<u8> {
         let i = self.pos + n;
         if i < self.end {
             Some(self.text.as_bytes()[i])
@@ -62,7 +62,7 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    pub fn at_end(&self) -> bool {
+    pub(crate) fn at_end(&self) -> bool {
         self.pos >= self.end
     }
 
@@ -71,19 +71,19 @@ impl<'a> Cursor<'a> {
     }
 
     /// Advances over one character (never splitting a UTF-8 sequence).
-    pub fn bump(&mut self) {
+    pub(crate) fn bump(&mut self) {
         if let Some(c) = self.rest().chars().next() {
             self.pos += c.len_utf8();
         }
     }
 
     /// Skips spaces, tabs, newlines and comments (`/* ... */`, `// ...`).
-    pub fn skip_ws(&mut self) {
+    pub(crate) fn skip_ws(&mut self) {
         self.skip(true);
     }
 
     /// Skips spaces, tabs and `/* ... */` comments on the current line.
-    pub fn skip_inline_ws(&mut self) {
+    pub(crate) fn skip_inline_ws(&mut self) {
         self.skip(false);
     }
 
@@ -111,7 +111,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Skips whitespace, then consumes `s` if it comes next.
-    pub fn eat(&mut self, s: &str) -> bool {
+    pub(crate) fn eat(&mut self, s: &str) -> bool {
         self.skip_ws();
         if self.starts_with(s) {
             self.pos += s.len();
@@ -131,7 +131,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A short description of what comes next, for "expected X, found Y".
-    pub fn describe_next(&self) -> String {
+    pub(crate) fn describe_next(&self) -> String {
         let mut c = self.clone();
         c.skip_ws();
         if c.at_end() {
@@ -298,7 +298,7 @@ impl<'a> Cursor<'a> {
     /// The raw text of an attribute value: everything up to a `,` outside brackets, braces,
     /// parentheses and strings, a newline, or an unmatched closing bracket. Returns `(start, end)`
     /// with surrounding spaces trimmed.
-    pub fn balanced_value(&mut self) -> PResult<(usize, usize)> {
+    pub(crate) fn balanced_value(&mut self) -> PResult<(usize, usize)> {
         self.skip_inline_ws();
         let start = self.pos;
         let mut stack: Vec<(u8, usize)> = Vec::new();
@@ -371,7 +371,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// `{1,2,3}` (possibly empty) as integers.
-    pub fn int_list_braced(&mut self) -> PResult<Vec<i64>> {
+    pub(crate) fn int_list_braced(&mut self) -> PResult<Vec<i64>> {
         self.expect("{")?;
         let mut out = Vec::new();
         if self.eat("}") {
@@ -387,7 +387,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Fails unless only whitespace is left.
-    pub fn expect_end(&mut self, what: &str) -> PResult<()> {
+    pub(crate) fn expect_end(&mut self, what: &str) -> PResult<()> {
         self.skip_ws();
         if self.at_end() {
             Ok(())
@@ -413,7 +413,7 @@ impl LineIndex {
         LineIndex { starts }
     }
 
-    pub fn line_of(&self, offset: usize) -> u32 {
+    pub(crate) fn line_of(&self, offset: usize) -> u32 {
         match self.starts.binary_search(&offset) {
             Ok(i) => i as u32 + 1,
             Err(i) => i as u32,

@@ -256,7 +256,7 @@ fn parse_float_bits(s: &str, format: FloatFormat) -> Result<u64, String> {
 }
 
 /// The text of a literal as it appears inside `constant(...)`.
-pub fn literal_to_text(l: &Literal) -> String {
+pub(crate) fn literal_to_text(l: &Literal) -> String {
     let mut out = String::new();
     write_literal(&mut out, l);
     out

@@ -26,8 +26,7 @@ mod shape_text;
 
 pub use compare::module_difference;
 pub use error::ParseError;
-pub use literal_text::literal_to_text;
-pub use printer::{print_instruction, print_module, PrintOptions};
+pub use printer::{print_module, PrintOptions};
 
 use crate::ir::Module;
 use lexer::Cursor;
@@ -65,7 +64,7 @@ pub fn parse_module_file(path: &std::path::Path) -> Result<Module, ParseError> {
 
 /// Parses `frontend_attributes={k="v",...}` text (as kept in `Instruction::extra_attrs`)
 /// into `(key, value)` pairs with quoted values unescaped.
-pub fn parse_frontend_attributes(text: &str) -> Result<Vec<(String, String)>, ParseError> {
+pub(crate) fn parse_frontend_attributes(text: &str) -> Result<Vec<(String, String)>, ParseError> {
     let mut c = Cursor::new(text, None);
     let pairs = attributes::parse_frontend_attributes(&mut c)?;
     c.expect_end("frontend attributes")?;

@@ -39,8 +39,9 @@ pub fn print_module(m: &Module, opts: &PrintOptions) -> String {
     out
 }
 
+#[cfg(test)]
 /// One instruction on one line (without metadata), for diagnostics.
-pub fn print_instruction(m: &Module, comp: ComputationId, id: InstrId) -> String {
+pub(crate) fn print_instruction(m: &Module, comp: ComputationId, id: InstrId) -> String {
     let names = Names::as_written(m);
     instruction_line(m, comp, id, &names, false)
 }

@@ -1,6 +1,8 @@
 //! What the parser makes of the text: attribute values land in the right fields (a round trip
 //! alone would not notice two fields swapped consistently), plus errors and one-line printing.
 
+use super::literal_text::literal_to_text;
+use super::printer::print_instruction;
 use super::*;
 use crate::ir::{ArrayData, ComparisonDirection, ComparisonType, ElementType, Literal, Op, Shape};
 

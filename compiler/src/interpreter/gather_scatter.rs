@@ -171,7 +171,7 @@ pub fn gather_source_offsets(
 
 /// For each element of the updates, in row-major order, the row-major offset of the operand
 /// element it combines into; `None` when its window does not fit in the operand at its start.
-pub fn scatter_target_offsets(
+pub(crate) fn scatter_target_offsets(
     dn: &ScatterDimensionNumbers,
     operand: &ArrayShape,
     indices: &Array,

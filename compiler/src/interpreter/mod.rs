@@ -33,7 +33,7 @@ mod tests;
 use crate::ir::{Array, ComputationId, InstrId, Literal, Module, Op, Shape};
 
 pub use collectives::CollectiveStep;
-pub use gather_scatter::{gather_source_offsets, scatter_target_offsets, ScatterStep};
+pub use gather_scatter::{gather_source_offsets, ScatterStep};
 use plan::Plan;
 pub use replica_link::{CollectiveSite, LoneReplica, ReplicaLink};
 pub use sort::sort_arrays;
@@ -114,7 +114,7 @@ pub fn evaluate_linked(
 }
 
 /// Evaluates one computation of `module` (e.g. for constant folding) on one replica.
-pub fn evaluate_computation(
+pub(crate) fn evaluate_computation(
     module: &Module,
     comp: ComputationId,
     args: &[Literal],

@@ -115,13 +115,13 @@ impl Computation {
     /// The users of `id` in no particular order, one per operand slot that reads it: for
     /// graph walks that do not need [`Computation::users`]' order (which costs a scan of the
     /// stored order per user).
-    pub fn users_unordered(&self, id: InstrId) -> impl Iterator<Item = InstrId> + '_ {
+    pub(crate) fn users_unordered(&self, id: InstrId) -> impl Iterator<Item = InstrId> + '_ {
         self.graph.neighbors_directed(id, Direction::Outgoing)
     }
 
     /// One more than the largest instruction index in use: the length of a table indexed
     /// by `InstrId::index()`.
-    pub fn index_bound(&self) -> usize {
+    pub(crate) fn index_bound(&self) -> usize {
         petgraph::visit::NodeIndexable::node_bound(&self.graph)
     }
 
@@ -133,7 +133,7 @@ impl Computation {
     }
 
     /// Replaces operand slot `index` of `user` with `new`.
-    pub fn set_operand(&mut self, user: InstrId, index: usize, new: InstrId) {
+    pub(crate) fn set_operand(&mut self, user: InstrId, index: usize, new: InstrId) {
         let old = self.graph[user].operands[index];
         if old == new {
             return;
@@ -146,7 +146,7 @@ impl Computation {
     }
 
     /// Makes every user of `old` (and the root, if it is `old`) use `new` instead.
-    pub fn replace_all_uses(&mut self, old: InstrId, new: InstrId) {
+    pub(crate) fn replace_all_uses(&mut self, old: InstrId, new: InstrId) {
         if old == new {
             return;
         }
@@ -184,7 +184,7 @@ impl Computation {
     /// later ones of `ids`: the same as [`Computation::remove`] on each in reverse, with one
     /// pass over the stored order instead of one per instruction (a fusion of 256
     /// instructions out of a 200,000-instruction chain).
-    pub fn remove_all(&mut self, ids: &[InstrId]) {
+    pub(crate) fn remove_all(&mut self, ids: &[InstrId]) {
         let set: hashbrown::HashSet<InstrId> = ids.iter().copied().collect();
         for &id in ids.iter().rev() {
             debug_assert!(
@@ -236,7 +236,7 @@ impl Computation {
 
     /// Replaces the stored order with `order` (a scheduler's choice). `order` must hold every
     /// instruction exactly once; it should be topological, as printing and evaluation follow it.
-    pub fn set_order(&mut self, order: Vec<InstrId>) {
+    pub(crate) fn set_order(&mut self, order: Vec<InstrId>) {
         assert_eq!(
             order.len(),
             self.graph.node_count(),

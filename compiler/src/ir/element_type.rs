@@ -73,7 +73,7 @@ impl ElementType {
         }
     }
 
-    pub fn bit_width(self) -> usize {
+    pub(crate) fn bit_width(self) -> usize {
         self.byte_size() * 8
     }
 
@@ -91,7 +91,7 @@ impl ElementType {
         )
     }
 
-    pub fn is_unsigned_int(self) -> bool {
+    pub(crate) fn is_unsigned_int(self) -> bool {
         matches!(
             self,
             ElementType::U8 | ElementType::U16 | ElementType::U32 | ElementType::U64
@@ -102,12 +102,12 @@ impl ElementType {
         self.is_signed_int() || self.is_unsigned_int()
     }
 
-    pub fn is_pred(self) -> bool {
+    pub(crate) fn is_pred(self) -> bool {
         self == ElementType::Pred
     }
 
     /// Whether a TPU-like device can hold values of this type (no 64-bit types).
-    pub fn is_64_bit(self) -> bool {
+    pub(crate) fn is_64_bit(self) -> bool {
         self.byte_size() == 8
     }
 }

@@ -49,7 +49,7 @@ impl Instruction {
         self.operands[i]
     }
 
-    pub fn extra_attr(&self, name: &str) -> Option<&str> {
+    pub(crate) fn extra_attr(&self, name: &str) -> Option<&str> {
         self.extra_attrs
             .iter()
             .find(|(k, _)| k == name)

@@ -16,4 +16,5 @@ pub use literal::{Array, ArrayData, ArrayError, Literal};
 pub use metadata::{DebugInfo, FileLocation, Metadata, SourceLocation, StackFrame};
 pub use module::{ComputationId, Module};
 pub use op::*;
-pub use shape::{ArrayShape, Dims, Shape, UNKNOWN_DIM};
+pub(crate) use shape::UNKNOWN_DIM;
+pub use shape::{ArrayShape, Dims, Shape};

@@ -62,7 +62,7 @@ impl Module {
     }
 
     /// Records a name made elsewhere (the parser) so that [`Module::unique_name`] avoids it.
-    pub fn note_name(&mut self, name: &str) {
+    pub(crate) fn note_name(&mut self, name: &str) {
         if let Some((_, suffix)) = name.rsplit_once('.') {
             if let Ok(n) = suffix.parse::<u64>() {
                 self.next_name_suffix = self.next_name_suffix.max(n + 1);
@@ -97,7 +97,7 @@ impl Module {
         (0..self.computations.len() as u32).map(ComputationId)
     }
 
-    pub fn find_computation(&self, name: &str) -> Option<ComputationId> {
+    pub(crate) fn find_computation(&self, name: &str) -> Option<ComputationId> {
         self.computations
             .iter()
             .position(|c| c.name == name)
@@ -138,7 +138,7 @@ impl Module {
 
     /// Computations in post-order of the call graph (callees before callers), entry last;
     /// computations that nothing reaches come first in stored order.
-    pub fn computation_post_order(&self) -> Vec<ComputationId> {
+    pub(crate) fn computation_post_order(&self) -> Vec<ComputationId> {
         let mut visited = vec![false; self.computations.len()];
         let mut out = Vec::new();
         fn visit(

@@ -175,7 +175,7 @@ impl BinaryOp {
     }
 
     /// Bitwise and shift ops apply to integers (and `and`/`or`/`xor` to pred).
-    pub fn is_bitwise(self) -> bool {
+    pub(crate) fn is_bitwise(self) -> bool {
         use BinaryOp::*;
         matches!(
             self,
@@ -612,7 +612,7 @@ impl Op {
     }
 
     /// Computations this op calls, in the order HLO text names them.
-    pub fn called_computations(&self) -> Vec<ComputationId> {
+    pub(crate) fn called_computations(&self) -> Vec<ComputationId> {
         use Op::*;
         match self {
             Reduce { to_apply, .. }
@@ -634,7 +634,10 @@ impl Op {
     }
 
     /// Rewrites every called computation id through `f` (used when computations are renumbered).
-    pub fn map_called_computations(&mut self, mut f: impl FnMut(ComputationId) -> ComputationId) {
+    pub(crate) fn map_called_computations(
+        &mut self,
+        mut f: impl FnMut(ComputationId) -> ComputationId,
+    ) {
         use Op::*;
         match self {
             Reduce { to_apply, .. }
@@ -677,7 +680,7 @@ impl Op {
     }
 
     /// Ops whose effect is more than their result (they must not be removed or merged).
-    pub fn has_side_effect(&self) -> bool {
+    pub(crate) fn has_side_effect(&self) -> bool {
         match self {
             Op::Infeed { .. } | Op::Outfeed { .. } => true,
             Op::CustomCall {
@@ -688,7 +691,7 @@ impl Op {
     }
 
     /// Ops that exchange data between replicas.
-    pub fn is_collective(&self) -> bool {
+    pub(crate) fn is_collective(&self) -> bool {
         matches!(
             self,
             Op::AllReduce { .. }

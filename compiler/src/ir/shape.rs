@@ -7,7 +7,7 @@ use std::fmt;
 pub type Dims = SmallVec<[i64; 4]>;
 
 /// Marker stored in [`ArrayShape::dims`] for a dimension whose size is unknown (`?` in text).
-pub const UNKNOWN_DIM: i64 = -1;
+pub(crate) const UNKNOWN_DIM: i64 = -1;
 
 /// An array shape. The IR is row-major; layouts in HLO text are accepted and dropped.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -36,7 +36,7 @@ impl ArrayShape {
         self.dims.len()
     }
 
-    pub fn is_dynamic_dim(&self, d: usize) -> bool {
+    pub(crate) fn is_dynamic_dim(&self, d: usize) -> bool {
         self.dynamic.get(d).copied().unwrap_or(false)
     }
 
@@ -124,11 +124,11 @@ impl Shape {
         matches!(self, Shape::Array(_))
     }
 
-    pub fn is_tuple(&self) -> bool {
+    pub(crate) fn is_tuple(&self) -> bool {
         matches!(self, Shape::Tuple(_))
     }
 
-    pub fn is_token(&self) -> bool {
+    pub(crate) fn is_token(&self) -> bool {
         matches!(self, Shape::Token)
     }
 

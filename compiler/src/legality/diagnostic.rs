@@ -8,17 +8,18 @@ pub const DYNAMIC_SHAPE: &str = "E0101";
 /// A 64-bit value the device cannot hold.
 pub const SIXTY_FOUR_BIT: &str = "E0201";
 /// An op the device has no implementation of.
-pub const UNSUPPORTED_OP: &str = "E0301";
+pub(crate) const UNSUPPORTED_OP: &str = "E0301";
 
 /// Every code with its stable name, for documentation and `--explain`-style listings.
-pub const CODES: [(&str, &str); 3] = [
+pub(crate) const CODES: [(&str, &str); 3] = [
     (DYNAMIC_SHAPE, "dynamic-shape"),
     (SIXTY_FOUR_BIT, "64-bit-type"),
     (UNSUPPORTED_OP, "unsupported-op"),
 ];
 
+#[cfg(test)]
 /// The stable name of a code (`E0201` -> `64-bit-type`).
-pub fn code_name(code: &str) -> &'static str {
+pub(crate) fn code_name(code: &str) -> &'static str {
     CODES
         .iter()
         .find(|(c, _)| *c == code)
@@ -141,7 +142,7 @@ fn render_one(out: &mut String, d: &Diagnostic, module: &Module) {
 
 /// Short HLO text of an instruction: `name = shape opcode(operands)`, plus the custom-call
 /// target when there is one (layouts and metadata left out).
-pub fn instruction_text(comp: &Computation, id: InstrId) -> String {
+pub(crate) fn instruction_text(comp: &Computation, id: InstrId) -> String {
     let instr = comp.get(id);
     let operands: Vec<&str> = instr
         .operands()

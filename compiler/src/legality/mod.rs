@@ -7,14 +7,12 @@
 //! See `docs/legality.md` for the rules, in particular when 64-bit integers are allowed.
 
 pub mod diagnostic;
-pub mod dynamic_shapes;
-pub mod sixty_four_bit;
-pub mod unsupported_ops;
+pub(crate) mod dynamic_shapes;
+pub(crate) mod sixty_four_bit;
+pub(crate) mod unsupported_ops;
 
-pub use diagnostic::{
-    code_name, instruction_text, render, Diagnostic, CODES, DYNAMIC_SHAPE, SIXTY_FOUR_BIT,
-    UNSUPPORTED_OP,
-};
+pub(crate) use diagnostic::{instruction_text, UNSUPPORTED_OP};
+pub use diagnostic::{render, Diagnostic, DYNAMIC_SHAPE, SIXTY_FOUR_BIT};
 
 use crate::ir::{ComputationId, InstrId, Module, SourceLocation};
 use hashbrown::HashMap;

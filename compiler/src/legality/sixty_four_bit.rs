@@ -13,7 +13,7 @@ use hashbrown::HashSet;
 
 /// Ops that the compiler evaluates at compile time when all their operands are constant.
 /// Parameters, reductions, calls, loops, collectives and side effects are run-time values.
-pub fn folds_at_compile_time(op: &Op) -> bool {
+pub(crate) fn folds_at_compile_time(op: &Op) -> bool {
     op.is_elementwise()
         || matches!(
             op,

@@ -1,5 +1,6 @@
 //! Unit tests of the legality rules on hand-built modules.
 
+use super::diagnostic::code_name;
 use super::*;
 use crate::ir::{
     Array, ArrayData, ArrayShape, BinaryOp, Computation, ComputationId, ElementType, Instruction,

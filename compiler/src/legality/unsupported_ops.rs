@@ -5,11 +5,11 @@ use crate::ir::{Op, UnaryOp};
 
 /// Custom-call targets the compiler understands: the `xla.sdy` shard_map boundary markers
 /// (the shard_map body itself is an ordinary `call`).
-pub const KNOWN_CUSTOM_CALL_TARGETS: [&str; 2] =
+pub(crate) const KNOWN_CUSTOM_CALL_TARGETS: [&str; 2] =
     ["xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape"];
 
 /// Why the device cannot run `op`, or `None` when it can.
-pub fn unsupported_reason(op: &Op) -> Option<String> {
+pub(crate) fn unsupported_reason(op: &Op) -> Option<String> {
     match op {
         Op::CustomCall { target, .. } if !KNOWN_CUSTOM_CALL_TARGETS.contains(&target.as_str()) => {
             Some(format!(

@@ -42,7 +42,7 @@ impl Pass for CallInliner {
 }
 
 /// Whether a call may be inlined: not marked `inlineable="false"`.
-pub fn inlineable(call: &Instruction) -> bool {
+pub(crate) fn inlineable(call: &Instruction) -> bool {
     let Some(text) = call.extra_attr("frontend_attributes") else {
         return true;
     };
@@ -54,7 +54,11 @@ pub fn inlineable(call: &Instruction) -> bool {
 }
 
 /// Replaces `call` in computation `caller` by the body of the computation it calls.
-pub fn inline_call(m: &mut Module, caller: ComputationId, call: InstrId) -> Result<(), PassError> {
+pub(crate) fn inline_call(
+    m: &mut Module,
+    caller: ComputationId,
+    call: InstrId,
+) -> Result<(), PassError> {
     let Op::Call { to_apply } = m.computation(caller).get(call).op else {
         return Err(PassError::new("call-inliner", "not a call"));
     };

@@ -40,7 +40,7 @@ fn mergeable(op: &Op) -> bool {
 }
 
 /// Merges equal instructions of `c`; returns how many were removed.
-pub fn cse_computation(c: &mut Computation) -> usize {
+pub(crate) fn cse_computation(c: &mut Computation) -> usize {
     let mut seen: HashMap<(&'static str, Shape, Vec<InstrId>), Vec<InstrId>> = HashMap::new();
     let mut removed = 0;
     for id in c.post_order() {

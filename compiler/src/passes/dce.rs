@@ -30,7 +30,7 @@ impl Pass for Dce {
 }
 
 /// Removes every dead instruction of `c`; returns how many.
-pub fn remove_dead_instructions(c: &mut Computation) -> usize {
+pub(crate) fn remove_dead_instructions(c: &mut Computation) -> usize {
     if !c.has_root() {
         return 0;
     }
@@ -59,7 +59,7 @@ pub fn remove_dead_instructions(c: &mut Computation) -> usize {
 }
 
 /// Removes computations that the entry does not reach through calls; renumbers the rest.
-pub fn remove_dead_computations(m: &mut Module) -> usize {
+pub(crate) fn remove_dead_computations(m: &mut Module) -> usize {
     let n = m.computations.len();
     let mut reached = vec![false; n];
     let mut stack = vec![m.entry];

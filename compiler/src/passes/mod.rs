@@ -16,7 +16,7 @@ pub mod pipeline;
 mod result_transpose;
 pub mod scheduling;
 pub mod stats;
-pub mod util;
+pub(crate) mod util;
 pub mod while_loop_simplifier;
 pub mod while_loop_unroller;
 
@@ -32,7 +32,7 @@ pub use constant_folding::ConstantFolding;
 pub use cse::Cse;
 pub use dce::Dce;
 pub use fusion::Fusion;
-pub use pipeline::{default_pipeline, Pipeline};
+pub use pipeline::Pipeline;
 pub use scheduling::Scheduler;
 pub use while_loop_simplifier::WhileLoopSimplifier;
 pub use while_loop_unroller::WhileLoopUnroller;

@@ -10,10 +10,10 @@ use crate::verifier::VerifyError;
 use std::time::{Duration, Instant};
 
 /// Checks a module after a pass; the errors say what is wrong (every problem found).
-pub type Verifier = Box<dyn Fn(&Module) -> Result<(), Vec<VerifyError>>>;
+pub(crate) type Verifier = Box<dyn Fn(&Module) -> Result<(), Vec<VerifyError>>>;
 
 /// Called after every pass run: the record of that run and the module as it left it.
-pub type PassHook<'a> = &'a mut dyn FnMut(&PassRecord, &Module);
+pub(crate) type PassHook<'a> = &'a mut dyn FnMut(&PassRecord, &Module);
 
 /// One run of one pass.
 #[derive(Clone, Debug)]
@@ -161,13 +161,13 @@ impl Pipeline {
 }
 
 /// How many times the simplification group may repeat.
-pub const SIMPLIFICATION_ITERATIONS: usize = 8;
+pub(crate) const SIMPLIFICATION_ITERATIONS: usize = 8;
 
 /// XLA:CPU's order: a simplification fixed point (small loops unrolled, call inlining,
 /// algebraic simplifier, DCE, while-loop simplification, constant folding, CSE), fusion,
 /// DCE, scheduling. Buffer assignment runs after the pipeline (see
 /// `crate::compile::optimize`).
-pub fn default_pipeline() -> Pipeline {
+pub(crate) fn default_pipeline() -> Pipeline {
     let mut p = Pipeline::new("optimize");
     p.add_fixed_point(
         "simplification",

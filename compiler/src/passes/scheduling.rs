@@ -41,7 +41,7 @@ impl Pass for Scheduler {
 }
 
 /// Ops whose result is a view of their operands' buffers, not a new allocation.
-pub fn is_alias(op: &Op) -> bool {
+pub(crate) fn is_alias(op: &Op) -> bool {
     matches!(
         op,
         Op::Tuple | Op::GetTupleElement { .. } | Op::Bitcast | Op::Reshape | Op::Parameter(_)
@@ -123,7 +123,7 @@ pub fn peak_bytes(c: &Computation, order: &[InstrId]) -> i64 {
 
 /// Greedy list scheduling: among ready instructions, run the one that frees the most bytes
 /// minus what it allocates; ties go to the earlier instruction of the current order.
-pub fn list_schedule(c: &Computation) -> Vec<InstrId> {
+pub(crate) fn list_schedule(c: &Computation) -> Vec<InstrId> {
     let current = c.post_order();
     let rank: HashMap<InstrId, usize> = current.iter().enumerate().map(|(i, &x)| (x, i)).collect();
     let mut memo = HashMap::new();

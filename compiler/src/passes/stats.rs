@@ -5,7 +5,7 @@ use crate::ir::{Module, Op};
 
 /// Whether an instruction runs as a kernel of its own (a loop nest or a library call) rather
 /// than being a view, a value known at compile time, or control flow.
-pub fn is_kernel(op: &Op) -> bool {
+pub(crate) fn is_kernel(op: &Op) -> bool {
     !matches!(
         op,
         Op::Parameter(_)
@@ -38,7 +38,7 @@ pub fn kernel_count(m: &Module) -> usize {
 }
 
 /// Fusion instructions in the entry and in the computations it runs through control flow.
-pub fn fusion_count(m: &Module) -> usize {
+pub(crate) fn fusion_count(m: &Module) -> usize {
     code_computations(m)
         .into_iter()
         .map(|cid| {

@@ -8,7 +8,7 @@ use crate::ir::{
 
 /// Makes every computation's root explicit, so that adding instructions cannot move it
 /// (a computation without an explicit root takes its last instruction as root).
-pub fn pin_roots(m: &mut Module) {
+pub(crate) fn pin_roots(m: &mut Module) {
     for c in &mut m.computations {
         if c.has_root() {
             let r = c.root();
@@ -18,7 +18,7 @@ pub fn pin_roots(m: &mut Module) {
 }
 
 /// Adds an instruction with a fresh module-unique name built from `base`.
-pub fn add_named(
+pub(crate) fn add_named(
     m: &mut Module,
     comp: ComputationId,
     base: &str,
@@ -34,7 +34,7 @@ pub fn add_named(
 }
 
 /// Adds an instruction named after its opcode.
-pub fn add_instr(
+pub(crate) fn add_instr(
     m: &mut Module,
     comp: ComputationId,
     op: Op,
@@ -47,7 +47,7 @@ pub fn add_instr(
 }
 
 /// The name without its numeric suffix: `add.12` -> `add`.
-pub fn name_base(name: &str) -> &str {
+pub(crate) fn name_base(name: &str) -> &str {
     match name.rsplit_once('.') {
         Some((base, suffix)) if !base.is_empty() && suffix.parse::<u64>().is_ok() => base,
         _ => name,
@@ -55,14 +55,14 @@ pub fn name_base(name: &str) -> &str {
 }
 
 /// Whether removing `id` (when unused) could change what the module does.
-pub fn is_removable(c: &Computation, id: InstrId) -> bool {
+pub(crate) fn is_removable(c: &Computation, id: InstrId) -> bool {
     let instr = c.get(id);
     !matches!(instr.op, Op::Parameter(_)) && !instr.op.has_side_effect() && c.root() != id
 }
 
 /// Removes `id` if nothing uses it and it has no effect, then its operands likewise.
 /// Returns how many instructions were removed.
-pub fn remove_if_dead(c: &mut Computation, id: InstrId) -> usize {
+pub(crate) fn remove_if_dead(c: &mut Computation, id: InstrId) -> usize {
     let mut removed = 0;
     let mut stack = vec![id];
     while let Some(x) = stack.pop() {
@@ -78,7 +78,7 @@ pub fn remove_if_dead(c: &mut Computation, id: InstrId) -> usize {
 
 /// The value of every element of a constant (or a broadcast of a constant) when they are
 /// all equal, as f64. Used to recognise zeros and ones.
-pub fn uniform_constant(c: &Computation, id: InstrId) -> Option<f64> {
+pub(crate) fn uniform_constant(c: &Computation, id: InstrId) -> Option<f64> {
     let instr = c.get(id);
     match &instr.op {
         Op::Constant(Literal::Array(a)) => {
@@ -104,7 +104,7 @@ pub fn uniform_constant(c: &Computation, id: InstrId) -> Option<f64> {
 
 /// Whether two literals hold the same bits (so `0.0` and `-0.0` differ, and a NaN equals
 /// itself): the equality CSE needs.
-pub fn literals_identical(a: &Literal, b: &Literal) -> bool {
+pub(crate) fn literals_identical(a: &Literal, b: &Literal) -> bool {
     match (a, b) {
         (Literal::Array(x), Literal::Array(y)) => {
             x.shape == y.shape && x.data.to_le_bytes() == y.data.to_le_bytes()
@@ -118,7 +118,7 @@ pub fn literals_identical(a: &Literal, b: &Literal) -> bool {
 }
 
 /// Whether two ops are the same operation with the same attributes.
-pub fn ops_identical(a: &Op, b: &Op) -> bool {
+pub(crate) fn ops_identical(a: &Op, b: &Op) -> bool {
     match (a, b) {
         (Op::Constant(x), Op::Constant(y)) => literals_identical(x, y),
         _ => a == b,
@@ -127,7 +127,7 @@ pub fn ops_identical(a: &Op, b: &Op) -> bool {
 
 /// Computations whose instructions run as code: the entry and, transitively, the bodies of
 /// `while`, `call` and `conditional` (not reduction regions or fused computations).
-pub fn code_computations(m: &Module) -> Vec<ComputationId> {
+pub(crate) fn code_computations(m: &Module) -> Vec<ComputationId> {
     let mut out = vec![m.entry];
     let mut i = 0;
     while i < out.len() {
@@ -151,7 +151,7 @@ pub fn code_computations(m: &Module) -> Vec<ComputationId> {
 }
 
 /// How many instructions (over the whole module) call computation `target`.
-pub fn caller_count(m: &Module, target: ComputationId) -> usize {
+pub(crate) fn caller_count(m: &Module, target: ComputationId) -> usize {
     m.computations
         .iter()
         .map(|c| {
@@ -164,7 +164,7 @@ pub fn caller_count(m: &Module, target: ComputationId) -> usize {
 }
 
 /// The `while` instructions of computation `comp`, operands before users.
-pub fn while_loops(m: &Module, comp: ComputationId) -> Vec<InstrId> {
+pub(crate) fn while_loops(m: &Module, comp: ComputationId) -> Vec<InstrId> {
     let c = m.computation(comp);
     c.post_order()
         .into_iter()

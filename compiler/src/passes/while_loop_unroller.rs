@@ -23,9 +23,9 @@ use crate::ir::{ComputationId, InstrId, Instruction, Module, Op};
 use crate::loop_counter::find_counter;
 
 /// Most iterations a loop may have to be unrolled.
-pub const MAX_TRIPS: i64 = 8;
+pub(crate) const MAX_TRIPS: i64 = 8;
 /// Most instructions the unrolled copies may add, in all.
-pub const MAX_UNROLLED_INSTRUCTIONS: usize = 2000;
+pub(crate) const MAX_UNROLLED_INSTRUCTIONS: usize = 2000;
 
 #[derive(Default)]
 pub struct WhileLoopUnroller;

@@ -11,7 +11,7 @@ use crate::ir::{ElementType, Module, Op, Shape};
 /// it infers the shape and compares. `dot` and `convolution` may give a different element
 /// type than their operands' (`preferred_element_type`): a float result for float operands,
 /// an integer result for integer operands.
-pub fn check_given_shape(
+pub(crate) fn check_given_shape(
     module: &Module,
     op: &Op,
     operands: &[&Shape],

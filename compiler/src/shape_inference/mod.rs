@@ -22,8 +22,7 @@ mod topk;
 mod util;
 mod window;
 
-pub use given::check_given_shape;
-pub use shape_ops::{broadcast_shape, check_broadcast, check_reshape, reshape_shape};
+pub(crate) use given::check_given_shape;
 
 use crate::ir::{Module, Op, Shape};
 
@@ -63,7 +62,11 @@ pub fn result_shape_is_given(op: &Op) -> bool {
 
 /// The shape `op` produces from operands of shapes `operands`. `module` gives the signatures
 /// of called computations (reduce's `to_apply`, `call`, `while`, ...), which are checked too.
-pub fn infer_shape(module: &Module, op: &Op, operands: &[&Shape]) -> Result<Shape, ShapeError> {
+pub(crate) fn infer_shape(
+    module: &Module,
+    op: &Op,
+    operands: &[&Shape],
+) -> Result<Shape, ShapeError> {
     use Op::*;
     match op {
         Unary(u) => elementwise::unary(*u, operands),

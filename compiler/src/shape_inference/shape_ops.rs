@@ -10,7 +10,7 @@ use crate::ir::{ArrayShape, PadDim, Shape, SliceDim, UNKNOWN_DIM};
 
 /// The result of broadcasting `operand` into an array of dimensions `out_dims`, with operand
 /// dimension `i` becoming output dimension `dimensions[i]` (and keeping its dynamic flag).
-pub fn broadcast_shape(
+pub(crate) fn broadcast_shape(
     operand: &Shape,
     dimensions: &[i64],
     out_dims: &[i64],
@@ -58,7 +58,7 @@ pub fn broadcast_shape(
 }
 
 /// Checks a broadcast of `operand` to the given `result` (HLO text gives the result shape).
-pub fn check_broadcast(
+pub(crate) fn check_broadcast(
     operand: &Shape,
     dimensions: &[i64],
     result: &Shape,
@@ -93,12 +93,16 @@ pub fn check_broadcast(
     Ok(())
 }
 
+#[cfg(test)]
 /// The result of reshaping `operand` to dimensions `out_dims`, carrying dynamic flags: the
 /// dimensions are split into groups of equal product (input `[6,4]` to output `[2,3,4]` gives
 /// groups `[6]->[2,3]` and `[4]->[4]`), and a group with a dynamic input dimension makes the
 /// first (most major) output dimension of its group dynamic, as XLA does. An unknown size
 /// (`?`) must meet an unknown size in the output, one for one.
-pub fn reshape_shape(operand: &Shape, out_dims: &[i64]) -> std::result::Result<Shape, ShapeError> {
+pub(crate) fn reshape_shape(
+    operand: &Shape,
+    out_dims: &[i64],
+) -> std::result::Result<Shape, ShapeError> {
     let a = expect_array("reshape", "the operand", operand)?;
     let out_text = array_text(&ArrayShape::new(a.element_type, out_dims));
     let unknown_in = a.dims.iter().filter(|&&d| d == UNKNOWN_DIM).count();
@@ -161,7 +165,10 @@ pub fn reshape_shape(operand: &Shape, out_dims: &[i64]) -> std::result::Result<S
 
 /// Checks a reshape of `operand` to the given `result`: same element type and element count
 /// (not checked when a dimension's size is unknown).
-pub fn check_reshape(operand: &Shape, result: &Shape) -> std::result::Result<(), ShapeError> {
+pub(crate) fn check_reshape(
+    operand: &Shape,
+    result: &Shape,
+) -> std::result::Result<(), ShapeError> {
     let name = "reshape";
     let a = expect_array(name, "the operand", operand)?;
     let r = expect_array(name, "the result", result)?;

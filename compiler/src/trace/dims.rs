@@ -97,7 +97,7 @@ pub fn array_shape(ty: ElementType, dims: &[Dim]) -> ArrayShape {
 }
 
 /// The traced dimensions of an IR shape (any dynamic dimension counts as unknown).
-pub fn dims_of(shape: &ArrayShape) -> Vec<Dim> {
+pub(crate) fn dims_of(shape: &ArrayShape) -> Vec<Dim> {
     (0..shape.rank())
         .map(|i| {
             if shape.is_dynamic_dim(i) {
@@ -118,7 +118,7 @@ pub fn describe(shape: &ArrayShape) -> String {
 /// Numpy broadcasting of two dimension lists (aligned at the right). An unknown dimension
 /// against 1 or another unknown stays unknown; against a fixed size n > 1 it is also kept
 /// unknown (the sizes can only be checked at run time).
-pub fn broadcast_dims(a: &[Dim], b: &[Dim]) -> Option<Vec<Dim>> {
+pub(crate) fn broadcast_dims(a: &[Dim], b: &[Dim]) -> Option<Vec<Dim>> {
     let rank = a.len().max(b.len());
     let mut out = Vec::with_capacity(rank);
     for i in 0..rank {
@@ -144,7 +144,7 @@ fn dim_from_right(dims: &[Dim], k: usize) -> Dim {
 }
 
 /// Resolves a possibly negative axis against `rank`.
-pub fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
+pub(crate) fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
     let r = rank as i64;
     let a = if axis < 0 { axis + r } else { axis };
     (0..r).contains(&a).then_some(a as usize)

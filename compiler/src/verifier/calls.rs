@@ -10,7 +10,7 @@ use hashbrown::HashSet;
 /// How deeply computations may call each other (`call`, `while`, `conditional`, reducers,
 /// fusions, ...). Real programs nest a few levels per loop or function; JAX's deepest modules
 /// stay far below this.
-pub const MAX_CALL_DEPTH: usize = 256;
+pub(crate) const MAX_CALL_DEPTH: usize = 256;
 
 /// The computations each computation calls (existing ones only), in first-call order.
 fn callees(module: &Module, c: ComputationId) -> Vec<ComputationId> {

@@ -52,7 +52,7 @@ impl Case {
         }
     }
 
-    pub fn param_of(&mut self, ty: ElementType, dims: &[i64]) -> InstrId {
+    pub(crate) fn param_of(&mut self, ty: ElementType, dims: &[i64]) -> InstrId {
         let n = self.next_param;
         self.next_param += 1;
         self.em().parameter(n, Shape::array(ty, dims))
@@ -70,7 +70,7 @@ impl Case {
     }
 
     /// A scalar computation `(a, b) -> op(a, b)` over f32.
-    pub fn binary_computation(&mut self, op: BinaryOp) -> ComputationId {
+    pub(crate) fn binary_computation(&mut self, op: BinaryOp) -> ComputationId {
         let name = self.module.unique_name(&format!("region_{}", op.name()));
         let id = self.module.add_computation(Computation::new(name));
         let mut b = Builder::new(&mut self.module, id);

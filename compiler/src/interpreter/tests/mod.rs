@@ -66,7 +66,7 @@ impl ModuleBuilder {
     }
 
     /// `(p0, p1) -> op(p0, p1)` on scalars of `ty`.
-    pub fn binary_computation(&mut self, op: BinaryOp, ty: ElementType) -> ComputationId {
+    pub(crate) fn binary_computation(&mut self, op: BinaryOp, ty: ElementType) -> ComputationId {
         self.computation(&format!("{}_{ty}", op.name()), |b| {
             let x = b.param(0, Shape::scalar(ty));
             let y = b.param(1, Shape::scalar(ty));

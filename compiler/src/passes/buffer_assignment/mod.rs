@@ -90,7 +90,7 @@ use hashbrown::HashMap;
 use sharing::{CopyTemps, Sets};
 
 /// Offsets and sizes are kept at this alignment unless the [`BufferNeeds`] ask for more.
-pub const ALIGNMENT: i64 = 16;
+pub(crate) const ALIGNMENT: i64 = 16;
 
 /// What the code generator that runs the module needs beyond its values' bytes.
 pub trait BufferNeeds {

@@ -6,7 +6,7 @@ use std::fmt::Write;
 impl BufferAssignment {
     /// The text of `module_NNNN.NAME.buffer-assignment.txt`.
     /// The timeline position where the most bytes are live, and the buffers live there.
-    pub fn peak_position(&self) -> (usize, Vec<usize>) {
+    pub(crate) fn peak_position(&self) -> (usize, Vec<usize>) {
         let end = self.timeline.len();
         let mut best = (0usize, -1i64);
         for t in 0..=end {
