@@ -56,7 +56,7 @@ impl Arena {
         &all[offset..offset + len]
     }
 
-    pub fn bytes_mut(&mut self, offset: usize, len: usize) -> &mut [u8] {
+    pub(crate) fn bytes_mut(&mut self, offset: usize, len: usize) -> &mut [u8] {
         let all = unsafe {
             std::slice::from_raw_parts_mut(
                 self.storage.as_mut_ptr() as *mut u8,

@@ -54,7 +54,7 @@ pub fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Fsyncs the directory that holds `path`, so a rename or a new name in it is durable.
-pub fn sync_parent(path: &Path) -> std::io::Result<()> {
+pub(crate) fn sync_parent(path: &Path) -> std::io::Result<()> {
     match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => sync_dir(dir),
         _ => sync_dir(Path::new(".")),
@@ -82,14 +82,14 @@ pub fn sync_tree(dir: &Path) -> std::io::Result<()> {
 }
 
 /// The temporary a durable write of `path` uses: `NAME.tmpPID` beside it.
-pub fn temporary_for(path: &Path) -> PathBuf {
+pub(crate) fn temporary_for(path: &Path) -> PathBuf {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".tmp{}", std::process::id()));
     PathBuf::from(tmp)
 }
 
 /// Whether a file name is a durable write's temporary (`NAME.tmpPID`).
-pub fn is_temporary_name(name: &str) -> bool {
+pub(crate) fn is_temporary_name(name: &str) -> bool {
     match name.rfind(".tmp") {
         Some(at) => {
             let pid = &name[at + 4..];

@@ -31,7 +31,7 @@ pub trait HostFeed: Sync {
 
 /// Aborts the feed for `replica` when dropped armed: a replica thread that ends without a
 /// result (a panic) must still wake the replicas and host threads waiting on the feed.
-pub struct AbortFeedOnDrop<'f> {
+pub(crate) struct AbortFeedOnDrop<'f> {
     feed: Option<&'f dyn HostFeed>,
     replica: usize,
 }
@@ -42,7 +42,7 @@ impl<'f> AbortFeedOnDrop<'f> {
     }
 
     /// The replica finished: nothing to abort.
-    pub fn disarm(mut self) {
+    pub(crate) fn disarm(mut self) {
         self.feed = None;
     }
 
@@ -302,7 +302,7 @@ pub fn fill_infeed(queues: &HostQueues, mut sources: Vec<FeedSource>, iterations
 
 /// The outfeed thread's work: receives every value until all senders are gone, grouped by
 /// replica in arrival order.
-pub fn drain_outfeed(rx: Receiver<(usize, Literal)>, replicas: usize) -> Vec<Vec<Literal>> {
+pub(crate) fn drain_outfeed(rx: Receiver<(usize, Literal)>, replicas: usize) -> Vec<Vec<Literal>> {
     let mut out: Vec<Vec<Literal>> = vec![Vec::new(); replicas];
     for (r, v) in rx {
         if let Some(slot) = out.get_mut(r) {

@@ -17,14 +17,14 @@ use std::fmt;
 use tessel_compiler::ir::{Module, Shape};
 
 /// The most replicas a program may run on (one thread each).
-pub const MAX_REPLICAS: usize = 1024;
+pub(crate) const MAX_REPLICAS: usize = 1024;
 
 /// The environment variable that overrides the memory available, in bytes.
 pub const MEMORY_VARIABLE: &str = "TESSEL_MEMORY_BYTES";
 
 /// Bytes of memory the process may still use: `TESSEL_MEMORY_BYTES`, else `MemAvailable`,
 /// else `None` (unknown). A malformed variable is an error, not silently ignored.
-pub fn available_bytes() -> Result<Option<u64>, String> {
+pub(crate) fn available_bytes() -> Result<Option<u64>, String> {
     if let Ok(v) = std::env::var(MEMORY_VARIABLE) {
         return match v.trim().parse::<u64>() {
             Ok(n) if n > 0 => Ok(Some(n)),
@@ -61,7 +61,7 @@ pub struct LargestValue {
 }
 
 /// The instruction, in any computation, whose value (all leaves of a tuple) is largest.
-pub fn largest_value(module: &Module) -> Option<LargestValue> {
+pub(crate) fn largest_value(module: &Module) -> Option<LargestValue> {
     let mut best: Option<LargestValue> = None;
     for cid in module.computation_ids() {
         let c = module.computation(cid);
@@ -80,7 +80,7 @@ pub fn largest_value(module: &Module) -> Option<LargestValue> {
 }
 
 /// Bytes of every array leaf of `shape`, saturating (the verifier rejects overflowing shapes).
-pub fn shape_bytes(shape: &Shape) -> u64 {
+pub(crate) fn shape_bytes(shape: &Shape) -> u64 {
     shape
         .leaves()
         .iter()
@@ -158,7 +158,7 @@ impl fmt::Display for MemoryError {
 impl std::error::Error for MemoryError {}
 
 /// Bytes as `N bytes (X.Y GiB)` (the exact count first, for scripts and tests).
-pub fn bytes_text(n: u64) -> String {
+pub(crate) fn bytes_text(n: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
     if n < 1024 {
         return format!("{n} bytes");
@@ -173,7 +173,7 @@ pub fn bytes_text(n: u64) -> String {
 }
 
 /// Rejects a module with a value larger than the memory available (before compiling it).
-pub fn check_module(module: &Module) -> Result<(), MemoryError> {
+pub(crate) fn check_module(module: &Module) -> Result<(), MemoryError> {
     let Some(available) = available_bytes().map_err(MemoryError::Variable)? else {
         return Ok(());
     };
@@ -188,7 +188,7 @@ fn check_module_against(module: &Module, available: u64) -> Result<(), MemoryErr
 }
 
 /// Rejects a replica count above [`MAX_REPLICAS`].
-pub fn check_replicas(replicas: usize) -> Result<(), MemoryError> {
+pub(crate) fn check_replicas(replicas: usize) -> Result<(), MemoryError> {
     if replicas > MAX_REPLICAS {
         return Err(MemoryError::TooManyReplicas { replicas });
     }
@@ -197,7 +197,7 @@ pub fn check_replicas(replicas: usize) -> Result<(), MemoryError> {
 
 /// Rejects a run whose `replicas` replicas need more than `per_replica` bytes each than the
 /// memory available now.
-pub fn check_run(per_replica: u64, replicas: usize, what: &str) -> Result<(), MemoryError> {
+pub(crate) fn check_run(per_replica: u64, replicas: usize, what: &str) -> Result<(), MemoryError> {
     // Nothing left to allocate (a JIT program's arenas are pooled after its first run): no
     // need to read the memory available on every step.
     if per_replica == 0 || replicas == 0 {

@@ -75,9 +75,10 @@ impl ThreadBudget {
         (self.total() / replicas.max(1)).max(1)
     }
 
+    #[cfg(test)]
     /// Whether `replicas` replica threads alone already use the whole budget (then intra-op
     /// work runs inline on the replica's thread).
-    pub fn replicas_saturate(&self, replicas: usize) -> bool {
+    pub(crate) fn replicas_saturate(&self, replicas: usize) -> bool {
         replicas >= self.total()
     }
 }

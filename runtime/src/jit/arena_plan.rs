@@ -132,7 +132,7 @@ impl BufferNeeds for JitBufferNeeds {
 /// index it writes: every path from `root` to a materialized instruction holding it goes
 /// through elementwise ops whose dimensions are the output's, and that instruction's
 /// dimensions are the output's too.
-pub fn reads_only_aligned(
+pub(crate) fn reads_only_aligned(
     comp: &Computation,
     root: InstrId,
     materialized: &dyn Fn(InstrId) -> bool,
@@ -170,7 +170,7 @@ pub fn plan_arena(m: &Module, options: &JitOptions) -> BufferAssignment {
 
 /// The scratch buffers (bytes, in request order) the program asks for while emitting
 /// instruction `id` of computation `comp` (`pairs`: the module's convolution pairs).
-pub fn scratch_requests(
+pub(crate) fn scratch_requests(
     m: &Module,
     comp: ComputationId,
     id: InstrId,

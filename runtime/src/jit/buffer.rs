@@ -25,7 +25,7 @@ impl Buffer {
 
 /// The location of any value: an array buffer, a tuple of locations, or a token.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Loc {
+pub(crate) enum Loc {
     Array(Buffer),
     Tuple(Vec<Loc>),
     Token,
@@ -56,7 +56,7 @@ impl Loc {
 
 /// Bytes of constant data the executable keeps alive; compiled code refers to them by address.
 #[derive(Default)]
-pub struct ConstPool {
+pub(crate) struct ConstPool {
     blocks: Vec<Box<[u64]>>,
 }
 

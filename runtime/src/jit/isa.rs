@@ -12,7 +12,7 @@ use tessel_kernels::cpu::CpuFeatures;
 
 /// Builds the ISA for this machine. `opt_level` is Cranelift's `none`, `speed` or
 /// `speed_and_size`.
-pub fn host_isa(opt_level: &str) -> Result<(OwnedTargetIsa, CpuFeatures), JitError> {
+pub(crate) fn host_isa(opt_level: &str) -> Result<(OwnedTargetIsa, CpuFeatures), JitError> {
     let features = CpuFeatures::detect();
     if cfg!(target_arch = "x86_64") && !features.sse41 {
         return Err(JitError::Unsupported(

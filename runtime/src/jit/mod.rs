@@ -26,14 +26,14 @@ pub mod arena_plan;
 pub mod buffer;
 pub mod clif;
 mod error;
-pub mod fused_kernels;
+pub(crate) mod fused_kernels;
 pub mod host;
 pub mod isa;
 mod options;
 pub mod program;
 pub mod routines;
 
-pub use error::JitError;
+pub(crate) use error::JitError;
 pub use host::profile;
 pub use options::{ConvAlgorithm, JitOptions};
 pub use program::{Executable, ProgramStats};

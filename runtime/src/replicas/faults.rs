@@ -7,7 +7,7 @@ use crate::stop_message::{is_stop_message, stopped_message, POISON_PREFIX};
 use std::cell::Cell;
 
 /// Poisons the hub when a replica's thread ends without disarming it (an error or a panic).
-pub struct PoisonOnDrop<'h> {
+pub(crate) struct PoisonOnDrop<'h> {
     hub: &'h Hub,
     replica: usize,
     armed: Cell<bool>,
@@ -23,7 +23,7 @@ impl<'h> PoisonOnDrop<'h> {
     }
 
     /// The replica finished: nothing to stop.
-    pub fn disarm(self) {
+    pub(crate) fn disarm(self) {
         self.armed.set(false);
     }
 

@@ -19,9 +19,9 @@ pub mod spawn;
 #[cfg(test)]
 mod tests;
 
-pub use crate::stop_message::{is_stop_message, stopped_message};
-pub use faults::PoisonOnDrop;
-pub use rendezvous::{Hub, ReplicaContext};
+pub(crate) use crate::stop_message::{is_stop_message, stopped_message};
+pub(crate) use faults::PoisonOnDrop;
+pub(crate) use rendezvous::{Hub, ReplicaContext};
 pub use spawn::{
     evaluate_on_devices, evaluate_replicated, evaluate_replicated_with_feed, evaluate_with_feed,
 };

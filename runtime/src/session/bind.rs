@@ -14,7 +14,7 @@ pub struct Parameter {
 }
 
 /// The entry's parameters, in order; each must be an array.
-pub fn entry_parameters(module: &Module) -> Result<Vec<Parameter>, BindError> {
+pub(crate) fn entry_parameters(module: &Module) -> Result<Vec<Parameter>, BindError> {
     let e = module.entry();
     e.parameters()
         .into_iter()
@@ -38,7 +38,7 @@ pub fn entry_parameters(module: &Module) -> Result<Vec<Parameter>, BindError> {
 
 /// Inputs keyed "0".."N-1", one per parameter, each of the parameter's shape; in parameter
 /// order.
-pub fn bind_inputs(
+pub(crate) fn bind_inputs(
     params: &[Parameter],
     inputs: Vec<(String, Array)>,
 ) -> Result<Vec<Array>, BindError> {
@@ -57,7 +57,7 @@ pub fn bind_inputs(
 
 /// Per-replica inputs: `"I"` for every replica, `"R/I"` overriding it for replica R;
 /// `[r]` is replica r's arguments in parameter order.
-pub fn bind_replica_inputs(
+pub(crate) fn bind_replica_inputs(
     params: &[Parameter],
     inputs: Vec<(String, Array)>,
     replicas: usize,

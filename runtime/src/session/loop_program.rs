@@ -156,7 +156,7 @@ impl LoopProgram {
     }
 
     /// Whether the step is a shard_map module (run it with [`LoopProgram::run_global`]).
-    pub fn is_sharded(&self) -> bool {
+    pub(crate) fn is_sharded(&self) -> bool {
         self.sharded.is_some()
     }
 

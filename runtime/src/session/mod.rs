@@ -17,7 +17,7 @@ mod engine;
 pub mod error;
 mod loop_global;
 mod loop_host;
-pub mod loop_program;
+pub(crate) mod loop_program;
 pub mod program;
 #[cfg(test)]
 mod tests;

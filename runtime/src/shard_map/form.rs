@@ -5,8 +5,8 @@ use super::mesh::{sharding_attr, Sharding};
 use super::{fail, ShardMapError};
 use tessel_compiler::ir::{ComputationId, InstrId, Module, Op};
 
-pub const GLOBAL_TO_LOCAL: &str = "xla.sdy.GlobalToLocalShape";
-pub const LOCAL_TO_GLOBAL: &str = "xla.sdy.LocalToGlobalShape";
+pub(crate) const GLOBAL_TO_LOCAL: &str = "xla.sdy.GlobalToLocalShape";
+pub(crate) const LOCAL_TO_GLOBAL: &str = "xla.sdy.LocalToGlobalShape";
 
 /// The pieces of the entry: parameters feeding GlobalToLocalShape, the body call, and how the
 /// root's leaves come out of LocalToGlobalShape.

@@ -76,7 +76,7 @@ impl Mesh {
 pub type Sharding = Vec<Vec<String>>;
 
 /// Parses `#sdy.sharding_per_value<[<@mesh, [{}, {"r"}]>, <@mesh, []>]>`.
-pub fn parse_shardings(text: &str) -> Result<Vec<Sharding>, ShardMapError> {
+pub(crate) fn parse_shardings(text: &str) -> Result<Vec<Sharding>, ShardMapError> {
     let text = text.replace('\\', "");
     let bad = |why: &str| ShardMapError {
         message: format!("cannot read sharding {text}: {why}"),

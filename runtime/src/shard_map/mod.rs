@@ -18,8 +18,9 @@ mod blocks;
 mod form;
 mod mesh;
 
-pub use form::{per_replica_module, GLOBAL_TO_LOCAL, LOCAL_TO_GLOBAL};
-pub use mesh::{parse_shardings, Mesh, Sharding};
+pub use form::per_replica_module;
+pub(crate) use form::GLOBAL_TO_LOCAL;
+pub use mesh::{Mesh, Sharding};
 
 use blocks::{copy_block, from_bytes, Split};
 use form::{find_form, Form};
@@ -100,12 +101,12 @@ impl ShardMap {
     }
 
     /// For each parameter of the body, the entry parameter it is cut from.
-    pub fn body_parameter_sources(&self) -> Vec<usize> {
+    pub(crate) fn body_parameter_sources(&self) -> Vec<usize> {
         self.form.body_args.iter().map(|(p, _)| *p).collect()
     }
 
     /// For each leaf of the entry's root, the body output it is assembled from.
-    pub fn output_sources(&self) -> Vec<usize> {
+    pub(crate) fn output_sources(&self) -> Vec<usize> {
         self.form.outputs.iter().map(|(j, _)| *j).collect()
     }
 

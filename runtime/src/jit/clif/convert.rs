@@ -9,7 +9,7 @@ use cranelift_frontend::FunctionBuilder;
 use tessel_compiler::ir::ElementType;
 
 /// Scalar conversion between element types with XLA's semantics.
-pub fn convert_scalar(
+pub(crate) fn convert_scalar(
     fb: &mut FunctionBuilder,
     x: Value,
     from: ElementType,

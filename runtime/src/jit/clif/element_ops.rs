@@ -18,7 +18,7 @@ use tessel_compiler::ir::{
 };
 
 /// Rust functions the generated code calls for operations with no CLIF form here.
-pub struct Libcalls<'a> {
+pub(crate) struct Libcalls<'a> {
     pub call_conv: CallConv,
     /// Where the functions' addresses come from.
     pub symbols: &'a Symbols,
@@ -148,7 +148,7 @@ fn has_vector_form(op: &Op, out: ElementType, args: &[ElementType]) -> bool {
 
 /// Emits `op` applied to `args` (of element types `arg_tys`) producing element type `out`.
 #[allow(clippy::too_many_arguments)]
-pub fn emit_op(
+pub(crate) fn emit_op(
     fb: &mut FunctionBuilder,
     lib: &Libcalls<'_>,
     has_fma: bool,
@@ -432,7 +432,12 @@ fn binary(
 /// width (unsigned): 0 for the logical shifts, the sign for the arithmetic one. `x` is a
 /// scalar, or a vector whose lanes all shift by `amount` (a shift by a broadcast scalar:
 /// Threefry's rotations), which SSE does with one shift by a count instead of lane by lane.
-pub fn shift_by_scalar(fb: &mut FunctionBuilder, b: BinaryOp, x: Value, amount: Value) -> Value {
+pub(crate) fn shift_by_scalar(
+    fb: &mut FunctionBuilder,
+    b: BinaryOp,
+    x: Value,
+    amount: Value,
+) -> Value {
     let t = fb.func.dfg.value_type(x);
     let lane = t.lane_type();
     let w = lane.bits() as i64;

@@ -12,7 +12,7 @@ pub(super) fn vflags() -> MemFlagsData {
 }
 
 /// A scalar constant from element `i` of `data`.
-pub fn scalar_constant(
+pub(crate) fn scalar_constant(
     fb: &mut FunctionBuilder,
     data: &ArrayData,
     i: usize,
@@ -45,7 +45,7 @@ fn pred_to_mask_lane(fb: &mut FunctionBuilder, p: Value) -> Value {
 }
 
 /// Broadcasts a scalar to four lanes (no-op for one lane).
-pub fn splat_if(fb: &mut FunctionBuilder, ty: ElementType, s: Value, lanes: u32) -> Value {
+pub(crate) fn splat_if(fb: &mut FunctionBuilder, ty: ElementType, s: Value, lanes: u32) -> Value {
     if lanes == 1 {
         return s;
     }
@@ -60,7 +60,7 @@ pub fn splat_if(fb: &mut FunctionBuilder, ty: ElementType, s: Value, lanes: u32)
 }
 
 /// Packs four scalar values into one 4-lane value.
-pub fn pack_lanes(fb: &mut FunctionBuilder, ty: ElementType, vals: &[Value]) -> Value {
+pub(crate) fn pack_lanes(fb: &mut FunctionBuilder, ty: ElementType, vals: &[Value]) -> Value {
     let lane = |fb: &mut FunctionBuilder, v: Value| {
         if ty == ElementType::Pred {
             pred_to_mask_lane(fb, v)
@@ -83,7 +83,7 @@ pub fn pack_lanes(fb: &mut FunctionBuilder, ty: ElementType, vals: &[Value]) -> 
 }
 
 /// Lane `l` of a 4-lane value as a scalar of element type `ty`.
-pub fn extract_lane(fb: &mut FunctionBuilder, ty: ElementType, v: Value, l: u8) -> Value {
+pub(crate) fn extract_lane(fb: &mut FunctionBuilder, ty: ElementType, v: Value, l: u8) -> Value {
     let x = fb.ins().extractlane(v, l);
     if ty == ElementType::Pred {
         let b = fb.ins().band_imm_s(x, 1);
@@ -94,7 +94,7 @@ pub fn extract_lane(fb: &mut FunctionBuilder, ty: ElementType, v: Value, l: u8) 
 }
 
 /// A 4-lane pred mask as 4 bytes 0/1 in an `i32`, ready to store.
-pub fn mask_to_bytes(fb: &mut FunctionBuilder, m: Value) -> Value {
+pub(crate) fn mask_to_bytes(fb: &mut FunctionBuilder, m: Value) -> Value {
     let h = fb.ins().snarrow(m, m); // i16x8 of 0 / -1
     let b = fb.ins().snarrow(h, h); // i8x16 of 0 / -1
     let one = fb.ins().iconst(types::I8, 1);
@@ -105,7 +105,7 @@ pub fn mask_to_bytes(fb: &mut FunctionBuilder, m: Value) -> Value {
 }
 
 /// An integer scalar widened (by its signedness) to `i64`.
-pub fn int_to_i64(fb: &mut FunctionBuilder, v: Value, ty: ElementType) -> Value {
+pub(crate) fn int_to_i64(fb: &mut FunctionBuilder, v: Value, ty: ElementType) -> Value {
     let t = fb.func.dfg.value_type(v);
     if t == types::I64 {
         v
@@ -117,7 +117,12 @@ pub fn int_to_i64(fb: &mut FunctionBuilder, v: Value, ty: ElementType) -> Value 
 }
 
 /// A scalar `i8` condition as a condition for [`select_values`] on values of `lanes` lanes.
-pub fn scalar_cond_for(fb: &mut FunctionBuilder, c: Value, _ty: ElementType, lanes: u32) -> Value {
+pub(crate) fn scalar_cond_for(
+    fb: &mut FunctionBuilder,
+    c: Value,
+    _ty: ElementType,
+    lanes: u32,
+) -> Value {
     if lanes == 1 {
         c
     } else {
@@ -127,7 +132,13 @@ pub fn scalar_cond_for(fb: &mut FunctionBuilder, c: Value, _ty: ElementType, lan
 }
 
 /// `c ? a : b` where `c` is an `i8` (scalar) or an `i32x4` mask.
-pub fn select_values(fb: &mut FunctionBuilder, c: Value, a: Value, b: Value, lanes: u32) -> Value {
+pub(crate) fn select_values(
+    fb: &mut FunctionBuilder,
+    c: Value,
+    a: Value,
+    b: Value,
+    lanes: u32,
+) -> Value {
     if lanes == 1 {
         fb.ins().select(c, a, b)
     } else {
@@ -142,7 +153,7 @@ pub fn select_values(fb: &mut FunctionBuilder, c: Value, a: Value, b: Value, lan
 }
 
 /// An iota value `base + lane * coef` converted to `ty`.
-pub fn iota_value(
+pub(crate) fn iota_value(
     fb: &mut FunctionBuilder,
     ty: ElementType,
     base: Value,

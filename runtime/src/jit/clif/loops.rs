@@ -6,7 +6,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, InstBuilder, Value};
 
 /// Emits `for iv in (start..end).step_by(step) { body(iv) }`; nothing when the range is empty.
-pub fn counted_loop(
+pub(crate) fn counted_loop(
     e: &mut Elemental,
     start: i64,
     end: i64,

@@ -57,7 +57,12 @@ pub(super) fn low_precision_op(
 }
 
 /// `x` (an f32) rounded to the nearest `ty` (bf16 or f16) value, still as an f32.
-pub fn round_to(fb: &mut FunctionBuilder, lib: &Libcalls<'_>, x: Value, ty: ElementType) -> Value {
+pub(crate) fn round_to(
+    fb: &mut FunctionBuilder,
+    lib: &Libcalls<'_>,
+    x: Value,
+    ty: ElementType,
+) -> Value {
     let f = if ty == ElementType::BF16 {
         round_bf16 as *const () as usize
     } else {
@@ -67,7 +72,7 @@ pub fn round_to(fb: &mut FunctionBuilder, lib: &Libcalls<'_>, x: Value, ty: Elem
 }
 
 /// A 16-bit float's bits (an `i16` loaded from memory) as the f32 of its value.
-pub fn widen_bits(
+pub(crate) fn widen_bits(
     fb: &mut FunctionBuilder,
     lib: &Libcalls<'_>,
     bits: Value,
@@ -85,7 +90,7 @@ pub fn widen_bits(
 }
 
 /// The `i16` bits to store for `x`, an f32 holding a value of `ty` (already rounded to it).
-pub fn narrow_bits(
+pub(crate) fn narrow_bits(
     fb: &mut FunctionBuilder,
     lib: &Libcalls<'_>,
     x: Value,

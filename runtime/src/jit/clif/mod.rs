@@ -8,12 +8,12 @@
 //! (`symbols.rs`).
 
 pub mod convert;
-pub mod element_ops;
-pub mod lane_values;
+pub(crate) mod element_ops;
+pub(crate) mod lane_values;
 pub mod loops;
-pub mod low_precision;
-pub mod symbols;
-pub mod tiled_window;
+pub(crate) mod low_precision;
+pub(crate) mod symbols;
+pub(crate) mod tiled_window;
 pub mod types;
-pub mod value_at_index;
+pub(crate) mod value_at_index;
 pub mod vector_math;

@@ -30,10 +30,10 @@ const DATA_NAMESPACE: u32 = 1;
 type AddressTable = Arc<Mutex<HashMap<String, usize>>>;
 
 /// A symbol lookup as `JITBuilder::symbol_lookup_fn` takes it.
-pub type SymbolLookup = Box<dyn Fn(&str) -> Option<*const u8> + Send>;
+pub(crate) type SymbolLookup = Box<dyn Fn(&str) -> Option<*const u8> + Send>;
 
 /// The symbols of one program and the constants they name.
-pub struct Symbols {
+pub(crate) struct Symbols {
     table: RefCell<Table>,
     addresses: AddressTable,
 }
@@ -60,7 +60,7 @@ impl Default for Symbols {
 
 impl Symbols {
     /// The lookup to register with the JIT builder: resolves the symbols named here.
-    pub fn lookup_fn(&self) -> SymbolLookup {
+    pub(crate) fn lookup_fn(&self) -> SymbolLookup {
         let addresses = self.addresses.clone();
         Box::new(move |name| {
             let table = addresses.lock().unwrap_or_else(|p| p.into_inner());
@@ -132,7 +132,7 @@ impl Symbols {
 
     /// Declares the symbols named since the last call as data objects of `jit` (call before
     /// defining a function that uses them).
-    pub fn declare(&self, jit: &mut JITModule) -> Result<(), JitError> {
+    pub(crate) fn declare(&self, jit: &mut JITModule) -> Result<(), JitError> {
         let mut t = self.table.borrow_mut();
         while t.declared < t.names.len() {
             let k = t.declared;
@@ -151,12 +151,12 @@ impl Symbols {
     }
 
     /// The constants, which the executable keeps alive as long as its code.
-    pub fn into_consts(self) -> ConstPool {
+    pub(crate) fn into_consts(self) -> ConstPool {
         self.table.into_inner().consts
     }
 
     /// Bytes of constants stored so far.
-    pub fn constant_bytes(&self) -> usize {
+    pub(crate) fn constant_bytes(&self) -> usize {
         self.table.borrow().consts.total_bytes()
     }
 }

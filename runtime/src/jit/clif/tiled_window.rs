@@ -15,7 +15,7 @@ use tessel_compiler::ir::{ArrayShape, ComputationId, InstrId, Op, Window};
 
 /// Whether every window lies inside the operand (no padding or dilation) and no two windows
 /// overlap (stride at least the size in every dimension).
-pub fn windows_disjoint(window: &Window, operand: &ArrayShape, source: &ArrayShape) -> bool {
+pub(crate) fn windows_disjoint(window: &Window, operand: &ArrayShape, source: &ArrayShape) -> bool {
     window.dims.len() == operand.rank()
         && source.rank() == operand.rank()
         && window
@@ -34,7 +34,7 @@ pub fn windows_disjoint(window: &Window, operand: &ArrayShape, source: &ArraySha
 }
 
 /// Whether the windows cover every operand element (then no separate fill with `init`).
-pub fn windows_tile(window: &Window, operand: &ArrayShape, source: &ArrayShape) -> bool {
+pub(crate) fn windows_tile(window: &Window, operand: &ArrayShape, source: &ArrayShape) -> bool {
     window
         .dims
         .iter()
@@ -43,7 +43,7 @@ pub fn windows_tile(window: &Window, operand: &ArrayShape, source: &ArrayShape) 
 }
 
 /// All window offsets, row-major.
-pub fn window_positions(w: &Window) -> Vec<Vec<i64>> {
+pub(crate) fn window_positions(w: &Window) -> Vec<Vec<i64>> {
     let mut out = vec![vec![]];
     for d in &w.dims {
         let mut next = Vec::new();
@@ -62,7 +62,7 @@ pub fn window_positions(w: &Window) -> Vec<Vec<i64>> {
 /// One position of the select's scan over a window: `scan` is the (value, position number)
 /// chosen so far, `None` before the first position. The scan moves to `(x, here)` where
 /// `select(current, x)` is false.
-pub fn select_step(
+pub(crate) fn select_step(
     e: &mut Elemental,
     select: ComputationId,
     scan: Option<(Value, Value)>,
@@ -86,7 +86,7 @@ pub fn select_step(
 }
 
 /// Window position number `p` as an `i32` (one lane) or `i32x4`.
-pub fn position_value(e: &mut Elemental, p: i64, lanes: u32) -> Value {
+pub(crate) fn position_value(e: &mut Elemental, p: i64, lanes: u32) -> Value {
     let v = e.fb.ins().iconst(types::I32, p);
     if lanes == 1 {
         v
@@ -99,7 +99,7 @@ pub fn position_value(e: &mut Elemental, p: i64, lanes: u32) -> Value {
 /// ([`windows_disjoint`] and [`windows_tile`]), computed from the index's window alone:
 /// `scatter(init, source[window])` if the select picks this position of its window, else
 /// `init`. `None` when the lanes of `idx` would cross windows (then lane by lane).
-pub fn tiled_value(
+pub(crate) fn tiled_value(
     e: &mut Elemental,
     id: InstrId,
     idx: &Index,

@@ -9,7 +9,7 @@ use cranelift_codegen::ir::{types, Type};
 use tessel_compiler::ir::ElementType;
 
 /// The CLIF type of one element in scalar code.
-pub fn scalar_type(ty: ElementType) -> Result<Type, JitError> {
+pub(crate) fn scalar_type(ty: ElementType) -> Result<Type, JitError> {
     use ElementType::*;
     Ok(match ty {
         Pred | S8 | U8 => types::I8,
@@ -24,12 +24,12 @@ pub fn scalar_type(ty: ElementType) -> Result<Type, JitError> {
 }
 
 /// Whether `ty` is a 16-bit float held as an `f32` in CLIF.
-pub fn is_low_precision(ty: ElementType) -> bool {
+pub(crate) fn is_low_precision(ty: ElementType) -> bool {
     matches!(ty, ElementType::F16 | ElementType::BF16)
 }
 
 /// The type arithmetic on `ty` runs in: `f32` for the 16-bit floats, else `ty` itself.
-pub fn compute_type(ty: ElementType) -> ElementType {
+pub(crate) fn compute_type(ty: ElementType) -> ElementType {
     if is_low_precision(ty) {
         ElementType::F32
     } else {
@@ -38,7 +38,7 @@ pub fn compute_type(ty: ElementType) -> ElementType {
 }
 
 /// Whether 4-lane code handles this element type.
-pub fn vectorizable_type(ty: ElementType) -> bool {
+pub(crate) fn vectorizable_type(ty: ElementType) -> bool {
     matches!(
         ty,
         ElementType::F32 | ElementType::S32 | ElementType::U32 | ElementType::Pred
@@ -46,7 +46,7 @@ pub fn vectorizable_type(ty: ElementType) -> bool {
 }
 
 /// The CLIF type of four elements in vector code.
-pub fn vector_type(ty: ElementType) -> Type {
+pub(crate) fn vector_type(ty: ElementType) -> Type {
     match ty {
         ElementType::F32 => types::F32X4,
         _ => types::I32X4,
@@ -54,7 +54,7 @@ pub fn vector_type(ty: ElementType) -> Type {
 }
 
 /// The CLIF type of a value of `ty` in code of `lanes` lanes.
-pub fn value_type(ty: ElementType, lanes: u32) -> Result<Type, JitError> {
+pub(crate) fn value_type(ty: ElementType, lanes: u32) -> Result<Type, JitError> {
     if lanes == 1 {
         scalar_type(ty)
     } else {

@@ -26,7 +26,7 @@ use tessel_compiler::ir::{
 };
 
 /// One index component: `base + lane * coef`.
-pub type Comp = (Value, i64);
+pub(crate) type Comp = (Value, i64);
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Index {
@@ -36,7 +36,7 @@ pub enum Index {
 
 /// Where a kernel's leaf values come from.
 #[derive(Clone, Debug)]
-pub struct Leaf {
+pub(crate) struct Leaf {
     pub addr: Addr,
     pub shape: ArrayShape,
 }
@@ -46,7 +46,7 @@ pub fn mem() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
-pub struct Elemental<'a, 'f> {
+pub(crate) struct Elemental<'a, 'f> {
     pub fb: &'a mut FunctionBuilder<'f>,
     pub module: &'a Module,
     pub comp: &'a Computation,
@@ -91,13 +91,13 @@ impl<'a, 'f> Elemental<'a, 'f> {
     }
 
     /// Forgets values computed in another block (call when starting a new loop body).
-    pub fn new_scope(&mut self) {
+    pub(crate) fn new_scope(&mut self) {
         self.cache.clear();
     }
 
     /// Computes every leaf's base address in the current block (call in the entry block so
     /// that the addresses dominate all loops).
-    pub fn hoist_addresses(&mut self, extra: &[Addr]) {
+    pub(crate) fn hoist_addresses(&mut self, extra: &[Addr]) {
         // In instruction order, not the map's: one module gives the same CLIF every compile.
         let mut leaves: Vec<(&InstrId, &Leaf)> = self.leaves.iter().collect();
         leaves.sort_by_key(|(id, _)| **id);
@@ -137,12 +137,12 @@ impl<'a, 'f> Elemental<'a, 'f> {
         })
     }
 
-    pub fn iconst(&mut self, v: i64) -> Value {
+    pub(crate) fn iconst(&mut self, v: i64) -> Value {
         self.fb.ins().iconst(types::I64, v)
     }
 
     /// A linear index of `shape` at a multi-index.
-    pub fn linearize(&mut self, comps: &[Comp], shape: &ArrayShape) -> Comp {
+    pub(crate) fn linearize(&mut self, comps: &[Comp], shape: &ArrayShape) -> Comp {
         let strides = shape.strides();
         let mut base: Option<Value> = None;
         let mut coef = 0i64;
@@ -709,7 +709,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
     }
 
     /// Emits a called scalar computation (a reduce region) on the given values.
-    pub fn emit_region(
+    pub(crate) fn emit_region(
         &mut self,
         region: ComputationId,
         args: &[Value],

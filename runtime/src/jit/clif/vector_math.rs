@@ -11,7 +11,7 @@ use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Type, 
 use cranelift_frontend::FunctionBuilder;
 
 /// Emits float math for one lane (`f32`) or four (`f32x4`).
-pub struct Vm<'a, 'f> {
+pub(crate) struct Vm<'a, 'f> {
     pub fb: &'a mut FunctionBuilder<'f>,
     pub lanes: u32,
     /// The host has FMA: `fma` is one instruction.
@@ -80,7 +80,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         self.fb.ins().fcmp(cc, a, b)
     }
 
-    pub fn icmp(&mut self, cc: IntCC, a: Value, b: Value) -> Value {
+    pub(crate) fn icmp(&mut self, cc: IntCC, a: Value, b: Value) -> Value {
         self.fb.ins().icmp(cc, a, b)
     }
 
@@ -188,7 +188,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         self.scale(p, n)
     }
 
-    pub fn expm1(&mut self, x: Value) -> Value {
+    pub(crate) fn expm1(&mut self, x: Value) -> Value {
         let hi = self.f(89.0);
         let lo = self.f(-30.0);
         let xc = self.fb.ins().fmin(x, hi);
@@ -292,7 +292,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         self.sel(is_bad, nan, r)
     }
 
-    pub fn log1p(&mut self, x: Value) -> Value {
+    pub(crate) fn log1p(&mut self, x: Value) -> Value {
         // log1p(x) = log(u) * x / (u - 1) with u = 1 + x rounded: the division corrects the
         // rounding of u (Goldberg's trick).
         let one = self.f(1.0);
@@ -353,7 +353,7 @@ impl<'a, 'f> Vm<'a, 'f> {
 
     /// sin (`cos == false`) or cos of `x`: reduction by pi/2 in three parts, then the quadrant
     /// picks the sine or cosine polynomial and the sign.
-    pub fn sin_cos(&mut self, x: Value, cos: bool) -> Value {
+    pub(crate) fn sin_cos(&mut self, x: Value, cos: bool) -> Value {
         let two_over_pi = self.f(std::f32::consts::FRAC_2_PI);
         let t = self.fb.ins().fmul(x, two_over_pi);
         let jf = self.fb.ins().nearest(t);
@@ -402,7 +402,7 @@ impl<'a, 'f> Vm<'a, 'f> {
     }
 
     /// The magnitude of `mag` with the sign of `sign` (x64 has no 4-lane `fcopysign`).
-    pub fn copysign(&mut self, mag: Value, sign: Value) -> Value {
+    pub(crate) fn copysign(&mut self, mag: Value, sign: Value) -> Value {
         if self.lanes == 1 {
             return self.fb.ins().fcopysign(mag, sign);
         }

@@ -18,13 +18,13 @@ use tessel_compiler::ir::{ArrayShape, InstrId, Op};
 
 /// One output of a kernel: the instruction whose value is stored, and where.
 #[derive(Clone, Debug)]
-pub struct KernelOutput {
+pub(crate) struct KernelOutput {
     pub root: InstrId,
     pub addr: Addr,
 }
 
 /// Instructions the roots depend on inside the kernel (stopping at leaves).
-pub fn kernel_instructions(e: &Elemental, roots: &[InstrId]) -> Vec<InstrId> {
+pub(crate) fn kernel_instructions(e: &Elemental, roots: &[InstrId]) -> Vec<InstrId> {
     let mut seen = HashSet::new();
     let mut stack: Vec<InstrId> = roots.to_vec();
     let mut out = Vec::new();
@@ -42,7 +42,7 @@ pub fn kernel_instructions(e: &Elemental, roots: &[InstrId]) -> Vec<InstrId> {
 }
 
 /// Whether every instruction can run in 4-lane code.
-pub fn can_vectorize(e: &Elemental, instrs: &[InstrId]) -> bool {
+pub(crate) fn can_vectorize(e: &Elemental, instrs: &[InstrId]) -> bool {
     instrs.iter().all(|&id| {
         e.comp
             .get(id)
@@ -70,7 +70,7 @@ fn is_flat(e: &Elemental, instrs: &[InstrId]) -> bool {
 /// Where an elementwise kernel may be cut in two parts that run on different threads, as
 /// `(mid, end)`: the parts `[0, mid)` and `[mid, end)` of the outermost loop, each writing only
 /// its own elements.
-pub fn split_point(
+pub(crate) fn split_point(
     e: &Elemental,
     outputs: &[KernelOutput],
     shape: &ArrayShape,
@@ -96,7 +96,7 @@ pub fn split_point(
 /// dimensions of `shape`), whole or over `part`, a range of the outermost loop (of the flat
 /// index when the kernel is one flat loop, else of the first dimension) cut at a
 /// [`split_point`].
-pub fn emit_elementwise_part(
+pub(crate) fn emit_elementwise_part(
     e: &mut Elemental,
     outputs: &[KernelOutput],
     shape: &ArrayShape,
@@ -167,11 +167,11 @@ pub fn emit_elementwise_part(
 }
 
 /// The body of a loop nest: called with the induction variables, outermost first.
-pub type NestBody<'b> = dyn FnMut(&mut Elemental, &[Value]) -> Result<(), JitError> + 'b;
+pub(crate) type NestBody<'b> = dyn FnMut(&mut Elemental, &[Value]) -> Result<(), JitError> + 'b;
 
 /// [`nest`] over `dims`, or with `part = Some((lo, hi))` only over `[lo, hi)` of the first
 /// dimension (one half of a kernel split for two threads).
-pub fn nest_part(
+pub(crate) fn nest_part(
     e: &mut Elemental,
     dims: &[i64],
     part: Option<(i64, i64)>,

@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use tessel_compiler::ir::{Computation, InstrId, Op};
 
 /// Ops computed by a generated kernel (rooted at them, or fused into one).
-pub fn is_kernel_op(op: &Op) -> bool {
+pub(crate) fn is_kernel_op(op: &Op) -> bool {
     match op {
         Op::Copy => false,
         Op::Broadcast { .. }
@@ -66,7 +66,7 @@ fn reads_each_once(op: &Op) -> bool {
 }
 
 /// The longest chain of fused instructions below a kernel's root (see the module doc).
-pub const MAX_FUSED_DEPTH: usize = 256;
+pub(crate) const MAX_FUSED_DEPTH: usize = 256;
 
 /// The instructions of `comp` that are not materialized.
 pub fn plan(comp: &Computation) -> HashSet<InstrId> {
@@ -106,7 +106,10 @@ pub fn plan(comp: &Computation) -> HashSet<InstrId> {
 /// ones), the materialized values read for the last time by the instruction at that position
 /// (through fused instructions too). Values nothing reads die where they are made; the root
 /// never dies.
-pub fn last_uses(comp: &Computation, fused: &HashSet<InstrId>) -> HashMap<usize, Vec<InstrId>> {
+pub(crate) fn last_uses(
+    comp: &Computation,
+    fused: &HashSet<InstrId>,
+) -> HashMap<usize, Vec<InstrId>> {
     let order: Vec<InstrId> = comp
         .post_order()
         .into_iter()

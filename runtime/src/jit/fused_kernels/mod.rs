@@ -9,8 +9,8 @@
 //!   their users' kernels (the JIT's own plan, not the optimizer's fusion pass).
 
 pub mod elementwise;
-pub mod fusion_plan;
+pub(crate) mod fusion_plan;
 pub mod reduce;
-pub mod reduce_fused;
+pub(crate) mod reduce_fused;
 pub mod window;
-pub mod window_tiled;
+pub(crate) mod window_tiled;

@@ -25,7 +25,7 @@ use smallvec::SmallVec;
 use tessel_compiler::ir::{ArrayShape, BinaryOp, Computation, ElementType, InstrId, Module, Op};
 
 /// Operands at least this large are reduced in two parts (see [`reduce_split`]).
-pub const SPLIT_REDUCE_ELEMENTS: i64 = 1 << 16;
+pub(crate) const SPLIT_REDUCE_ELEMENTS: i64 = 1 << 16;
 
 /// Most accumulators (4-lane vectors or scalars) held in registers by one chunk of
 /// [`emit_columns`]. x86-64 has 16 vector registers; 16 accumulators make one pass over a
@@ -95,7 +95,7 @@ fn binary_reducer(region: &Computation) -> Option<BinaryOp> {
 /// Emits a reduce instruction `red` whose outputs go to `outputs` (one per reduced array),
 /// over the whole operand or, with `part = Some((lo, hi))`, over the rows `[lo, hi)` of its
 /// first dimension (which must be reduced: see [`reduce_split`]).
-pub fn emit_reduce_part(
+pub(crate) fn emit_reduce_part(
     e: &mut Elemental,
     red: InstrId,
     outputs: &[Addr],
@@ -386,7 +386,7 @@ fn emit_columns(e: &mut Elemental, c: &Columns, part: Option<(i64, i64)>) -> Res
 
 /// Combines the two parts of a split reduce ([`reduce_split`]): `outputs[k] =
 /// reducer(outputs[k], partials[k])` element by element.
-pub fn emit_reduce_combine(
+pub(crate) fn emit_reduce_combine(
     e: &mut Elemental,
     red: InstrId,
     outputs: &[Addr],

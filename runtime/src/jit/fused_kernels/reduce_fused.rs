@@ -22,7 +22,7 @@ use tessel_compiler::ir::{Computation, InstrId, Op};
 
 /// The number of leading dimensions that `red` reduces, when it is a single-array reduce of
 /// those dimensions only (at least one, and not all) whose operand has dimensions `dims`.
-pub fn leading_reduce(comp: &Computation, red: InstrId, dims: &[i64]) -> Option<usize> {
+pub(crate) fn leading_reduce(comp: &Computation, red: InstrId, dims: &[i64]) -> Option<usize> {
     let instr = comp.get(red);
     let Op::Reduce { dimensions, .. } = &instr.op else {
         return None;
@@ -43,7 +43,7 @@ pub fn leading_reduce(comp: &Computation, red: InstrId, dims: &[i64]) -> Option<
 /// Emits the fused kernel over all rows (`part = None`) or rows `[lo, hi)` of the first
 /// dimension: `outputs` are stored at every point, and `red` (see [`leading_reduce`]) is
 /// folded into `acc`, which is first filled with its init value.
-pub fn emit_elementwise_reduce_part(
+pub(crate) fn emit_elementwise_reduce_part(
     e: &mut Elemental,
     outputs: &[KernelOutput],
     red: InstrId,
@@ -139,7 +139,7 @@ fn fill_accumulators(
 /// folded into the reduce. Within each part, an output element folds its rows window by
 /// window, not in row-major order.
 #[allow(clippy::too_many_arguments)]
-pub fn emit_tiled_consumer_reduce_part(
+pub(crate) fn emit_tiled_consumer_reduce_part(
     e: &mut Elemental,
     ss: InstrId,
     root: InstrId,

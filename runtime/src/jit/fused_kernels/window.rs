@@ -25,7 +25,7 @@ const MAX_WINDOW: i64 = 4096;
 /// [`MAX_WINDOW`] elements. Called before anything is compiled: the emitters list every
 /// window position, so a huge window would otherwise cost memory and time in proportion to
 /// its size (a 4e8-element window took over 9.5 GB) before being refused.
-pub fn check_window_sizes(module: &Module) -> Result<(), JitError> {
+pub(crate) fn check_window_sizes(module: &Module) -> Result<(), JitError> {
     for comp in &module.computations {
         for (_, instr) in comp.instructions() {
             let window = match &instr.op {
@@ -105,7 +105,7 @@ fn and_opt(e: &mut Elemental, a: Option<Value>, b: Option<Value>) -> Option<Valu
 
 /// Where a reduce-window or select-and-scatter kernel may be cut in two parts for two threads
 /// (see [`reduce_window_split`] and [`select_and_scatter_split`]).
-pub fn window_split(e: &Elemental, id: InstrId) -> Option<(i64, i64)> {
+pub(crate) fn window_split(e: &Elemental, id: InstrId) -> Option<(i64, i64)> {
     match e.comp.get(id).op {
         Op::ReduceWindow { .. } => reduce_window_split(e, id),
         Op::SelectAndScatter { .. } => select_and_scatter_split(e, id),
@@ -115,7 +115,7 @@ pub fn window_split(e: &Elemental, id: InstrId) -> Option<(i64, i64)> {
 
 /// Emits a reduce-window or select-and-scatter kernel, whole or over one part of a
 /// [`window_split`].
-pub fn emit_window_part(
+pub(crate) fn emit_window_part(
     e: &mut Elemental,
     id: InstrId,
     output: Addr,
@@ -131,14 +131,14 @@ pub fn emit_window_part(
 /// Where a reduce-window may be cut in two parts for two threads, as `(mid, end)` of the
 /// output's first dimension: every output element is computed on its own, so any cut of an
 /// outer dimension works.
-pub fn reduce_window_split(e: &Elemental, rw: InstrId) -> Option<(i64, i64)> {
+pub(crate) fn reduce_window_split(e: &Elemental, rw: InstrId) -> Option<(i64, i64)> {
     let out = e.comp.get(rw).shape.as_array()?;
     (out.rank() >= 2 && out.dims[0] >= 2).then(|| (out.dims[0] / 2, out.dims[0]))
 }
 
 /// Emits `reduce-window` instruction `rw` storing into `output`, whole or over `part` of the
 /// output's first dimension, cut at a [`reduce_window_split`].
-pub fn emit_reduce_window_part(
+pub(crate) fn emit_reduce_window_part(
     e: &mut Elemental,
     rw: InstrId,
     output: Addr,
@@ -240,7 +240,7 @@ pub fn emit_reduce_window_part(
 /// Where a select-and-scatter may be cut in two parts for two threads, as `(mid, end)` of the
 /// source's first dimension: when its windows tile the operand without overlap and do not
 /// move along the first dimension (max-pool gradients), so each part writes its own rows.
-pub fn select_and_scatter_split(e: &Elemental, ss: InstrId) -> Option<(i64, i64)> {
+pub(crate) fn select_and_scatter_split(e: &Elemental, ss: InstrId) -> Option<(i64, i64)> {
     let instr = e.comp.get(ss);
     let Op::SelectAndScatter { window, .. } = &instr.op else {
         return None;
@@ -259,7 +259,7 @@ pub fn select_and_scatter_split(e: &Elemental, ss: InstrId) -> Option<(i64, i64)
 
 /// Emits `select-and-scatter` instruction `ss` storing into `output`, whole or over `part` of
 /// the source's first dimension, cut at a [`select_and_scatter_split`].
-pub fn emit_select_and_scatter_part(
+pub(crate) fn emit_select_and_scatter_part(
     e: &mut Elemental,
     ss: InstrId,
     output: Addr,

@@ -30,7 +30,7 @@ use tessel_compiler::ir::{ArrayShape, ComputationId, InstrId, Op, Window};
 /// Emits a select-and-scatter whose windows are disjoint ([`windows_disjoint`]).
 /// `operands` are (operand, source, init), `regions` (select, scatter); `part` restricts it to
 /// rows of the source's first dimension (only when the windows tile the operand).
-pub fn emit_disjoint_select_and_scatter(
+pub(crate) fn emit_disjoint_select_and_scatter(
     e: &mut Elemental,
     operands: [InstrId; 3],
     window: &Window,
@@ -74,7 +74,7 @@ pub(super) struct Walk<'w> {
 /// does, and at each position the root is computed with the select-and-scatter's value
 /// provided from registers, so that value is never stored. `part` restricts it to rows of the
 /// source's first dimension (`window::select_and_scatter_split`).
-pub fn emit_tiled_consumer_part(
+pub(crate) fn emit_tiled_consumer_part(
     e: &mut Elemental,
     ss: InstrId,
     root: InstrId,
@@ -128,7 +128,7 @@ pub(super) fn walk_of<'w: 'x, 'x>(
 
 /// Whether [`emit_tiled_consumer_part`] applies to fusion root `root`: it has the shape of a
 /// select-and-scatter `ss` with tiling windows that it reads.
-pub fn tiled_consumer(e: &Elemental, root: InstrId) -> Option<InstrId> {
+pub(crate) fn tiled_consumer(e: &Elemental, root: InstrId) -> Option<InstrId> {
     let out = e.comp.get(root).shape.as_array()?;
     let ss = crate::jit::fused_kernels::elementwise::kernel_instructions(e, &[root])
         .into_iter()

@@ -26,7 +26,7 @@ thread_local! {
 /// Runs `f` with `feed` as this thread's host feed for `replica`: every infeed and outfeed a
 /// compiled program executes inside `f` goes to it. The previous feed (if any) is restored
 /// afterwards, also when `f` panics.
-pub fn with_host_feed<R>(feed: &dyn HostFeed, replica: usize, f: impl FnOnce() -> R) -> R {
+pub(crate) fn with_host_feed<R>(feed: &dyn HostFeed, replica: usize, f: impl FnOnce() -> R) -> R {
     struct Restore(Current);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -55,7 +55,7 @@ fn current_feed<'a>() -> Result<(&'a dyn HostFeed, usize), String> {
 
 /// What an `infeed` instruction reads: its data shape (without the token) and the buffers
 /// its data goes to, depth-first.
-pub struct InfeedPlan {
+pub(crate) struct InfeedPlan {
     name: String,
     data_shape: Shape,
     buffers: Vec<Buffer>,
@@ -80,7 +80,7 @@ impl InfeedPlan {
 }
 
 /// What an `outfeed` instruction sends: its operand's location.
-pub struct OutfeedPlan {
+pub(crate) struct OutfeedPlan {
     name: String,
     operand: Loc,
 }
@@ -119,7 +119,7 @@ fn fits(value: &Literal, shape: &Shape) -> bool {
 
 /// # Safety
 /// Called by compiled code with its own plan and arena.
-pub unsafe extern "C" fn infeed_routine(plan: *const InfeedPlan, arena: *mut u8) -> Status {
+pub(crate) unsafe extern "C" fn infeed_routine(plan: *const InfeedPlan, arena: *mut u8) -> Status {
     let plan = &*plan;
     guarded(&plan.name, || {
         let (feed, replica) = current_feed()?;
@@ -151,7 +151,10 @@ pub unsafe extern "C" fn infeed_routine(plan: *const InfeedPlan, arena: *mut u8)
 
 /// # Safety
 /// Called by compiled code with its own plan and arena.
-pub unsafe extern "C" fn outfeed_routine(plan: *const OutfeedPlan, arena: *mut u8) -> Status {
+pub(crate) unsafe extern "C" fn outfeed_routine(
+    plan: *const OutfeedPlan,
+    arena: *mut u8,
+) -> Status {
     let plan = &*plan;
     guarded(&plan.name, || {
         let (feed, replica) = current_feed()?;

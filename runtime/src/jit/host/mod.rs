@@ -7,10 +7,11 @@
 
 pub mod collectives;
 pub mod gather_scatter;
-pub mod infeed_outfeed;
+pub(crate) mod infeed_outfeed;
 pub mod profile;
-pub mod routine_abi;
+pub(crate) mod routine_abi;
 pub mod sort;
 pub mod topk;
 
-pub use routine_abi::{guarded, permute_copy, resolve, set_error, take_last_error, Status};
+pub use routine_abi::resolve;
+pub(crate) use routine_abi::{guarded, permute_copy, set_error, take_last_error, Status};

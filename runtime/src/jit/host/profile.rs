@@ -13,11 +13,11 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 /// The slot number that only restarts the thread's clock (the program's first mark).
-pub const RESTART: u64 = u64::MAX;
+pub(crate) const RESTART: u64 = u64::MAX;
 
 /// One profiled step of the program: a kernel function or a Rust routine.
 #[derive(Debug)]
-pub struct ProfileSlot {
+pub(crate) struct ProfileSlot {
     /// The kernel's symbol (`k12_fusion_3`) or the instruction a routine computes.
     pub name: String,
     /// What it is: `kernel` or the routine's opcode (`dot`, `convolution`, ...).
@@ -43,7 +43,7 @@ pub struct SlotTime {
 
 impl ProfileCounters {
     /// Adds a slot while compiling; returns its number.
-    pub fn add_slot(&mut self, name: &str, kind: &str) -> u64 {
+    pub(crate) fn add_slot(&mut self, name: &str, kind: &str) -> u64 {
         self.slots.push(ProfileSlot {
             name: name.to_string(),
             kind: kind.to_string(),
@@ -127,7 +127,7 @@ thread_local! {
 ///
 /// # Safety
 /// `counters` must point to the live [`ProfileCounters`] the program was compiled with.
-pub unsafe extern "C" fn tessel_profile_mark(counters: *const ProfileCounters, slot: u64) {
+pub(crate) unsafe extern "C" fn tessel_profile_mark(counters: *const ProfileCounters, slot: u64) {
     let now = now_nanos();
     let last = LAST_MARK.with(|l| l.replace(now));
     if slot == RESTART {

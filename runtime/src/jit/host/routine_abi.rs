@@ -10,14 +10,14 @@ thread_local! {
 }
 
 /// Status a routine returns to the program: 0 means success.
-pub type Status = i32;
+pub(crate) type Status = i32;
 
 /// Runs a routine body, turning a panic or an error into a non-zero status and a message that
 /// [`take_last_error`] returns.
 // Routine errors stay `String` (as do the routines' `run` functions, `HostFeed` and
 // `replicas::before_collective`): they only become a generated program's status message, which
 // crosses JIT frames as text and reaches the user inside `JitError::Runtime`/`SessionError::Run`.
-pub fn guarded(what: &str, f: impl FnOnce() -> Result<(), String>) -> Status {
+pub(crate) fn guarded(what: &str, f: impl FnOnce() -> Result<(), String>) -> Status {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(())) => 0,
         Ok(Err(msg)) => {
@@ -36,11 +36,11 @@ pub fn guarded(what: &str, f: impl FnOnce() -> Result<(), String>) -> Status {
     }
 }
 
-pub fn set_error(msg: String) {
+pub(crate) fn set_error(msg: String) {
     LAST_ERROR.with(|e| *e.borrow_mut() = Some(msg));
 }
 
-pub fn take_last_error() -> Option<String> {
+pub(crate) fn take_last_error() -> Option<String> {
     LAST_ERROR.with(|e| e.borrow_mut().take())
 }
 
@@ -57,7 +57,7 @@ pub fn resolve(addr: Addr, arena: *mut u8) -> *mut u8 {
 ///
 /// # Safety
 /// `b` must be a live buffer of `arena` (or absolute memory the program owns).
-pub unsafe fn read_array(b: &Buffer, arena: *mut u8) -> Result<Array, String> {
+pub(crate) unsafe fn read_array(b: &Buffer, arena: *mut u8) -> Result<Array, String> {
     let n = b.byte_size();
     let bytes = std::slice::from_raw_parts(resolve(b.addr, arena) as *const u8, n);
     let data = ArrayData::from_le_bytes(b.shape.element_type, bytes)
@@ -83,7 +83,7 @@ pub unsafe fn write_array(a: &Array, out: &Buffer, arena: *mut u8) -> Result<(),
 ///
 /// # Safety
 /// `src` and `dst` must hold `product(src_dims) * elem` bytes and not overlap.
-pub unsafe fn permute_copy(
+pub(crate) unsafe fn permute_copy(
     src: *const u8,
     src_dims: &[usize],
     perm: &[usize],

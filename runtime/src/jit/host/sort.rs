@@ -12,7 +12,7 @@ use tessel_compiler::interpreter;
 use tessel_compiler::ir::{Array, ComputationId, Literal, Module};
 
 /// The buffers and attributes of one `sort` instruction.
-pub struct SortPlan {
+pub(crate) struct SortPlan {
     name: String,
     module: Arc<Module>,
     to_apply: ComputationId,
@@ -60,7 +60,7 @@ impl SortPlan {
 
 /// # Safety
 /// Called by compiled code with its own plan and arena.
-pub unsafe extern "C" fn sort_routine(plan: *const SortPlan, arena: *mut u8) -> Status {
+pub(crate) unsafe extern "C" fn sort_routine(plan: *const SortPlan, arena: *mut u8) -> Status {
     let plan = &*plan;
     guarded(&plan.name, || {
         // SAFETY: the operands are buffers of this program.

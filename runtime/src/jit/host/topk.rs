@@ -9,7 +9,7 @@ use tessel_compiler::interpreter;
 use tessel_compiler::ir::Literal;
 
 /// The buffers and attributes of one `topk` instruction.
-pub struct TopKPlan {
+pub(crate) struct TopKPlan {
     name: String,
     operand: Buffer,
     values: Buffer,
@@ -47,7 +47,7 @@ impl TopKPlan {
 
 /// # Safety
 /// Called by compiled code with its own plan and arena.
-pub unsafe extern "C" fn topk_routine(plan: *const TopKPlan, arena: *mut u8) -> Status {
+pub(crate) unsafe extern "C" fn topk_routine(plan: *const TopKPlan, arena: *mut u8) -> Status {
     let plan = &*plan;
     guarded(&plan.name, || {
         // SAFETY: the operand is a buffer of this program.

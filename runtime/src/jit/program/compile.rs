@@ -89,7 +89,10 @@ pub(super) struct ProgramCx<'m> {
 }
 
 /// Compiles `module` (see [`crate::jit::compile`]).
-pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executable, JitError> {
+pub(crate) fn compile_module(
+    module: &Module,
+    options: &JitOptions,
+) -> Result<Executable, JitError> {
     let start = Instant::now();
     crate::jit::fused_kernels::window::check_window_sizes(module)?;
     let (isa, features) = host_isa(&options.opt_level)?;

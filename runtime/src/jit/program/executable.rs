@@ -265,13 +265,13 @@ impl Executable {
     }
 
     /// Bytes of the arena each run (each replica) needs.
-    pub fn arena_size(&self) -> usize {
+    pub(crate) fn arena_size(&self) -> usize {
         self.arena_size
     }
 
     /// Arenas kept from earlier runs, ready for the next: memory already taken, which a check
     /// of the memory still available must not count again.
-    pub fn pooled_arenas(&self) -> usize {
+    pub(crate) fn pooled_arenas(&self) -> usize {
         self.arenas.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 

@@ -33,5 +33,5 @@ mod emit_pooling;
 pub mod executable;
 mod memory;
 
-pub use compile::compile_module;
+pub(crate) use compile::compile_module;
 pub use executable::{Executable, ProgramStats};

@@ -14,14 +14,14 @@ use tessel_compiler::ir::{BinaryOp, Computation, ElementType, InstrId, Module, O
 
 /// A bias-add fusion: which of its parameters is the convolution's result and which the bias.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BiasAdd {
+pub(crate) struct BiasAdd {
     pub value: u32,
     pub bias: u32,
 }
 
 /// The match for fusion computation `comp` whose result's dimension `feature` is the
 /// convolution's output feature dimension, if it is the form above.
-pub fn match_bias_add(comp: &Computation, feature: i64) -> Option<BiasAdd> {
+pub(crate) fn match_bias_add(comp: &Computation, feature: i64) -> Option<BiasAdd> {
     let m = bias_add_at(comp, comp.root(), feature)?;
     // Parameters, the broadcast and the add: nothing else may hide in the fusion.
     (comp.instructions().count() == 4).then_some(m)
@@ -30,7 +30,11 @@ pub fn match_bias_add(comp: &Computation, feature: i64) -> Option<BiasAdd> {
 /// The bias-add fusion that alone reads convolution `conv` of `comp` (its only user, reading
 /// it once, as the add's value), with its match: the add a convolution routine can compute in
 /// its stores (`program/conv_bias.rs`) and what a folded pool may read (`pool_fold.rs`).
-pub fn lone_bias_add(m: &Module, comp: &Computation, conv: InstrId) -> Option<(InstrId, BiasAdd)> {
+pub(crate) fn lone_bias_add(
+    m: &Module,
+    comp: &Computation,
+    conv: InstrId,
+) -> Option<(InstrId, BiasAdd)> {
     let Op::Convolution(c) = &comp.get(conv).op else {
         return None;
     };
@@ -49,7 +53,7 @@ pub fn lone_bias_add(m: &Module, comp: &Computation, conv: InstrId) -> Option<(I
 
 /// The same form at instruction `id` of `comp` (inside a larger fusion): the add and what
 /// it reads, whatever else the computation holds.
-pub fn bias_add_at(comp: &Computation, id: InstrId, feature: i64) -> Option<BiasAdd> {
+pub(crate) fn bias_add_at(comp: &Computation, id: InstrId, feature: i64) -> Option<BiasAdd> {
     let root = comp.get(id);
     let shape = root.shape.as_array()?;
     if root.op != Op::Binary(BinaryOp::Add) || shape.element_type != ElementType::F32 {

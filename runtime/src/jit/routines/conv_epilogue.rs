@@ -10,14 +10,14 @@ use tessel_kernels::pooling::PoolEpilogue;
 /// them (`pool_choices.rs`); `discard_output` when nothing else reads the convolution's
 /// output, which the routine then need not store (`PoolEpilogue::discard_output`).
 #[derive(Clone, Copy, Debug)]
-pub struct PoolTargets {
+pub(crate) struct PoolTargets {
     pub output: Addr,
     pub choices: Option<Addr>,
     pub discard_output: bool,
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct ConvEpilogue {
+pub(crate) struct ConvEpilogue {
     /// The bias the stores add (`conv_select::ConvRoutine::take_bias`).
     pub bias: Option<Addr>,
     /// The max-pool and where it writes (`conv_select::ConvRoutine::take_pool`).
@@ -27,7 +27,7 @@ pub struct ConvEpilogue {
 impl ConvEpilogue {
     /// Takes `pool` (writing to `to`), and `bias` when given, if the routine `accepts` the
     /// pool and, for a bias, has none yet; else takes nothing.
-    pub fn take_pool(
+    pub(crate) fn take_pool(
         &mut self,
         accepts: bool,
         pool: PoolEpilogue,

@@ -44,7 +44,7 @@ use tessel_kernels::parallel::{for_each_worker, Shared};
 /// `r < 1 / (s - 1)`, 1.25 at s = 1.8, and about 1 for the Winograd routines in a quiet
 /// minute (s = 1.95-2.0; the pair gains most when the host slows the second core). So the two
 /// must do about the same work.
-pub const BALANCE: f64 = 1.1;
+pub(crate) const BALANCE: f64 = 1.1;
 
 /// The pairs `(A, B)` of convolutions of `comp` that run side by side (see the module doc):
 /// `B` runs at `A`'s position.
@@ -98,7 +98,7 @@ fn conv_pairs(m: &Module, comp: &Computation, options: &JitOptions) -> Pairs {
 /// convolution, and the buffer assignment and the program ask about each convolution several
 /// times. Whoever holds one uses it for one module at a time ([`PairCache::clear`] between).
 #[derive(Debug, Default)]
-pub struct PairCache(Mutex<HashMap<ComputationId, Arc<Pairs>>>);
+pub(crate) struct PairCache(Mutex<HashMap<ComputationId, Arc<Pairs>>>);
 
 /// The pairs `(A, B)` of one computation: `B` runs at `A`'s position.
 type Pairs = Vec<(InstrId, InstrId)>;
@@ -119,7 +119,7 @@ impl PairCache {
     }
 
     /// The pair convolution `id` of `comp` is in, if any.
-    pub fn pair_of(
+    pub(crate) fn pair_of(
         &self,
         m: &Module,
         comp: ComputationId,
@@ -135,7 +135,7 @@ impl PairCache {
 
     /// The convolution that convolution `id` runs beside (at its position), if it is the
     /// second of a pair.
-    pub fn first_of(
+    pub(crate) fn first_of(
         &self,
         m: &Module,
         comp: ComputationId,
@@ -218,7 +218,7 @@ fn multiply_adds(comp: &Computation, conv: InstrId) -> Option<f64> {
 }
 
 /// Two planned convolution routines run side by side.
-pub struct ConvPairPlan {
+pub(crate) struct ConvPairPlan {
     pub name: String,
     /// Each routine's address (`unsafe extern "C" fn(plan, arena) -> Status`) and plan.
     pub routines: [(usize, Box<dyn std::any::Any + Send + Sync>); 2],
@@ -230,7 +230,10 @@ pub struct ConvPairPlan {
 /// # Safety
 /// `plan` must point to a live [`ConvPairPlan`] whose routines are given their own plans, and
 /// `arena` must be the running program's arena.
-pub unsafe extern "C" fn conv_pair_routine(plan: *const ConvPairPlan, arena: *mut u8) -> Status {
+pub(crate) unsafe extern "C" fn conv_pair_routine(
+    plan: *const ConvPairPlan,
+    arena: *mut u8,
+) -> Status {
     let plan = &*plan;
     let arena = Shared(arena);
     let failure: Mutex<Option<String>> = Mutex::new(None);

@@ -75,7 +75,7 @@ impl ConvRoutine {
     /// only reads this convolution, `bias_match.rs`) in its stores; true when it will. The
     /// direct and the Winograd forward routines can (their output is NHWC, the feature
     /// dimension contiguous); the others decline, and the add stays a kernel of its own.
-    pub fn take_bias(&mut self, bias: Addr) -> bool {
+    pub(crate) fn take_bias(&mut self, bias: Addr) -> bool {
         if let Some(p) = self.plan.downcast_mut::<DirectConvPlan>() {
             p.epilogue.bias = Some(bias);
         } else if let Some(p) = self.plan.downcast_mut::<WinogradPlan>() {
@@ -91,7 +91,7 @@ impl ConvRoutine {
     /// given (the pool fusion's own bias add); true when it will do both. The direct and the
     /// Winograd forward routines can, where each pool window lies inside one block they
     /// write; the others decline (taking nothing), and the pool stays as it was.
-    pub fn take_pool(&mut self, pool: MaxPool, to: PoolTargets, bias: Option<Addr>) -> bool {
+    pub(crate) fn take_pool(&mut self, pool: MaxPool, to: PoolTargets, bias: Option<Addr>) -> bool {
         let epilogue = PoolEpilogue {
             pool,
             output: std::ptr::null_mut(),

@@ -23,7 +23,7 @@ struct Operand {
 
 /// Everything `dot_routine` needs, decided at compile time.
 #[derive(Clone, Debug)]
-pub struct DotPlan {
+pub(crate) struct DotPlan {
     pub name: String,
     ty: ElementType,
     batch: usize,
@@ -238,7 +238,7 @@ impl DotPlan {
 ///
 /// # Safety
 /// `plan` must point to a live `DotPlan` and `arena` be the program's arena.
-pub unsafe extern "C" fn dot_routine(plan: *const DotPlan, arena: *mut u8) -> Status {
+pub(crate) unsafe extern "C" fn dot_routine(plan: *const DotPlan, arena: *mut u8) -> Status {
     let plan = unsafe { &*plan };
     guarded(&plan.name, || unsafe { plan.run(arena) })
 }

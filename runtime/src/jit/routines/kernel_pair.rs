@@ -9,7 +9,11 @@ use tessel_kernels::parallel::{for_each_worker, Shared};
 /// # Safety
 /// `first` and `second` must be kernel functions of the running program that write disjoint
 /// elements, and `arena` that program's arena.
-pub unsafe extern "C" fn tessel_run_kernel_pair(first: usize, second: usize, arena: *mut u8) {
+pub(crate) unsafe extern "C" fn tessel_run_kernel_pair(
+    first: usize,
+    second: usize,
+    arena: *mut u8,
+) {
     let kernels = [first, second];
     let arena = Shared(arena);
     for_each_worker(2, |w| {

@@ -27,7 +27,7 @@ pub mod conv_select;
 pub(crate) mod conv_shape;
 pub mod convolution;
 pub mod dot;
-pub mod kernel_pair;
+pub(crate) mod kernel_pair;
 pub mod pool_choices;
 pub mod pool_fold;
 pub mod pool_match;

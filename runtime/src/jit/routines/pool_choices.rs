@@ -32,7 +32,7 @@ pub fn choices_available() -> bool {
 /// The backward pool fusion that may read the window choices of forward pool fusion `id` of
 /// `comp`, with their size in bytes; `None` when there is none (or more than one) or the
 /// option is off.
-pub fn choices_reader(
+pub(crate) fn choices_reader(
     m: &Module,
     comp: &Computation,
     id: InstrId,

@@ -26,7 +26,7 @@ use tessel_kernels::pooling::{MaxPool, PoolGeometry};
 /// add inside the pool's fusion (`fused_bias`, its parameter: the inference form, where the
 /// convolution's result is read by nothing else).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PoolSource {
+pub(crate) struct PoolSource {
     pub conv: InstrId,
     pub bias_add: Option<InstrId>,
     pub fused_bias: Option<u32>,
@@ -36,7 +36,7 @@ pub struct PoolSource {
 
 /// The source of fusion `id` of `comp`, if it is such a pool (structure only: whether the
 /// convolution's routine takes it is decided when the convolution is planned).
-pub fn pool_source(m: &Module, comp: &Computation, id: InstrId) -> Option<PoolSource> {
+pub(crate) fn pool_source(m: &Module, comp: &Computation, id: InstrId) -> Option<PoolSource> {
     let instr = comp.get(id);
     let Op::Fusion { calls, .. } = instr.op else {
         return None;
@@ -88,14 +88,14 @@ pub fn pool_source(m: &Module, comp: &Computation, id: InstrId) -> Option<PoolSo
 }
 
 /// The pool's routine, as the convolution's epilogue runs it.
-pub fn epilogue_pool(source: &PoolSource, options: &JitOptions) -> Option<MaxPool> {
+pub(crate) fn epilogue_pool(source: &PoolSource, options: &JitOptions) -> Option<MaxPool> {
     MaxPool::new(source.geometry, source.relu, options.gemm_threads).ok()
 }
 
 /// The convolution whose routine writes fusion `id`'s value (`JitBufferNeeds::written_at`):
 /// the pool's source convolution, when folding is on and its planned routine takes the pool
 /// (and, through a bias add, the bias too).
-pub fn pool_writer(
+pub(crate) fn pool_writer(
     m: &Module,
     comp: ComputationId,
     id: InstrId,

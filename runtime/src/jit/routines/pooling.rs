@@ -20,7 +20,7 @@ enum Picks {
 
 /// A recognized pooling fusion with its buffers.
 #[derive(Clone, Debug)]
-pub struct PoolPlan {
+pub(crate) struct PoolPlan {
     name: String,
     routine: PoolRoutine,
 }
@@ -150,7 +150,7 @@ impl PoolPlan {
 ///
 /// # Safety
 /// `plan` must point to a live `PoolPlan` and `arena` be the program's arena.
-pub unsafe extern "C" fn pool_routine(plan: *const PoolPlan, arena: *mut u8) -> Status {
+pub(crate) unsafe extern "C" fn pool_routine(plan: *const PoolPlan, arena: *mut u8) -> Status {
     let plan = unsafe { &*plan };
     guarded(&plan.name, || {
         unsafe { plan.run(arena) };

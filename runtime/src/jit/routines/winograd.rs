@@ -68,7 +68,7 @@ fn row_major_strides(dims: &[usize]) -> Vec<usize> {
 
 /// A forward convolution on Winograd, with its buffers.
 #[derive(Clone, Debug)]
-pub struct WinogradPlan {
+pub(crate) struct WinogradPlan {
     pub name: String,
     routine: WinogradConv,
     input: Addr,
@@ -194,14 +194,17 @@ impl WinogradPlan {
 ///
 /// # Safety
 /// `plan` must point to a live `WinogradPlan` and `arena` be the program's arena.
-pub unsafe extern "C" fn winograd_routine(plan: *const WinogradPlan, arena: *mut u8) -> Status {
+pub(crate) unsafe extern "C" fn winograd_routine(
+    plan: *const WinogradPlan,
+    arena: *mut u8,
+) -> Status {
     let plan = unsafe { &*plan };
     guarded(&plan.name, || unsafe { plan.run(arena) })
 }
 
 /// A weight gradient on the transposed Winograd algorithm, with its buffers.
 #[derive(Clone, Debug)]
-pub struct WinogradFilterPlan {
+pub(crate) struct WinogradFilterPlan {
     pub name: String,
     routine: WinogradFilterGradient,
     input: Addr,
@@ -304,7 +307,7 @@ impl WinogradFilterPlan {
 ///
 /// # Safety
 /// `plan` must point to a live `WinogradFilterPlan` and `arena` be the program's arena.
-pub unsafe extern "C" fn winograd_filter_routine(
+pub(crate) unsafe extern "C" fn winograd_filter_routine(
     plan: *const WinogradFilterPlan,
     arena: *mut u8,
 ) -> Status {
