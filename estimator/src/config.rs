@@ -51,11 +51,11 @@ pub enum CheckpointFormat {
 }
 
 impl CheckpointFormat {
-    pub fn writes_safetensors(self) -> bool {
+    pub(crate) fn writes_safetensors(self) -> bool {
         matches!(self, CheckpointFormat::Safetensors | CheckpointFormat::Both)
     }
 
-    pub fn writes_tf(self) -> bool {
+    pub(crate) fn writes_tf(self) -> bool {
         matches!(self, CheckpointFormat::Tf | CheckpointFormat::Both)
     }
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 /// The lock file's name in a model_dir.
-pub const LOCK_FILE: &str = "trainer.lock";
+pub(crate) const LOCK_FILE: &str = "trainer.lock";
 
 #[derive(Debug, Error)]
 pub enum LockError {
@@ -79,7 +79,7 @@ impl ModelDirLock {
     }
 
     /// The dead holder whose lock this one took over, as its file named it.
-    pub fn taken_over_from(&self) -> Option<&str> {
+    pub(crate) fn taken_over_from(&self) -> Option<&str> {
         self.stale.as_deref()
     }
 }

@@ -23,8 +23,8 @@ mod state_file;
 pub mod tf_bundle;
 mod warm_start;
 
-pub use lock::{LockError, ModelDirLock, LOCK_FILE};
-pub use run_seed::{run_seed, SEED_FILE};
+pub use lock::{LockError, ModelDirLock};
+pub(crate) use run_seed::run_seed;
 pub use saver::{read_checkpoint, Checkpoint, CheckpointError, Restored, Saver};
 pub use state_file::CheckpointState;
 pub use tf_bundle::{TfBundle, TfBundleError};

@@ -14,11 +14,11 @@ use std::path::Path;
 use tessel_runtime::durable::write_durably;
 
 /// The seed file's name in a model_dir.
-pub const SEED_FILE: &str = "random_seed";
+pub(crate) const SEED_FILE: &str = "random_seed";
 
 /// The seed a `train` in `model_dir` uses: `configured`, else the one kept in the model_dir,
 /// else a new one drawn now and kept there. Call it holding the model_dir's trainer lock.
-pub fn run_seed(model_dir: &Path, configured: Option<i64>) -> Result<i64, CheckpointError> {
+pub(crate) fn run_seed(model_dir: &Path, configured: Option<i64>) -> Result<i64, CheckpointError> {
     if let Some(seed) = configured {
         return Ok(seed);
     }

@@ -16,11 +16,11 @@ use tessel_runtime::host_io::{read_safetensors, write_safetensors, HostIoError};
 use thiserror::Error;
 
 /// TF's checkpoint basename: files are `model.ckpt-STEP.safetensors`.
-pub const CHECKPOINT_BASENAME: &str = "model.ckpt";
+pub(crate) const CHECKPOINT_BASENAME: &str = "model.ckpt";
 const STATE_FILE: &str = "checkpoint";
 const GLOBAL_STEP: &str = "global_step";
 /// Tensors under this prefix hold the input pipeline's position, not variables.
-pub const INPUT_PREFIX: &str = "input_pipeline/";
+pub(crate) const INPUT_PREFIX: &str = "input_pipeline/";
 
 /// What a checkpoint holds.
 #[derive(Clone, Debug, PartialEq)]
@@ -134,7 +134,7 @@ impl Saver {
     }
 
     /// `DIR/model.ckpt`, as TF's log line names it.
-    pub fn save_path(&self) -> PathBuf {
+    pub(crate) fn save_path(&self) -> PathBuf {
         self.model_dir.join(CHECKPOINT_BASENAME)
     }
 
@@ -241,7 +241,7 @@ impl Saver {
     }
 
     /// The file of the latest checkpoint, if any.
-    pub fn latest_file(&self) -> Result<Option<PathBuf>, CheckpointError> {
+    pub(crate) fn latest_file(&self) -> Result<Option<PathBuf>, CheckpointError> {
         let Some(state) = self.state()? else {
             return Ok(None);
         };
@@ -283,7 +283,7 @@ impl Saver {
 
     /// The checkpoints in the model_dir by their files (`model.ckpt-N.safetensors`, or a TF
     /// bundle's `model.ckpt-N.index`), as prefixes, oldest step first.
-    pub fn checkpoints_on_disk(&self) -> Vec<String> {
+    pub(crate) fn checkpoints_on_disk(&self) -> Vec<String> {
         let mut found: Vec<(i64, String)> = std::fs::read_dir(&self.model_dir)
             .into_iter()
             .flatten()

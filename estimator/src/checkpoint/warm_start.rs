@@ -70,7 +70,7 @@ pub struct WarmValues {
 impl WarmValues {
     /// The log line naming what the warm start left at its initial values, and the option
     /// that takes it too; `None` when it left nothing.
-    pub fn left_behind_note(&self) -> Option<String> {
+    pub(crate) fn left_behind_note(&self) -> Option<String> {
         let mut parts = Vec::new();
         if !self.non_trainable_left.is_empty() {
             parts.push(format!(
@@ -155,7 +155,7 @@ impl WarmStart {
 
     /// The same source read as a restore: every variable of the graph and the global step
     /// (the name map kept), as `evaluate`, `predict` and `export` take a checkpoint path.
-    pub fn restore_all(&self) -> WarmStart {
+    pub(crate) fn restore_all(&self) -> WarmStart {
         WarmStart {
             from: self.from.clone(),
             vars_to_warm_start: match_everything(),

@@ -14,7 +14,7 @@ use tessel_runtime::feed::{FeedError, FeedItem, FeedSource};
 /// One per-shard batch: the fed parameters' values, in parameter order.
 pub type Batch = Vec<Array>;
 /// The batches of one input pipeline, as the estimator's feeding sees them.
-pub type BatchIter = Box<dyn Iterator<Item = Result<Batch, FeedError>> + Send>;
+pub(crate) type BatchIter = Box<dyn Iterator<Item = Result<Batch, FeedError>> + Send>;
 
 struct Shared {
     batches: BatchIter,
@@ -29,7 +29,7 @@ struct Shared {
 
 /// Shares one batch iterator among the shards' infeed sources.
 #[derive(Clone)]
-pub struct Dealer {
+pub(crate) struct Dealer {
     shared: Arc<Mutex<Shared>>,
 }
 

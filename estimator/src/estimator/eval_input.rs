@@ -22,7 +22,7 @@ use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 
 /// The fed components of an evaluation: the dataset's components at the per-shard batch
 /// (the input's mask component left out), then the mask `f32[per_shard]`.
-pub fn eval_components(
+pub(crate) fn eval_components(
     spec: &ElementSpec,
     per_shard: usize,
     mask: Option<&str>,
@@ -97,16 +97,16 @@ fn show(dims: &[Option<i64>]) -> String {
 
 /// At most this many bytes of batches are read ahead: a loop is shortened to fit, so a large
 /// `iterations_per_loop` with large batches does not hold the eval set in memory.
-pub const READ_AHEAD_BYTES: usize = 256 << 20;
+pub(crate) const READ_AHEAD_BYTES: usize = 256 << 20;
 
 /// Steps whose batches (`batch_bytes` per shard, `shards` shards) fit in `cap` bytes; at
 /// least 1.
-pub fn steps_that_fit(batch_bytes: usize, shards: usize, cap: usize) -> u64 {
+pub(crate) fn steps_that_fit(batch_bytes: usize, shards: usize, cap: usize) -> u64 {
     (cap / (batch_bytes * shards).max(1)).max(1) as u64
 }
 
 /// The bytes of one per-shard batch of `components`.
-pub fn batch_bytes(components: &[FedComponent]) -> usize {
+pub(crate) fn batch_bytes(components: &[FedComponent]) -> usize {
     components
         .iter()
         .map(|c| c.dims.iter().product::<i64>() as usize * c.element_type.byte_size())
@@ -114,7 +114,7 @@ pub fn batch_bytes(components: &[FedComponent]) -> usize {
 }
 
 /// One per-shard batch ready for the device, with its mask kept on the host.
-pub struct MaskedBatch {
+pub(crate) struct MaskedBatch {
     pub batch: Batch,
     pub mask: Vec<f32>,
 }
@@ -127,7 +127,7 @@ impl MaskedBatch {
 }
 
 /// The dataset's batches padded and masked, read ahead a loop at a time.
-pub struct EvalBatches {
+pub(crate) struct EvalBatches {
     iter: DatasetIterator,
     spec: ElementSpec,
     components: Vec<FedComponent>,

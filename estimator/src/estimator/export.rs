@@ -48,7 +48,7 @@ impl ServingInput {
 }
 
 /// The name the export gives the global-step parameter.
-pub const GLOBAL_STEP: &str = "global_step";
+pub(crate) const GLOBAL_STEP: &str = "global_step";
 
 /// One entry parameter of an export, as `signature.json` lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,7 +80,7 @@ pub struct Signature {
 
 impl Signature {
     /// A fixed layout: keys in a fixed order, one parameter or output per line.
-    pub fn to_json(&self) -> String {
+    pub(crate) fn to_json(&self) -> String {
         let q = |s: &str| Json::from(s).to_string();
         let dims = |d: &[i64]| {
             let parts: Vec<String> = d.iter().map(i64::to_string).collect();

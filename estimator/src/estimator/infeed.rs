@@ -12,7 +12,7 @@ use tessel_compiler::ir::Literal;
 use tessel_runtime::feed::{FeedError, FeedItem, FeedSource};
 
 /// Checks that the device can take `components` of `dataset` and returns their indices.
-pub fn device_components(
+pub(crate) fn device_components(
     dataset: &Dataset,
     components: &[&str],
 ) -> Result<Vec<usize>, DatasetError> {

@@ -57,7 +57,7 @@ impl Log {
         self.lines.push(line);
     }
 
-    pub fn warn(&mut self, line: impl Into<String>) {
+    pub(crate) fn warn(&mut self, line: impl Into<String>) {
         let line = line.into();
         if !self.quiet {
             log::warn!(target: "tessel", "{line}");
@@ -66,7 +66,7 @@ impl Log {
     }
 
     /// Training starts at `start` and stops at `end`.
-    pub fn start_progress(&mut self, start: u64, end: u64) {
+    pub(crate) fn start_progress(&mut self, start: u64, end: u64) {
         self.report(Progress {
             step: start,
             target: end,
@@ -89,7 +89,7 @@ impl Log {
     }
 
     /// Training ended (or failed): the last report.
-    pub fn finish_progress(&mut self) {
+    pub(crate) fn finish_progress(&mut self) {
         if let Some(last) = self.last.take() {
             self.report(Progress { done: true, ..last });
             self.last = None;
@@ -106,12 +106,12 @@ impl Log {
 
 /// TF's `%s` of a Python float: the shortest text that reads back as the same f32 (TF logs
 /// numpy float32 values).
-pub fn tf_float(v: f64) -> String {
+pub(crate) fn tf_float(v: f64) -> String {
     format!("{}", v as f32)
 }
 
 /// TF's `%g`: six significant digits, no trailing zeros.
-pub fn tf_g(v: f64) -> String {
+pub(crate) fn tf_g(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
     }

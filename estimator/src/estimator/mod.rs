@@ -47,7 +47,7 @@ mod train_and_evaluate;
 mod variables_state;
 
 pub use evaluate::EvalResult;
-pub use export::{ServingInput, Signature, SignatureOutput, SignatureParameter, GLOBAL_STEP};
+pub use export::{ServingInput, Signature, SignatureOutput, SignatureParameter};
 pub use exported_model::ExportedModel;
 pub use input_fn::{Input, InputFn};
 pub use log::{Progress, ProgressFn};

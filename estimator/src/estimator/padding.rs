@@ -15,7 +15,7 @@ use tessel_compiler::ir::{Array, ArrayShape};
 
 /// The fed components of a batched dataset at `per_shard` rows: the first dimension must be
 /// unknown (`batch(n)`) or `per_shard`, every other dimension known.
-pub fn padded_components(
+pub(crate) fn padded_components(
     spec: &ElementSpec,
     per_shard: usize,
 ) -> Result<Vec<FedComponent>, EstimatorError> {
@@ -55,7 +55,7 @@ pub fn padded_components(
 
 /// One element of the batched dataset as a per-shard batch: each component padded with zero
 /// rows to `components[i].dims[0]`; returns the batch and its number of real rows.
-pub fn pad_batch(
+pub(crate) fn pad_batch(
     values: Vec<Value>,
     spec: &ElementSpec,
     components: &[FedComponent],
@@ -97,7 +97,7 @@ pub fn pad_batch(
 }
 
 /// A batch of zeros only (0 real rows): what a shard without a batch runs in the last loop.
-pub fn padding_batch(components: &[FedComponent]) -> Batch {
+pub(crate) fn padding_batch(components: &[FedComponent]) -> Batch {
     components
         .iter()
         .map(|c| Array::zeros(ArrayShape::new(c.element_type, &c.dims)))

@@ -78,7 +78,7 @@ impl From<&str> for Param {
 }
 
 /// TPUEstimator's reserved keys.
-pub const RESERVED_KEYS: [&str; 2] = ["batch_size", "context"];
+pub(crate) const RESERVED_KEYS: [&str; 2] = ["batch_size", "context"];
 
 /// The params dict.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -32,18 +32,18 @@ pub type ModelFn = dyn Fn(
 
 /// The fed component evaluation adds: the per-example mask (1 real, 0 padding), given to the
 /// model_fn as `features.mask()` rather than as a feature.
-pub const EVAL_MASK: &str = "__tessel_eval_mask";
+pub(crate) const EVAL_MASK: &str = "__tessel_eval_mask";
 
 /// One fed component of the dataset: its name, element type and per-shard dims.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FedComponent {
+pub(crate) struct FedComponent {
     pub name: String,
     pub element_type: ElementType,
     pub dims: Vec<i64>,
 }
 
 /// A model_fn traced for one mode.
-pub struct TracedStep {
+pub(crate) struct TracedStep {
     pub module: Module,
     /// The fed parameters' numbers (1..=fed.len()).
     pub fed: Vec<u32>,
@@ -58,7 +58,7 @@ pub struct TracedStep {
 
 /// The fed components of an element spec: every component, which must be dense and static
 /// (the device needs static shapes).
-pub fn fed_components(
+pub(crate) fn fed_components(
     spec: &crate::input::ElementSpec,
 ) -> Result<Vec<FedComponent>, EstimatorError> {
     spec.components
@@ -85,7 +85,7 @@ pub fn fed_components(
 
 /// Traces `model_fn` in `mode`. `labels` names the component passed as labels (none in
 /// PREDICT); the other components are the features.
-pub fn trace_step(
+pub(crate) fn trace_step(
     model_fn: &ModelFn,
     mode: Mode,
     params: &Params,

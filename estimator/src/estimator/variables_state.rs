@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 
 /// Host copy of what the device carries, plus the input position.
-pub struct HostState {
+pub(crate) struct HostState {
     pub global_step: i64,
     /// One value per variable, in the traced step's order.
     pub values: Vec<Array>,
@@ -32,7 +32,7 @@ impl HostState {
     /// (global step 0) when there is none. Variables the checkpoint has but the step does not
     /// use (an optimizer's slots, seen from EVAL) are ignored; a variable the step has but the
     /// checkpoint lacks, or one of another shape, is an error naming it.
-    pub fn restore_or_init(
+    pub(crate) fn restore_or_init(
         variables: &[Variable],
         saver: &Saver,
         config: &crate::RunConfig,
@@ -118,7 +118,7 @@ impl HostState {
     /// with none, `source` (the estimator's warm-start path) read as a restore, every
     /// variable of the graph and the global step (TF's `checkpoint_path`), so batch
     /// normalization's moving statistics come too; with neither, the initial values.
-    pub fn restore_or_load(
+    pub(crate) fn restore_or_load(
         variables: &[Variable],
         saver: &Saver,
         config: &crate::RunConfig,
@@ -181,7 +181,7 @@ fn type_and_dims(ty: ElementType, dims: &[i64]) -> String {
 /// The variables for evaluate or predict: the latest checkpoint, else the warm-start path
 /// restored whole ([`HostState::restore_or_load`]), else the initial values with TF's warning
 /// (`purpose`: "evaluate", "predict"), logged as TF logs them.
-pub fn restore_for(
+pub(crate) fn restore_for(
     estimator: &super::tpu_estimator::TpuEstimator,
     variables: &[Variable],
     purpose: &str,
@@ -207,7 +207,7 @@ pub fn restore_for(
 }
 
 /// The first variable holding a NaN or an infinity, with which.
-pub fn first_non_finite<'v>(
+pub(crate) fn first_non_finite<'v>(
     variables: &'v [Variable],
     values: &[Array],
 ) -> Option<(&'v str, &'static str)> {

@@ -70,7 +70,7 @@ impl Element {
 
 impl ElementSpec {
     /// The index of the component called `name`.
-    pub fn index_of(&self, name: &str) -> Option<usize> {
+    pub(crate) fn index_of(&self, name: &str) -> Option<usize> {
         self.components.iter().position(|(n, _)| n == name)
     }
 }

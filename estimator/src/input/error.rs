@@ -78,7 +78,7 @@ pub enum RecordProblem {
 impl RecordProblem {
     /// True when the records after this one can still be framed (only a bad data CRC leaves the
     /// framing intact; after a bad length or a truncation the file cannot be read further).
-    pub fn framing_intact(&self) -> bool {
+    pub(crate) fn framing_intact(&self) -> bool {
         matches!(self, RecordProblem::DataCrc { .. })
     }
 }

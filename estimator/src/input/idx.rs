@@ -31,7 +31,7 @@ pub fn read_idx(path: impl AsRef<Path>) -> Result<Array, InputError> {
 }
 
 /// Parses the bytes of an (uncompressed) IDX file.
-pub fn parse_idx(bytes: &[u8]) -> Result<Array, String> {
+pub(crate) fn parse_idx(bytes: &[u8]) -> Result<Array, String> {
     if bytes.len() < 4 {
         return Err(format!(
             "{} bytes, shorter than the 4-byte magic",

@@ -15,7 +15,7 @@ use super::{Element, ElementSpec, Value, ValueSpec};
 use std::path::{Path, PathBuf};
 
 /// The component name of a record dataset's elements.
-pub const RECORD: &str = "record";
+pub(crate) const RECORD: &str = "record";
 
 /// The records of `files` (`&[path]`, `&paths`), in order.
 pub fn tfrecord_dataset<P: AsRef<Path>>(files: &[P], options: ReaderOptions) -> Dataset {

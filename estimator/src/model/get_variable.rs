@@ -50,7 +50,7 @@ fn effective_reuse(g: &Graph) -> Reuse {
 }
 
 /// The full name of `name` in the open variable scopes (`tower/dense/kernel`).
-pub fn scoped_name(g: &Graph, name: &str) -> String {
+pub(crate) fn scoped_name(g: &Graph, name: &str) -> String {
     let mut parts: Vec<&str> = g.variable_scopes.iter().map(|(s, _)| s.as_str()).collect();
     parts.push(name);
     parts.join("/")

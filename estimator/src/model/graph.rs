@@ -90,7 +90,7 @@ impl Graph {
     }
 
     /// TF's unique layer name for `base`: `conv2d`, then `conv2d_1`, `conv2d_2`, ...
-    pub fn unique_layer_name(&mut self, base: &str) -> String {
+    pub(crate) fn unique_layer_name(&mut self, base: &str) -> String {
         let count = self.layer_names.entry(base.to_string()).or_insert(0);
         let name = match *count {
             0 => base.to_string(),
@@ -107,7 +107,7 @@ impl Graph {
     }
 
     /// The number of the next random op of this model_fn (0, 1, ...), part of its stream's key.
-    pub fn next_random_op(&mut self) -> u32 {
+    pub(crate) fn next_random_op(&mut self) -> u32 {
         self.random_ops += 1;
         self.random_ops - 1
     }
@@ -122,7 +122,7 @@ impl Graph {
 
     /// Records the global step's value after the step (an optimizer's `apply_gradients`
     /// sets `global_step + 1`, TF's `assign_add`). A second call replaces the first.
-    pub fn set_next_global_step(&mut self, value: Tensor) {
+    pub(crate) fn set_next_global_step(&mut self, value: Tensor) {
         self.next_global_step = Some(value);
     }
 

@@ -33,7 +33,7 @@ pub enum InitializerError {
 
 /// TF's `_compute_fans`: (fan_in, fan_out) of a weight shape. Dense kernels are `[in, out]`;
 /// convolution kernels `[..spatial, in, out]` multiply both by the receptive field size.
-pub fn fans(dims: &[i64]) -> (f64, f64) {
+pub(crate) fn fans(dims: &[i64]) -> (f64, f64) {
     match dims {
         [] => (1.0, 1.0),
         [n] => (*n as f64, *n as f64),
@@ -112,7 +112,7 @@ pub fn check(
 }
 
 /// The stream of the variable `name` under `seed`.
-pub fn variable_stream(seed: i64, name: &str) -> HostStream {
+pub(crate) fn variable_stream(seed: i64, name: &str) -> HostStream {
     let h = name_hash(name);
     HostStream::new(threefry2x32(seed_key(seed), [h as u32, (h >> 32) as u32]))
 }

@@ -23,7 +23,7 @@ use tessel_compiler::trace::Tensor;
 /// The seed used when `tf_random_seed` is `None`: drawn once per process (from the OS
 /// randomness behind std's `RandomState`), so one process's graphs agree and two processes
 /// differ, as TF draws its seed when none is set.
-pub fn process_seed() -> i64 {
+pub(crate) fn process_seed() -> i64 {
     static SEED: OnceLock<i64> = OnceLock::new();
     *SEED.get_or_init(|| {
         let mut h = RandomState::new().build_hasher();
@@ -33,7 +33,7 @@ pub fn process_seed() -> i64 {
 }
 
 /// `tf_random_seed`, or the process seed when there is none.
-pub fn resolve_seed(seed: Option<i64>) -> i64 {
+pub(crate) fn resolve_seed(seed: Option<i64>) -> i64 {
     seed.unwrap_or_else(process_seed)
 }
 

@@ -44,7 +44,7 @@ fn rotate_left(x: &Tensor, r: u32) -> Tensor {
 /// Threefry-2x32-20 traced on u32 tensors: `key` words are scalars (or broadcast against
 /// the counters), `counter` words have one shape; gives the two output words of that shape.
 #[track_caller]
-pub fn threefry2x32_traced(key: [&Tensor; 2], counter: [Tensor; 2]) -> [Tensor; 2] {
+pub(crate) fn threefry2x32_traced(key: [&Tensor; 2], counter: [Tensor; 2]) -> [Tensor; 2] {
     let parity = key[0].scalar_like(PARITY as f64);
     let ks2 = key[0].bitwise_xor(key[1]).bitwise_xor(&parity);
     let ks = [key[0].clone(), key[1].clone(), ks2];
@@ -70,7 +70,7 @@ pub fn seed_key(seed: i64) -> [u32; 2] {
 }
 
 /// FNV-1a (64-bit) of a name: how a variable's name enters its key.
-pub fn name_hash(name: &str) -> u64 {
+pub(crate) fn name_hash(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
     })
@@ -92,7 +92,7 @@ impl HostStream {
         }
     }
 
-    pub fn next_u32(&mut self) -> u32 {
+    pub(crate) fn next_u32(&mut self) -> u32 {
         if let Some(w) = self.spare.take() {
             return w;
         }

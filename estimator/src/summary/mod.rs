@@ -6,7 +6,7 @@
 //! | `proto` | `Event`, `Summary`, `SummaryValue` (prost structs of TF's `event.proto`/`summary.proto`) |
 //! | `writer` | `EventWriter` (`scalar(tag, step, value)`), `read_events` |
 
-pub mod proto;
+pub(crate) mod proto;
 pub mod writer;
 
 pub use proto::{Event, EventKind, Summary, SummaryValue};

@@ -85,7 +85,7 @@ impl EventWriter {
     }
 
     /// Appends one event and flushes it to the file.
-    pub fn write_event(&mut self, event: &Event) -> Result<(), SummaryError> {
+    pub(crate) fn write_event(&mut self, event: &Event) -> Result<(), SummaryError> {
         self.buf.clear();
         write_record(&mut self.buf, &event.encode_to_vec()).expect("writing to a Vec");
         // One write of the whole framed record, so a reader never sees half a header.

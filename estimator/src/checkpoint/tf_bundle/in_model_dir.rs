@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// The file of checkpoint `prefix`: `safetensors` when it exists, else TF's `PREFIX.index`
 /// when that exists, else `safetensors` (which the caller reports missing).
-pub fn existing_checkpoint(prefix: &Path, safetensors: PathBuf) -> PathBuf {
+pub(crate) fn existing_checkpoint(prefix: &Path, safetensors: PathBuf) -> PathBuf {
     if safetensors.exists() {
         return safetensors;
     }
@@ -19,7 +19,7 @@ pub fn existing_checkpoint(prefix: &Path, safetensors: PathBuf) -> PathBuf {
 }
 
 /// The prefix of a TF checkpoint's `.index` file; `None` for any other file.
-pub fn prefix_of_index(file: &Path) -> Option<PathBuf> {
+pub(crate) fn prefix_of_index(file: &Path) -> Option<PathBuf> {
     let name = file.file_name()?.to_str()?;
     let stem = name.strip_suffix(".index")?;
     (!stem.is_empty()).then(|| file.with_file_name(stem))

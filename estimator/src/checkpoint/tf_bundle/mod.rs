@@ -17,8 +17,9 @@ mod table;
 mod table_writer;
 mod writer;
 
-pub use in_model_dir::{existing_checkpoint, prefix_of_index};
-pub use writer::{remove_bundle, write_bundle};
+pub(crate) use in_model_dir::{existing_checkpoint, prefix_of_index};
+pub(crate) use writer::remove_bundle;
+pub use writer::write_bundle;
 
 use prost::Message;
 use proto::{dtype_name, element_type_of, BundleEntryProto, BundleHeaderProto};
@@ -80,14 +81,14 @@ pub(crate) fn masked_crc32c(bytes: &[u8]) -> u32 {
 }
 
 /// `PREFIX.index`.
-pub fn index_path(prefix: &Path) -> PathBuf {
+pub(crate) fn index_path(prefix: &Path) -> PathBuf {
     let mut s = prefix.as_os_str().to_owned();
     s.push(".index");
     PathBuf::from(s)
 }
 
 /// `PREFIX.data-0000S-of-0000N`.
-pub fn data_path(prefix: &Path, shard: i32, num_shards: i32) -> PathBuf {
+pub(crate) fn data_path(prefix: &Path, shard: i32, num_shards: i32) -> PathBuf {
     let mut s = prefix.as_os_str().to_owned();
     s.push(format!(".data-{shard:05}-of-{num_shards:05}"));
     PathBuf::from(s)

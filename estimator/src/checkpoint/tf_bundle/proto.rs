@@ -6,7 +6,7 @@ use tessel_compiler::ir::ElementType;
 
 /// The value of the index's entry under the empty key.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct BundleHeaderProto {
+pub(crate) struct BundleHeaderProto {
     #[prost(int32, tag = "1")]
     pub num_shards: i32,
     /// 0 = little endian, 1 = big endian.
@@ -18,7 +18,7 @@ pub struct BundleHeaderProto {
 
 /// `VersionDef`: the producer's bundle version and the oldest reader it allows.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct VersionDef {
+pub(crate) struct VersionDef {
     #[prost(int32, tag = "1")]
     pub producer: i32,
     #[prost(int32, tag = "2")]
@@ -29,7 +29,7 @@ pub struct VersionDef {
 
 /// Where one tensor's bytes are and what they are.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct BundleEntryProto {
+pub(crate) struct BundleEntryProto {
     /// A `tensorflow.DataType` number.
     #[prost(int32, tag = "1")]
     pub dtype: i32,
@@ -50,7 +50,7 @@ pub struct BundleEntryProto {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct TensorShapeProto {
+pub(crate) struct TensorShapeProto {
     #[prost(message, repeated, tag = "2")]
     pub dim: Vec<Dim>,
     #[prost(bool, tag = "3")]
@@ -66,7 +66,7 @@ pub struct Dim {
 }
 
 /// TF's `DataType` number of each tessel element type (`types.proto`).
-pub fn dtype_of(ty: ElementType) -> i32 {
+pub(crate) fn dtype_of(ty: ElementType) -> i32 {
     match ty {
         ElementType::F32 => 1,
         ElementType::F64 => 2,
@@ -86,14 +86,14 @@ pub fn dtype_of(ty: ElementType) -> i32 {
 
 /// The tessel element type of a TF `DataType` number; `None` for the dtypes tessel has no
 /// type for (strings, complex numbers, quantized types, ...).
-pub fn element_type_of(dtype: i32) -> Option<ElementType> {
+pub(crate) fn element_type_of(dtype: i32) -> Option<ElementType> {
     ElementType::ALL
         .into_iter()
         .find(|&ty| dtype_of(ty) == dtype)
 }
 
 /// The name TF prints for a `DataType` number.
-pub fn dtype_name(dtype: i32) -> String {
+pub(crate) fn dtype_name(dtype: i32) -> String {
     let name = match dtype {
         1 => "float32",
         2 => "float64",

@@ -19,7 +19,7 @@ pub(super) const MAGIC: u64 = 0xdb47_7524_8b80_fb57;
 const TRAILER_LEN: usize = 5;
 
 /// Every (key, value) of the table in key order. Errors are messages; the caller names the file.
-pub fn read_table(file: &[u8]) -> Result<Vec<Entry>, String> {
+pub(crate) fn read_table(file: &[u8]) -> Result<Vec<Entry>, String> {
     if file.len() < FOOTER_LEN {
         return Err(format!(
             "it is {} bytes, shorter than a table's {FOOTER_LEN}-byte footer",

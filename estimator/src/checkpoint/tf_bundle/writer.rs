@@ -83,7 +83,7 @@ pub fn write_bundle(prefix: &Path, tensors: &[(String, Array)]) -> Result<(), Tf
 
 /// Removes the checkpoint `prefix`'s files (index first, so no index outlives its data). A
 /// file already gone is not an error.
-pub fn remove_bundle(prefix: &Path) -> Result<(), TfBundleError> {
+pub(crate) fn remove_bundle(prefix: &Path) -> Result<(), TfBundleError> {
     for path in [index_path(prefix), data_path(prefix, 0, 1)] {
         match std::fs::remove_file(&path) {
             Ok(()) => {}

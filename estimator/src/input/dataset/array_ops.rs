@@ -6,21 +6,21 @@ use tessel_compiler::ir::{ArrayData, ElementType};
 use tessel_compiler::with_array_data;
 
 /// Elements `start..start + len` of `data`, as data of the same type.
-pub fn copy_range(data: &ArrayData, start: usize, len: usize) -> ArrayData {
+pub(crate) fn copy_range(data: &ArrayData, start: usize, len: usize) -> ArrayData {
     let mut out = empty_with_capacity(data.element_type(), len);
     append(&mut out, data, start, len);
     out
 }
 
 /// Empty data of type `ty` with room for `n` elements, so a batch is built without regrowing.
-pub fn empty_with_capacity(ty: ElementType, n: usize) -> ArrayData {
+pub(crate) fn empty_with_capacity(ty: ElementType, n: usize) -> ArrayData {
     let mut data = ArrayData::zeros(ty, 0);
     with_array_data!(&mut data, v => v.reserve_exact(n));
     data
 }
 
 /// Appends `src[start..start + len]` to `dst`; false when the element types differ.
-pub fn append(dst: &mut ArrayData, src: &ArrayData, start: usize, len: usize) -> bool {
+pub(crate) fn append(dst: &mut ArrayData, src: &ArrayData, start: usize, len: usize) -> bool {
     macro_rules! same {
         ($($v:ident),*) => {
             match (dst, src) {
@@ -36,7 +36,7 @@ pub fn append(dst: &mut ArrayData, src: &ArrayData, start: usize, len: usize) ->
 }
 
 /// Appends `n` zeros (false, 0, 0.0) to `dst`.
-pub fn append_zeros(dst: &mut ArrayData, n: usize) {
+pub(crate) fn append_zeros(dst: &mut ArrayData, n: usize) {
     let zeros = ArrayData::zeros(dst.element_type(), n);
     append(dst, &zeros, 0, n);
 }

@@ -41,7 +41,11 @@ impl Batch {
         Self::build(input, size, remainder)
     }
 
-    pub fn padded_with_mask(input: Dataset, size: u64, mask: &str) -> Result<Self, DatasetError> {
+    pub(crate) fn padded_with_mask(
+        input: Dataset,
+        size: u64,
+        mask: &str,
+    ) -> Result<Self, DatasetError> {
         const OP: &str = "padded_batch_with_mask";
         if input.element_spec().index_of(mask).is_some() {
             return Err(DatasetError::invalid(

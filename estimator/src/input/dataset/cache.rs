@@ -17,7 +17,7 @@ const CACHED_PASS_KEY: u64 = 0;
 
 type Cached = Arc<Mutex<Option<Arc<Vec<Element>>>>>;
 
-pub struct Cache {
+pub(crate) struct Cache {
     input: Dataset,
     cached: Cached,
 }

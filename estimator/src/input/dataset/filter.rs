@@ -9,9 +9,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 /// A filter predicate.
-pub type Predicate = dyn Fn(&Element) -> Result<bool, DatasetError> + Send + Sync;
+pub(crate) type Predicate = dyn Fn(&Element) -> Result<bool, DatasetError> + Send + Sync;
 
-pub struct Filter {
+pub(crate) struct Filter {
     input: Dataset,
     predicate: Arc<Predicate>,
 }

@@ -10,9 +10,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
 /// Opens a fresh pass over a generator's elements.
-pub type OpenFn = dyn Fn() -> Result<ElementIter, DatasetError> + Send + Sync;
+pub(crate) type OpenFn = dyn Fn() -> Result<ElementIter, DatasetError> + Send + Sync;
 
-pub struct Generator {
+pub(crate) struct Generator {
     spec: ElementSpec,
     open: Box<OpenFn>,
 }

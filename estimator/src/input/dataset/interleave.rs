@@ -8,7 +8,7 @@ use super::node::{fast_forward, Cardinality, ElementIter, ElementResult, Node};
 use super::Dataset;
 use crate::input::ElementSpec;
 
-pub struct Interleave {
+pub(crate) struct Interleave {
     inputs: Vec<Dataset>,
     cycle_length: usize,
     block_length: usize,

@@ -19,9 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// A map function: an element in, an element out (or an error).
-pub type MapFn = dyn Fn(Element) -> Result<Element, DatasetError> + Send + Sync;
+pub(crate) type MapFn = dyn Fn(Element) -> Result<Element, DatasetError> + Send + Sync;
 
-pub struct Map {
+pub(crate) struct Map {
     input: Dataset,
     f: Arc<MapFn>,
     spec: Arc<ElementSpec>,

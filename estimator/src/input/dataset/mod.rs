@@ -64,7 +64,7 @@ impl std::fmt::Debug for Dataset {
 impl Dataset {
     /// A dataset from a custom source (say, one that can open at any position, so resuming
     /// does not read what comes before). Most sources are [`Self::from_generator`].
-    pub fn from_node(node: impl Node + 'static) -> Dataset {
+    pub(crate) fn from_node(node: impl Node + 'static) -> Dataset {
         Dataset {
             node: Arc::new(node),
         }

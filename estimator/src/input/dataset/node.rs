@@ -46,7 +46,7 @@ pub fn failed(error: DatasetError) -> ElementIter {
 
 /// Reads and drops the first `n` elements of `iter` (now, so positioned iterators are ready
 /// when returned). An error met while doing so is what the result yields.
-pub fn fast_forward(mut iter: ElementIter, n: u64) -> ElementIter {
+pub(crate) fn fast_forward(mut iter: ElementIter, n: u64) -> ElementIter {
     for _ in 0..n {
         match iter.next() {
             Some(Ok(_)) => {}

@@ -10,7 +10,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::thread::JoinHandle;
 
-pub struct Prefetch {
+pub(crate) struct Prefetch {
     input: Dataset,
     depth: usize,
 }

@@ -14,7 +14,7 @@ use super::rng::derive_key;
 use super::Dataset;
 use crate::input::ElementSpec;
 
-pub struct Repeat {
+pub(crate) struct Repeat {
     input: Dataset,
     count: Option<u64>,
 }

@@ -12,7 +12,7 @@ pub struct SplitMix64 {
 const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// SplitMix64's output function: a bijective mix of 64 bits.
-pub fn mix64(mut z: u64) -> u64 {
+pub(crate) fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
@@ -20,7 +20,7 @@ pub fn mix64(mut z: u64) -> u64 {
 
 /// Derives the key of a child iteration (epoch `index` of an iteration keyed `key`), so each
 /// epoch under `repeat` gets its own shuffle order, deterministically.
-pub fn derive_key(key: u64, index: u64) -> u64 {
+pub(crate) fn derive_key(key: u64, index: u64) -> u64 {
     mix64(key ^ mix64(index.wrapping_add(GAMMA)))
 }
 

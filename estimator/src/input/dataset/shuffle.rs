@@ -14,7 +14,7 @@ use super::rng::{derive_key, SplitMix64};
 use super::Dataset;
 use crate::input::{Element, ElementSpec};
 
-pub struct Shuffle {
+pub(crate) struct Shuffle {
     input: Dataset,
     buffer_size: usize,
     seed: u64,

@@ -7,7 +7,7 @@ use crate::input::{Element, ElementSpec, Value, ValueSpec};
 use std::sync::Arc;
 use tessel_compiler::ir::{Array, ArrayShape};
 
-pub struct Slices {
+pub(crate) struct Slices {
     spec: ElementSpec,
     columns: Arc<Vec<Array>>,
     rows: u64,

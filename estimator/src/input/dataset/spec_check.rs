@@ -5,7 +5,7 @@ use super::error::DatasetError;
 use crate::input::{Element, ElementSpec, Value, ValueSpec};
 
 /// Whether `dims` fits `spec` (an unknown dimension fits any size).
-pub fn dims_fit(spec: &[Option<i64>], dims: &[i64]) -> bool {
+pub(crate) fn dims_fit(spec: &[Option<i64>], dims: &[i64]) -> bool {
     spec.len() == dims.len()
         && spec
             .iter()
@@ -14,7 +14,7 @@ pub fn dims_fit(spec: &[Option<i64>], dims: &[i64]) -> bool {
 }
 
 /// Renders spec dims as `[?, 28, 28]`.
-pub fn show_dims(dims: &[Option<i64>]) -> String {
+pub(crate) fn show_dims(dims: &[Option<i64>]) -> String {
     let parts: Vec<String> = dims
         .iter()
         .map(|d| d.map_or("?".to_string(), |d| d.to_string()))
@@ -23,7 +23,7 @@ pub fn show_dims(dims: &[Option<i64>]) -> String {
 }
 
 /// Checks `element` against `spec`.
-pub fn check_element(
+pub(crate) fn check_element(
     spec: &ElementSpec,
     element: &Element,
     op: &'static str,
@@ -70,7 +70,7 @@ fn describe(v: &Value) -> String {
 }
 
 /// The index of component `name`, or an error listing the components there are.
-pub fn find_component(spec: &ElementSpec, name: &str) -> Result<usize, DatasetError> {
+pub(crate) fn find_component(spec: &ElementSpec, name: &str) -> Result<usize, DatasetError> {
     spec.index_of(name)
         .ok_or_else(|| DatasetError::NoSuchComponent {
             name: name.to_string(),

@@ -8,7 +8,7 @@ use crate::input::ElementSpec;
 
 /// Which elements of the input a [`Select`] keeps.
 #[derive(Clone, Copy, Debug)]
-pub enum Selection {
+pub(crate) enum Selection {
     /// The first `n`.
     Take(u64),
     /// All but the first `n`.

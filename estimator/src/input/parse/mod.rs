@@ -8,7 +8,7 @@
 //! | `decode_raw` | `decode_raw` of bytes into u8, f32 or s32 |
 
 pub mod decode_raw;
-pub mod single_example;
+pub(crate) mod single_example;
 pub mod spec;
 
 pub use decode_raw::{decode_raw, RawType};

@@ -21,7 +21,7 @@ pub enum FeatureDType {
 
 impl FeatureDType {
     /// The proto list this dtype reads.
-    pub fn list_name(self) -> &'static str {
+    pub(crate) fn list_name(self) -> &'static str {
         match self {
             FeatureDType::String => "bytes_list",
             FeatureDType::Int64 => "int64_list",

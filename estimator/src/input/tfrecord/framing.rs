@@ -6,14 +6,14 @@ use crate::input::error::RecordProblem;
 use std::io::{self, Read, Write};
 
 /// Length + its CRC.
-pub const HEADER_BYTES: usize = 12;
+pub(crate) const HEADER_BYTES: usize = 12;
 /// The data's CRC.
-pub const FOOTER_BYTES: usize = 4;
+pub(crate) const FOOTER_BYTES: usize = 4;
 
 const MASK_DELTA: u32 = 0xa282_ead8;
 
 /// TF's masked CRC32C (`crc32c::Mask` in TensorFlow's `lib/hash/crc32c.h`).
-pub fn masked_crc(data: &[u8]) -> u32 {
+pub(crate) fn masked_crc(data: &[u8]) -> u32 {
     let crc = crc32c::crc32c(data);
     crc.rotate_right(15).wrapping_add(MASK_DELTA)
 }
@@ -36,7 +36,7 @@ pub fn write_record(w: &mut impl Write, data: &[u8]) -> io::Result<()> {
 
 /// Why reading a record failed: the underlying reader, or the record itself.
 #[derive(Debug)]
-pub enum ReadFailure {
+pub(crate) enum ReadFailure {
     Io(io::Error),
     /// The record is bad; `consumed` bytes of it were read.
     Record {
@@ -47,7 +47,7 @@ pub enum ReadFailure {
 
 /// Reads the next record into `buf` (replacing its contents). `Ok(None)` at a clean end of
 /// input (no byte of a next header); `Ok(Some(n))` with the record's size on disk.
-pub fn read_record(
+pub(crate) fn read_record(
     r: &mut impl Read,
     buf: &mut Vec<u8>,
     check_crc: bool,
