@@ -6,7 +6,7 @@
 //! - [`compile`](mod@compile): the driver (verify, legality, optimize, JIT);
 //! - [`program`]: a compiled [`Program`] in its single, per-replica or shard_map form;
 //! - [`bind`]: inputs bound to parameters;
-//! - [`loop_program`], `loop_host`, `loop_global`: a compiled loop, its host threads, and its
+//! - `loop_program`, `loop_host`, `loop_global`: a compiled loop, its host threads, and its
 //!   shard_map form on global arrays;
 //! - [`error`]: the errors, [`SessionError`].
 
