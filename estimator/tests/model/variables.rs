@@ -1,7 +1,7 @@
 //! `get_variable` and `variable_scope` with TF1's names and errors; initial values that do
-//! not depend on creation order; the seed model's variables; layer op names and source lines.
+//! not depend on creation order; the guide model's variables; layer op names and source lines.
 
-use crate::support::seed_model::{seed_logits, seed_loss};
+use crate::support::guide_model::{guide_logits, guide_loss};
 use crate::support::values;
 use tessel_compiler::ir::ElementType::{F32, S32};
 use tessel_estimator::model::layers::{dense, Dense};
@@ -103,12 +103,12 @@ fn initial_values_depend_on_seed_and_name_not_creation_order() {
 }
 
 #[test]
-fn the_seed_model_has_tf_s_variable_names_shapes_and_op_names() {
+fn the_guide_model_has_tf_s_variable_names_shapes_and_op_names() {
     let mut g = Graph::new("mnist", Mode::Train, Some(1));
     let features = g.tracer.parameter("features", &[128, 784], F32);
     let labels = g.tracer.parameter("labels", &[128], S32);
-    let logits = seed_logits(&mut g, &features).unwrap();
-    let loss = seed_loss(&logits, &labels);
+    let logits = guide_logits(&mut g, &features).unwrap();
+    let loss = guide_loss(&logits, &labels);
     let vars: Vec<(String, Vec<i64>)> = g
         .variables
         .all()
@@ -155,7 +155,7 @@ fn the_seed_model_has_tf_s_variable_names_shapes_and_op_names() {
             .as_ref()
             .unwrap()
             .file
-            .ends_with("seed_model.rs"),
+            .ends_with("guide_model.rs"),
         "{conv:?}"
     );
     named("dense/dot");

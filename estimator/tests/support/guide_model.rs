@@ -9,7 +9,7 @@ use tessel_estimator::model::layers::{
 use tessel_estimator::model::{Graph, Mode};
 
 /// The logits `[batch, 10]` of `features` `[batch, 784]`.
-pub fn seed_logits(g: &mut Graph, features: &Tensor) -> Result<Tensor, LayerError> {
+pub fn guide_logits(g: &mut Graph, features: &Tensor) -> Result<Tensor, LayerError> {
     let same_relu = || Conv2d {
         padding: Padding::Same,
         activation: Activation::Relu,
@@ -31,7 +31,7 @@ pub fn seed_logits(g: &mut Graph, features: &Tensor) -> Result<Tensor, LayerErro
 }
 
 /// The guide's loss: softmax cross-entropy of the one-hot labels, averaged over the batch.
-pub fn seed_loss(logits: &Tensor, labels: &Tensor) -> Tensor {
+pub fn guide_loss(logits: &Tensor, labels: &Tensor) -> Tensor {
     let onehot = labels.one_hot(10, tessel_compiler::ir::ElementType::F32);
     logits
         .softmax_cross_entropy_with_logits(&onehot)

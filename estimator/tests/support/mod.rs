@@ -2,7 +2,7 @@
 //! interpreter or the JIT, random test data, and the guide's model_fn.
 #![allow(dead_code)]
 
-pub mod seed_model;
+pub mod guide_model;
 pub mod step;
 pub mod tiny;
 
