@@ -70,7 +70,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         self.fb.ins().bitcast(t, fl, x)
     }
 
-    pub fn from_bits(&mut self, x: Value) -> Value {
+    pub fn float_of_bits(&mut self, x: Value) -> Value {
         let (t, fl) = (self.fty(), self.flags());
         self.fb.ins().bitcast(t, fl, x)
     }
@@ -125,7 +125,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         let bias = self.i(127);
         let e = self.fb.ins().iadd(k, bias);
         let sh = self.fb.ins().ishl_imm_s(e, 23);
-        self.from_bits(sh)
+        self.float_of_bits(sh)
     }
 
     /// `x * 2^n` for `n` in [-252, 254], in two steps so that neither factor leaves the normal
@@ -239,7 +239,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         let half_bits = self.i(0x3f00_0000);
         let m = self.fb.ins().band(bits, mant_mask);
         let m = self.fb.ins().bor(m, half_bits);
-        let m = self.from_bits(m); // in [0.5, 1)
+        let m = self.float_of_bits(m); // in [0.5, 1)
         let sqrt_half = self.f(std::f32::consts::FRAC_1_SQRT_2);
         let below = self.fcmp(FloatCC::LessThan, m, sqrt_half);
         let one_i = self.i(1);
@@ -391,7 +391,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         let neg = self.fb.ins().ishl_imm_s(neg, 30);
         let vb = self.bits(v);
         let vb = self.fb.ins().bxor(vb, neg);
-        let res = self.from_bits(vb);
+        let res = self.float_of_bits(vb);
         if cos {
             res
         } else {
@@ -413,7 +413,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         let m = self.fb.ins().band(m, abs_mask);
         let s = self.fb.ins().band(s, sign_mask);
         let r = self.fb.ins().bor(m, s);
-        self.from_bits(r)
+        self.float_of_bits(r)
     }
 
     pub fn rsqrt(&mut self, x: Value) -> Value {
