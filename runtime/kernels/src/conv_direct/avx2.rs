@@ -13,7 +13,7 @@ static MASK_SOURCE: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 
 ///
 /// # Safety
 /// As `run_tile`; the machine must have AVX2 and FMA.
-pub unsafe fn dispatch(t: &Tile) {
+pub(crate) unsafe fn dispatch(t: &Tile) {
     let vectors = t.lanes.div_ceil(8);
     let masked = !t.lanes.is_multiple_of(8);
     macro_rules! pick {

@@ -15,7 +15,7 @@ use std::arch::x86_64::*;
 ///
 /// # Safety
 /// As `run_tile`; the machine must have AVX-512F.
-pub unsafe fn dispatch(t: &Tile) {
+pub(crate) unsafe fn dispatch(t: &Tile) {
     let vectors = t.lanes.div_ceil(16);
     macro_rules! pick {
         ($($r:literal)*) => {

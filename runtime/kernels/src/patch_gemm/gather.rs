@@ -26,7 +26,11 @@ pub(crate) struct PatchGrid {
 
 impl PatchGrid {
     /// At most [`MAX_SPATIAL`] spatial dimensions (the caller checks).
-    pub fn new(in_spatial: Vec<usize>, base_dilation: Vec<i64>, lists: Vec<Vec<i64>>) -> Self {
+    pub(crate) fn new(
+        in_spatial: Vec<usize>,
+        base_dilation: Vec<i64>,
+        lists: Vec<Vec<i64>>,
+    ) -> Self {
         let mut g = PatchGrid {
             in_spatial,
             base_dilation,

@@ -260,7 +260,7 @@ pub(crate) struct FactoredMatrices<const N: usize, const M: usize, const R: usiz
 
 impl<const N: usize, const M: usize, const R: usize> FactoredMatrices<N, M, R> {
     /// [`Matrices::standard`], factored.
-    pub const fn standard() -> Self {
+    pub(crate) const fn standard() -> Self {
         let m = Matrices::<N, M, R>::standard();
         FactoredMatrices {
             bt: Factored::of(&m.bt),

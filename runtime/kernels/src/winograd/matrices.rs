@@ -73,7 +73,7 @@ pub(crate) struct Matrices<const N: usize, const M: usize, const R: usize> {
 
 impl<const N: usize, const M: usize, const R: usize> Matrices<N, M, R> {
     /// F(M, R) with the points of [`points_for`].
-    pub const fn standard() -> Self {
+    pub(crate) const fn standard() -> Self {
         let points: &[f64] = match points_for(M, R) {
             Some(p) => p,
             None => panic!("no transform for this F(m, r)"),

@@ -7,7 +7,7 @@ const MR: usize = 6;
 
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn gemm(
+pub(super) unsafe fn gemm(
     m: usize,
     n: usize,
     k: usize,
