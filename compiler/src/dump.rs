@@ -77,7 +77,7 @@ fn next_module_number(dir: &Path) -> usize {
 
 impl Dumper {
     /// Creates `dir` if needed and writes the module before optimization.
-    pub fn new(dir: &Path, m: &Module, pass_re: Option<&str>) -> Result<Dumper, DumpError> {
+    pub(crate) fn new(dir: &Path, m: &Module, pass_re: Option<&str>) -> Result<Dumper, DumpError> {
         let filter = pass_re
             .map(|re| {
                 Regex::new(re).map_err(|source| DumpError::BadPassFilter {
@@ -126,7 +126,11 @@ impl Dumper {
     }
 
     /// Writes the optimized module, its buffer assignment and its drawing.
-    pub fn finish(&mut self, m: &Module, buffers: &BufferAssignment) -> Result<(), DumpError> {
+    pub(crate) fn finish(
+        &mut self,
+        m: &Module,
+        buffers: &BufferAssignment,
+    ) -> Result<(), DumpError> {
         self.write("after_optimizations.hlo", &print(m))?;
         self.write("buffer-assignment.txt", &buffers.to_text())?;
         self.write("after_optimizations.dot", &to_dot(m))

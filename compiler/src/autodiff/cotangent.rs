@@ -16,7 +16,7 @@ pub(crate) enum Cot {
 }
 
 impl Cot {
-    pub fn is_zero(&self) -> bool {
+    pub(crate) fn is_zero(&self) -> bool {
         match self {
             Cot::Zero => true,
             Cot::Value(_) => false,

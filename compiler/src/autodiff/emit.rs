@@ -39,12 +39,12 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    pub fn shape(&self, id: InstrId) -> &Shape {
+    pub(crate) fn shape(&self, id: InstrId) -> &Shape {
         &self.module.computation(self.comp).get(id).shape
     }
 
     /// The array shape of `id`, or an error naming it.
-    pub fn array(&self, id: InstrId) -> R<ArrayShape> {
+    pub(crate) fn array(&self, id: InstrId) -> R<ArrayShape> {
         let instr = self.module.computation(self.comp).get(id);
         match &instr.shape {
             Shape::Array(a) => Ok(a.clone()),
@@ -55,16 +55,16 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    pub fn element_type(&self, id: InstrId) -> R<ElementType> {
+    pub(crate) fn element_type(&self, id: InstrId) -> R<ElementType> {
         Ok(self.array(id)?.element_type)
     }
 
-    pub fn dims(&self, id: InstrId) -> R<Vec<i64>> {
+    pub(crate) fn dims(&self, id: InstrId) -> R<Vec<i64>> {
         Ok(self.array(id)?.dims.to_vec())
     }
 
     /// Adds `op` with a shape this module computed.
-    pub fn raw(&mut self, op: Op, shape: Shape, operands: &[InstrId]) -> InstrId {
+    pub(crate) fn raw(&mut self, op: Op, shape: Shape, operands: &[InstrId]) -> InstrId {
         let mut b = Builder::new(self.module, self.comp);
         b.metadata = self.metadata.clone();
         b.add_with_shape(op, shape, operands)
@@ -81,23 +81,23 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    pub fn parameter(&mut self, number: u32, shape: Shape) -> InstrId {
+    pub(crate) fn parameter(&mut self, number: u32, shape: Shape) -> InstrId {
         self.raw(Op::Parameter(number), shape, &[])
     }
 
-    pub fn constant(&mut self, literal: Literal) -> InstrId {
+    pub(crate) fn constant(&mut self, literal: Literal) -> InstrId {
         let shape = literal.shape();
         self.raw(Op::Constant(literal), shape, &[])
     }
 
     /// A scalar constant of type `ty` holding `value`.
-    pub fn scalar(&mut self, ty: ElementType, value: f64) -> InstrId {
+    pub(crate) fn scalar(&mut self, ty: ElementType, value: f64) -> InstrId {
         let data = ArrayData::from_f64_fn(ty, 1, |_| value);
         self.constant(Literal::Array(Array::new(ArrayShape::scalar(ty), data)))
     }
 
     /// `value` broadcast to `shape`.
-    pub fn full(&mut self, shape: &ArrayShape, value: f64) -> InstrId {
+    pub(crate) fn full(&mut self, shape: &ArrayShape, value: f64) -> InstrId {
         let s = self.scalar(shape.element_type, value);
         if shape.rank() == 0 {
             return s;
@@ -110,7 +110,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// Zeros of an array or tuple shape.
-    pub fn zeros(&mut self, shape: &Shape) -> R<InstrId> {
+    pub(crate) fn zeros(&mut self, shape: &Shape) -> R<InstrId> {
         match shape {
             Shape::Array(a) => Ok(self.full(a, 0.0)),
             Shape::Tuple(elems) => {
@@ -127,13 +127,13 @@ impl<'a> Emitter<'a> {
         Ok(self.full(&a, value))
     }
 
-    pub fn unary(&mut self, op: UnaryOp, x: InstrId) -> R<InstrId> {
+    pub(crate) fn unary(&mut self, op: UnaryOp, x: InstrId) -> R<InstrId> {
         let a = self.array(x)?;
         Ok(self.raw(Op::Unary(op), Shape::Array(a), &[x]))
     }
 
     /// An elementwise binary op; a scalar operand is broadcast to the other's shape.
-    pub fn binary(&mut self, op: BinaryOp, a: InstrId, b: InstrId) -> R<InstrId> {
+    pub(crate) fn binary(&mut self, op: BinaryOp, a: InstrId, b: InstrId) -> R<InstrId> {
         let (a, b) = self.match_shapes(a, b)?;
         let sa = self.array(a)?;
         let sb = self.array(b)?;
@@ -156,23 +156,23 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    pub fn add(&mut self, a: InstrId, b: InstrId) -> R<InstrId> {
+    pub(crate) fn add(&mut self, a: InstrId, b: InstrId) -> R<InstrId> {
         self.binary(BinaryOp::Add, a, b)
     }
 
-    pub fn sub(&mut self, a: InstrId, b: InstrId) -> R<InstrId> {
+    pub(crate) fn sub(&mut self, a: InstrId, b: InstrId) -> R<InstrId> {
         self.binary(BinaryOp::Subtract, a, b)
     }
 
-    pub fn mul(&mut self, a: InstrId, b: InstrId) -> R<InstrId> {
+    pub(crate) fn mul(&mut self, a: InstrId, b: InstrId) -> R<InstrId> {
         self.binary(BinaryOp::Multiply, a, b)
     }
 
-    pub fn div(&mut self, a: InstrId, b: InstrId) -> R<InstrId> {
+    pub(crate) fn div(&mut self, a: InstrId, b: InstrId) -> R<InstrId> {
         self.binary(BinaryOp::Divide, a, b)
     }
 
-    pub fn neg(&mut self, a: InstrId) -> R<InstrId> {
+    pub(crate) fn neg(&mut self, a: InstrId) -> R<InstrId> {
         self.unary(UnaryOp::Negate, a)
     }
 
@@ -190,7 +190,7 @@ impl<'a> Emitter<'a> {
         self.add(x, k)
     }
 
-    pub fn compare(
+    pub(crate) fn compare(
         &mut self,
         direction: ComparisonDirection,
         a: InstrId,
@@ -213,7 +213,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// `select(p, a, b)`; a scalar `a` or `b` is broadcast, a scalar `p` too.
-    pub fn select(&mut self, p: InstrId, a: InstrId, b: InstrId) -> R<InstrId> {
+    pub(crate) fn select(&mut self, p: InstrId, a: InstrId, b: InstrId) -> R<InstrId> {
         let (a, b) = self.match_shapes(a, b)?;
         let sa = self.array(a)?;
         let sp = self.array(p)?;
@@ -225,11 +225,11 @@ impl<'a> Emitter<'a> {
         Ok(self.raw(Op::Select, Shape::Array(sa), &[p, a, b]))
     }
 
-    pub fn and(&mut self, a: InstrId, b: InstrId) -> R<InstrId> {
+    pub(crate) fn and(&mut self, a: InstrId, b: InstrId) -> R<InstrId> {
         self.binary(BinaryOp::And, a, b)
     }
 
-    pub fn convert(&mut self, x: InstrId, ty: ElementType) -> R<InstrId> {
+    pub(crate) fn convert(&mut self, x: InstrId, ty: ElementType) -> R<InstrId> {
         let a = self.array(x)?;
         if a.element_type == ty {
             return Ok(x);
@@ -238,7 +238,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// `broadcast(x), dimensions=dims` to `out_dims`.
-    pub fn broadcast(&mut self, x: InstrId, out_dims: &[i64], dims: &[i64]) -> R<InstrId> {
+    pub(crate) fn broadcast(&mut self, x: InstrId, out_dims: &[i64], dims: &[i64]) -> R<InstrId> {
         let a = self.array(x)?;
         if dims.len() != a.rank() || dims.iter().any(|&d| d < 0 || d as usize >= out_dims.len()) {
             return err(format!(
@@ -255,7 +255,7 @@ impl<'a> Emitter<'a> {
         ))
     }
 
-    pub fn reshape(&mut self, x: InstrId, dims: &[i64]) -> R<InstrId> {
+    pub(crate) fn reshape(&mut self, x: InstrId, dims: &[i64]) -> R<InstrId> {
         let a = self.array(x)?;
         if &a.dims[..] == dims {
             return Ok(x);
@@ -272,7 +272,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// `transpose(x), dimensions=perm`: result dimension i is operand dimension perm[i].
-    pub fn transpose(&mut self, x: InstrId, perm: &[i64]) -> R<InstrId> {
+    pub(crate) fn transpose(&mut self, x: InstrId, perm: &[i64]) -> R<InstrId> {
         let a = self.array(x)?;
         if perm.iter().enumerate().all(|(i, &p)| i as i64 == p) {
             return Ok(x);
@@ -297,7 +297,7 @@ impl<'a> Emitter<'a> {
         ))
     }
 
-    pub fn reverse(&mut self, x: InstrId, dimensions: &[i64]) -> R<InstrId> {
+    pub(crate) fn reverse(&mut self, x: InstrId, dimensions: &[i64]) -> R<InstrId> {
         if dimensions.is_empty() {
             return Ok(x);
         }
@@ -311,7 +311,7 @@ impl<'a> Emitter<'a> {
         ))
     }
 
-    pub fn slice(&mut self, x: InstrId, dims: &[SliceDim]) -> R<InstrId> {
+    pub(crate) fn slice(&mut self, x: InstrId, dims: &[SliceDim]) -> R<InstrId> {
         let a = self.array(x)?;
         if dims.len() != a.rank() {
             return err(format!("slice of {} with {} dimensions", a, dims.len()));
@@ -368,7 +368,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// `pad(x, value)` with non-negative edge padding.
-    pub fn pad(&mut self, x: InstrId, value: InstrId, dims: &[PadDim]) -> R<InstrId> {
+    pub(crate) fn pad(&mut self, x: InstrId, value: InstrId, dims: &[PadDim]) -> R<InstrId> {
         let a = self.array(x)?;
         if dims.len() != a.rank() {
             return err(format!("pad of {} with {} dimensions", a, dims.len()));
@@ -458,7 +458,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// Sum of `x` over `dims` (an empty list returns `x`).
-    pub fn reduce_sum(&mut self, x: InstrId, dims: &[i64]) -> R<InstrId> {
+    pub(crate) fn reduce_sum(&mut self, x: InstrId, dims: &[i64]) -> R<InstrId> {
         if dims.is_empty() {
             return Ok(x);
         }
@@ -490,7 +490,7 @@ impl<'a> Emitter<'a> {
         self.reduce_sum(x, &dims)
     }
 
-    pub fn dot(&mut self, a: InstrId, b: InstrId, dn: DotDimensionNumbers) -> R<InstrId> {
+    pub(crate) fn dot(&mut self, a: InstrId, b: InstrId, dn: DotDimensionNumbers) -> R<InstrId> {
         let sa = self.array(a)?;
         let sb = self.array(b)?;
         let mut out: Vec<i64> = dn.lhs_batch.iter().map(|&d| sa.dims[d as usize]).collect();
@@ -516,7 +516,12 @@ impl<'a> Emitter<'a> {
         ))
     }
 
-    pub fn convolution(&mut self, lhs: InstrId, rhs: InstrId, conv: Convolution) -> R<InstrId> {
+    pub(crate) fn convolution(
+        &mut self,
+        lhs: InstrId,
+        rhs: InstrId,
+        conv: Convolution,
+    ) -> R<InstrId> {
         let sl = self.array(lhs)?;
         let sr = self.array(rhs)?;
         let d = &conv.dims;
@@ -541,7 +546,7 @@ impl<'a> Emitter<'a> {
         ))
     }
 
-    pub fn select_and_scatter(
+    pub(crate) fn select_and_scatter(
         &mut self,
         operand: InstrId,
         source: InstrId,
@@ -563,7 +568,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// `gather(x, indices)`; its shape from shape inference.
-    pub fn gather(
+    pub(crate) fn gather(
         &mut self,
         x: InstrId,
         indices: InstrId,
@@ -580,7 +585,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// `scatter(x, indices, updates)` adding the updates in.
-    pub fn scatter_add(
+    pub(crate) fn scatter_add(
         &mut self,
         x: InstrId,
         indices: InstrId,
@@ -628,12 +633,12 @@ impl<'a> Emitter<'a> {
         ))
     }
 
-    pub fn tuple(&mut self, parts: &[InstrId]) -> InstrId {
+    pub(crate) fn tuple(&mut self, parts: &[InstrId]) -> InstrId {
         let shapes = parts.iter().map(|&p| self.shape(p).clone()).collect();
         self.raw(Op::Tuple, Shape::Tuple(shapes), parts)
     }
 
-    pub fn gte(&mut self, t: InstrId, index: usize) -> R<InstrId> {
+    pub(crate) fn gte(&mut self, t: InstrId, index: usize) -> R<InstrId> {
         let shape = match self.shape(t) {
             Shape::Tuple(elems) if index < elems.len() => elems[index].clone(),
             other => {
@@ -652,7 +657,7 @@ impl<'a> Emitter<'a> {
         ))
     }
 
-    pub fn while_loop(
+    pub(crate) fn while_loop(
         &mut self,
         init: InstrId,
         condition: ComputationId,

@@ -178,12 +178,12 @@ pub(crate) struct Node {
 pub(crate) type Contributions = Vec<(InstrId, Cot)>;
 
 impl Node {
-    pub fn operand(&self, i: usize) -> InstrId {
+    pub(crate) fn operand(&self, i: usize) -> InstrId {
         self.instr.operand(i)
     }
 
     /// Whether operand slot `i` needs a gradient.
-    pub fn wants(&self, i: usize) -> bool {
+    pub(crate) fn wants(&self, i: usize) -> bool {
         self.wanted.get(i).copied().unwrap_or(false)
     }
 

@@ -24,7 +24,12 @@ pub(crate) struct ScalarComputations {
 }
 
 impl ScalarComputations {
-    pub fn get(&mut self, module: &mut Module, kind: ScalarKind, ty: ElementType) -> ComputationId {
+    pub(crate) fn get(
+        &mut self,
+        module: &mut Module,
+        kind: ScalarKind,
+        ty: ElementType,
+    ) -> ComputationId {
         if let Some(&id) = self.made.get(&(kind, ty)) {
             return id;
         }

@@ -23,7 +23,7 @@ impl Names {
         }
     }
 
-    pub fn canonical(m: &Module) -> Names {
+    pub(super) fn canonical(m: &Module) -> Names {
         let mut computations = vec![String::new(); m.computations.len()];
         let mut instructions = vec![HashMap::new(); m.computations.len()];
         let mut n = 0;
@@ -50,11 +50,11 @@ impl Names {
         }
     }
 
-    pub fn computation(&self, c: ComputationId) -> &str {
+    pub(super) fn computation(&self, c: ComputationId) -> &str {
         &self.computations[c.0 as usize]
     }
 
-    pub fn instruction(&self, c: ComputationId, id: InstrId, comp: &Computation) -> String {
+    pub(super) fn instruction(&self, c: ComputationId, id: InstrId, comp: &Computation) -> String {
         match &self.instructions {
             Some(maps) => maps[c.0 as usize]
                 .get(&id)

@@ -18,7 +18,7 @@ pub(crate) struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    pub fn new(text: &'a str, file: Option<&'a str>) -> Self {
+    pub(super) fn new(text: &'a str, file: Option<&'a str>) -> Self {
         Cursor {
             text,
             pos: 0,
@@ -28,7 +28,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A cursor over `start..end` of the same text, so that errors keep their true position.
-    pub fn span(&self, start: usize, end: usize) -> Cursor<'a> {
+    pub(super) fn span(&self, start: usize, end: usize) -> Cursor<'a> {
         Cursor {
             text: self.text,
             pos: start,
@@ -41,15 +41,15 @@ impl<'a> Cursor<'a> {
         ParseError::at(self.text, offset, self.file, message)
     }
 
-    pub fn error(&self, message: impl Into<String>) -> ParseError {
+    pub(super) fn error(&self, message: impl Into<String>) -> ParseError {
         self.error_at(self.pos, message)
     }
 
-    pub fn rest(&self) -> &'a str {
+    pub(super) fn rest(&self) -> &'a str {
         &self.text[self.pos..self.end]
     }
 
-    pub fn peek(&self) -> Option<u8> {
+    pub(super) fn peek(&self) -> Option<u8> {
         self.peek_at(0)
     }
 
@@ -66,7 +66,7 @@ impl<'a> Cursor<'a> {
         self.pos >= self.end
     }
 
-    pub fn starts_with(&self, s: &str) -> bool {
+    pub(super) fn starts_with(&self, s: &str) -> bool {
         self.rest().starts_with(s)
     }
 
@@ -122,7 +122,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Skips whitespace, then consumes `s` or fails saying what was expected.
-    pub fn expect(&mut self, s: &str) -> PResult<()> {
+    pub(super) fn expect(&mut self, s: &str) -> PResult<()> {
         if self.eat(s) {
             Ok(())
         } else {
@@ -155,7 +155,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// An identifier-like word: letters, digits, `_`, `.`, and `-` (but not the `-` of `->`).
-    pub fn word(&mut self) -> &'a str {
+    pub(super) fn word(&mut self) -> &'a str {
         let start = self.pos;
         while let Some(c) = self.peek() {
             let ok = c.is_ascii_alphanumeric()
@@ -171,7 +171,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A name with an optional `%` sigil, after whitespace: `%add.1` or `add.1` -> `add.1`.
-    pub fn name(&mut self, what: &str) -> PResult<(&'a str, usize)> {
+    pub(super) fn name(&mut self, what: &str) -> PResult<(&'a str, usize)> {
         self.skip_ws();
         let start = self.pos;
         if self.peek() == Some(b'%') {
@@ -186,7 +186,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A signed decimal integer (after whitespace).
-    pub fn int(&mut self) -> PResult<i64> {
+    pub(super) fn int(&mut self) -> PResult<i64> {
         self.skip_ws();
         let start = self.pos;
         if matches!(self.peek(), Some(b'-' | b'+')) {
@@ -209,7 +209,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A non-negative integer that fits in `u32`.
-    pub fn u32(&mut self) -> PResult<u32> {
+    pub(super) fn u32(&mut self) -> PResult<u32> {
         self.skip_ws();
         let start = self.pos;
         let v = self.int()?;
@@ -218,7 +218,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// `true` or `false`.
-    pub fn bool(&mut self) -> PResult<bool> {
+    pub(super) fn bool(&mut self) -> PResult<bool> {
         self.skip_ws();
         let start = self.pos;
         match self.word() {
@@ -235,7 +235,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A double-quoted string with C escapes, returned unescaped.
-    pub fn string(&mut self) -> PResult<String> {
+    pub(super) fn string(&mut self) -> PResult<String> {
         self.skip_ws();
         let start = self.pos;
         if self.peek() != Some(b'"') {
@@ -345,7 +345,7 @@ impl<'a> Cursor<'a> {
 
     /// At an opening `(`, `[` or `{`: skips to just after its matching closer (nested groups
     /// and strings included) and returns the span inside.
-    pub fn group(&mut self) -> PResult<(usize, usize)> {
+    pub(super) fn group(&mut self) -> PResult<(usize, usize)> {
         let start = self.pos;
         let mut depth = 0usize;
         while let Some(c) = self.peek() {
@@ -407,7 +407,7 @@ pub(crate) struct LineIndex {
 }
 
 impl LineIndex {
-    pub fn new(text: &str) -> Self {
+    pub(super) fn new(text: &str) -> Self {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         LineIndex { starts }

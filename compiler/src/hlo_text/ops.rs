@@ -22,7 +22,7 @@ pub(crate) struct AttrBag<'a> {
 }
 
 impl<'a> AttrBag<'a> {
-    pub fn new(cursor: &Cursor<'a>, attrs: &[RawAttr<'a>]) -> Self {
+    pub(super) fn new(cursor: &Cursor<'a>, attrs: &[RawAttr<'a>]) -> Self {
         AttrBag {
             cursor: cursor.clone(),
             items: attrs.iter().map(|a| (*a, false)).collect(),
@@ -30,14 +30,14 @@ impl<'a> AttrBag<'a> {
     }
 
     /// A cursor over the value of `key`, if present.
-    pub fn take(&mut self, key: &str) -> Option<Cursor<'a>> {
+    pub(super) fn take(&mut self, key: &str) -> Option<Cursor<'a>> {
         let (attr, used) = self.items.iter_mut().find(|(a, _)| a.key == key)?;
         *used = true;
         Some(self.cursor.span(attr.value.0, attr.value.1))
     }
 
     /// The attributes nobody took, verbatim.
-    pub fn leftovers(&self) -> Vec<(String, String)> {
+    pub(super) fn leftovers(&self) -> Vec<(String, String)> {
         self.items
             .iter()
             .filter(|(_, used)| !used)
@@ -163,7 +163,7 @@ impl<'a> OpBuilder<'a, '_> {
         }
     }
 
-    pub fn build(&self, raw: &RawInstr<'a>, bag: &mut AttrBag<'a>) -> PResult<Op> {
+    pub(super) fn build(&self, raw: &RawInstr<'a>, bag: &mut AttrBag<'a>) -> PResult<Op> {
         let op = self.build_unchecked(raw, bag)?;
         if let RawOperands::Names(names) = &raw.operands {
             check_arity(&op, names.len()).map_err(|m| {

@@ -53,7 +53,7 @@ impl<'m> Context<'m> {
 
     /// Every instruction, computation by computation, operands before users (following
     /// the stored text order where it can).
-    pub fn instructions(&self) -> impl Iterator<Item = (ComputationId, InstrId)> + '_ {
+    pub(crate) fn instructions(&self) -> impl Iterator<Item = (ComputationId, InstrId)> + '_ {
         self.module.computation_ids().flat_map(move |c| {
             let comp = self.module.computation(c);
             comp.post_order().into_iter().map(move |id| (c, id))

@@ -4,7 +4,7 @@ use super::util::{err, expect_array, expect_operands, text, Result};
 use crate::ir::{ElementType, Shape};
 
 /// `(T[..., k], s32[..., k])` from an operand `T[..., n]` with `0 <= k <= n`.
-pub fn topk(k: i64, operands: &[&Shape]) -> Result<Shape> {
+pub(super) fn topk(k: i64, operands: &[&Shape]) -> Result<Shape> {
     let name = "topk";
     expect_operands(name, operands, 1)?;
     let a = expect_array(name, "the operand", operands[0])?;

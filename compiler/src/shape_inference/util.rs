@@ -182,7 +182,7 @@ pub(crate) struct Signature<'m> {
 
 impl Signature<'_> {
     /// `(f32[], f32[]) -> f32[]`.
-    pub fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         format!("{} -> {}", paren_list(&self.params), text(self.result))
     }
 }

@@ -82,7 +82,7 @@ impl IntoDims for Vec<i64> {
 }
 
 /// The IR shape for traced dimensions: unknown dimensions become dynamic `?` dimensions.
-pub fn array_shape(ty: ElementType, dims: &[Dim]) -> ArrayShape {
+pub(super) fn array_shape(ty: ElementType, dims: &[Dim]) -> ArrayShape {
     let mut shape = ArrayShape::new(
         ty,
         &dims
@@ -110,7 +110,7 @@ pub(crate) fn dims_of(shape: &ArrayShape) -> Vec<Dim> {
 }
 
 /// `f32[?,784]`: a shape as the tracing API shows it in messages.
-pub fn describe(shape: &ArrayShape) -> String {
+pub(super) fn describe(shape: &ArrayShape) -> String {
     let dims: Vec<String> = dims_of(shape).iter().map(|d| d.to_string()).collect();
     format!("{}[{}]", shape.element_type, dims.join(","))
 }

@@ -93,7 +93,7 @@ pub(crate) struct Report<'m> {
 
 impl Report<'_> {
     /// An error about a computation as a whole.
-    pub fn computation(&mut self, comp: ComputationId, message: String) {
+    pub(crate) fn computation(&mut self, comp: ComputationId, message: String) {
         self.errors.push(VerifyError {
             computation: self.module.computation(comp).name.clone(),
             instruction: None,
@@ -104,7 +104,7 @@ impl Report<'_> {
 
     /// An error about one instruction, located at its source line (the user's line from the
     /// metadata, else the HLO text line it was parsed from).
-    pub fn instruction(&mut self, comp: ComputationId, id: InstrId, message: String) {
+    pub(crate) fn instruction(&mut self, comp: ComputationId, id: InstrId, message: String) {
         let c = self.module.computation(comp);
         let instr = c.get(id);
         let location = self.module.source_location(instr).or_else(|| {
