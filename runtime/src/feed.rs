@@ -37,7 +37,7 @@ pub(crate) struct AbortFeedOnDrop<'f> {
 }
 
 impl<'f> AbortFeedOnDrop<'f> {
-    pub fn new(feed: Option<&'f dyn HostFeed>, replica: usize) -> Self {
+    pub(crate) fn new(feed: Option<&'f dyn HostFeed>, replica: usize) -> Self {
         AbortFeedOnDrop { feed, replica }
     }
 
@@ -48,7 +48,7 @@ impl<'f> AbortFeedOnDrop<'f> {
 
     /// The replica failed with `message` (a replica that only stopped because another one
     /// failed leaves the abort to that one).
-    pub fn fail(mut self, message: &str) {
+    pub(crate) fn fail(mut self, message: &str) {
         if let Some(feed) = self.feed.take() {
             if !is_stop_message(message) {
                 feed.abort(self.replica, message);

@@ -32,7 +32,7 @@ pub(crate) enum Loc {
 }
 
 impl Loc {
-    pub fn as_array(&self) -> Option<&Buffer> {
+    pub(crate) fn as_array(&self) -> Option<&Buffer> {
         match self {
             Loc::Array(b) => Some(b),
             _ => None,
@@ -40,7 +40,7 @@ impl Loc {
     }
 
     /// Array buffers depth-first.
-    pub fn leaves(&self) -> Vec<&Buffer> {
+    pub(crate) fn leaves(&self) -> Vec<&Buffer> {
         let mut out = Vec::new();
         fn walk<'a>(l: &'a Loc, out: &mut Vec<&'a Buffer>) {
             match l {
@@ -62,7 +62,7 @@ pub(crate) struct ConstPool {
 
 impl ConstPool {
     /// Stores `bytes` (8-byte aligned) and returns their address.
-    pub fn add(&mut self, bytes: &[u8]) -> usize {
+    pub(crate) fn add(&mut self, bytes: &[u8]) -> usize {
         let mut block = vec![0u64; bytes.len().div_ceil(8).max(1)].into_boxed_slice();
         let dst =
             unsafe { std::slice::from_raw_parts_mut(block.as_mut_ptr() as *mut u8, bytes.len()) };
@@ -72,7 +72,7 @@ impl ConstPool {
         addr
     }
 
-    pub fn total_bytes(&self) -> usize {
+    pub(crate) fn total_bytes(&self) -> usize {
         self.blocks.iter().map(|b| b.len() * 8).sum()
     }
 }

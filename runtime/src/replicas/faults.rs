@@ -14,7 +14,7 @@ pub(crate) struct PoisonOnDrop<'h> {
 }
 
 impl<'h> PoisonOnDrop<'h> {
-    pub fn new(hub: &'h Hub, replica: usize) -> Self {
+    pub(crate) fn new(hub: &'h Hub, replica: usize) -> Self {
         PoisonOnDrop {
             hub,
             replica,
@@ -29,7 +29,7 @@ impl<'h> PoisonOnDrop<'h> {
 
     /// The replica failed with `message`: stop the others, unless it only stopped because
     /// another replica failed first.
-    pub fn fail(self, message: &str) {
+    pub(crate) fn fail(self, message: &str) {
         if !is_stop_message(message) {
             self.hub.poison(stopped_message(self.replica, message));
         }

@@ -70,7 +70,7 @@ impl Symbols {
 
     /// Stores constant `bytes` (8-byte aligned) for the executable and returns their address,
     /// which generated code reaches through a symbol.
-    pub fn constant(&self, bytes: &[u8]) -> usize {
+    pub(crate) fn constant(&self, bytes: &[u8]) -> usize {
         let addr = self.table.borrow_mut().consts.add(bytes);
         self.name("const", addr, bytes.len());
         addr
@@ -78,7 +78,7 @@ impl Symbols {
 
     /// Names `len` bytes at `addr` (a plan or counters the executable keeps alive, or a Rust
     /// function when `len` is 0). Naming an address twice gives the first symbol.
-    pub fn name(&self, kind: &str, addr: usize, len: usize) {
+    pub(crate) fn name(&self, kind: &str, addr: usize, len: usize) {
         let mut t = self.table.borrow_mut();
         if t.by_start.contains_key(&addr) {
             return;
@@ -110,7 +110,7 @@ impl Symbols {
     }
 
     /// `addr` as a value in the function being built, read from its symbol.
-    pub fn value(&self, fb: &mut FunctionBuilder, addr: usize) -> Value {
+    pub(crate) fn value(&self, fb: &mut FunctionBuilder, addr: usize) -> Value {
         let (k, offset) = self.locate(addr);
         let name = fb
             .func
@@ -125,7 +125,7 @@ impl Symbols {
     }
 
     /// The address of Rust function `f` as a value: names it first.
-    pub fn function(&self, fb: &mut FunctionBuilder, f: usize) -> Value {
+    pub(crate) fn function(&self, fb: &mut FunctionBuilder, f: usize) -> Value {
         self.name("fn", f, 0);
         self.value(fb, f)
     }

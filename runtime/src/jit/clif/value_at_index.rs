@@ -29,7 +29,7 @@ use tessel_compiler::ir::{
 pub(crate) type Comp = (Value, i64);
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Index {
+pub(crate) enum Index {
     Multi(SmallVec<[Comp; 4]>),
     Linear(Comp),
 }
@@ -42,7 +42,7 @@ pub(crate) struct Leaf {
 }
 
 /// Memory flags for buffer accesses: never trap (every access is in bounds by construction).
-pub fn mem() -> MemFlagsData {
+pub(crate) fn mem() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
@@ -61,7 +61,7 @@ pub(crate) struct Elemental<'a, 'f> {
 
 impl<'a, 'f> Elemental<'a, 'f> {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
+    pub(crate) fn new(
         fb: &'a mut FunctionBuilder<'f>,
         module: &'a Module,
         comp: &'a Computation,
@@ -86,7 +86,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
     /// Records `v` as the value of `id` at `idx` for `lanes` lanes in the current block: a
     /// later [`Self::emit`] of the same instruction at the same index uses it (a kernel driven
     /// by another instruction's loop provides that instruction's value this way).
-    pub fn provide(&mut self, id: InstrId, idx: &Index, lanes: u32, v: Value) {
+    pub(crate) fn provide(&mut self, id: InstrId, idx: &Index, lanes: u32, v: Value) {
         self.cache.insert((id, idx.clone(), lanes), v);
     }
 
@@ -118,7 +118,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
         }
     }
 
-    pub fn base(&mut self, a: Addr) -> Value {
+    pub(crate) fn base(&mut self, a: Addr) -> Value {
         if let Some(&v) = self.base_addr.get(&a) {
             return v;
         }
@@ -127,7 +127,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
         v
     }
 
-    pub fn shape(&self, id: InstrId) -> Result<&'a ArrayShape, JitError> {
+    pub(crate) fn shape(&self, id: InstrId) -> Result<&'a ArrayShape, JitError> {
         let comp: &'a Computation = self.comp;
         comp.get(id).shape.as_array().ok_or_else(|| {
             JitError::Unsupported(format!(
@@ -200,7 +200,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
     }
 
     /// `idx` as one component per dimension of `shape`, or `None` when lanes would cross rows.
-    pub fn multi(
+    pub(crate) fn multi(
         &mut self,
         idx: &Index,
         shape: &ArrayShape,
@@ -220,7 +220,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
     }
 
     /// The value of `id` at `idx`, for `lanes` lanes.
-    pub fn emit(&mut self, id: InstrId, idx: &Index, lanes: u32) -> Result<Value, JitError> {
+    pub(crate) fn emit(&mut self, id: InstrId, idx: &Index, lanes: u32) -> Result<Value, JitError> {
         let key = (id, idx.clone(), lanes);
         if let Some(&v) = self.cache.get(&key) {
             return Ok(v);
@@ -635,7 +635,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
     }
 
     /// Loads a value of element type `ty` at linear index `lin` of the buffer at `addr`.
-    pub fn load(
+    pub(crate) fn load(
         &mut self,
         addr: Addr,
         ty: ElementType,
@@ -675,7 +675,7 @@ impl<'a, 'f> Elemental<'a, 'f> {
     }
 
     /// Stores `v` at linear index `b` (lanes consecutive) of the buffer at `addr`.
-    pub fn store(
+    pub(crate) fn store(
         &mut self,
         addr: Addr,
         ty: ElementType,

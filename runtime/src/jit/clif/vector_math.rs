@@ -19,7 +19,7 @@ pub(crate) struct Vm<'a, 'f> {
 }
 
 impl<'a, 'f> Vm<'a, 'f> {
-    pub fn new(fb: &'a mut FunctionBuilder<'f>, lanes: u32, has_fma: bool) -> Self {
+    pub(crate) fn new(fb: &'a mut FunctionBuilder<'f>, lanes: u32, has_fma: bool) -> Self {
         Vm { fb, lanes, has_fma }
     }
 
@@ -39,7 +39,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         }
     }
 
-    pub fn f(&mut self, c: f32) -> Value {
+    pub(crate) fn f(&mut self, c: f32) -> Value {
         let s = self.fb.ins().f32const(c);
         if self.lanes == 1 {
             s
@@ -48,7 +48,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         }
     }
 
-    pub fn i(&mut self, c: i32) -> Value {
+    pub(crate) fn i(&mut self, c: i32) -> Value {
         let s = self.fb.ins().iconst(types::I32, c as i64);
         if self.lanes == 1 {
             s
@@ -65,18 +65,18 @@ impl<'a, 'f> Vm<'a, 'f> {
         }
     }
 
-    pub fn bits(&mut self, x: Value) -> Value {
+    pub(crate) fn bits(&mut self, x: Value) -> Value {
         let (t, fl) = (self.ity(), self.flags());
         self.fb.ins().bitcast(t, fl, x)
     }
 
-    pub fn float_of_bits(&mut self, x: Value) -> Value {
+    pub(crate) fn float_of_bits(&mut self, x: Value) -> Value {
         let (t, fl) = (self.fty(), self.flags());
         self.fb.ins().bitcast(t, fl, x)
     }
 
     /// A float comparison as a condition usable by [`Vm::sel`].
-    pub fn fcmp(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
+    pub(crate) fn fcmp(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
         self.fb.ins().fcmp(cc, a, b)
     }
 
@@ -85,7 +85,7 @@ impl<'a, 'f> Vm<'a, 'f> {
     }
 
     /// `cond ? a : b` for a condition from [`Vm::fcmp`] / [`Vm::icmp`] (or their `band`/`bor`).
-    pub fn sel(&mut self, cond: Value, a: Value, b: Value) -> Value {
+    pub(crate) fn sel(&mut self, cond: Value, a: Value, b: Value) -> Value {
         if self.lanes == 1 {
             self.fb.ins().select(cond, a, b)
         } else {
@@ -101,7 +101,7 @@ impl<'a, 'f> Vm<'a, 'f> {
     }
 
     /// `a * b + c`.
-    pub fn fma(&mut self, a: Value, b: Value, c: Value) -> Value {
+    pub(crate) fn fma(&mut self, a: Value, b: Value, c: Value) -> Value {
         if self.has_fma {
             self.fb.ins().fma(a, b, c)
         } else {
@@ -174,7 +174,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         self.fb.ins().fmul(r2, q)
     }
 
-    pub fn exp(&mut self, x: Value) -> Value {
+    pub(crate) fn exp(&mut self, x: Value) -> Value {
         // Clamping keeps n in range; out there the result is already inf or 0.
         let hi = self.f(89.0);
         let lo = self.f(-104.0);
@@ -218,7 +218,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         self.sel(is_zero, x, res)
     }
 
-    pub fn log(&mut self, x: Value) -> Value {
+    pub(crate) fn log(&mut self, x: Value) -> Value {
         // Subnormals: scale into the normal range first.
         let min_normal = self.f(f32::MIN_POSITIVE);
         let is_sub = self.fcmp(FloatCC::LessThan, x, min_normal);
@@ -308,7 +308,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         self.sel(is_inf, inf, r)
     }
 
-    pub fn tanh(&mut self, x: Value) -> Value {
+    pub(crate) fn tanh(&mut self, x: Value) -> Value {
         let ax = self.fb.ins().fabs(x);
         // Small |x|: odd polynomial.
         let z = self.fb.ins().fmul(x, x);
@@ -338,7 +338,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         self.sel(is_small, small, big)
     }
 
-    pub fn logistic(&mut self, x: Value) -> Value {
+    pub(crate) fn logistic(&mut self, x: Value) -> Value {
         // With e = exp(-|x|) <= 1 nothing overflows: 1 / (1 + e) for x >= 0, e / (1 + e) below.
         let one = self.f(1.0);
         let ax = self.fb.ins().fabs(x);
@@ -416,7 +416,7 @@ impl<'a, 'f> Vm<'a, 'f> {
         self.float_of_bits(r)
     }
 
-    pub fn rsqrt(&mut self, x: Value) -> Value {
+    pub(crate) fn rsqrt(&mut self, x: Value) -> Value {
         let s = self.fb.ins().sqrt(x);
         let one = self.f(1.0);
         self.fb.ins().fdiv(one, s)

@@ -195,7 +195,7 @@ pub(crate) fn nest_part(
 }
 
 /// Loops over `dims` (outermost first), calling `body` with the induction variables.
-pub fn nest(
+pub(crate) fn nest(
     e: &mut Elemental,
     dims: &[i64],
     ivs: &mut Vec<Value>,

@@ -69,7 +69,7 @@ fn reads_each_once(op: &Op) -> bool {
 pub(crate) const MAX_FUSED_DEPTH: usize = 256;
 
 /// The instructions of `comp` that are not materialized.
-pub fn plan(comp: &Computation) -> HashSet<InstrId> {
+pub(crate) fn plan(comp: &Computation) -> HashSet<InstrId> {
     let root = comp.root();
     let mut fused = HashSet::new();
     // For each fused instruction, how many fused instructions lie between it and the root of

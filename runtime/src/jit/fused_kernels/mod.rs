@@ -8,9 +8,9 @@
 //! - `fusion_plan.rs`: which instructions of an unfused computation are recomputed inside
 //!   their users' kernels (the JIT's own plan, not the optimizer's fusion pass).
 
-pub mod elementwise;
+pub(crate) mod elementwise;
 pub(crate) mod fusion_plan;
-pub mod reduce;
+pub(crate) mod reduce;
 pub(crate) mod reduce_fused;
-pub mod window;
+pub(crate) mod window;
 pub(crate) mod window_tiled;

@@ -38,7 +38,11 @@ const MAX_ACCUMULATORS: usize = 16;
 /// elements that reduces its first dimension, whose reducer is add, multiply, maximum or
 /// minimum and whose init value is that reducer's identity (so that each part may start from
 /// it: the result is the same reduction with the rows summed in two groups).
-pub fn reduce_split(module: &Module, comp: &Computation, red: InstrId) -> Option<(i64, i64)> {
+pub(crate) fn reduce_split(
+    module: &Module,
+    comp: &Computation,
+    red: InstrId,
+) -> Option<(i64, i64)> {
     let instr = comp.get(red);
     let Op::Reduce {
         dimensions,

@@ -63,7 +63,7 @@ pub(crate) struct InfeedPlan {
 
 impl InfeedPlan {
     /// `out` is the instruction's `(data, token)` location.
-    pub fn new(name: &str, out: &Loc) -> Result<InfeedPlan, JitError> {
+    pub(crate) fn new(name: &str, out: &Loc) -> Result<InfeedPlan, JitError> {
         let malformed = || JitError::Invalid(format!("{name}: infeed must give (data, token[])"));
         let Loc::Tuple(items) = out else {
             return Err(malformed());
@@ -86,7 +86,7 @@ pub(crate) struct OutfeedPlan {
 }
 
 impl OutfeedPlan {
-    pub fn new(name: &str, operand: &Loc) -> OutfeedPlan {
+    pub(crate) fn new(name: &str, operand: &Loc) -> OutfeedPlan {
         OutfeedPlan {
             name: name.to_string(),
             operand: operand.clone(),

@@ -69,7 +69,7 @@ pub(crate) unsafe fn read_array(b: &Buffer, arena: *mut u8) -> Result<Array, Str
 ///
 /// # Safety
 /// `out` must be a live buffer of `arena` that nothing else reads or writes meanwhile.
-pub unsafe fn write_array(a: &Array, out: &Buffer, arena: *mut u8) -> Result<(), String> {
+pub(crate) unsafe fn write_array(a: &Array, out: &Buffer, arena: *mut u8) -> Result<(), String> {
     let bytes = a.data.to_le_bytes();
     if bytes.len() != out.byte_size() {
         return Err(format!("{} bytes for a {} buffer", bytes.len(), out.shape));

@@ -23,7 +23,7 @@ pub(crate) struct SortPlan {
 
 impl SortPlan {
     /// `out` is the instruction's location: one array, or a tuple of one per operand.
-    pub fn new(
+    pub(crate) fn new(
         name: &str,
         module: Arc<Module>,
         to_apply: ComputationId,

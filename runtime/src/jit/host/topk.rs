@@ -20,7 +20,7 @@ pub(crate) struct TopKPlan {
 
 impl TopKPlan {
     /// `out` is the instruction's `(values, indices)` location.
-    pub fn new(
+    pub(crate) fn new(
         name: &str,
         operand: Buffer,
         out: &Loc,

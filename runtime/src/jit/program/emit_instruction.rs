@@ -32,28 +32,28 @@ pub(super) struct Walk<'c> {
 
 impl Walk<'_> {
     /// The location of operand `k` of `instr`.
-    pub fn operand(&self, instr: &Instruction, k: usize) -> Result<&Loc, JitError> {
+    pub(super) fn operand(&self, instr: &Instruction, k: usize) -> Result<&Loc, JitError> {
         self.locs
             .get(&instr.operands()[k])
             .ok_or_else(|| JitError::Invalid(format!("{}: operand {k} not computed", instr.name)))
     }
 
     /// The buffer of array operand `k` of `instr`.
-    pub fn array(&self, instr: &Instruction, k: usize) -> Result<Buffer, JitError> {
+    pub(super) fn array(&self, instr: &Instruction, k: usize) -> Result<Buffer, JitError> {
         self.operand(instr, k)?.as_array().cloned().ok_or_else(|| {
             JitError::Invalid(format!("{}: operand {k} is not an array", instr.name))
         })
     }
 
     /// The buffers of all operands of `instr`, each an array.
-    pub fn arrays(&self, instr: &Instruction) -> Result<Vec<Buffer>, JitError> {
+    pub(super) fn arrays(&self, instr: &Instruction) -> Result<Vec<Buffer>, JitError> {
         (0..instr.operands().len())
             .map(|k| self.array(instr, k))
             .collect()
     }
 
     /// The locations of all operands of `instr`.
-    pub fn operands(&self, instr: &Instruction) -> Result<Vec<Loc>, JitError> {
+    pub(super) fn operands(&self, instr: &Instruction) -> Result<Vec<Loc>, JitError> {
         (0..instr.operands().len())
             .map(|k| self.operand(instr, k).cloned())
             .collect()

@@ -46,7 +46,10 @@ impl ConvEpilogue {
     ///
     /// # Safety
     /// `arena` must be the program's arena.
-    pub unsafe fn resolve(&self, arena: *mut u8) -> (Option<*const f32>, Option<PoolEpilogue>) {
+    pub(crate) unsafe fn resolve(
+        &self,
+        arena: *mut u8,
+    ) -> (Option<*const f32>, Option<PoolEpilogue>) {
         let bias = self.bias.map(|b| resolve(b, arena) as *const f32);
         let pool = self.pool.map(|(p, to)| PoolEpilogue {
             output: resolve(to.output, arena) as *mut f32,

@@ -105,7 +105,7 @@ type Pairs = Vec<(InstrId, InstrId)>;
 
 impl PairCache {
     /// Forgets every answer (another module is next).
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 

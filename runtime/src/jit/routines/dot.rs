@@ -100,7 +100,7 @@ fn plan_operand(
 impl DotPlan {
     /// Plans `out = dot(lhs, rhs)`.
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
+    pub(crate) fn new(
         name: &str,
         dnums: &DotDimensionNumbers,
         lhs: (Addr, &ArrayShape),
@@ -164,7 +164,7 @@ impl DotPlan {
     ///
     /// # Safety
     /// `arena` must be the program's arena.
-    pub unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
+    pub(crate) unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
         let elem = self.ty.byte_size();
         let view = |op: &Operand| -> *const u8 {
             let src = resolve(op.addr, arena);

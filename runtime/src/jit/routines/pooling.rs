@@ -51,7 +51,7 @@ impl PoolPlan {
     /// scratch of the bias sum's second part with the cut, when the sum is split; `choices`
     /// the window choices' buffer (`pool_choices.rs`) a forward pool writes or a gradient
     /// reads instead of the pre-activation. `None` when the routine declines the geometry.
-    pub fn new(
+    pub(crate) fn new(
         name: &str,
         m: &PoolMatch,
         params: &[Addr],

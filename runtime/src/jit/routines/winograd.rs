@@ -82,7 +82,7 @@ pub(crate) struct WinogradPlan {
 impl WinogradPlan {
     /// Plans `output = conv(input, kernel)` if it has the shape this routine handles;
     /// `None` otherwise (nothing is allocated then).
-    pub fn new(
+    pub(crate) fn new(
         name: &str,
         conv: &Convolution,
         input: (Addr, &ArrayShape),
@@ -176,7 +176,7 @@ impl WinogradPlan {
 
     /// # Safety
     /// `arena` must be the program's arena.
-    pub unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
+    pub(crate) unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
         let (bias, pool) = self.epilogue.resolve(arena);
         self.routine.run_fused(
             resolve(self.input, arena) as *const f32,
@@ -218,7 +218,7 @@ impl WinogradFilterPlan {
     /// convolution in `f01b_i01o->01bf` labels (`X` as `[N, H, W, C]`, `dY` as `[N, OH, OW,
     /// K]`, the window spanning all of `dY`, the output `r x r` spatially in any layout);
     /// `None` otherwise (nothing is allocated then).
-    pub fn new(
+    pub(crate) fn new(
         name: &str,
         conv: &Convolution,
         input: (Addr, &ArrayShape),
@@ -291,7 +291,7 @@ impl WinogradFilterPlan {
 
     /// # Safety
     /// `arena` must be the program's arena.
-    pub unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
+    pub(crate) unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
         self.routine.run(
             resolve(self.input, arena) as *const f32,
             resolve(self.grad, arena) as *const f32,
