@@ -12,7 +12,7 @@ use tessel_compiler::ir::{Array, Literal};
 use tessel_runtime::feed::{FeedError, FeedItem, FeedSource};
 
 /// One per-shard batch: the fed parameters' values, in parameter order.
-pub type Batch = Vec<Array>;
+pub(super) type Batch = Vec<Array>;
 /// The batches of one input pipeline, as the estimator's feeding sees them.
 pub(crate) type BatchIter = Box<dyn Iterator<Item = Result<Batch, FeedError>> + Send>;
 
@@ -34,7 +34,7 @@ pub(crate) struct Dealer {
 }
 
 impl Dealer {
-    pub fn new(batches: BatchIter) -> Dealer {
+    pub(super) fn new(batches: BatchIter) -> Dealer {
         Dealer {
             shared: Arc::new(Mutex::new(Shared {
                 batches,
@@ -46,18 +46,18 @@ impl Dealer {
     }
 
     /// Batches handed out so far.
-    pub fn dealt(&self) -> u64 {
+    pub(super) fn dealt(&self) -> u64 {
         self.lock().dealt
     }
 
     /// The input's failure, if it failed: the number of batches dealt before it, and why.
-    pub fn failure(&self) -> Option<(u64, String)> {
+    pub(super) fn failure(&self) -> Option<(u64, String)> {
         self.lock().failure.clone()
     }
 
     /// One infeed source per shard for a loop of `iterations`: together they take the next
     /// `iterations * shards` batches. Each yields a tuple of its batch's arrays.
-    pub fn sources(&self, shards: usize, iterations: u64) -> Vec<FeedSource> {
+    pub(super) fn sources(&self, shards: usize, iterations: u64) -> Vec<FeedSource> {
         (0..shards)
             .map(|_| {
                 let dealer = self.clone();

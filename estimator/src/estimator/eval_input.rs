@@ -121,7 +121,7 @@ pub(crate) struct MaskedBatch {
 
 impl MaskedBatch {
     /// Real examples (the mask's sum).
-    pub fn weight(&self) -> f64 {
+    pub(super) fn weight(&self) -> f64 {
         self.mask.iter().map(|&m| m as f64).sum()
     }
 }
@@ -138,7 +138,7 @@ pub(crate) struct EvalBatches {
 }
 
 impl EvalBatches {
-    pub fn new(
+    pub(super) fn new(
         dataset: &Dataset,
         components: &[FedComponent],
         mask: Option<&str>,
@@ -158,7 +158,7 @@ impl EvalBatches {
     }
 
     /// Reads up to `n` batches ahead; returns how many are ready (fewer once the input ended).
-    pub fn fill(&mut self, n: usize) -> Result<usize, EstimatorError> {
+    pub(super) fn fill(&mut self, n: usize) -> Result<usize, EstimatorError> {
         while self.ahead.len() < n && !self.ended {
             match self.iter.next() {
                 None => self.ended = true,
@@ -173,7 +173,7 @@ impl EvalBatches {
     }
 
     /// Takes `real` read-ahead batches, then `padding` all-padding batches.
-    pub fn take(&mut self, real: usize, padding: usize) -> Vec<MaskedBatch> {
+    pub(super) fn take(&mut self, real: usize, padding: usize) -> Vec<MaskedBatch> {
         let mut out: Vec<MaskedBatch> = self.ahead.drain(..real.min(self.ahead.len())).collect();
         out.extend((0..padding).map(|_| self.padding_batch()));
         out

@@ -49,7 +49,7 @@ impl Input {
 
 /// The dataset's elements from `position` on, as batches of the fed components. The arrays
 /// are moved out of the elements: the batch the dataset built is the buffer the infeed gets.
-pub fn batches(dataset: &Dataset, components: &[FedComponent], position: u64) -> BatchIter {
+pub(super) fn batches(dataset: &Dataset, components: &[FedComponent], position: u64) -> BatchIter {
     let components = components.to_vec();
     let spec = dataset.element_spec().clone();
     let order: Vec<Option<usize>> = components.iter().map(|c| spec.index_of(&c.name)).collect();

@@ -24,7 +24,7 @@ pub struct Progress {
 /// A program's progress callback ([`super::TpuEstimator::with_progress`]).
 pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 
-pub struct Log {
+pub(crate) struct Log {
     /// Lines are also kept, for tests and for callers that show them elsewhere.
     pub lines: Vec<String>,
     quiet: bool,
@@ -34,7 +34,7 @@ pub struct Log {
 
 impl Log {
     /// A log through the `log` facade; `quiet` keeps lines in memory only (tests).
-    pub fn new(quiet: bool) -> Log {
+    pub(crate) fn new(quiet: bool) -> Log {
         Log {
             lines: Vec::new(),
             quiet,
@@ -44,12 +44,12 @@ impl Log {
     }
 
     /// Reports training's progress to `progress` too.
-    pub fn with_progress(mut self, progress: Option<ProgressFn>) -> Log {
+    pub(crate) fn with_progress(mut self, progress: Option<ProgressFn>) -> Log {
         self.progress = progress;
         self
     }
 
-    pub fn info(&mut self, line: impl Into<String>) {
+    pub(crate) fn info(&mut self, line: impl Into<String>) {
         let line = line.into();
         if !self.quiet {
             log::info!(target: "tessel", "{line}");
@@ -77,7 +77,7 @@ impl Log {
     }
 
     /// Training reached `step` with the latest loss and throughput.
-    pub fn progress(&mut self, step: u64, loss: f64, examples_per_sec: f64) {
+    pub(crate) fn progress(&mut self, step: u64, loss: f64, examples_per_sec: f64) {
         let target = self.last.map_or(step, |p| p.target);
         self.report(Progress {
             step,

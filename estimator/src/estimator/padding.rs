@@ -105,7 +105,7 @@ pub(crate) fn padding_batch(components: &[FedComponent]) -> Batch {
 }
 
 /// Row `r` of `a` (its first dimension dropped).
-pub fn row(a: &Array, r: usize) -> Array {
+pub(super) fn row(a: &Array, r: usize) -> Array {
     let dims = &a.shape.dims;
     let n: i64 = dims[1..].iter().product();
     let data = crate::input::dataset::array_ops::copy_range(&a.data, r * n as usize, n as usize);

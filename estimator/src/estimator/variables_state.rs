@@ -136,7 +136,7 @@ impl HostState {
     }
 
     /// The checkpoint of this state.
-    pub fn checkpoint(&self, variables: &[Variable]) -> Checkpoint {
+    pub(super) fn checkpoint(&self, variables: &[Variable]) -> Checkpoint {
         Checkpoint {
             global_step: self.global_step,
             variables: variables
@@ -155,7 +155,7 @@ impl HostState {
     }
 
     /// The carried state of one shard: the global step (s32 on the device) then the values.
-    pub fn carried(&self) -> Result<Vec<Array>, EstimatorError> {
+    pub(super) fn carried(&self) -> Result<Vec<Array>, EstimatorError> {
         let step = i32::try_from(self.global_step).map_err(|_| {
             EstimatorError::value(format!(
                 "global step {} does not fit the device's s32 step counter (TPUs have no 64-bit values)",

@@ -58,7 +58,7 @@ pub(crate) struct TensorShapeProto {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct Dim {
+pub(super) struct Dim {
     #[prost(int64, tag = "1")]
     pub size: i64,
     #[prost(string, tag = "2")]

@@ -10,7 +10,7 @@
 use super::masked_crc32c;
 
 /// One (key, value) of a block.
-pub type Entry = (Vec<u8>, Vec<u8>);
+pub(super) type Entry = (Vec<u8>, Vec<u8>);
 
 const FOOTER_LEN: usize = 48;
 /// The footer's two block handles, zero-padded to this length, precede the magic number.

@@ -24,7 +24,7 @@ enum Remainder {
     PadWithMask(String),
 }
 
-pub struct Batch {
+pub(super) struct Batch {
     input: Dataset,
     size: u64,
     remainder: Remainder,
@@ -32,7 +32,11 @@ pub struct Batch {
 }
 
 impl Batch {
-    pub fn new(input: Dataset, size: u64, drop_remainder: bool) -> Result<Self, DatasetError> {
+    pub(super) fn new(
+        input: Dataset,
+        size: u64,
+        drop_remainder: bool,
+    ) -> Result<Self, DatasetError> {
         let remainder = if drop_remainder {
             Remainder::Drop
         } else {

@@ -23,7 +23,7 @@ pub(crate) struct Cache {
 }
 
 impl Cache {
-    pub fn new(input: Dataset) -> Self {
+    pub(super) fn new(input: Dataset) -> Self {
         Cache {
             input,
             cached: Arc::new(Mutex::new(None)),

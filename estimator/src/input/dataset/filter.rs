@@ -17,7 +17,7 @@ pub(crate) struct Filter {
 }
 
 impl Filter {
-    pub fn new(input: Dataset, predicate: Arc<Predicate>) -> Self {
+    pub(super) fn new(input: Dataset, predicate: Arc<Predicate>) -> Self {
         Filter { input, predicate }
     }
 }

@@ -18,7 +18,7 @@ pub(crate) struct Generator {
 }
 
 impl Generator {
-    pub fn new(spec: ElementSpec, open: Box<OpenFn>) -> Self {
+    pub(super) fn new(spec: ElementSpec, open: Box<OpenFn>) -> Self {
         Generator { spec, open }
     }
 }
@@ -79,7 +79,11 @@ pub type RecordReader<E> =
 
 /// Wraps a record reader into a generator of one scalar string component named `component`;
 /// its errors pass through as [`DatasetError::Source`] with `context` (say, the file name).
-pub fn records<E>(component: &str, context: String, reader: Box<RecordReader<E>>) -> Generator
+pub(super) fn records<E>(
+    component: &str,
+    context: String,
+    reader: Box<RecordReader<E>>,
+) -> Generator
 where
     E: std::error::Error + Send + Sync + 'static,
 {

@@ -16,7 +16,7 @@ pub(crate) struct Interleave {
 }
 
 impl Interleave {
-    pub fn new(
+    pub(super) fn new(
         inputs: Vec<Dataset>,
         cycle_length: usize,
         block_length: usize,

@@ -31,7 +31,7 @@ pub(crate) struct Map {
 }
 
 impl Map {
-    pub fn new(
+    pub(super) fn new(
         input: Dataset,
         f: Arc<MapFn>,
         spec: ElementSpec,

@@ -16,7 +16,7 @@ pub(crate) struct Prefetch {
 }
 
 impl Prefetch {
-    pub fn new(input: Dataset, depth: usize) -> Self {
+    pub(super) fn new(input: Dataset, depth: usize) -> Self {
         Prefetch { input, depth }
     }
 }

@@ -20,7 +20,7 @@ pub(crate) struct Repeat {
 }
 
 impl Repeat {
-    pub fn new(input: Dataset, count: Option<u64>) -> Self {
+    pub(super) fn new(input: Dataset, count: Option<u64>) -> Self {
         Repeat { input, count }
     }
 }

@@ -21,7 +21,7 @@ pub(crate) struct Shuffle {
 }
 
 impl Shuffle {
-    pub fn new(input: Dataset, buffer_size: usize, seed: u64) -> Result<Self, DatasetError> {
+    pub(super) fn new(input: Dataset, buffer_size: usize, seed: u64) -> Result<Self, DatasetError> {
         if buffer_size == 0 {
             return Err(DatasetError::invalid(
                 "shuffle",

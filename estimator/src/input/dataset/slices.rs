@@ -14,7 +14,7 @@ pub(crate) struct Slices {
 }
 
 impl Slices {
-    pub fn new(columns: Vec<(String, Array)>) -> Result<Self, DatasetError> {
+    pub(super) fn new(columns: Vec<(String, Array)>) -> Result<Self, DatasetError> {
         const OP: &str = "from_tensor_slices";
         if columns.is_empty() {
             return Err(DatasetError::invalid(OP, "no arrays were given"));

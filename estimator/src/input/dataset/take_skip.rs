@@ -17,17 +17,17 @@ pub(crate) enum Selection {
     Shard { num: u64, index: u64 },
 }
 
-pub struct Select {
+pub(super) struct Select {
     input: Dataset,
     selection: Selection,
 }
 
 impl Select {
-    pub fn new(input: Dataset, selection: Selection) -> Self {
+    pub(super) fn new(input: Dataset, selection: Selection) -> Self {
         Select { input, selection }
     }
 
-    pub fn shard(input: Dataset, num: u64, index: u64) -> Result<Self, DatasetError> {
+    pub(super) fn shard(input: Dataset, num: u64, index: u64) -> Result<Self, DatasetError> {
         if num == 0 || index >= num {
             return Err(DatasetError::invalid(
                 "shard",
