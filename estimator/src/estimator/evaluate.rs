@@ -157,8 +157,9 @@ impl TpuEstimator {
         let ipl = self.config.tpu_config.iterations_per_loop;
         let fit = steps_that_fit(batch_bytes(&components), shards, READ_AHEAD_BYTES);
         loop {
-            // The stop flag (Ctrl-C in the examples) ends evaluation between loops.
-            if self.stop.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            // The stop flag (Ctrl-C in the examples) ends evaluation between loops; an
+            // evaluation inside training leaves it to training, which saves and stops after it.
+            if trained.is_none() && self.stop.swap(false, std::sync::atomic::Ordering::SeqCst) {
                 return Err(EstimatorError::Stopped {
                     what: "evaluation",
                     done,

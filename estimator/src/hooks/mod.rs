@@ -54,7 +54,8 @@ pub trait Hook: Send {
         Ok(())
     }
 
-    /// Before each loop. The [`RunArgs`] returned may end the loop early, at a given step.
+    /// Before each loop. The [`RunArgs`] returned may end a training loop early, at a given
+    /// step (evaluation and prediction loops are not shortened).
     fn before_run(&mut self, _ctx: &mut RunContext) -> Result<RunArgs, EstimatorError> {
         Ok(RunArgs::default())
     }

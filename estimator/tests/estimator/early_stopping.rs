@@ -238,3 +238,30 @@ fn train_and_evaluate_evaluates_in_process_like_the_checkpoint() {
     assert!(evaluated[1].starts_with("Saving dict for global step 14: "));
     assert!(evaluated[2].starts_with("Saving dict for global step 16: "));
 }
+
+#[test]
+fn the_stop_flag_during_an_in_process_evaluation_stops_training_with_a_checkpoint() {
+    let dir = temp_dir("early_stop_flag");
+    let est = tiny::estimator(config(&dir, 5, 1000), Params::new());
+    let flag = est.stop_flag();
+    let hook = stop_if_no_decrease_hook(
+        |ctx| {
+            // Ctrl-C arrives while the evaluation at step 10 runs.
+            if ctx.global_step() == 10 {
+                flag.store(true, Ordering::SeqCst);
+            }
+            est.evaluate_run(tiny::eval_input, None, ctx)
+        },
+        "loss",
+        100,
+        0,
+        5,
+    );
+    let e = est
+        .train_with_hooks(tiny::train_input, None, Some(100), vec![Box::new(hook)], vec![])
+        .unwrap_err();
+    // The evaluation finished; training saved step 10 and stopped.
+    assert!(matches!(e, EstimatorError::Interrupted { step: 10 }), "{e}");
+    assert_eq!(checkpoint_steps(&dir), vec![0, 10]);
+    assert!(!flag.load(Ordering::SeqCst));
+}
