@@ -23,6 +23,7 @@ use crate::metrics::MetricSet;
 use crate::model::variables::Variable;
 use crate::model::Mode;
 use crate::summary::EventWriter;
+use tessel_compiler::hlo_text::{print_module, PrintOptions};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_runtime::feed::stack;
 
@@ -98,7 +99,7 @@ impl TpuEstimator {
         input_fn: impl Fn(&Params) -> Result<Input, EstimatorError>,
         steps: Option<u64>,
         hooks: Vec<Box<dyn Hook + 'h>>,
-        trained: Option<&RunContext>,
+        mut trained: Option<&mut RunContext>,
     ) -> Result<EvalResult, EstimatorError> {
         let mut log = Log::new(self.quiet);
         if steps == Some(0) {
@@ -131,7 +132,7 @@ impl TpuEstimator {
             self.config.tf_random_seed,
         )?;
         log.info("Done calling model_fn.");
-        let state = match trained {
+        let state = match trained.as_deref() {
             Some(run) => state_of_run(run, &traced.variables)?,
             None => restore_for(self, &traced.variables, "evaluate", &mut log)?,
         };
@@ -145,7 +146,20 @@ impl TpuEstimator {
         let global_step = ctx.global_step();
 
         let mut input_batches = EvalBatches::new(&input.dataset, &components, mask_name, per_shard);
-        let mut runner = LoopRunner::new(traced.module, traced.fed.clone(), self.device());
+        // In training, the evaluation program compiled for the previous evaluation is reused
+        // when the model_fn traced the same step again.
+        let text = trained
+            .is_some()
+            .then(|| print_module(&traced.module, &PrintOptions::default()));
+        let cached = trained
+            .as_deref_mut()
+            .and_then(|run| run.eval_runner.take())
+            .filter(|(cached, _)| Some(cached) == text.as_ref());
+        let mut runner = match cached {
+            Some((_, runner)) => runner,
+            None => LoopRunner::new(traced.module, traced.fed.clone(), self.device()),
+        };
+        let compiled_before = runner.compiled();
         let mut metrics = MetricSet::new();
         let carried = vec![ctx.state.carried()?; shards];
         // The loss: each shard's batch loss (a mean over its real examples) weighted by its
@@ -268,6 +282,10 @@ impl TpuEstimator {
             }
         }
         hooks.end(&mut ctx)?;
+        if let (Some(run), Some(text)) = (trained, text) {
+            run.eval_compiles += runner.compiled() - compiled_before;
+            run.eval_runner = Some((text, runner));
+        }
         if examples == 0.0 {
             return Err(EstimatorError::Input(
                 "no examples to evaluate: the eval input_fn's dataset gave none (or only examples of weight 0)".into(),

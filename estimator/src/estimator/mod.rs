@@ -35,7 +35,7 @@ mod exported_model;
 pub mod infeed;
 mod input_fn;
 pub(crate) mod log;
-mod loop_runner;
+pub(crate) mod loop_runner;
 mod padding;
 mod params;
 mod predict;

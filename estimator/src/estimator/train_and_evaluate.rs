@@ -37,7 +37,8 @@ struct EvalEveryHook<'a, E> {
     estimator: &'a TpuEstimator,
     eval_spec: &'a EvalSpec<E>,
     every: u64,
-    results: &'a Mutex<Vec<EvalResult>>,
+    /// The evaluations, and the evaluation loop programs compiled for them.
+    results: &'a Mutex<(Vec<EvalResult>, usize)>,
 }
 
 impl<E> Hook for EvalEveryHook<'_, E>
@@ -61,10 +62,12 @@ where
             let result =
                 self.estimator
                     .evaluate_run(&self.eval_spec.input_fn, self.eval_spec.steps, ctx)?;
-            self.results
+            let mut results = self
+                .results
                 .lock()
-                .map_err(|_| EstimatorError::value("an evaluation failed on another thread"))?
-                .push(result);
+                .map_err(|_| EstimatorError::value("an evaluation failed on another thread"))?;
+            results.0.push(result);
+            results.1 = ctx.eval_compiles;
         }
         Ok(())
     }
@@ -101,7 +104,7 @@ impl TpuEstimator {
         if self.latest_global_step()? as u64 >= train_spec.max_steps {
             return self.evaluate(&eval_spec.input_fn, eval_spec.steps);
         }
-        let results = Mutex::new(Vec::new());
+        let results = Mutex::new((Vec::new(), 0));
         let hook = EvalEveryHook {
             estimator: self,
             eval_spec,
@@ -115,7 +118,7 @@ impl TpuEstimator {
             vec![Box::new(hook)],
             Vec::new(),
         )?;
-        let evaluations = results
+        let (evaluations, eval_compiles) = results
             .into_inner()
             .map_err(|_| EstimatorError::value("an evaluation failed on another thread"))?;
         let count = evaluations.len();
@@ -125,7 +128,7 @@ impl TpuEstimator {
             .ok_or_else(|| EstimatorError::value("no evaluation ran"))?;
         last.log = trained.log;
         let line = format!(
-            "Trained to step {} with {count} evaluations in process; the training loop was compiled {} time(s).",
+            "Trained to step {} with {count} evaluations in process; loop programs compiled: {} for training, {eval_compiles} for evaluation.",
             trained.global_step, trained.loops_compiled
         );
         if !self.quiet {

@@ -5,6 +5,7 @@ use super::Hook;
 use crate::checkpoint::Saver;
 use crate::error::EstimatorError;
 use crate::estimator::log::Log;
+use crate::estimator::loop_runner::LoopRunner;
 use crate::estimator::variables_state::HostState;
 use crate::model::variables::Variable;
 use crate::model::Mode;
@@ -33,6 +34,10 @@ pub struct RunContext {
     pub(crate) saved: (usize, Duration),
     /// The step of the model_dir's latest checkpoint as this call knows it.
     pub(crate) last_saved_step: i64,
+    /// In-process evaluations: the evaluation program (keyed by its step's HLO text), kept
+    /// from one evaluation to the next, and the loop programs compiled for them in all.
+    pub(crate) eval_runner: Option<(String, LoopRunner)>,
+    pub(crate) eval_compiles: usize,
 }
 
 impl RunContext {
@@ -56,6 +61,8 @@ impl RunContext {
             events: None,
             saved: (0, Duration::ZERO),
             last_saved_step: step,
+            eval_runner: None,
+            eval_compiles: 0,
         }
     }
 

@@ -201,12 +201,13 @@ fn train_and_evaluate_evaluates_in_process_like_the_checkpoint() {
     };
     let r = est.train_and_evaluate(&train, &eval).unwrap();
     assert_eq!(r.global_step, 30);
-    // The training graph traced once and its loop compiled once; one evaluation trace each.
+    // The training graph traced once and its loop compiled once; one evaluation trace each,
+    // its programs (loops of 5 and the last 2 of the 12 batches) compiled for the first only.
     assert_eq!(traces[0].load(Ordering::SeqCst), 1);
     assert_eq!(traces[1].load(Ordering::SeqCst), 3);
     assert_eq!(
         r.log.last().unwrap(),
-        "Trained to step 30 with 3 evaluations in process; the training loop was compiled 1 time(s)."
+        "Trained to step 30 with 3 evaluations in process; loop programs compiled: 1 for training, 2 for evaluation."
     );
     assert!(!r.log.iter().any(|l| l.starts_with("Restoring parameters")));
     // The same numbers as evaluating the checkpoint of step 30.
@@ -258,7 +259,13 @@ fn the_stop_flag_during_an_in_process_evaluation_stops_training_with_a_checkpoin
         5,
     );
     let e = est
-        .train_with_hooks(tiny::train_input, None, Some(100), vec![Box::new(hook)], vec![])
+        .train_with_hooks(
+            tiny::train_input,
+            None,
+            Some(100),
+            vec![Box::new(hook)],
+            vec![],
+        )
         .unwrap_err();
     // The evaluation finished; training saved step 10 and stopped.
     assert!(matches!(e, EstimatorError::Interrupted { step: 10 }), "{e}");
