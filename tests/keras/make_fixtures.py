@@ -465,9 +465,9 @@ def make_h5py_files():
         f.create_dataset("scalar", data=np.float32(2.5))
         f.create_dataset("empty", shape=(0, 3), dtype="float32")
     with h5py.File(os.path.join(folder, "big_attributes.h5"), "w") as f:
-        big = json.dumps({"layers": [{"name": "layer_%d" % i, "units": i} for i in range(3000)]})
+        big = json.dumps({"layers": [{"name": "layer_%d" % i, "units": i} for i in range(2000)]})
         f.attrs["model_config"] = big
-        f.attrs["weight_names"] = ["layer_%d/kernel:0" % i for i in range(2000)]
+        f.attrs["weight_names"] = ["layer_%d/kernel:0" % i for i in range(1000)]
         f.attrs["fixed"] = np.bytes_("fixed-length text")
         f.attrs["numbers"] = np.arange(5, dtype="float64")
         f.attrs["count"] = np.int32(-7)

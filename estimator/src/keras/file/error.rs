@@ -33,6 +33,9 @@ pub enum KerasFileError {
         what: String,
         source: serde_json::Error,
     },
+    /// The checkpoint in a SavedModel's `variables/`.
+    #[error(transparent)]
+    Checkpoint(#[from] crate::checkpoint::tf_bundle::TfBundleError),
     #[error("{file} is not a readable zip archive: {message}")]
     Zip { file: PathBuf, message: String },
 }

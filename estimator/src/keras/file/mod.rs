@@ -16,6 +16,8 @@ mod error;
 mod keras_zip;
 mod layer_paths;
 mod legacy_h5;
+mod saved_model;
+mod saved_model_proto;
 mod weight_names;
 
 pub use error::KerasFileError;
@@ -64,11 +66,7 @@ pub fn read_keras_file(path: &Path) -> Result<KerasFile, KerasFileError> {
         source,
     };
     if std::fs::metadata(path).map_err(io)?.is_dir() {
-        return Err(KerasFileError::Unsupported {
-            file: path.to_path_buf(),
-            offset: 0,
-            feature: "tf.keras SavedModel directories".into(),
-        });
+        return saved_model::read(path);
     }
     let bytes = std::fs::read(path).map_err(io)?;
     if bytes.starts_with(b"PK\x03\x04") {

@@ -80,7 +80,7 @@ pub(crate) fn read(file: &Hdf5File, msg: Message) -> Result<Attribute<'_>, Keras
     let at = r.pos;
     let len = count
         .checked_mul(datatype.element_size(file))
-        .filter(|&n| at + n <= end)
+        .filter(|&n| at.checked_add(n).is_some_and(|e| e <= end))
         .ok_or_else(|| {
             file.corrupt(
                 at,

@@ -1,5 +1,5 @@
-//! The data layout message (versions 3 and 4) and reading a dataset's raw bytes: compact,
-//! contiguous, or chunked (v1 B-tree index, or v4's single-chunk index) through the filters.
+//! The data layout message (versions 3 to 5) and reading a dataset's raw bytes: compact,
+//! contiguous, or chunked (v1 B-tree index, or the single-chunk index of v4 and v5) through the filters.
 
 use super::bytes::{Reader, UNDEFINED};
 use super::filters::{self, Filter};
@@ -21,7 +21,7 @@ pub(crate) enum Layout {
         address: u64,
         chunk: Vec<u64>,
     },
-    /// A v4 layout whose one chunk is the whole dataset.
+    /// A v4/v5 layout whose one chunk is the whole dataset.
     SingleChunk {
         address: u64,
         size: Option<u64>,
@@ -32,7 +32,8 @@ pub(crate) enum Layout {
 pub(crate) fn read(file: &Hdf5File, msg: Message) -> Result<Layout, KerasFileError> {
     let mut r = Reader::at(file, msg.at);
     let version = r.u8("the data layout version")?;
-    if version != 3 && version != 4 {
+    // Version 5 (HDF5 2.0, h5py's `libver="latest"`) lays these classes out as version 4 does.
+    if !(3..=5).contains(&version) {
         return Err(file.unsupported(msg.at, format!("data layout version {version}")));
     }
     let class = r.u8("the data layout class")?;

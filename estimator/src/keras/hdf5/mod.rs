@@ -3,8 +3,9 @@
 //! Read: superblocks 0 to 3; object headers v1 and v2 with continuations; groups as symbol
 //! tables (v1 B-tree, `SNOD` nodes, local heap) or compact link messages; dataspaces;
 //! little-endian integers and IEEE floats, fixed- and variable-length strings (global heap);
-//! compact, contiguous and chunked layouts (v1 B-tree chunk index, or v4's single chunk) with
-//! the deflate and shuffle filters; attributes v1 to v3 in the object header.
+//! compact, contiguous and chunked layouts (v1 B-tree chunk index, or the single chunk of a
+//! v4 or v5 layout) with the deflate and shuffle filters; attributes v1 to v3 in the object
+//! header.
 //!
 //! Anything else (dense link or attribute storage in a fractal heap, other filters and chunk
 //! indexes, big-endian data, compound and other datatypes, external and soft links) is
