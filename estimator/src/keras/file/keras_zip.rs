@@ -3,7 +3,7 @@
 //! `layers/<class_in_snake_case>[_N]/vars/<i>` datasets hold each layer's weights by position.
 
 use super::layer_paths::layer_paths;
-use super::weight_names::weight_names;
+use super::weight_names::{weight_names, Naming};
 use super::{parse_json, KerasArray, KerasFile, KerasFileError, KerasFormat};
 use crate::keras::hdf5::{Group, Hdf5File, Node};
 use serde_json::Value;
@@ -60,13 +60,15 @@ pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Result<KerasFile, KerasFileEr
             what: "config.json has no `class_name` and `config`".into(),
         });
     }
-    let weights = read_weights(&h5, &config)?;
+    let keras_version = metadata
+        .get("keras_version")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let naming = Naming::of_version(keras_version.as_deref());
+    let weights = read_weights(&h5, &config, naming)?;
     Ok(KerasFile {
         format: KerasFormat::KerasV3Zip,
-        keras_version: metadata
-            .get("keras_version")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        keras_version,
         compile_config: config
             .get("compile_config")
             .filter(|c| !c.is_null())
@@ -79,6 +81,7 @@ pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Result<KerasFile, KerasFileEr
 fn read_weights(
     h5: &Hdf5File,
     config: &Value,
+    naming: Naming,
 ) -> Result<BTreeMap<String, Vec<KerasArray>>, KerasFileError> {
     let mut out = BTreeMap::new();
     for layer in layer_paths(config) {
@@ -93,7 +96,7 @@ fn read_weights(
                 return Err(mismatch(h5.path(), &vars, &name, own));
             }
         }
-        let arrays = read_vars(h5, &vars, layer.class_name, layer.config)?;
+        let arrays = read_vars(h5, &vars, layer.class_name, layer.config, naming)?;
         if !arrays.is_empty() {
             out.insert(layer.key, arrays);
         }
@@ -106,9 +109,10 @@ fn read_vars(
     vars: &Group<'_>,
     class: &str,
     config: &Value,
+    naming: Naming,
 ) -> Result<Vec<KerasArray>, KerasFileError> {
     let count = vars.member_names()?.len();
-    let names = weight_names(class, config).filter(|n| n.len() == count);
+    let names = weight_names(class, config, naming).filter(|n| n.len() == count);
     let mut arrays = Vec::with_capacity(count);
     for i in 0..count {
         let Some(Node::Dataset(d)) = vars.member(&i.to_string())? else {

@@ -7,7 +7,7 @@
 //! which layer a variable belongs to.
 
 use super::saved_model_proto::{SavedMetadata, TrackableObjectGraph};
-use super::weight_names::weight_names;
+use super::weight_names::{weight_names, Naming};
 use super::{parse_json, KerasArray, KerasFile, KerasFileError, KerasFormat};
 use crate::checkpoint::tf_bundle::TfBundle;
 use prost::Message;
@@ -132,7 +132,8 @@ fn read_weights(
             .and_then(Value::as_str)
             .unwrap_or("");
         let config = value.get("config").unwrap_or(&Value::Null);
-        let order = weight_names(class, config).unwrap_or_default();
+        // The names are the checkpoint's; the table only orders them.
+        let order = weight_names(class, config, Naming::TfKeras).unwrap_or_default();
         vars.sort_by_key(|(name, _)| order.iter().position(|n| n == name).unwrap_or(usize::MAX));
         let mut arrays = Vec::with_capacity(vars.len());
         for (name, key) in vars {
