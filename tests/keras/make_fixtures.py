@@ -15,7 +15,8 @@ three formats) and `keras3` writes `keras3.keras`. Each Keras also writes, with 
   - `<prefix>trained.npz`: every layer weight after 3 `train_on_batch` steps on that batch from
     the saved weights, with the dropout layers' rates set to 0 for those steps, keyed `<layer>/<weight>` (`<outer>/<inner>/<weight>` in a nested model).
 `h5py` writes `h5py/*.h5`: HDF5 files of kinds Keras does not make (chunked + gzip + shuffle,
-compact, big attributes, nested groups, libver="latest", a filter tessel refuses).
+compact, big attributes, nested groups, libver="latest", and dense links and attributes and a
+filter, which tessel refuses).
 
 The tf.keras SavedModel's `saved_model.pb` (the traced TF graph, 100-300 KB each) is not
 kept: tessel reads `keras_metadata.pb` and `variables/` only, and the fixtures stay small.
@@ -483,6 +484,9 @@ def make_h5py_files():
     with h5py.File(os.path.join(folder, "many_links_latest.h5"), "w", libver="latest") as f:
         for i in range(20):
             f.create_dataset("d%02d" % i, data=np.float32(i))
+    with h5py.File(os.path.join(folder, "many_attributes_latest.h5"), "w", libver="latest") as f:
+        for i in range(12):
+            f.attrs["a%02d" % i] = np.float32(i)
     with h5py.File(os.path.join(folder, "lzf_filter.h5"), "w") as f:
         f.create_dataset("a", data=a, chunks=(8, 8), compression="lzf")
     with open(os.path.join(folder, "reference.json"), "w") as out:

@@ -169,3 +169,11 @@ fn an_unknown_filter_is_refused_by_name() {
         "{feature}"
     );
 }
+
+#[test]
+fn dense_attribute_storage_is_refused_by_name() {
+    let file = Hdf5File::open(&h5py_file("many_attributes_latest.h5")).expect("opens");
+    let root = file.root().expect("root");
+    let err = root.attribute("a03").err().expect("dense attributes");
+    assert!(unsupported_feature(err).contains("dense attribute storage"));
+}

@@ -76,7 +76,6 @@ impl Hdf5File {
         let start = superblock::find_signature(&file.data)
             .ok_or_else(|| file.corrupt(0, "the HDF5 signature \\x89HDF\\r\\n\\x1a\\n"))?;
         let sb = superblock::read(&mut file, start)?;
-        debug_assert!(sb.version <= 3 && sb.start == start);
         file.base = sb.start;
         file.sizeof_offsets = sb.sizeof_offsets;
         file.sizeof_lengths = sb.sizeof_lengths;

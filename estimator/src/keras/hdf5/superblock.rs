@@ -10,7 +10,6 @@ pub(crate) const SIGNATURE: [u8; 8] = *b"\x89HDF\r\n\x1a\n";
 pub(crate) struct Superblock {
     /// Where the signature is (0, or 512, 1024, ... after a user block).
     pub(crate) start: u64,
-    pub(crate) version: u8,
     pub(crate) sizeof_offsets: u8,
     pub(crate) sizeof_lengths: u8,
     /// The root group's object header address.
@@ -75,7 +74,6 @@ pub(crate) fn read(file: &mut Hdf5File, start: u64) -> Result<Superblock, KerasF
     }
     Ok(Superblock {
         start,
-        version,
         sizeof_offsets,
         sizeof_lengths,
         root,
