@@ -487,6 +487,13 @@ def make_h5py_files():
     with h5py.File(os.path.join(folder, "many_attributes_latest.h5"), "w", libver="latest") as f:
         for i in range(12):
             f.attrs["a%02d" % i] = np.float32(i)
+    with h5py.File(os.path.join(folder, "foreign_types.h5"), "w") as f:
+        f.create_dataset("big_endian", data=np.arange(4, dtype=">f4"))
+        f.create_dataset("bools", data=np.array([True, False]))
+        f.create_dataset("pairs", data=np.zeros(2, dtype=[("x", "<f4"), ("y", "<i4")]))
+        f.create_dataset("target", data=np.float32(1))
+        f["soft"] = h5py.SoftLink("/target")
+        f["external"] = h5py.ExternalLink("elsewhere.h5", "/x")
     with h5py.File(os.path.join(folder, "lzf_filter.h5"), "w") as f:
         f.create_dataset("a", data=a, chunks=(8, 8), compression="lzf")
     with open(os.path.join(folder, "reference.json"), "w") as out:

@@ -177,3 +177,32 @@ fn dense_attribute_storage_is_refused_by_name() {
     let err = root.attribute("a03").err().expect("dense attributes");
     assert!(unsupported_feature(err).contains("dense attribute storage"));
 }
+
+#[test]
+fn foreign_types_and_links_are_refused_by_name() {
+    let file = Hdf5File::open(&h5py_file("foreign_types.h5")).expect("opens");
+    let root = file.root().expect("root");
+    let feature = |path: &str| -> String {
+        let read = file.get(path).and_then(|node| match node {
+            Some(Node::Dataset(d)) => d.read_f32().map(drop),
+            _ => panic!("{path}: not a dataset"),
+        });
+        unsupported_feature(read.expect_err(path))
+    };
+    assert_eq!(feature("big_endian"), "a big-endian floating-point type");
+    assert!(
+        feature("bools").contains("enumeration"),
+        "h5py's bool is an enum"
+    );
+    assert!(feature("pairs").contains("compound"));
+    for link in ["soft", "external"] {
+        let err = match root.member(link) {
+            Err(err) => err,
+            Ok(_) => panic!("{link} followed"),
+        };
+        let named = unsupported_feature(err);
+        assert!(named.contains(link) && named.contains("link"), "{named}");
+    }
+    // the dataset the soft link points to reads
+    assert!(matches!(file.get("target"), Ok(Some(Node::Dataset(_)))));
+}
