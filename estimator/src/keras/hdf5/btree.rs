@@ -76,6 +76,7 @@ fn walk<K>(
     // (address, the level its parent expects)
     let mut stack = vec![(root, None::<u8>)];
     let mut visited = 0u64;
+    let (mut leaves, most) = (0u64, 1 + file.len() / 16);
     while let Some((address, expected_level)) = stack.pop() {
         visited += 1;
         if visited > 1 + file.len() / 24 {
@@ -99,6 +100,11 @@ fn walk<K>(
             let k = key(&mut r)?;
             let child = r.offset("a B-tree child address")?;
             if level == 0 {
+                // A damaged tree may repeat nodes: never list more leaves than the file holds.
+                leaves += 1;
+                if leaves > most {
+                    return Err(file.corrupt(root, "a B-tree no bigger than its file"));
+                }
                 leaf(k, child);
             } else {
                 children.push(child);

@@ -86,6 +86,10 @@ fn symbol_table(file: &Hdf5File, msg: Message) -> Result<Vec<(String, Target)>, 
             };
             out.push((name, target));
         }
+        // Leaves may repeat in a damaged tree: never list more members than the file holds.
+        if out.len() as u64 > file.len() / 16 {
+            return Err(file.corrupt(node, "a symbol table no bigger than its file"));
+        }
     }
     Ok(out)
 }
