@@ -18,6 +18,7 @@ pub mod error;
 pub mod estimator;
 pub mod hooks;
 pub mod input;
+pub mod keras;
 pub mod losses;
 pub mod metrics;
 pub mod model;

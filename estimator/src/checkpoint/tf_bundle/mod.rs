@@ -74,6 +74,15 @@ pub struct TfBundle {
     entries: Vec<(String, BundleEntryProto)>,
 }
 
+fn check_crc(computed: u32, stored: u32) -> Result<(), String> {
+    if computed != stored {
+        return Err(format!(
+            "CRC32C mismatch (stored {stored:#010x}, computed {computed:#010x}): the file is corrupted"
+        ));
+    }
+    Ok(())
+}
+
 /// TF's `MaskDelta` rotation: CRCs stored next to data they cover are masked.
 pub(crate) fn masked_crc32c(bytes: &[u8]) -> u32 {
     let crc = crc32c::crc32c(bytes);
@@ -229,6 +238,65 @@ impl TfBundle {
                 expected.map_or("more than 2^64".to_string(), |n| n.to_string())
             )));
         }
+        let bytes = self.entry_bytes(name, entry)?;
+        check_crc(masked_crc32c(&bytes), entry.crc32c).map_err(data_err)?;
+        let data = ArrayData::from_le_bytes(ty, &bytes)
+            .ok_or_else(|| data_err("its bytes do not decode".into()))?;
+        Ok(Array::new(ArrayShape::new(ty, &info.dims), data))
+    }
+
+    /// A scalar string tensor's bytes, such as `_CHECKPOINTABLE_OBJECT_GRAPH` (TF stores a
+    /// string tensor as its varint lengths, their masked CRC32C, then the strings).
+    pub fn read_scalar_string(&self, name: &str) -> Result<Vec<u8>, TfBundleError> {
+        let entry = self.entry(name).ok_or_else(|| TfBundleError::NotFound {
+            prefix: self.prefix.clone(),
+            name: name.to_string(),
+        })?;
+        let path = data_path(&self.prefix, entry.shard_id, self.num_shards);
+        let data_err = |message: &str| TfBundleError::Data {
+            path: path.clone(),
+            name: name.to_string(),
+            message: message.to_string(),
+        };
+        const DT_STRING: i32 = 7;
+        let scalar = entry.shape.as_ref().is_none_or(|s| s.dim.is_empty());
+        if entry.dtype != DT_STRING || !scalar {
+            return Err(data_err("it is not a scalar string"));
+        }
+        let bytes = self.entry_bytes(name, entry)?;
+        let (mut len, mut used) = (0u64, 0usize);
+        for (i, &b) in bytes.iter().enumerate().take(10) {
+            len |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                used = i + 1;
+                break;
+            }
+        }
+        let start = used + 4;
+        let end = (start as u64).checked_add(len);
+        if used == 0 || end.is_none_or(|end| end > bytes.len() as u64) {
+            return Err(data_err("its length prefix does not match its bytes"));
+        }
+        let value = &bytes[start..start + len as usize];
+        // TF's CRC of a string tensor covers each length as 4 little-endian bytes, the
+        // lengths' checksum, then the strings.
+        let len32 = u32::try_from(len).map_err(|_| data_err("it is longer than 4 GiB"))?;
+        let crc = crc32c::crc32c(&len32.to_le_bytes());
+        let crc = crc32c::crc32c_append(crc, &bytes[used..start]);
+        let crc = crc32c::crc32c_append(crc, value);
+        let masked = crc.rotate_right(15).wrapping_add(0xa282_ead8);
+        check_crc(masked, entry.crc32c).map_err(|m| data_err(&m))?;
+        Ok(value.to_vec())
+    }
+
+    /// The bytes of one entry from its shard (the caller checks their CRC).
+    fn entry_bytes(&self, name: &str, entry: &BundleEntryProto) -> Result<Vec<u8>, TfBundleError> {
+        let path = data_path(&self.prefix, entry.shard_id, self.num_shards);
+        let data_err = |message: String| TfBundleError::Data {
+            path: path.clone(),
+            name: name.to_string(),
+            message,
+        };
         let io = |source| TfBundleError::Io {
             path: path.clone(),
             source,
@@ -246,16 +314,7 @@ impl TfBundle {
             .map_err(io)?;
         let mut bytes = vec![0u8; entry.size as usize];
         file.read_exact(&mut bytes).map_err(io)?;
-        let crc = masked_crc32c(&bytes);
-        if crc != entry.crc32c {
-            return Err(data_err(format!(
-                "CRC32C mismatch (stored {:#010x}, computed {crc:#010x}): the file is corrupted",
-                entry.crc32c
-            )));
-        }
-        let data = ArrayData::from_le_bytes(ty, &bytes)
-            .ok_or_else(|| data_err("its bytes do not decode".into()))?;
-        Ok(Array::new(ArrayShape::new(ty, &info.dims), data))
+        Ok(bytes)
     }
 }
 
