@@ -12,3 +12,4 @@ pub mod session;
 pub mod shard_map;
 mod stop_message;
 pub mod threads;
+pub mod trace;

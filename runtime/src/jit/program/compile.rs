@@ -121,7 +121,10 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         routine_sig: None,
         error_block: None,
         dump_index: 0,
-        profile: options.profile.then(Box::default),
+        profile: match options.trace {
+            Some(t) => Some(Box::new(ProfileCounters::with_trace(t.replicas, t.options))),
+            None => options.profile.then(Box::default),
+        },
         mark_sig: None,
         current_op: "",
         current_name: String::new(),
