@@ -39,7 +39,10 @@ pub fn run_loop(
             .infeed_depth
             .unwrap_or(LoopOptions::default().queue_depth),
     };
+    let trace = super::trace_file::TraceRuns::new(args);
+    trace.start(true, || lp.start_trace()).map_err(describe)?;
     let outputs = lp.run_bound(&inputs, &options).map_err(describe)?;
+    trace.start(false, || lp.start_trace()).map_err(describe)?;
     let timing = Timing {
         repeat: args.repeat,
         compile_ms,
@@ -48,6 +51,7 @@ pub fn run_loop(
     timing.print(lp.profile(), || {
         lp.run_bound(&inputs, &options).map(drop).map_err(describe)
     })?;
+    trace.finish(|| lp.take_trace())?;
     write_safetensors(&args.outputs, &outputs.keyed()).map_err(|e| e.to_string())
 }
 
@@ -109,6 +113,7 @@ ENTRY step {
             infeed_depth: None,
             profile: false,
             conv_algorithm: ConvAlgorithm::Auto,
+            trace_dir: None,
         };
         let result =
             super::super::run::execute(&args).map(|()| read_safetensors(&args.outputs).unwrap());

@@ -52,7 +52,8 @@ pub fn chrome_trace_json(trace: &Trace) -> String {
             ));
         }
     }
-    // Stable: events that start together keep their track order.
+    // Stable: events that start together keep their track order (a span before what nests
+    // in it, see `event::sort_nested`).
     events.sort_by_key(|(start, _)| *start);
     metadata.extend(events.into_iter().map(|(_, e)| e));
     let doc = json!({

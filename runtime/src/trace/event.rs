@@ -2,14 +2,16 @@
 //! thread) of timed events, ready to write ([`super::chrome`]).
 
 use super::buffer::RawEvent;
-use super::recorder::{RawTrace, HOST_INPUT};
+use super::recorder::{RawTrace, HOST_INPUT, PROGRAM_RUN};
 
 /// One timed event on a track.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceEvent {
-    /// The kernel's symbol or the instruction a routine computes (`input batch` on the host).
+    /// The kernel's symbol or the instruction a routine computes; `program run` for a whole
+    /// run of the program (its kernels nest in it); `input batch` on the host.
     pub name: String,
-    /// `kernel`, a routine's opcode (`convolution`, `infeed`, `outfeed`, ...) or `host input`.
+    /// `kernel`, a routine's opcode (`convolution`, `infeed`, `outfeed`, ...), `program` or
+    /// `host input`.
     pub category: String,
     /// Nanoseconds on the process's monotonic clock.
     pub start_ns: u64,
@@ -65,8 +67,11 @@ impl Trace {
                 events: events
                     .iter()
                     .map(|e| {
-                        let (name, kind) =
-                            slot(e.id as usize - 1).unwrap_or(("unknown", "unknown"));
+                        let (name, kind) = if e.id == PROGRAM_RUN {
+                            ("program run", "program")
+                        } else {
+                            slot(e.id as usize - 1).unwrap_or(("unknown", "unknown"))
+                        };
                         named(e, name, kind, Vec::new())
                     })
                     .collect(),
@@ -90,13 +95,21 @@ impl Trace {
                 .collect(),
         });
         for t in &mut tracks {
-            t.events.sort_by_key(|e| e.start_ns);
+            sort_nested(&mut t.events);
         }
         Trace {
             tracks,
             dropped: raw.dropped,
             origin_ns: raw.origin_ns,
         }
+    }
+
+    /// The kernels and routines of `thread`'s track, without its whole-program spans.
+    pub fn kernels<'a>(&'a self, thread: &str) -> impl Iterator<Item = &'a TraceEvent> + 'a {
+        self.track(thread)
+            .into_iter()
+            .flat_map(|t| t.events.iter())
+            .filter(|e| e.category != "program")
     }
 
     /// The track of `thread` (`replica 0`, `infeed`), if recorded.
@@ -123,11 +136,17 @@ impl Trace {
             {
                 Some(m) => {
                     m.events.extend(t.events);
-                    m.events.sort_by_key(|e| e.start_ns);
+                    sort_nested(&mut m.events);
                 }
                 None => self.tracks.push(t),
             }
         }
         self.dropped += other.dropped;
     }
+}
+
+/// By start; of events that start together the longer first, so a span comes before the
+/// events nested in it (as trace viewers expect).
+pub(crate) fn sort_nested(events: &mut [TraceEvent]) {
+    events.sort_by_key(|e| (e.start_ns, std::cmp::Reverse(e.duration_ns)));
 }

@@ -59,6 +59,8 @@ pub(crate) fn enter_replica(replica: usize) -> ReplicaScope {
 
 /// The id of a host input event in the host buffer.
 pub(crate) const HOST_INPUT: u32 = 1;
+/// The id of a whole run of the program in a replica's buffer (kernels are slot + 1).
+pub(crate) const PROGRAM_RUN: u32 = u32::MAX;
 
 /// The trace buffers of one program.
 pub struct TraceRecorder {
@@ -125,8 +127,23 @@ impl TraceRecorder {
         if !self.is_recording() {
             return;
         }
+        let id = u32::try_from(slot.saturating_add(1))
+            .unwrap_or(PROGRAM_RUN - 1)
+            .min(PROGRAM_RUN - 1);
+        self.record_on_replica(id, start_ns, end_ns);
+    }
+
+    /// Records a whole run of the program, first mark to last, on the calling thread's replica.
+    #[inline]
+    pub(crate) fn record_program(&self, start_ns: u64, end_ns: u64) {
+        if self.is_recording() {
+            self.record_on_replica(PROGRAM_RUN, start_ns, end_ns);
+        }
+    }
+
+    #[inline]
+    fn record_on_replica(&self, id: u32, start_ns: u64, end_ns: u64) {
         let replica = REPLICA.with(|r| r.get()) as usize;
-        let id = u32::try_from(slot.saturating_add(1)).unwrap_or(u32::MAX);
         match self.replicas.get(replica) {
             Some(b) => b.push(id, 0, start_ns, end_ns.saturating_sub(start_ns)),
             // More replicas than the device was made for: count it, like a full buffer.

@@ -18,6 +18,8 @@ use std::sync::Arc;
 
 /// The slot number that only restarts the thread's clock (the program's first mark).
 pub const RESTART: u64 = u64::MAX;
+/// The slot number of the program's last mark: traced as the whole run, counted nowhere.
+pub const PROGRAM_END: u64 = u64::MAX - 1;
 
 /// One profiled step of the program: a kernel function or a Rust routine.
 #[derive(Debug)]
@@ -146,6 +148,8 @@ pub fn render(times: &[SlotTime], runs: u64) -> String {
 
 thread_local! {
     static LAST_MARK: Cell<u64> = const { Cell::new(0) };
+    /// When the program running on this thread made its first mark.
+    static PROGRAM_START: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Called by generated code: charges the time since this thread's last mark to `slot`.
@@ -155,10 +159,15 @@ thread_local! {
 pub unsafe extern "C" fn tessel_profile_mark(counters: *const ProfileCounters, slot: u64) {
     let now = now_nanos();
     let last = LAST_MARK.with(|l| l.replace(now));
-    if slot == RESTART {
+    let counters = &*counters;
+    if slot >= PROGRAM_END {
+        if slot == RESTART {
+            PROGRAM_START.with(|s| s.set(now));
+        } else if let Some(trace) = &counters.trace {
+            trace.record_program(PROGRAM_START.with(|s| s.get()), now);
+        }
         return;
     }
-    let counters = &*counters;
     if let Some(s) = counters.slots.get(slot as usize) {
         s.nanos
             .fetch_add(now.saturating_sub(last), Ordering::Relaxed);
@@ -217,6 +226,7 @@ mod tests {
             tessel_profile_mark(&c, RESTART);
             std::thread::sleep(std::time::Duration::from_millis(2));
             tessel_profile_mark(&c, a);
+            tessel_profile_mark(&c, PROGRAM_END);
             std::thread::scope(|s| {
                 s.spawn(|| {
                     let _replica = crate::trace::enter_replica(1);
@@ -232,14 +242,23 @@ mod tests {
         }
         let trace = c.take_trace().unwrap();
         assert_eq!(trace.dropped, 1);
+        // The whole run first (it starts with its first kernel and lasts longer), then the
+        // kernel nested in it.
         let r0 = &trace.track("replica 0").unwrap().events;
-        assert_eq!(r0.len(), 1, "{r0:?}");
+        assert_eq!(r0.len(), 2, "{r0:?}");
         assert_eq!(
             (r0[0].name.as_str(), r0[0].category.as_str()),
+            ("program run", "program")
+        );
+        assert_eq!(
+            (r0[1].name.as_str(), r0[1].category.as_str()),
             ("k0_add", "kernel")
         );
-        assert!(r0[0].duration_ns >= 2_000_000, "{r0:?}");
+        assert_eq!(r0[0].start_ns, r0[1].start_ns);
+        assert!(r0[0].duration_ns >= r0[1].duration_ns, "{r0:?}");
+        assert!(r0[1].duration_ns >= 2_000_000, "{r0:?}");
         assert!(r0[0].start_ns >= trace.origin_ns);
+        assert_eq!(trace.kernels("replica 0").count(), 1);
         let r1 = &trace.track("replica 1").unwrap().events;
         assert_eq!(r1.len(), 2);
         assert!(r1.iter().all(|e| e.name == "dot.1" && e.category == "dot"));

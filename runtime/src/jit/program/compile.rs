@@ -8,7 +8,7 @@ use crate::jit::arena_plan::plan_arena;
 use crate::jit::buffer::Addr;
 use crate::jit::buffer::Loc;
 use crate::jit::clif::symbols::Symbols;
-use crate::jit::host::profile::{ProfileCounters, RESTART};
+use crate::jit::host::profile::{ProfileCounters, PROGRAM_END, RESTART};
 use crate::jit::isa::host_isa;
 use crate::jit::routines::conv_pair::PairCache;
 use crate::jit::{JitError, JitOptions};
@@ -164,6 +164,7 @@ pub fn compile_module(module: &Module, options: &JitOptions) -> Result<Executabl
         params.push(cx.alloc_loc(&entry.get(p).shape)?);
     }
     let result = cx.emit_computation(&mut fb, arena, module.entry, &params)?;
+    cx.profile_mark(&mut fb, PROGRAM_END);
     let zero = fb.ins().iconst(types::I32, 0);
     fb.ins().return_(&[zero]);
     if let Some(err) = cx.error_block {
