@@ -9,7 +9,7 @@
 //!     [--warm-start-from TESSEL_OR_TF_CHECKPOINT] [--checkpoint-format safetensors|tf|both]
 //!     [--predictions-out FILE.safetensors] (predict) [--export-dir DIR] (export)
 //!     [--save-checkpoints-steps N | --save-checkpoints-secs 600] [--keep-checkpoint-max 5]
-//!     [--fall-back-to-intact-checkpoint] [--random-seed N]
+//!     [--fall-back-to-intact-checkpoint] [--random-seed N] [--early-stopping-steps N]
 //! ```
 //! With no file flags it reads the MNIST IDX files bundled in `estimator/data/mnist/`.
 //!
@@ -34,6 +34,7 @@ use tessel_estimator::checkpoint::WarmStart;
 use tessel_estimator::estimator::{
     require_labels, EvalMetrics, EvalSpec, Features, ServingInput, TrainSpec,
 };
+use tessel_estimator::hooks::{stop_if_no_decrease_hook, Hook};
 use tessel_estimator::input::parse::{FeatureDType, ParseSpec, RawType};
 use tessel_estimator::input::tfrecord::ReaderOptions;
 use tessel_estimator::input::{idx_dataset_normalized, tfrecord_dataset, Dataset, Value};
@@ -107,6 +108,10 @@ struct Flags {
     /// Checkpoints as tessel's safetensors, TF's tensor bundle (which TF restores), or both.
     #[arg(long, default_value = "safetensors")]
     checkpoint_format: CheckpointFormat,
+    /// Early stopping (TF's `stop_if_no_decrease_hook`): training evaluates in process every
+    /// `--iterations` x 10 steps and stops when the eval loss has not decreased for N steps.
+    #[arg(long)]
+    early_stopping_steps: Option<u64>,
 }
 
 fn model_fn(
@@ -372,7 +377,19 @@ fn run(flags: &Flags, signals: &StopSignals) -> Result<(), EstimatorError> {
     };
     let t0 = Instant::now();
     let trained = if do_train {
-        Some(signals.stoppable(|| estimator.train(train_input(), None, Some(flags.train_steps)))?)
+        Some(signals.stoppable(|| {
+            let mut hooks: Vec<Box<dyn Hook + '_>> = Vec::new();
+            if let Some(patience) = flags.early_stopping_steps {
+                hooks.push(Box::new(stop_if_no_decrease_hook(
+                    |ctx| estimator.evaluate_run(eval_input(), eval_steps, ctx),
+                    "loss",
+                    patience,
+                    0,
+                    flags.iterations.max(1) * 10,
+                )));
+            }
+            estimator.train_with_hooks(train_input(), None, Some(flags.train_steps), hooks, vec![])
+        })?)
     } else {
         None
     };

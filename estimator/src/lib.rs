@@ -10,11 +10,13 @@
 //! - [`metrics`]: host-side streaming metrics (`tf.metrics`) for `eval_metrics`.
 //! - [`summary`]: TensorBoard event files (scalars).
 //! - [`estimator`]: `TpuEstimator`: train and evaluate a model_fn fed by an input_fn.
+//! - [`hooks`]: TF's session-run hooks around each compiled loop, and the built-in ones.
 
 pub mod checkpoint;
 pub mod config;
 pub mod error;
 pub mod estimator;
+pub mod hooks;
 pub mod input;
 pub mod losses;
 pub mod metrics;

@@ -15,12 +15,15 @@ use super::params::Params;
 use super::spec::HostTensors;
 use super::tpu_estimator::TpuEstimator;
 use super::trace_step::trace_step;
-use super::variables_state::restore_for;
+use super::variables_state::{restore_for, HostState};
 use crate::error::EstimatorError;
+use crate::hooks::{Hook, HookList, RunContext, RunValues};
 use crate::input::dataset::Cardinality;
 use crate::metrics::MetricSet;
+use crate::model::variables::Variable;
 use crate::model::Mode;
 use crate::summary::EventWriter;
+use tessel_compiler::hlo_text::{print_module, PrintOptions};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_runtime::feed::stack;
 
@@ -33,6 +36,8 @@ pub struct EvalResult {
     pub metrics: Vec<(String, f64)>,
     /// Real examples evaluated (the masks' sum: padding is not counted).
     pub examples: u64,
+    /// Evaluation steps run (fewer than asked when a hook stopped evaluation).
+    pub steps: u64,
     pub log: Vec<String>,
 }
 
@@ -57,6 +62,44 @@ impl TpuEstimator {
         &self,
         input_fn: impl Fn(&Params) -> Result<Input, EstimatorError>,
         steps: Option<u64>,
+    ) -> Result<EvalResult, EstimatorError> {
+        self.evaluate_with_hooks(input_fn, steps, Vec::new())
+    }
+
+    /// TF's `evaluate(input_fn, steps, hooks)`: `hooks` (then the spec's
+    /// `evaluation_hooks`) see each evaluation loop, its per-step loss in
+    /// [`RunValues::loss`](crate::hooks::RunValues::loss); a stop request ends the evaluation
+    /// after that loop, and the result counts the steps that ran.
+    pub fn evaluate_with_hooks<'h>(
+        &self,
+        input_fn: impl Fn(&Params) -> Result<Input, EstimatorError>,
+        steps: Option<u64>,
+        hooks: Vec<Box<dyn Hook + 'h>>,
+    ) -> Result<EvalResult, EstimatorError> {
+        self.evaluate_from(input_fn, steps, hooks, None)
+    }
+
+    /// Evaluates the variables a running training holds on the host (a hook's context):
+    /// no checkpoint is read and the training graph is not touched. The results equal
+    /// `evaluate` of the checkpoint of the same step; they are written to
+    /// `model_dir/eval/`, and the evaluation's log lines join the training's log.
+    pub fn evaluate_run(
+        &self,
+        input_fn: impl Fn(&Params) -> Result<Input, EstimatorError>,
+        steps: Option<u64>,
+        run: &mut RunContext,
+    ) -> Result<EvalResult, EstimatorError> {
+        let result = self.evaluate_from(input_fn, steps, Vec::new(), Some(run))?;
+        run.log.lines.extend(result.log.iter().cloned());
+        Ok(result)
+    }
+
+    fn evaluate_from<'h>(
+        &self,
+        input_fn: impl Fn(&Params) -> Result<Input, EstimatorError>,
+        steps: Option<u64>,
+        hooks: Vec<Box<dyn Hook + 'h>>,
+        mut trained: Option<&mut RunContext>,
     ) -> Result<EvalResult, EstimatorError> {
         let mut log = Log::new(self.quiet);
         if steps == Some(0) {
@@ -89,13 +132,36 @@ impl TpuEstimator {
             self.config.tf_random_seed,
         )?;
         log.info("Done calling model_fn.");
-        let state = restore_for(self, &traced.variables, "evaluate", &mut log)?;
+        let state = match trained.as_deref() {
+            Some(run) => state_of_run(run, &traced.variables)?,
+            None => restore_for(self, &traced.variables, "evaluate", &mut log)?,
+        };
         log.info(format!("Starting evaluation at {}", utc_now()));
+        let mut ctx = RunContext::new(Mode::Eval, &self.model_dir, log, &traced.variables, state);
+        let mut all_hooks = hooks;
+        all_hooks.extend(traced.hooks.into_iter().map(|h| h as Box<dyn Hook + 'h>));
+        let mut hooks = HookList::new(all_hooks);
+        hooks.begin(&mut ctx)?;
+        hooks.after_create_session(&mut ctx)?;
+        let global_step = ctx.global_step();
 
         let mut input_batches = EvalBatches::new(&input.dataset, &components, mask_name, per_shard);
-        let mut runner = LoopRunner::new(traced.module, traced.fed.clone(), self.device());
+        // In training, the evaluation program compiled for the previous evaluation is reused
+        // when the model_fn traced the same step again.
+        let text = trained
+            .is_some()
+            .then(|| print_module(&traced.module, &PrintOptions::default()));
+        let cached = trained
+            .as_deref_mut()
+            .and_then(|run| run.eval_runner.take())
+            .filter(|(cached, _)| Some(cached) == text.as_ref());
+        let mut runner = match cached {
+            Some((_, runner)) => runner,
+            None => LoopRunner::new(traced.module, traced.fed.clone(), self.device()),
+        };
+        let compiled_before = runner.compiled();
         let mut metrics = MetricSet::new();
-        let carried = vec![state.carried()?; shards];
+        let carried = vec![ctx.state.carried()?; shards];
         // The loss: each shard's batch loss (a mean over its real examples) weighted by its
         // real examples, so the result is the mean over every real example.
         let mut loss_sum = 0.0;
@@ -105,8 +171,9 @@ impl TpuEstimator {
         let ipl = self.config.tpu_config.iterations_per_loop;
         let fit = steps_that_fit(batch_bytes(&components), shards, READ_AHEAD_BYTES);
         loop {
-            // The stop flag (Ctrl-C in the examples) ends evaluation between loops.
-            if self.stop.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            // The stop flag (Ctrl-C in the examples) ends evaluation between loops; an
+            // evaluation inside training leaves it to training, which saves and stops after it.
+            if trained.is_none() && self.stop.swap(false, std::sync::atomic::Ordering::SeqCst) {
                 return Err(EstimatorError::Stopped {
                     what: "evaluation",
                     done,
@@ -122,6 +189,7 @@ impl TpuEstimator {
             if ready == 0 {
                 break;
             }
+            hooks.before_run(&mut ctx)?;
             k = k.min(ready.div_ceil(shards) as u64);
             let real = ready.min(k as usize * shards);
             let loop_batches = input_batches.take(real, k as usize * shards - real);
@@ -147,6 +215,7 @@ impl TpuEstimator {
                 }
             };
             let sources = dealer.sources(shards, k);
+            let started = std::time::Instant::now();
             if let Err(e) = runner.run(k, carried.clone(), sources, &mut on_step) {
                 // The input's own error, not the infeed's report of it.
                 return Err(match dealer.failure() {
@@ -154,18 +223,23 @@ impl TpuEstimator {
                     None => EstimatorError::Session(e),
                 });
             }
+            let mut loop_loss = Vec::with_capacity(k as usize);
             for (iteration, per_shard_values) in outfed.into_iter().enumerate() {
                 let per_shard_values: Vec<Vec<Array>> =
                     per_shard_values.into_iter().flatten().collect();
                 // The dealer gave batch `iteration * shards + shard` to `shard`.
                 let dealt = &masks[iteration * shards..(iteration + 1) * shards];
+                let mut step_loss = (0.0, 0.0);
                 for (values, (_, weight)) in per_shard_values.iter().zip(dealt) {
                     // A shard with no real example adds nothing (its loss may be 0/0).
                     if *weight > 0.0 {
-                        loss_sum += values[0].data.get_f64(0) * weight;
-                        examples += weight;
+                        step_loss.0 += values[0].data.get_f64(0) * weight;
+                        step_loss.1 += weight;
                     }
                 }
+                loss_sum += step_loss.0;
+                examples += step_loss.1;
+                loop_loss.push(vec![step_loss.0 / step_loss.1]);
                 if let Some(metric_fn) = &traced.metric_fn {
                     let mask: Vec<f32> = dealt.iter().flat_map(|(m, _)| m.clone()).collect();
                     let mask = Array::new(
@@ -188,12 +262,29 @@ impl TpuEstimator {
                 }
                 done += 1;
                 if let Some(line) = progress.line_after_step(done) {
-                    log.info(line);
+                    ctx.info(line);
                 }
             }
             if let Some(line) = progress.line_after_loop(done) {
-                log.info(line);
+                ctx.info(line);
             }
+            let values = RunValues {
+                first_step: global_step,
+                global_step,
+                steps: k,
+                names: vec!["loss".to_string()],
+                per_step: loop_loss,
+                elapsed: started.elapsed(),
+            };
+            hooks.after_run(&mut ctx, &values)?;
+            if ctx.stop_requested() {
+                break;
+            }
+        }
+        hooks.end(&mut ctx)?;
+        if let (Some(run), Some(text)) = (trained, text) {
+            run.eval_compiles += runner.compiled() - compiled_before;
+            run.eval_runner = Some((text, runner));
         }
         if examples == 0.0 {
             return Err(EstimatorError::Input(
@@ -203,9 +294,9 @@ impl TpuEstimator {
         let loss = loss_sum / examples;
         let mut results = metrics.results();
         results.push(("loss".to_string(), loss));
-        results.push(("global_step".to_string(), state.global_step as f64));
+        results.push(("global_step".to_string(), global_step as f64));
         results.sort_by(|a, b| a.0.cmp(&b.0));
-        log.info(format!("Finished evaluation at {}", utc_now()));
+        ctx.info(format!("Finished evaluation at {}", utc_now()));
         let shown: Vec<String> = results
             .iter()
             .map(|(n, v)| match n.as_str() {
@@ -213,9 +304,9 @@ impl TpuEstimator {
                 _ => format!("{n} = {}", tf_float(*v)),
             })
             .collect();
-        log.info(format!(
+        ctx.info(format!(
             "Saving dict for global step {}: {}",
-            state.global_step,
+            global_step,
             shown.join(", ")
         ));
         let mut events = EventWriter::create(self.model_dir.join("eval")).map_err(|e| {
@@ -227,7 +318,7 @@ impl TpuEstimator {
         for (name, v) in &results {
             if name != "global_step" {
                 events
-                    .scalar(name, state.global_step, *v as f32)
+                    .scalar(name, global_step, *v as f32)
                     .map_err(|e| EstimatorError::Write {
                         what: "the eval event file".into(),
                         message: e.to_string(),
@@ -243,11 +334,12 @@ impl TpuEstimator {
             .filter(|(n, _)| n != "global_step" && n != "loss")
             .collect();
         Ok(EvalResult {
-            global_step: state.global_step,
+            global_step,
             loss,
             metrics,
             examples: examples.round() as u64,
-            log: log.lines,
+            steps: done,
+            log: ctx.log.lines,
         })
     }
 }
@@ -284,4 +376,35 @@ fn utc_now() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     super::log::utc_iso(secs)
+}
+
+/// The host state of `variables` (EVAL's, a subset of training's: no optimizer slots) taken
+/// by name from a running training.
+fn state_of_run(run: &RunContext, variables: &[Variable]) -> Result<HostState, EstimatorError> {
+    let values = variables
+        .iter()
+        .map(|v| {
+            let a = run.variable(&v.name).ok_or_else(|| {
+                EstimatorError::ModelFn(format!(
+                    "the EVAL model_fn makes variable `{}`, which training does not have",
+                    v.name
+                ))
+            })?;
+            if a.shape.dims.as_slice() != v.dims.as_slice() || a.element_type() != v.element_type {
+                return Err(EstimatorError::ModelFn(format!(
+                    "variable `{}` has another shape or type in EVAL than in TRAIN",
+                    v.name
+                )));
+            }
+            Ok(a.clone())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(HostState {
+        global_step: run.global_step(),
+        values,
+        input_batches: 0,
+        restored_from: None,
+        warm_started_from: None,
+        warm_start_note: None,
+    })
 }

@@ -54,6 +54,11 @@ impl LoopRunner {
         Ok(())
     }
 
+    /// Loop programs compiled so far (one per loop length).
+    pub fn compiled(&self) -> usize {
+        self.programs.len()
+    }
+
     /// Runs one loop of `iterations` steps on every shard from `state[shard]`; returns the
     /// carried state after it.
     pub fn run(

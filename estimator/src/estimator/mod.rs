@@ -12,7 +12,8 @@
 //! | `variables_state` | the variables' first values: restored from a checkpoint or initialized |
 //! | `dealer` | one input pipeline's batches dealt to the shards in a fixed order |
 //! | `loop_runner` | compiled loops of `iterations_per_loop` steps |
-//! | `train` | `train(input_fn, steps, max_steps)`: loops, logs, summaries, checkpoints, NaN check, Ctrl-C |
+//! | `train` | `train(input_fn, steps, max_steps)` and `train_with_hooks`: setup and the hook list |
+//! | `train_loop` | training's loop: compiled loops with the hooks called around each |
 //! | `evaluate` | `evaluate(input_fn, steps)`: streaming metrics on the host |
 //! | `eval_progress` | `Evaluation [k/N]` at TF's cadence |
 //! | `eval_input` | evaluation's batches: the short last batch padded, a per-example mask |
@@ -34,7 +35,7 @@ mod exported_model;
 pub mod infeed;
 mod input_fn;
 pub(crate) mod log;
-mod loop_runner;
+pub(crate) mod loop_runner;
 mod padding;
 mod params;
 mod predict;
@@ -44,7 +45,8 @@ mod tpu_estimator;
 mod trace_step;
 mod train;
 mod train_and_evaluate;
-mod variables_state;
+mod train_loop;
+pub(crate) mod variables_state;
 
 pub use evaluate::EvalResult;
 pub use export::{ServingInput, Signature, SignatureOutput, SignatureParameter, GLOBAL_STEP};
@@ -56,5 +58,6 @@ pub use predict::{PredictIter, Prediction};
 pub use spec::{require_labels, EvalMetrics, Features, HostTensors, MetricFn, TpuEstimatorSpec};
 pub use tpu_estimator::TpuEstimator;
 pub use trace_step::ModelFn;
+pub(crate) use train::summary_err;
 pub use train::TrainResult;
 pub use train_and_evaluate::{EvalSpec, TrainSpec};

@@ -21,6 +21,7 @@ use super::tpu_estimator::TpuEstimator;
 use super::trace_step::{trace_step, FedComponent};
 use super::variables_state::restore_for;
 use crate::error::EstimatorError;
+use crate::hooks::{Hook, HookList, RunContext, RunValues};
 use crate::input::dataset::DatasetIterator;
 use crate::input::ElementSpec;
 use crate::model::Mode;
@@ -106,6 +107,9 @@ struct Producer {
     keys: Vec<(String, usize)>,
     tx: SyncSender<Result<Vec<Prediction>, EstimatorError>>,
     stop: Arc<AtomicBool>,
+    /// The caller's and the spec's prediction hooks, around each loop.
+    ctx: RunContext,
+    hooks: HookList<'static>,
 }
 
 impl TpuEstimator {
@@ -118,6 +122,19 @@ impl TpuEstimator {
         &self,
         input_fn: impl Fn(&Params) -> Result<Input, EstimatorError>,
         predict_keys: Option<&[&str]>,
+    ) -> Result<PredictIter, EstimatorError> {
+        self.predict_with_hooks(input_fn, predict_keys, Vec::new())
+    }
+
+    /// TF's `predict(input_fn, predict_keys, hooks)`: `hooks` (then the spec's
+    /// `prediction_hooks`) run on the producer thread around each loop; a stop request ends
+    /// the predictions after that loop. `begin` and `after_create_session` run before this
+    /// returns, so their errors are this call's.
+    pub fn predict_with_hooks(
+        &self,
+        input_fn: impl Fn(&Params) -> Result<Input, EstimatorError>,
+        predict_keys: Option<&[&str]>,
+        hooks: Vec<Box<dyn Hook>>,
     ) -> Result<PredictIter, EstimatorError> {
         let mut log = Log::new(self.quiet);
         let predict_batch = self.predict_batch_size.ok_or_else(|| {
@@ -144,6 +161,20 @@ impl TpuEstimator {
         log.info("Done calling model_fn.");
         let keys = select_keys(&traced.outfed, predict_keys)?;
         let state = restore_for(self, &traced.variables, "predict", &mut log)?;
+        let carried = vec![state.carried()?; shards];
+        let lines = log.lines.clone();
+        let mut ctx = RunContext::new(
+            Mode::Predict,
+            &self.model_dir,
+            Log::new(self.quiet),
+            &traced.variables,
+            state,
+        );
+        let mut all_hooks = hooks;
+        all_hooks.extend(traced.hooks);
+        let mut hooks = HookList::new(all_hooks);
+        hooks.begin(&mut ctx)?;
+        hooks.after_create_session(&mut ctx)?;
         let device: Device = self.device();
         let mut runner = LoopRunner::new(traced.module, traced.fed.clone(), device);
         // Compile here, so a step the device cannot run fails the call, not the iteration.
@@ -162,7 +193,7 @@ impl TpuEstimator {
         };
         let producer = Producer {
             runner,
-            carried: vec![state.carried()?; shards],
+            carried,
             batches: Some(batch_rx),
             reader: Some(reader),
             components,
@@ -172,6 +203,8 @@ impl TpuEstimator {
             keys,
             tx,
             stop: Arc::clone(&stop),
+            ctx,
+            hooks,
         };
         let handle = std::thread::Builder::new()
             .name("predict".into())
@@ -182,7 +215,7 @@ impl TpuEstimator {
             ready: VecDeque::new(),
             stop,
             producer: Some(handle),
-            log: log.lines,
+            log: lines,
         })
     }
 }
@@ -256,7 +289,12 @@ impl Producer {
             if self.stop.load(Ordering::SeqCst) {
                 return;
             }
-            let (result, ended) = self.one_loop();
+            let (mut result, ended) = self.one_loop();
+            if ended && result.is_ok() {
+                if let Err(e) = self.hooks.end(&mut self.ctx) {
+                    result = Err(e);
+                }
+            }
             let failed = result.is_err();
             let empty = matches!(&result, Ok(p) if p.is_empty());
             if !(empty && ended) && self.tx.send(result).is_err() {
@@ -274,6 +312,9 @@ impl Producer {
         let mut batches: Vec<Batch> = Vec::with_capacity(want);
         let mut rows: Vec<usize> = Vec::with_capacity(want);
         let mut ended = false;
+        if let Err(e) = self.hooks.before_run(&mut self.ctx) {
+            return (Err(e), true);
+        }
         let Some(input) = &self.batches else {
             return (Ok(Vec::new()), true);
         };
@@ -322,6 +363,7 @@ impl Producer {
             }
         };
         let carried = std::mem::take(&mut self.carried);
+        let started = std::time::Instant::now();
         match self.runner.run(
             k as u64,
             carried,
@@ -332,6 +374,19 @@ impl Producer {
             Ok(next) => self.carried = next,
             Err(e) => return (Err(e.into()), true),
         }
+        let global_step = self.ctx.global_step();
+        let values = RunValues {
+            first_step: global_step,
+            global_step,
+            steps: k as u64,
+            names: Vec::new(),
+            per_step: Vec::new(),
+            elapsed: started.elapsed(),
+        };
+        if let Err(e) = self.hooks.after_run(&mut self.ctx, &values) {
+            return (Err(e), true);
+        }
+        let ended = ended || self.ctx.stop_requested();
         let mut out = Vec::new();
         for (iteration, per_shard) in outfed.into_iter().enumerate() {
             for (shard, values) in per_shard.into_iter().enumerate() {

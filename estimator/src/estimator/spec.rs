@@ -256,6 +256,12 @@ pub struct TpuEstimatorSpec {
     pub eval_metrics: Option<EvalMetrics>,
     /// TPUEstimator's `host_call`: named scalars outfed every step and written as summaries.
     pub host_call: Vec<(String, Tensor)>,
+    /// Hooks `train` runs after the caller's (TF's `training_hooks`).
+    pub training_hooks: Vec<Box<dyn crate::hooks::Hook>>,
+    /// Hooks `evaluate` runs after the caller's (TF's `evaluation_hooks`).
+    pub evaluation_hooks: Vec<Box<dyn crate::hooks::Hook>>,
+    /// Hooks `predict` runs after the caller's (TF's `prediction_hooks`).
+    pub prediction_hooks: Vec<Box<dyn crate::hooks::Hook>>,
 }
 
 impl TpuEstimatorSpec {
@@ -268,6 +274,9 @@ impl TpuEstimatorSpec {
             predictions: Vec::new(),
             eval_metrics: None,
             host_call: Vec::new(),
+            training_hooks: Vec::new(),
+            evaluation_hooks: Vec::new(),
+            prediction_hooks: Vec::new(),
         }
     }
 }

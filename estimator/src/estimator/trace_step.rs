@@ -54,6 +54,8 @@ pub struct TracedStep {
     pub metric_fn: Option<MetricFn>,
     /// Whether the train op all-reduces gradients across shards.
     pub cross_shard: bool,
+    /// The spec's hooks of this mode.
+    pub hooks: Vec<Box<dyn crate::hooks::Hook>>,
 }
 
 /// The fed components of an element spec: every component, which must be dense and static
@@ -154,6 +156,11 @@ pub fn trace_step(
     }
     let mut outfed = Vec::new();
     let mut metric_fn = None;
+    let hooks = match mode {
+        Mode::Train => spec.training_hooks,
+        Mode::Eval => spec.evaluation_hooks,
+        Mode::Predict => spec.prediction_hooks,
+    };
     let mut cross_shard = false;
     match mode {
         Mode::Train => {
@@ -215,5 +222,6 @@ pub fn trace_step(
         outfed,
         metric_fn,
         cross_shard,
+        hooks,
     })
 }

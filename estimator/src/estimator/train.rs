@@ -1,33 +1,35 @@
-//! `train(input_fn, steps, max_steps)`: compiled loops of `iterations_per_loop` steps fed
-//! from the input_fn's dataset, with TF's logs, summaries and checkpoints between loops.
+//! `train(input_fn, steps, max_steps)` and `train_with_hooks`: validate the call, trace the
+//! model_fn, restore or initialize the variables, then run the loop (`train_loop`) with the
+//! hooks that do training's duties (`crate::hooks`): the NaN check, the stop at the target
+//! step, summaries, TF's log lines, the step rate and checkpoints, after the caller's hooks
+//! and the spec's `training_hooks`.
 //!
-//! Between two loops the host: checks every variable and the loss for NaN and infinity
-//! (and stops, naming the variable and the steps, before anything is saved); logs TF's lines
-//! every `log_step_count_steps`; writes summaries every `save_summary_steps`; saves a
-//! checkpoint when one is due; and stops, with a checkpoint, when the estimator's stop flag is
-//! raised (the examples raise it on Ctrl-C and SIGTERM; the library installs no signal
-//! handler). Nothing is written in the middle of a loop, so a failure in a loop (an input_fn
-//! error, a corrupt record) leaves the model_dir as the last checkpoint left it.
+//! Nothing is written in the middle of a loop, so a failure in a loop (an input_fn error, a
+//! corrupt record, a hook's error) leaves the model_dir as the last checkpoint left it. The
+//! estimator's stop flag (the examples raise it on Ctrl-C and SIGTERM; the library installs
+//! no signal handler) ends training after the running loop, with a checkpoint.
 //!
 //! While it runs, `train` holds the model_dir's trainer lock, and on start it removes the
 //! temporaries of saves that were killed mid-write.
 
 use super::dealer::Dealer;
 use super::input_fn::{batches, Input};
-use super::log::{tf_float, tf_g, Log};
+use super::log::{tf_float, Log};
 use super::loop_runner::LoopRunner;
 use super::params::Params;
 use super::tpu_estimator::TpuEstimator;
 use super::trace_step::{fed_components, trace_step};
-use super::variables_state::{first_non_finite, HostState};
+use super::train_loop::TrainLoop;
+use super::variables_state::HostState;
 use crate::checkpoint::{run_seed, ModelDirLock, Saver};
-use crate::config::{CheckpointInterval, InputPipelineConfig, RunConfig};
+use crate::config::{InputPipelineConfig, RunConfig};
 use crate::error::EstimatorError;
+use crate::hooks::{
+    CheckpointSaverHook, CheckpointSaverListener, Hook, HookList, LoggingTensorHook, NanTensorHook,
+    RunContext, StepCounterHook, StopAtStepHook, SummarySaverHook,
+};
 use crate::model::Mode;
 use crate::summary::EventWriter;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
-use tessel_compiler::ir::Array;
 
 /// What `train` reports.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,18 +42,13 @@ pub struct TrainResult {
     pub steps_per_sec: f64,
     /// Seconds spent compiling the loops.
     pub compile_secs: f64,
+    /// Loop programs compiled by this call: one per loop length run.
+    pub loops_compiled: usize,
     /// Checkpoints written by this call and the seconds they took in all.
     pub checkpoints: usize,
     pub checkpoint_secs: f64,
     /// The log's lines (without the `INFO:tessel:` prefix).
     pub log: Vec<String>,
-}
-
-/// Per-step values gathered from the shards' outfeeds during one loop.
-#[derive(Clone, Default)]
-struct StepValues {
-    sums: Vec<f64>,
-    shards: usize,
 }
 
 impl TpuEstimator {
@@ -63,26 +60,23 @@ impl TpuEstimator {
         steps: Option<u64>,
         max_steps: Option<u64>,
     ) -> Result<TrainResult, EstimatorError> {
+        self.train_with_hooks(input_fn, steps, max_steps, Vec::new(), Vec::new())
+    }
+
+    /// TF's `train(input_fn, hooks, steps, max_steps, saving_listeners)`: `hooks` run after
+    /// the built-in NaN check and stop-at-step hooks and before the spec's `training_hooks`
+    /// and the summary, logging, step-counter and checkpoint hooks; `saving_listeners` are
+    /// told around each checkpoint save.
+    pub fn train_with_hooks<'h>(
+        &self,
+        input_fn: impl Fn(&Params) -> Result<Input, EstimatorError>,
+        steps: Option<u64>,
+        max_steps: Option<u64>,
+        hooks: Vec<Box<dyn Hook + 'h>>,
+        saving_listeners: Vec<Box<dyn CheckpointSaverListener>>,
+    ) -> Result<TrainResult, EstimatorError> {
         let mut log = Log::new(self.quiet).with_progress(self.progress.clone());
-        match (steps, max_steps) {
-            (Some(_), Some(_)) => {
-                return Err(EstimatorError::value(
-                    "Can not provide both steps and max_steps.",
-                ))
-            }
-            (Some(0), _) => return Err(EstimatorError::value("Must specify steps > 0, given: 0")),
-            (_, Some(0)) => {
-                return Err(EstimatorError::value(
-                    "Must specify max_steps > 0, given: 0",
-                ))
-            }
-            (None, None) => {
-                return Err(EstimatorError::value(
-                    "give steps or max_steps: a compiled loop runs a known number of steps",
-                ))
-            }
-            _ => {}
-        }
+        check_step_counts(steps, max_steps)?;
         let saver = Saver::new(&self.model_dir, self.config.keep_checkpoint_max)
             .with_format(self.config.checkpoint_format);
         if let Some(max) = max_steps {
@@ -95,6 +89,7 @@ impl TpuEstimator {
                         final_loss: None,
                         steps_per_sec: 0.0,
                         compile_secs: 0.0,
+                        loops_compiled: 0,
                         checkpoints: 0,
                         checkpoint_secs: 0.0,
                         log: log.lines,
@@ -151,7 +146,7 @@ impl TpuEstimator {
             ));
         }
 
-        let mut state = HostState::restore_or_init(
+        let state = HostState::restore_or_init(
             &traced.variables,
             &saver,
             &config,
@@ -169,216 +164,99 @@ impl TpuEstimator {
         }
         let start = state.global_step;
         let target = target_step(start, steps, max_steps)?;
-
         let start_batches = state.input_batches;
         let dealers: Vec<Dealer> = inputs
             .iter()
             .map(|input| Dealer::new(batches(&input.dataset, &components, state.input_batches)))
             .collect();
         let mut runner = LoopRunner::new(traced.module, traced.fed.clone(), self.device());
-        let mut events =
-            EventWriter::create(&self.model_dir).map_err(|e| EstimatorError::Write {
-                what: "the event file".into(),
-                message: e.to_string(),
-            })?;
-        let checkpoint_interval = self.config.checkpoint_interval();
-        let mut last_saved_step = start;
-        let mut last_saved_at = Instant::now();
-        // (checkpoints written, time spent writing them)
-        let mut saved = (0usize, Duration::ZERO);
-        if state.restored_from.is_none() {
-            self.save(&saver, &state, &traced.variables, &mut log, &mut saved)?;
-        }
+        let events = EventWriter::create(&self.model_dir).map_err(summary_err)?;
 
-        let ipl = self.config.tpu_config.iterations_per_loop;
-        let mut step = start;
-        let mut final_loss = None;
-        let mut run_time = Duration::ZERO;
-        let mut since_log = (start, Duration::ZERO);
-        let mut first_log = true;
-        let mut carried: Vec<Vec<Array>> = vec![state.carried()?; shards];
-        log.start_progress(start as u64, target as u64);
-        let global_batch = self.train_batch_size as f64;
-        while step < target {
-            let k = ipl.min((target - step) as u64);
-            runner.prepare(k)?;
-            let mut gathered = vec![StepValues::default(); k as usize];
-            let outfed = traced.outfed.len();
-            let mut on_step = |_shard: usize, iteration: u64, values: Vec<Array>| {
-                if let Some(slot) = gathered.get_mut(iteration as usize) {
-                    if slot.sums.is_empty() {
-                        slot.sums = vec![0.0; outfed];
-                    }
-                    for (sum, v) in slot.sums.iter_mut().zip(&values) {
-                        *sum += v.data.get_f64(0);
-                    }
-                    slot.shards += 1;
-                }
-            };
-            let started = Instant::now();
-            // One pipeline dealt to every shard, or one pipeline per shard.
-            let sources = match dealers.as_slice() {
-                [one] => one.sources(shards, k),
-                each => each.iter().flat_map(|d| d.sources(1, k)).collect(),
-            };
-            carried = match runner.run(k, carried, sources, &mut on_step) {
-                Ok(c) => c,
-                Err(e) => {
-                    log.finish_progress();
-                    return Err(input_failure(&dealers, shards, start, last_saved_step)
-                        .unwrap_or(EstimatorError::Session(e)));
-                }
-            };
-            let elapsed = started.elapsed();
-            run_time += elapsed;
-            since_log.1 += elapsed;
-            let first_step = step + 1;
-            step += k as i64;
-
-            // NaN check before anything of this loop is kept.
-            let values = carried[0][1..].to_vec();
-            if let Some((variable, what)) = first_non_finite(&traced.variables, &values) {
-                log.finish_progress();
-                return Err(EstimatorError::Diverged {
-                    variable: variable.to_string(),
-                    what,
-                    first_step,
-                    last_step: step,
-                });
-            }
-            let means: Vec<Vec<f64>> = gathered
-                .iter()
-                .map(|s| s.sums.iter().map(|v| v / s.shards.max(1) as f64).collect())
-                .collect();
-            for (i, m) in means.iter().enumerate() {
-                if let Some(loss) = m.first().filter(|l| !l.is_finite()) {
-                    log.finish_progress();
-                    return Err(EstimatorError::LossDiverged {
-                        what: if loss.is_nan() { "NaN" } else { "infinite" },
-                        step: first_step + i as i64,
-                    });
-                }
-            }
-            state.values = values;
-            state.global_step = step;
-            // Batches the device consumed: the position a resumed run starts from.
-            state.input_batches = start_batches + dealers[0].dealt();
-            final_loss = means.last().and_then(|m| m.first().copied());
-
-            // Summaries every save_summary_steps (and at the last step).
-            for (i, m) in means.iter().enumerate() {
-                let s = first_step + i as i64;
-                if s % self.config.save_summary_steps as i64 == 0 || s == target {
-                    for (name, v) in traced.outfed.iter().zip(m) {
-                        events.scalar(name, s, *v as f32).map_err(summary_err)?;
-                    }
-                }
-            }
-            // TF's log lines every log_step_count_steps.
-            let every = self.config.log_step_count_steps as i64;
-            if first_log || step / every > (step - k as i64) / every || step == target {
-                let loss = final_loss.unwrap_or(f64::NAN);
-                let secs = since_log.1.as_secs_f64();
-                if first_log {
-                    log.info(format!("loss = {}, step = {step}", tf_float(loss)));
-                } else {
-                    log.info(format!(
-                        "loss = {}, step = {step} ({secs:.3} sec)",
-                        tf_float(loss)
-                    ));
-                    let rate = (step - since_log.0) as f64 / secs.max(1e-9);
-                    log.info(format!("global_step/sec: {}", tf_g(rate)));
-                    log.info(format!("examples/sec: {}", tf_g(rate * global_batch)));
-                    events
-                        .scalar("global_step/sec", step, rate as f32)
-                        .and_then(|()| {
-                            events.scalar("examples/sec", step, (rate * global_batch) as f32)
-                        })
-                        .map_err(summary_err)?;
-                }
-                first_log = false;
-                since_log = (step, Duration::ZERO);
-            }
-            log.progress(
-                step as u64,
-                final_loss.unwrap_or(f64::NAN),
-                (step - start) as f64 * global_batch / run_time.as_secs_f64().max(1e-9),
-            );
-            events.flush().map_err(summary_err)?;
-
-            let due = match checkpoint_interval {
-                CheckpointInterval::Steps(n) => step / n as i64 > last_saved_step / n as i64,
-                CheckpointInterval::Secs(s) => last_saved_at.elapsed().as_secs() >= s,
-            };
-            let stopping = self.stop.load(Ordering::SeqCst);
-            if due || step == target || stopping {
-                self.save(&saver, &state, &traced.variables, &mut log, &mut saved)?;
-                last_saved_step = step;
-                last_saved_at = Instant::now();
-            }
-            if stopping {
-                // Consumed here, even at the target: a flag left set would stop the next
-                // train() after its first loop.
-                self.stop.store(false, Ordering::SeqCst);
-                if step < target {
-                    log.finish_progress();
-                    return Err(EstimatorError::Interrupted { step });
-                }
-            }
-        }
+        let mut ctx = RunContext::new(Mode::Train, &self.model_dir, log, &traced.variables, state);
+        ctx.last_step = Some(target);
+        ctx.saver = Some(saver);
+        ctx.events = Some(events);
+        let mut all_hooks: Vec<Box<dyn Hook + 'h>> = vec![
+            Box::new(NanTensorHook::new(true)),
+            Box::new(StopAtStepHook::last_step(target)),
+        ];
+        all_hooks.extend(hooks);
+        all_hooks.extend(traced.hooks.into_iter().map(|h| h as Box<dyn Hook + 'h>));
+        all_hooks.extend(self.training_duties(saving_listeners));
+        let mut hooks = HookList::new(all_hooks);
+        ctx.log.start_progress(start as u64, target as u64);
+        let mut training = TrainLoop {
+            runner: &mut runner,
+            dealers: &dealers,
+            shards,
+            iterations_per_loop: self.config.tpu_config.iterations_per_loop,
+            outfed: &traced.outfed,
+            start_batches,
+            global_batch: self.train_batch_size,
+            stop_flag: &self.stop,
+        };
+        let ended = hooks
+            .begin(&mut ctx)
+            .and_then(|()| hooks.after_create_session(&mut ctx))
+            .and_then(|()| training.run(&mut ctx, &mut hooks))
+            .and_then(|ended| hooks.end(&mut ctx).map(|()| ended));
         drop(lock);
-        log.finish_progress();
-        if let Some(loss) = final_loss {
-            log.info(format!("Loss for final step: {}.", tf_float(loss)));
+        ctx.log.finish_progress();
+        let ended = ended?;
+        let step = ctx.global_step();
+        if ended.interrupted && step < target {
+            return Err(EstimatorError::Interrupted { step });
+        }
+        if let Some(loss) = ended.final_loss {
+            ctx.log
+                .info(format!("Loss for final step: {}.", tf_float(loss)));
         }
         Ok(TrainResult {
             global_step: step,
-            final_loss,
-            steps_per_sec: (step - start) as f64 / run_time.as_secs_f64().max(1e-9),
+            final_loss: ended.final_loss,
+            steps_per_sec: (step - start) as f64 / ended.run_time.as_secs_f64().max(1e-9),
             compile_secs: runner.compile_time.as_secs_f64(),
-            checkpoints: saved.0,
-            checkpoint_secs: saved.1.as_secs_f64(),
-            log: log.lines,
+            loops_compiled: runner.compiled(),
+            checkpoints: ctx.saved.0,
+            checkpoint_secs: ctx.saved.1.as_secs_f64(),
+            log: ctx.log.lines,
         })
     }
 
-    fn save(
+    /// The hooks that write what training leaves behind, from the config: summaries, TF's
+    /// log lines, the step rate, checkpoints.
+    fn training_duties<'h>(
         &self,
-        saver: &Saver,
-        state: &HostState,
-        variables: &[crate::model::variables::Variable],
-        log: &mut Log,
-        saved: &mut (usize, Duration),
-    ) -> Result<(), EstimatorError> {
-        let started = Instant::now();
-        log.info(format!(
-            "Saving checkpoints for {} into {}.",
-            state.global_step,
-            saver.save_path().display()
-        ));
-        saver.save(&state.checkpoint(variables))?;
-        saved.0 += 1;
-        saved.1 += started.elapsed();
-        Ok(())
+        saving_listeners: Vec<Box<dyn CheckpointSaverListener>>,
+    ) -> Vec<Box<dyn Hook + 'h>> {
+        let every_log = self.config.log_step_count_steps;
+        vec![
+            Box::new(SummarySaverHook::new(self.config.save_summary_steps)),
+            Box::new(LoggingTensorHook::new(&["loss"], every_log)),
+            Box::new(StepCounterHook::new(every_log, Some(self.train_batch_size))),
+            Box::new(CheckpointSaverHook::new(
+                self.config.checkpoint_interval(),
+                saving_listeners,
+            )),
+        ]
     }
 }
 
-/// When a loop failed because its input did: the input_fn's error, at the step whose batch
-/// could not be made, with the checkpoint the next train resumes from. (The runtime's
-/// error would only say that the infeed closed.) `start`: the step this train call began at.
-fn input_failure(
-    dealers: &[Dealer],
-    shards: usize,
-    start: i64,
-    last_saved_step: i64,
-) -> Option<EstimatorError> {
-    let (dealt, message) = dealers.iter().find_map(Dealer::failure)?;
-    // One dealer feeds every shard in turn; otherwise each shard has its own.
-    let per_step = if dealers.len() == 1 { shards } else { 1 } as u64;
-    Some(EstimatorError::Input(format!(
-        "{message} (at step {}; the model_dir keeps the checkpoint for step {last_saved_step}, which the next train() resumes from)",
-        start + (dealt / per_step) as i64 + 1
-    )))
+/// TF's checks of `steps` and `max_steps`.
+fn check_step_counts(steps: Option<u64>, max_steps: Option<u64>) -> Result<(), EstimatorError> {
+    match (steps, max_steps) {
+        (Some(_), Some(_)) => Err(EstimatorError::value(
+            "Can not provide both steps and max_steps.",
+        )),
+        (Some(0), _) => Err(EstimatorError::value("Must specify steps > 0, given: 0")),
+        (_, Some(0)) => Err(EstimatorError::value(
+            "Must specify max_steps > 0, given: 0",
+        )),
+        (None, None) => Err(EstimatorError::value(
+            "give steps or max_steps: a compiled loop runs a known number of steps",
+        )),
+        _ => Ok(()),
+    }
 }
 
 pub(crate) fn summary_err(e: crate::summary::SummaryError) -> EstimatorError {

@@ -1,16 +1,21 @@
-//! `train_and_evaluate(train_spec, eval_spec)`: training in chunks with an evaluation after
-//! each, as `tf.estimator.train_and_evaluate` does on one machine.
+//! `train_and_evaluate(train_spec, eval_spec)`: training with an evaluation every N steps,
+//! as `tf.estimator.train_and_evaluate` does on one machine, but in process.
 //!
-//! A chunk ends at a checkpoint: every `EvalSpec::every_n_steps` steps when given, else at
-//! the config's `save_checkpoints_steps` (TF evaluates each new checkpoint), and at
-//! `max_steps`. Each evaluation restores the checkpoint just saved and writes its results to
-//! `model_dir/eval/` at that global step, so TensorBoard shows the eval curve beside training.
+//! One `train` runs to `max_steps`, its graph traced and its loop compiled once. A hook ends
+//! the loops exactly at every multiple of `EvalSpec::every_n_steps` (else of the config's
+//! `save_checkpoints_steps`, where TF would evaluate each new checkpoint) and at `max_steps`,
+//! and evaluates there the variables training holds on the host: no checkpoint is read back
+//! and the training graph is not rebuilt. The results equal `evaluate()` of a checkpoint of
+//! the same step; they are written to `model_dir/eval/` at that global step, so TensorBoard
+//! shows the eval curve beside training.
 
 use super::evaluate::EvalResult;
 use super::input_fn::Input;
 use super::params::Params;
 use super::tpu_estimator::TpuEstimator;
 use crate::error::EstimatorError;
+use crate::hooks::{Hook, RunArgs, RunContext, RunValues};
+use std::sync::Mutex;
 
 /// `tf.estimator.TrainSpec(input_fn, max_steps)`.
 pub struct TrainSpec<F> {
@@ -20,16 +25,58 @@ pub struct TrainSpec<F> {
 
 /// `tf.estimator.EvalSpec(input_fn, steps, ...)`. `steps = None` evaluates the whole set.
 /// `every_n_steps` replaces TF's `throttle_secs`: evaluations are placed by steps so that a
-/// run is reproducible; `None` evaluates after each checkpoint (`save_checkpoints_steps`).
+/// run is reproducible; `None` evaluates every `save_checkpoints_steps`.
 pub struct EvalSpec<F> {
     pub input_fn: F,
     pub steps: Option<u64>,
     pub every_n_steps: Option<u64>,
 }
 
+/// Ends the loops at each multiple of `every` and evaluates there, in process.
+struct EvalEveryHook<'a, E> {
+    estimator: &'a TpuEstimator,
+    eval_spec: &'a EvalSpec<E>,
+    every: u64,
+    /// The evaluations, and the evaluation loop programs compiled for them.
+    results: &'a Mutex<(Vec<EvalResult>, usize)>,
+}
+
+impl<E> Hook for EvalEveryHook<'_, E>
+where
+    E: Fn(&Params) -> Result<Input, EstimatorError> + Sync,
+{
+    fn before_run(&mut self, ctx: &mut RunContext) -> Result<RunArgs, EstimatorError> {
+        let every = self.every as i64;
+        Ok(RunArgs::end_at_step(
+            (ctx.global_step() / every + 1) * every,
+        ))
+    }
+
+    fn after_run(
+        &mut self,
+        ctx: &mut RunContext,
+        values: &RunValues,
+    ) -> Result<(), EstimatorError> {
+        let step = values.global_step();
+        if step % self.every as i64 == 0 || Some(step) == ctx.last_step() {
+            let result =
+                self.estimator
+                    .evaluate_run(&self.eval_spec.input_fn, self.eval_spec.steps, ctx)?;
+            let mut results = self
+                .results
+                .lock()
+                .map_err(|_| EstimatorError::value("an evaluation failed on another thread"))?;
+            results.0.push(result);
+            results.1 = ctx.eval_compiles;
+        }
+        Ok(())
+    }
+}
+
 impl TpuEstimator {
-    /// Trains to `train_spec.max_steps`, evaluating after every chunk; returns the last
-    /// evaluation (of the final checkpoint).
+    /// Trains to `train_spec.max_steps`, evaluating every N steps in process; returns the
+    /// last evaluation (at `max_steps`), whose log holds the whole call's lines. A model_dir
+    /// already at `max_steps` trains nothing and evaluates its latest checkpoint.
     pub fn train_and_evaluate<T, E>(
         &self,
         train_spec: &TrainSpec<T>,
@@ -37,7 +84,7 @@ impl TpuEstimator {
     ) -> Result<EvalResult, EstimatorError>
     where
         T: Fn(&Params) -> Result<Input, EstimatorError>,
-        E: Fn(&Params) -> Result<Input, EstimatorError>,
+        E: Fn(&Params) -> Result<Input, EstimatorError> + Sync,
     {
         if train_spec.max_steps == 0 {
             return Err(EstimatorError::value(
@@ -51,30 +98,44 @@ impl TpuEstimator {
                 ))
             }
             (Some(n), _) | (None, Some(n)) => n,
-            // Checkpoints by time: one chunk, one evaluation at the end.
+            // Checkpoints by time: one evaluation, at the end.
             (None, None) => train_spec.max_steps,
         };
-        let mut last = None;
-        let mut step = self.latest_global_step()?;
-        loop {
-            // The next multiple of `every` (or max_steps): where a checkpoint is due.
-            let target = ((step as u64 / every + 1) * every).min(train_spec.max_steps);
-            if (step as u64) < target {
-                step = self
-                    .train(&train_spec.input_fn, None, Some(target))?
-                    .global_step;
-            }
-            let needs_eval = last
-                .as_ref()
-                .is_none_or(|r: &EvalResult| r.global_step != step);
-            if needs_eval {
-                last = Some(self.evaluate(&eval_spec.input_fn, eval_spec.steps)?);
-            }
-            if step as u64 >= train_spec.max_steps {
-                break;
-            }
+        if self.latest_global_step()? as u64 >= train_spec.max_steps {
+            return self.evaluate(&eval_spec.input_fn, eval_spec.steps);
         }
-        last.ok_or_else(|| EstimatorError::value("no evaluation ran"))
+        let results = Mutex::new((Vec::new(), 0));
+        let hook = EvalEveryHook {
+            estimator: self,
+            eval_spec,
+            every,
+            results: &results,
+        };
+        let trained = self.train_with_hooks(
+            &train_spec.input_fn,
+            None,
+            Some(train_spec.max_steps),
+            vec![Box::new(hook)],
+            Vec::new(),
+        )?;
+        let (evaluations, eval_compiles) = results
+            .into_inner()
+            .map_err(|_| EstimatorError::value("an evaluation failed on another thread"))?;
+        let count = evaluations.len();
+        let mut last = evaluations
+            .into_iter()
+            .last()
+            .ok_or_else(|| EstimatorError::value("no evaluation ran"))?;
+        last.log = trained.log;
+        let line = format!(
+            "Trained to step {} with {count} evaluations in process; loop programs compiled: {} for training, {eval_compiles} for evaluation.",
+            trained.global_step, trained.loops_compiled
+        );
+        if !self.quiet {
+            log::info!(target: "tessel", "{line}");
+        }
+        last.log.push(line);
+        Ok(last)
     }
 
     /// The global step of the latest checkpoint in model_dir, 0 without one.

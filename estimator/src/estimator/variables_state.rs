@@ -135,14 +135,14 @@ impl HostState {
         Ok(state)
     }
 
-    /// The checkpoint of this state.
-    pub fn checkpoint(&self, variables: &[Variable]) -> Checkpoint {
+    /// The checkpoint of this state; `names`: the variables' names, in the step's order.
+    pub fn checkpoint(&self, names: &[String]) -> Checkpoint {
         Checkpoint {
             global_step: self.global_step,
-            variables: variables
+            variables: names
                 .iter()
                 .zip(&self.values)
-                .map(|(v, a)| (v.name.clone(), a.clone()))
+                .map(|(n, a)| (n.clone(), a.clone()))
                 .collect(),
             input_state: vec![(
                 INPUT_BATCHES.to_string(),
@@ -208,17 +208,17 @@ pub fn restore_for(
 
 /// The first variable holding a NaN or an infinity, with which.
 pub fn first_non_finite<'v>(
-    variables: &'v [Variable],
+    names: &'v [String],
     values: &[Array],
 ) -> Option<(&'v str, &'static str)> {
-    for (v, a) in variables.iter().zip(values) {
+    for (name, a) in names.iter().zip(values) {
         let found = match &a.data {
             ArrayData::F32(d) => d.iter().find(|x| !x.is_finite()).map(|x| x.is_nan()),
             ArrayData::F64(d) => d.iter().find(|x| !x.is_finite()).map(|x| x.is_nan()),
             _ => None,
         };
         if let Some(is_nan) = found {
-            return Some((&v.name, if is_nan { "NaN" } else { "an infinity" }));
+            return Some((name, if is_nan { "NaN" } else { "an infinity" }));
         }
     }
     None

@@ -1,12 +1,15 @@
-//! The estimator: train, evaluate, predict and export; checkpoints, events, resume, shards, warm start and restore, TF-format checkpoints, a user's mistakes, the Fashion-MNIST example.
+//! The estimator: train, evaluate, predict and export; hooks and early stopping; checkpoints, events, resume, shards, warm start and restore, TF-format checkpoints, a user's mistakes, the Fashion-MNIST example.
 
 #[path = "../support/mod.rs"]
 mod support;
 
+mod builtin_hooks;
 mod checkpoints;
+mod early_stopping;
 mod evaluate_whole;
 mod events;
 mod fashion_mnist_example;
+mod hooks;
 mod model_fn_mistakes;
 mod predict_export;
 mod restore_or_warm_start;
