@@ -30,7 +30,9 @@ pub use crate::jit::profile;
 pub use crate::jit::ConvAlgorithm;
 pub use crate::memory::MemoryError;
 pub use crate::threads::ThreadBudget;
-pub use crate::trace::{write_chrome_trace, Trace, TraceEvent, TraceOptions, Track};
+pub use crate::trace::{
+    chrome_trace_json, write_chrome_trace, Trace, TraceEvent, TraceOptions, Track,
+};
 pub use compile::{compile, compile_loop, compile_with_report, optimize_for_device, Compiled};
 pub use device::{Backend, Device};
 pub use error::{BindError, ReplicaCountError, SessionError};
