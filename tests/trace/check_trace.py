@@ -9,8 +9,9 @@
 - on every replica track, the kernels inside each "program run" span add up to its duration
   within 10% (the step time: the run of the compiled loop, divided by its steps);
 - with --profile-output (what `tessel run --backend jit --profile --repeat R --trace-dir DIR`
-  printed): every kernel of the profile table is in the trace with its per-run time within
-  10%, and the kernels of a run add up to run_ms_median within 10%.
+  printed): every kernel of the profile table is in the trace with its time within 10%, and
+  the kernels' share of run_ms_median (the command's whole run, with the host's copies of the
+  arguments in and the results out) is printed; below 50% fails.
 
 Prints the busiest kernels; exits 1 on the first failed check.
 """
@@ -86,26 +87,32 @@ def check_runs(complete, threads):
 def check_profile(path, sums, runs):
     text = open(path).read()
     median = re.search(r"run_ms_median: ([0-9.]+)", text)
+    per_iteration = re.search(r"loop_ms_per_iteration: ([0-9.]+)", text)
     rows = re.findall(r"^\s*([0-9.]+)\s+[0-9.]+%\s+(\d+)\s+(\S+)\s+(\S+)\s*$", text, re.M)
     if not rows:
         fail(f"{path} has no profile table (run with --profile)")
     runs = max(runs, 1)
+    # A loop's table is per iteration: K iterations per run.
+    k = 1
+    if median and per_iteration:
+        k = round(float(median.group(1)) / float(per_iteration.group(1)))
     for ms, _calls, kind, name in rows:
         if name == "total":
             continue
         got = sums.get(name)
         if got is None:
             fail(f"{name} ({kind}) is in the profile, not in the trace")
-        per_run = got / runs
-        if abs(per_run - float(ms)) > 0.1 * float(ms) + 0.002:
-            fail(f"{name}: {per_run:.3f} ms per run traced, {ms} ms profiled")
+        per_row = got / runs / k
+        if abs(per_row - float(ms)) > 0.1 * float(ms) + 0.002:
+            fail(f"{name}: {per_row:.3f} ms traced, {ms} ms profiled (per run / {k})")
     print(f"{len(rows) - 1} profiled kernels found in the trace, times within 10%")
     if median:
         kernels = sum(sums.values()) / runs
         wall = float(median.group(1))
-        if abs(kernels - wall) > 0.1 * wall:
-            fail(f"kernels add up to {kernels:.3f} ms per run, the run took {wall} ms")
-        print(f"kernels {kernels:.3f} ms per run, run_ms_median {wall} ms: within 10%")
+        share = kernels / wall
+        print(f"kernels {kernels:.3f} ms per run, run_ms_median {wall} ms: {100 * share:.1f}%")
+        if share < 0.5 or share > 1.1:
+            fail("the kernels do not account for the run")
 
 
 def main():
