@@ -85,6 +85,9 @@ ENTRY step {
         run_traced(backend, x, None, None).map(|(out, _)| out)
     }
 
+    /// Keyed outputs, and the trace file's text when one was written.
+    type Traced = (Vec<(String, Array)>, Option<String>);
+
     /// Runs the loop (with `--trace-dir` and `--repeat` when given); the outputs and the
     /// trace file's text.
     fn run_traced(
@@ -92,7 +95,7 @@ ENTRY step {
         x: Vec<f32>,
         trace: Option<&str>,
         repeat: Option<usize>,
-    ) -> Result<(Vec<(String, Array)>, Option<String>), String> {
+    ) -> Result<Traced, String> {
         let dir = std::env::temp_dir().join(format!(
             "tessel-run-loop-{backend}-{}-{}-{}",
             std::process::id(),
