@@ -10,6 +10,7 @@
 //!     [--predictions-out FILE.safetensors] (predict) [--export-dir DIR] (export)
 //!     [--save-checkpoints-steps N | --save-checkpoints-secs 600] [--keep-checkpoint-max 5]
 //!     [--fall-back-to-intact-checkpoint] [--random-seed N] [--early-stopping-steps N]
+//!     [--trace-dir DIR]
 //! ```
 //! With no file flags it reads the MNIST IDX files bundled in `estimator/data/mnist/`.
 //!
@@ -34,7 +35,7 @@ use tessel_estimator::checkpoint::WarmStart;
 use tessel_estimator::estimator::{
     require_labels, EvalMetrics, EvalSpec, Features, ServingInput, TrainSpec,
 };
-use tessel_estimator::hooks::{stop_if_no_decrease_hook, Hook};
+use tessel_estimator::hooks::{stop_if_no_decrease_hook, Hook, ProfilerHook};
 use tessel_estimator::input::parse::{FeatureDType, ParseSpec, RawType};
 use tessel_estimator::input::tfrecord::ReaderOptions;
 use tessel_estimator::input::{idx_dataset_normalized, tfrecord_dataset, Dataset, Value};
@@ -112,6 +113,11 @@ struct Flags {
     /// `--iterations` x 10 steps and stops when the eval loss has not decreased for N steps.
     #[arg(long)]
     early_stopping_steps: Option<u64>,
+    /// Write a trace of 3 training loops (from the second on) to DIR/timeline-<step>.json
+    /// (Perfetto, chrome://tracing) and DIR/plugins/profile/ (TensorBoard), with TF's
+    /// `ProfilerHook`.
+    #[arg(long)]
+    trace_dir: Option<PathBuf>,
 }
 
 fn model_fn(
@@ -387,6 +393,12 @@ fn run(flags: &Flags, signals: &StopSignals) -> Result<(), EstimatorError> {
                     0,
                     flags.iterations.max(1) * 10,
                 )));
+            }
+            if let Some(dir) = &flags.trace_dir {
+                let hook = ProfilerHook::new(u64::MAX, dir)
+                    .with_loops(3)
+                    .starting_at_step(flags.iterations as i64);
+                hooks.push(Box::new(hook));
             }
             estimator.train_with_hooks(train_input(), None, Some(flags.train_steps), hooks, vec![])
         })?)

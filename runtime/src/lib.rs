@@ -25,3 +25,4 @@ pub mod session;
 pub mod shard_map;
 mod stop_message;
 pub mod threads;
+pub mod trace;

@@ -11,6 +11,7 @@ pub mod run;
 pub mod run_loop;
 mod session_errors;
 mod timing;
+mod trace_file;
 
 use std::process::ExitCode;
 

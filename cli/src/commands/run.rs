@@ -1,4 +1,4 @@
-//! `tessel run FILE --inputs IN --outputs OUT [--backend interp|jit] [--replicas N] [--loop K --infeed I,J] [--repeat R]`
+//! `tessel run FILE --inputs IN --outputs OUT [--backend interp|jit] [--replicas N] [--loop K --infeed I,J] [--repeat R] [--trace-dir DIR]`
 //!
 //! Argument parsing and printing around the session API (`tessel_runtime::session`): the
 //! module is compiled for a device (backend, replicas, convolution routines, threads) and run.
@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 use tessel_runtime::host_io::{read_safetensors, write_safetensors};
-use tessel_runtime::session::{compile, Backend, ConvAlgorithm, Device, ThreadBudget};
+use tessel_runtime::session::{
+    compile, Backend, ConvAlgorithm, Device, ThreadBudget, TraceOptions,
+};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -53,6 +55,12 @@ pub struct RunArgs {
     /// (always the general patch-matrix GEMM).
     #[arg(long, default_value = "auto")]
     pub conv_algorithm: ConvAlgorithm,
+    /// With --backend jit: write a trace of the runs (each kernel per replica, the infeed and
+    /// outfeed, the host's input) to DIR/<file stem>.trace.json, in the Chrome trace event
+    /// format that Perfetto and chrome://tracing open (the warm-up run is left out when
+    /// --repeat is given).
+    #[arg(long)]
+    pub trace_dir: Option<PathBuf>,
 }
 
 /// `interp` or `jit`.
@@ -89,6 +97,9 @@ fn check_flags(args: &RunArgs, backend: Backend) -> Result<(), String> {
     if args.profile && backend != Backend::Jit {
         return Err("--profile times the JIT's kernels (use it with --backend jit)".into());
     }
+    if args.trace_dir.is_some() && backend != Backend::Jit {
+        return Err("--trace-dir traces the JIT's kernels (use it with --backend jit)".into());
+    }
     if args.repeat == Some(0) {
         return Err("--repeat must be at least 1".into());
     }
@@ -106,6 +117,7 @@ pub(super) fn execute(args: &RunArgs) -> Result<(), String> {
         conv_algorithm: args.conv_algorithm,
         threads: ThreadBudget::from_env().map_err(|e| e.to_string())?,
         profile: args.profile,
+        trace: args.trace_dir.as_ref().map(|_| TraceOptions::default()),
         ..Device::new(backend)
     };
     let describe = |e| describe(e, &args.file, Verb::Run);
@@ -117,7 +129,14 @@ pub(super) fn execute(args: &RunArgs) -> Result<(), String> {
     let compile_ms = load_start.elapsed().as_secs_f64() * 1e3;
     let inputs = read_safetensors(&args.inputs).map_err(|e| e.to_string())?;
     let inputs = program.bind(inputs).map_err(describe)?;
+    let trace = super::trace_file::TraceRuns::new(args);
+    trace
+        .start(true, || program.start_trace())
+        .map_err(describe)?;
     let outputs = program.run(&inputs).map_err(describe)?;
+    trace
+        .start(false, || program.start_trace())
+        .map_err(describe)?;
     let timing = super::timing::Timing {
         repeat: args.repeat,
         compile_ms,
@@ -126,6 +145,7 @@ pub(super) fn execute(args: &RunArgs) -> Result<(), String> {
     timing.print(program.profile(), || {
         program.run(&inputs).map(drop).map_err(describe)
     })?;
+    trace.finish(|| program.take_trace())?;
     write_safetensors(&args.outputs, &outputs.keyed()).map_err(|e| e.to_string())
 }
 

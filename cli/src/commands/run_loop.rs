@@ -39,7 +39,10 @@ pub fn run_loop(
             .infeed_depth
             .unwrap_or(LoopOptions::default().queue_depth),
     };
+    let trace = super::trace_file::TraceRuns::new(args);
+    trace.start(true, || lp.start_trace()).map_err(describe)?;
     let outputs = lp.run_bound(&inputs, &options).map_err(describe)?;
+    trace.start(false, || lp.start_trace()).map_err(describe)?;
     let timing = Timing {
         repeat: args.repeat,
         compile_ms,
@@ -48,6 +51,7 @@ pub fn run_loop(
     timing.print(lp.profile(), || {
         lp.run_bound(&inputs, &options).map(drop).map_err(describe)
     })?;
+    trace.finish(|| lp.take_trace())?;
     write_safetensors(&args.outputs, &outputs.keyed()).map_err(|e| e.to_string())
 }
 
@@ -78,10 +82,25 @@ ENTRY step {
 "#;
 
     fn run(backend: &str, x: Vec<f32>) -> Result<Vec<(String, Array)>, String> {
+        run_traced(backend, x, None, None).map(|(out, _)| out)
+    }
+
+    /// Keyed outputs, and the trace file's text when one was written.
+    type Traced = (Vec<(String, Array)>, Option<String>);
+
+    /// Runs the loop (with `--trace-dir` and `--repeat` when given); the outputs and the
+    /// trace file's text.
+    fn run_traced(
+        backend: &str,
+        x: Vec<f32>,
+        trace: Option<&str>,
+        repeat: Option<usize>,
+    ) -> Result<Traced, String> {
         let dir = std::env::temp_dir().join(format!(
-            "tessel-run-loop-{backend}-{}-{}",
+            "tessel-run-loop-{backend}-{}-{}-{}",
             std::process::id(),
-            x.iter().any(|v| v.is_nan())
+            x.iter().any(|v| v.is_nan()),
+            trace.unwrap_or("")
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let hlo = dir.join("step.hlo");
@@ -104,16 +123,43 @@ ENTRY step {
             replicas: 1,
             loop_iterations: Some(4),
             infeed: vec![1],
-            repeat: None,
+            repeat,
             nan_check: true,
             infeed_depth: None,
             profile: false,
             conv_algorithm: ConvAlgorithm::Auto,
+            trace_dir: trace.map(|t| dir.join(t)),
         };
-        let result =
-            super::super::run::execute(&args).map(|()| read_safetensors(&args.outputs).unwrap());
+        let result = super::super::run::execute(&args).map(|()| {
+            let written = args
+                .trace_dir
+                .as_ref()
+                .map(|d| std::fs::read_to_string(d.join("step.trace.json")).unwrap());
+            (read_safetensors(&args.outputs).unwrap(), written)
+        });
         std::fs::remove_dir_all(&dir).unwrap();
         result
+    }
+
+    #[test]
+    fn trace_dir_writes_the_runs_after_the_warm_up_when_repeated() {
+        let x: Vec<f32> = (0..12).map(|i| 0.5 + i as f32 * 0.25).collect();
+        for (repeat, runs) in [(None, 1), (Some(3), 3)] {
+            let (out, trace) = run_traced("jit", x.clone(), Some("traces"), repeat).unwrap();
+            assert_eq!(out, run("jit", x.clone()).unwrap());
+            let trace = trace.unwrap();
+            assert!(trace.starts_with(r#"{"displayTimeUnit":"ms""#), "{trace}");
+            let spans = trace.matches(r#""name":"program run""#).count();
+            assert_eq!(spans, runs, "--repeat {repeat:?}");
+            // 4 iterations a run: 4 infeed dequeues and 4 host input batches.
+            assert_eq!(trace.matches(r#""cat":"infeed""#).count(), 4 * runs);
+            assert_eq!(trace.matches(r#""cat":"host input""#).count(), 4 * runs);
+        }
+        let e = run_traced("interp", x, Some("traces"), None).unwrap_err();
+        assert!(
+            e.contains("--trace-dir") && e.contains("--backend jit"),
+            "{e}"
+        );
     }
 
     #[test]

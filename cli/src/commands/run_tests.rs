@@ -33,6 +33,7 @@ fn args(file: PathBuf, inputs: PathBuf, outputs: PathBuf, replicas: usize) -> Ru
         infeed_depth: None,
         profile: false,
         conv_algorithm: ConvAlgorithm::Auto,
+        trace_dir: None,
     }
 }
 

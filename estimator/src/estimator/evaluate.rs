@@ -275,6 +275,7 @@ impl TpuEstimator {
                 names: vec!["loss".to_string()],
                 per_step: loop_loss,
                 elapsed: started.elapsed(),
+                trace: None,
             };
             hooks.after_run(&mut ctx, &values)?;
             if ctx.stop_requested() {

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use tessel_compiler::ir::{Array, Module};
 use tessel_runtime::feed::FeedSource;
 use tessel_runtime::session::{
-    compile_loop, Device, LoopOptions, LoopProgram, LoopSpec, Outfeed, SessionError,
+    compile_loop, Device, LoopOptions, LoopProgram, LoopSpec, Outfeed, SessionError, Trace,
+    TraceOptions,
 };
 
 pub struct LoopRunner {
@@ -76,5 +77,33 @@ impl LoopRunner {
         };
         let out = program.run_fed(state, sources, Outfeed::Callback(on_step), &options)?;
         Ok(out.carried)
+    }
+
+    /// Compiles loops with trace buffers from now on (those compiled without are dropped, to
+    /// be compiled again when needed).
+    pub fn enable_trace(&mut self) {
+        if self.device.trace.is_none() {
+            self.device.trace = Some(TraceOptions::default());
+            self.programs.clear();
+        }
+    }
+
+    /// [`LoopRunner::run`], recorded as a trace. The loops are compiled with trace buffers
+    /// from the first traced run on (loops compiled without them are compiled again, once).
+    pub fn run_traced(
+        &mut self,
+        iterations: u64,
+        state: Vec<Vec<Array>>,
+        sources: Vec<FeedSource>,
+        on_step: StepCallback<'_>,
+    ) -> Result<(Vec<Vec<Array>>, Trace), SessionError> {
+        self.enable_trace();
+        self.prepare(iterations)?;
+        self.programs[&iterations].start_trace()?;
+        let carried = self.run(iterations, state, sources, on_step);
+        let program = &self.programs[&iterations];
+        program.stop_trace()?;
+        let trace = program.take_trace()?;
+        Ok((carried?, trace))
     }
 }

@@ -382,6 +382,7 @@ impl Producer {
             names: Vec::new(),
             per_step: Vec::new(),
             elapsed: started.elapsed(),
+            trace: None,
         };
         if let Err(e) = self.hooks.after_run(&mut self.ctx, &values) {
             return (Err(e), true);

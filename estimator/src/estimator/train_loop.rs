@@ -64,6 +64,9 @@ impl TrainLoop<'_> {
                 Some(at) => self.iterations_per_loop.min((at - step).max(1) as u64),
                 None => self.iterations_per_loop,
             };
+            if ctx.trace_next {
+                self.runner.enable_trace();
+            }
             self.runner.prepare(k)?;
             let mut gathered = vec![StepValues::default(); k as usize];
             let outfed = self.outfed.len();
@@ -84,7 +87,17 @@ impl TrainLoop<'_> {
                 [one] => one.sources(self.shards, k),
                 each => each.iter().flat_map(|d| d.sources(1, k)).collect(),
             };
-            carried = match self.runner.run(k, carried, sources, &mut on_step) {
+            let run = if std::mem::take(&mut ctx.trace_next) {
+                self.runner
+                    .run_traced(k, carried, sources, &mut on_step)
+                    .map(|(c, t)| (c, Some(t)))
+            } else {
+                self.runner
+                    .run(k, carried, sources, &mut on_step)
+                    .map(|c| (c, None))
+            };
+            let trace;
+            (carried, trace) = match run {
                 Ok(c) => c,
                 Err(e) => {
                     return Err(self
@@ -109,6 +122,7 @@ impl TrainLoop<'_> {
                 names: self.outfed.to_vec(),
                 per_step,
                 elapsed,
+                trace,
             };
             hooks.after_run(ctx, &values)?;
             end.final_loss = values.loss().last().copied();

@@ -87,6 +87,7 @@ mod tests {
             names: vec!["loss".into()],
             per_step: loss.iter().map(|l| vec![*l]).collect(),
             elapsed: Duration::ZERO,
+            trace: None,
         }
     }
 

@@ -13,6 +13,7 @@ use crate::summary::EventWriter;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tessel_compiler::ir::Array;
+use tessel_runtime::session::Trace;
 
 /// TF's `SessionRunContext` (and what `MonitoredSession` holds): the running call's state as
 /// hooks see it. The variables are the host's copy after the last loop.
@@ -38,6 +39,8 @@ pub struct RunContext {
     /// from one evaluation to the next, and the loop programs compiled for them in all.
     pub(crate) eval_runner: Option<(String, LoopRunner)>,
     pub(crate) eval_compiles: usize,
+    /// A hook's `before_run` asked for a trace of the next training loop.
+    pub(crate) trace_next: bool,
 }
 
 impl RunContext {
@@ -63,6 +66,7 @@ impl RunContext {
             last_saved_step: step,
             eval_runner: None,
             eval_compiles: 0,
+            trace_next: false,
         }
     }
 
@@ -126,10 +130,11 @@ impl RunContext {
 }
 
 /// What `before_run` asks of the next loop (TF's `SessionRunArgs`). A loop always outfeeds
-/// its values to every hook; what may be asked is where it ends.
+/// its values to every hook; what may be asked is where it ends, and a trace of it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RunArgs {
     end_at_step: Option<i64>,
+    trace: bool,
 }
 
 impl RunArgs {
@@ -138,6 +143,17 @@ impl RunArgs {
     pub fn end_at_step(step: i64) -> RunArgs {
         RunArgs {
             end_at_step: Some(step),
+            trace: false,
+        }
+    }
+
+    /// TF's `RunOptions(trace_level=FULL_TRACE)`: record the next training loop as a trace
+    /// (each kernel per shard, the infeed and outfeed, the host's input), which every hook's
+    /// `after_run` then finds in [`RunValues::trace`].
+    pub fn with_trace(self) -> RunArgs {
+        RunArgs {
+            trace: true,
+            ..self
         }
     }
 }
@@ -152,6 +168,8 @@ pub struct RunValues {
     pub(crate) names: Vec<String>,
     pub(crate) per_step: Vec<Vec<f64>>,
     pub(crate) elapsed: Duration,
+    /// The loop's trace, when a hook asked for one ([`RunArgs::with_trace`]).
+    pub(crate) trace: Option<Trace>,
 }
 
 impl RunValues {
@@ -200,6 +218,11 @@ impl RunValues {
     pub fn elapsed(&self) -> Duration {
         self.elapsed
     }
+
+    /// The loop's trace (TF's `run_metadata.step_stats`), when a hook asked for one.
+    pub fn trace(&self) -> Option<&Trace> {
+        self.trace.as_ref()
+    }
 }
 
 /// The hooks of one call, run in order at each moment.
@@ -232,9 +255,11 @@ impl<'a> HookList<'a> {
     ) -> Result<Option<i64>, EstimatorError> {
         let mut end = None::<i64>;
         for h in &mut self.hooks {
-            if let Some(step) = h.before_run(ctx)?.end_at_step {
+            let args = h.before_run(ctx)?;
+            if let Some(step) = args.end_at_step {
                 end = Some(end.map_or(step, |e| e.min(step)));
             }
+            ctx.trace_next |= args.trace;
         }
         Ok(end)
     }

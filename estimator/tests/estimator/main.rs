@@ -12,6 +12,7 @@ mod fashion_mnist_example;
 mod hooks;
 mod model_fn_mistakes;
 mod predict_export;
+mod profiler_hook;
 mod restore_or_warm_start;
 mod resume;
 mod shards;

@@ -35,7 +35,7 @@ pub mod routines;
 
 pub(crate) use error::JitError;
 pub use host::profile;
-pub use options::{ConvAlgorithm, JitOptions};
+pub use options::{ConvAlgorithm, JitOptions, TraceBuffers};
 pub use program::{Executable, ProgramStats};
 pub use tessel_kernels::gemm::GemmBackend;
 

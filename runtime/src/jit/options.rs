@@ -2,6 +2,7 @@
 //! and threads, profiling, convolution routines, bias and pool folding, convolution pairs, CLIF
 //! dumps).
 
+use crate::trace::TraceOptions;
 use std::path::PathBuf;
 use tessel_kernels::gemm::GemmBackend;
 
@@ -21,6 +22,9 @@ pub struct JitOptions {
     pub gemm_threads: usize,
     /// Count the time of every kernel and routine call (see `host/profile.rs`).
     pub profile: bool,
+    /// Compile the profile marks with trace buffers, so runs can be recorded as traces
+    /// (`crate::trace`); implies `profile`.
+    pub trace: Option<TraceBuffers>,
     /// Which convolution routines may be used (`conv_select.rs`).
     pub conv_algorithm: ConvAlgorithm,
     /// Let a convolution routine add the bias of the add fusion that follows it in its stores
@@ -51,6 +55,7 @@ impl Default for JitOptions {
             gemm: GemmBackend::default(),
             gemm_threads: 2,
             profile: false,
+            trace: None,
             conv_algorithm: ConvAlgorithm::Auto,
             fold_bias_add: true,
             fold_pool: true,
@@ -69,6 +74,14 @@ impl JitOptions {
             ..self.clone()
         }
     }
+}
+
+/// The trace buffers a program is compiled with (`JitOptions::trace`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceBuffers {
+    /// Replicas the program runs on: one buffer each.
+    pub replicas: usize,
+    pub options: TraceOptions,
 }
 
 /// Which convolution algorithms the JIT may use (`JitOptions::conv_algorithm`).

@@ -3,9 +3,10 @@
 //! [`Backend`] is the one notion of backend in the API.
 
 use crate::jit::arena_plan::JitBufferNeeds;
-use crate::jit::{ConvAlgorithm, JitOptions};
+use crate::jit::{ConvAlgorithm, JitOptions, TraceBuffers};
 use crate::shard_map::{is_shard_map_module, Mesh};
 use crate::threads::ThreadBudget;
+use crate::trace::TraceOptions;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tessel_compiler::compile::CompileOptions;
@@ -33,6 +34,9 @@ pub struct Device {
     pub threads: ThreadBudget,
     /// With the JIT: count the time of every kernel and routine call.
     pub profile: bool,
+    /// With the JIT: keep trace buffers, so chosen runs can be recorded as a trace
+    /// (`Program::start_trace`); compiles the profile marks in.
+    pub trace: Option<TraceOptions>,
     /// Write the module after each pass (and the JIT's CLIF, in `jit/`) into this directory.
     pub dump_to: Option<PathBuf>,
     /// Dump only after the passes whose name matches this regular expression.
@@ -50,6 +54,7 @@ impl Device {
             conv_algorithm: ConvAlgorithm::Auto,
             threads: ThreadBudget::new(cores),
             profile: false,
+            trace: None,
             dump_to: None,
             dump_pass_re: None,
         }
@@ -70,6 +75,14 @@ impl Device {
         Device { replicas, ..self }
     }
 
+    /// The same device with trace buffers (see [`Device::trace`]).
+    pub fn with_trace(self, options: TraceOptions) -> Device {
+        Device {
+            trace: Some(options),
+            ..self
+        }
+    }
+
     /// The same device with the replicas `module` runs on: its mesh's device count for a
     /// shard_map module (whose per-replica body is what runs), this device's otherwise.
     pub fn with_replicas_of(self, module: &Module) -> Device {
@@ -86,6 +99,10 @@ impl Device {
             dump_to: self.dump_to.as_ref().map(|d| d.join("jit")),
             gemm_threads: self.threads.per_replica(self.replicas),
             profile: self.profile,
+            trace: self.trace.map(|options| TraceBuffers {
+                replicas: self.replicas,
+                options,
+            }),
             conv_algorithm: self.conv_algorithm,
             ..JitOptions::default()
         }

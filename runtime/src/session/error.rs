@@ -47,6 +47,9 @@ pub enum SessionError {
     /// The machine has not the memory (or the threads) the program needs.
     #[error(transparent)]
     Memory(#[from] MemoryError),
+    /// A trace was asked of a program compiled without trace buffers (or for the interpreter).
+    #[error("the program has no trace buffers: compile it for a JIT device made with_trace")]
+    NoTraceBuffers,
     /// A run failed: on `replica` when several run, at `instruction` when known.
     #[error("{}{}{message}", replica_prefix(*.replica), instruction_prefix(.instruction))]
     Run {

@@ -40,6 +40,7 @@ pub(crate) fn run_host_loop(
         .into_iter()
         .map(|state| state.into_iter().map(Literal::Array).collect())
         .collect();
+    let sources = super::trace::time_host_input(engine, sources);
     let (queues, rx) = HostQueues::new(n, options.queue_depth);
     let (result, outfed) = std::thread::scope(|s| {
         let queues = &queues;

@@ -18,6 +18,7 @@ use crate::jit::program::executable::Executable;
 use crate::memory::bytes_text;
 use crate::replicas::Numbering;
 use crate::shard_map::{is_shard_map_module, ShardMap};
+use crate::trace::Trace;
 use tessel_compiler::ir::{Array, ArrayShape, Module};
 use tessel_compiler::training_loop::{loop_signature, wrap_in_training_loop, LoopSignature};
 
@@ -168,6 +169,23 @@ impl LoopProgram {
     /// The JIT's per-kernel time counters, when the device profiles.
     pub fn profile(&self) -> Option<&ProfileCounters> {
         self.executable().and_then(|exe| exe.profile())
+    }
+
+    /// Starts recording this program's runs as a trace (emptying what was recorded); an
+    /// error unless its device was made [`with_trace`](super::Device::with_trace).
+    pub fn start_trace(&self) -> Result<(), SessionError> {
+        self.engine.start_trace()
+    }
+
+    /// Stops recording; the events stay until [`Self::take_trace`].
+    pub fn stop_trace(&self) -> Result<(), SessionError> {
+        self.engine.stop_trace()
+    }
+
+    /// The events recorded since [`Self::start_trace`], named; the buffers are empty
+    /// afterwards.
+    pub fn take_trace(&self) -> Result<Trace, SessionError> {
+        self.engine.take_trace()
     }
 
     /// Binds inputs keyed by step parameter number: a carried parameter's value has its

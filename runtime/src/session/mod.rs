@@ -21,14 +21,18 @@ pub(crate) mod loop_program;
 pub mod program;
 #[cfg(test)]
 mod tests;
+mod trace;
 
 pub use bind::Parameter;
 // What the session's callers need from the layers below it, so they import only the session:
-// the device's options, the profile of a run, and the errors a session passes on.
+// the device's options, the profile and the trace of a run, and the errors a session passes on.
 pub use crate::jit::profile;
 pub use crate::jit::ConvAlgorithm;
 pub use crate::memory::MemoryError;
 pub use crate::threads::ThreadBudget;
+pub use crate::trace::{
+    chrome_trace_json, write_chrome_trace, Trace, TraceEvent, TraceOptions, Track,
+};
 pub use compile::{compile, compile_loop, compile_with_report, optimize_for_device, Compiled};
 pub use device::{Backend, Device};
 pub use error::{BindError, ReplicaCountError, SessionError};

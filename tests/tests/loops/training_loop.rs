@@ -104,7 +104,7 @@ pub(super) fn f32s(dims: &[i64], v: Vec<f32>) -> Array {
 }
 
 /// Replica r's arguments: w, and x stacked `k` deep (all positive).
-fn sgd_args(replicas: usize, k: usize) -> Vec<Vec<Array>> {
+pub(super) fn sgd_args(replicas: usize, k: usize) -> Vec<Vec<Array>> {
     (0..replicas)
         .map(|r| {
             let w = f32s(&[4], vec![0.5, -0.25, 1.0, 0.125]);
@@ -397,9 +397,9 @@ fn a_panic_on_one_replica_stops_the_others() {
 }
 
 /// The fixture's step module, its carried inputs, and JAX's outputs keyed as in the file.
-type LoopFixture = (Module, Vec<Array>, Vec<(String, Array)>);
+pub(super) type LoopFixture = (Module, Vec<Array>, Vec<(String, Array)>);
 
-fn corpus_loop_inputs() -> Option<LoopFixture> {
+pub(super) fn corpus_loop_inputs() -> Option<LoopFixture> {
     let dir = tessel_tests::corpus_dir()?;
     let step = parse_module_file(&dir.join("mnist_cnn_train_step_b8.hlo")).unwrap();
     let mut inputs =

@@ -8,7 +8,7 @@ use crate::jit::arena_plan::plan_arena;
 use crate::jit::buffer::Addr;
 use crate::jit::buffer::Loc;
 use crate::jit::clif::symbols::Symbols;
-use crate::jit::host::profile::{ProfileCounters, RESTART};
+use crate::jit::host::profile::{ProfileCounters, PROGRAM_END, RESTART};
 use crate::jit::isa::host_isa;
 use crate::jit::routines::conv_pair::PairCache;
 use crate::jit::{JitError, JitOptions};
@@ -124,7 +124,10 @@ pub(crate) fn compile_module(
         routine_sig: None,
         error_block: None,
         dump_index: 0,
-        profile: options.profile.then(Box::default),
+        profile: match options.trace {
+            Some(t) => Some(Box::new(ProfileCounters::with_trace(t.replicas, t.options))),
+            None => options.profile.then(Box::default),
+        },
         mark_sig: None,
         current_op: "",
         current_name: String::new(),
@@ -164,6 +167,7 @@ pub(crate) fn compile_module(
         params.push(cx.alloc_loc(&entry.get(p).shape)?);
     }
     let result = cx.emit_computation(&mut fb, arena, module.entry, &params)?;
+    cx.profile_mark(&mut fb, PROGRAM_END);
     let zero = fb.ins().iconst(types::I32, 0);
     fb.ins().return_(&[zero]);
     if let Some(err) = cx.error_block {

@@ -189,6 +189,8 @@ impl Executable {
                                     ReplicaContext::new(r, n, options.numbering, hub.clone(), None),
                                     options.inject,
                                 );
+                                // The trace buffer this thread's profile marks go to.
+                                let _trace = crate::trace::enter_replica(r);
                                 if let Some(i) = options.inject {
                                     if i.replica == r && i.fault == Fault::ThreadPanic {
                                         panic!("injected panic on replica {r}'s thread");
