@@ -16,6 +16,7 @@ pub mod config;
 pub mod error;
 pub mod estimator;
 pub mod input;
+pub mod keras;
 pub mod losses;
 pub mod metrics;
 pub mod model;
