@@ -80,7 +80,9 @@ def resnet_block():
     h = L.Conv2D(4, 3, padding="same", use_bias=False, name="conv_a")(x_in)
     h = L.BatchNormalization(name="bn_a")(h)
     h = L.ReLU(name="relu_a")(h)
-    h = L.Conv2D(4, 3, padding="same", name="conv_b")(h)
+    # No bias before batch normalization: its gradient is zero up to rounding, which Adam
+    # would scale to full steps of noise.
+    h = L.Conv2D(4, 3, padding="same", use_bias=False, name="conv_b")(h)
     h = L.BatchNormalization(name="bn_b", momentum=0.9)(h)
     s = L.Conv2D(4, 1, name="shortcut")(x_in)
     h = L.Add(name="add")([h, s])

@@ -12,7 +12,9 @@ pub(crate) enum Activation {
     Linear,
     Relu,
     /// `approximate`: the tanh form.
-    Gelu { approximate: bool },
+    Gelu {
+        approximate: bool,
+    },
     Swish,
     Tanh,
     Sigmoid,
@@ -36,7 +38,12 @@ impl Activation {
                 .get("config")
                 .and_then(|c| c.as_str().or_else(|| c.get("name").and_then(Value::as_str)))
                 .or_else(|| o.get("class_name").and_then(Value::as_str))
-                .ok_or_else(|| format!("an activation object without a name: {}", Value::Object(o.clone())))?,
+                .ok_or_else(|| {
+                    format!(
+                        "an activation object without a name: {}",
+                        Value::Object(o.clone())
+                    )
+                })?,
             Some(other) => return Err(format!("an activation should be a name, got {other}")),
         };
         Activation::by_name(name)

@@ -124,16 +124,21 @@ fn input_spec(layer: &LayerConfig) -> Result<InputSpec, KerasError> {
         .and_then(Value::as_array)
         .ok_or_else(|| bad(format!("input `{}` has no batch shape", layer.name)))?;
     if shape.is_empty() {
-        return Err(bad(format!("input `{}` has an empty batch shape", layer.name)));
+        return Err(bad(format!(
+            "input `{}` has an empty batch shape",
+            layer.name
+        )));
     }
     let dims = shape[1..]
         .iter()
         .map(|d| match d {
             Value::Null => Ok(None),
-            v => v
-                .as_i64()
-                .map(Some)
-                .ok_or_else(|| bad(format!("input `{}`: dimension {v} is not an integer", layer.name))),
+            v => v.as_i64().map(Some).ok_or_else(|| {
+                bad(format!(
+                    "input `{}`: dimension {v} is not an integer",
+                    layer.name
+                ))
+            }),
         })
         .collect::<Result<Vec<_>, _>>()?;
     let dtype = layer
@@ -191,7 +196,10 @@ fn sequential(name: String, mut layers: Vec<LayerConfig>) -> Result<Architecture
     };
     for (i, l) in layers.iter().enumerate().skip(1) {
         if l.class == "InputLayer" {
-            return Err(bad(format!("InputLayer `{}` in the middle of a Sequential model", l.name)));
+            return Err(bad(format!(
+                "InputLayer `{}` in the middle of a Sequential model",
+                l.name
+            )));
         }
         calls.push(Call {
             layer: i,
@@ -215,17 +223,22 @@ fn sequential(name: String, mut layers: Vec<LayerConfig>) -> Result<Architecture
 
 /// `[name, node, index]` (both formats' `input_layers` / `output_layers` entries).
 fn tensor_triple(v: &Value) -> Result<TensorRef, KerasError> {
-    let a = v
-        .as_array()
-        .filter(|a| a.len() >= 3)
-        .ok_or_else(|| bad(format!("a tensor reference should be [layer, node, index], got {v}")))?;
-    let layer = a[0]
-        .as_str()
-        .ok_or_else(|| bad(format!("a tensor reference's layer should be a name, got {v}")))?;
+    let a = v.as_array().filter(|a| a.len() >= 3).ok_or_else(|| {
+        bad(format!(
+            "a tensor reference should be [layer, node, index], got {v}"
+        ))
+    })?;
+    let layer = a[0].as_str().ok_or_else(|| {
+        bad(format!(
+            "a tensor reference's layer should be a name, got {v}"
+        ))
+    })?;
     let num = |x: &Value| {
-        x.as_u64()
-            .map(|n| n as usize)
-            .ok_or_else(|| bad(format!("a tensor reference's node and index should be integers, got {v}")))
+        x.as_u64().map(|n| n as usize).ok_or_else(|| {
+            bad(format!(
+                "a tensor reference's node and index should be integers, got {v}"
+            ))
+        })
     };
     Ok(TensorRef {
         layer: layer.to_string(),
@@ -250,7 +263,10 @@ fn triples(v: Option<&Value>, what: &str) -> Result<Vec<TensorRef>, KerasError> 
 fn call_inputs(layer: &str, node: &Value) -> Result<Vec<TensorRef>, KerasError> {
     if let Some(args) = node.get("args") {
         if let Some(kwargs) = node.get("kwargs").and_then(Value::as_object) {
-            if let Some((k, _)) = kwargs.iter().find(|(k, v)| !v.is_null() && k.as_str() != "mask") {
+            if let Some((k, _)) = kwargs
+                .iter()
+                .find(|(k, v)| !v.is_null() && k.as_str() != "mask")
+            {
                 return Err(KerasError::UnsupportedOption {
                     layer: layer.to_string(),
                     class: "call".into(),
@@ -264,16 +280,20 @@ fn call_inputs(layer: &str, node: &Value) -> Result<Vec<TensorRef>, KerasError> 
         collect_keras_tensors(args, &mut out)?;
         return Ok(out);
     }
-    let entries = node
-        .as_array()
-        .ok_or_else(|| bad(format!("layer `{layer}`: an inbound node should be a list, got {node}")))?;
+    let entries = node.as_array().ok_or_else(|| {
+        bad(format!(
+            "layer `{layer}`: an inbound node should be a list, got {node}"
+        ))
+    })?;
     entries.iter().map(tensor_triple).collect()
 }
 
 fn collect_keras_tensors(v: &Value, out: &mut Vec<TensorRef>) -> Result<(), KerasError> {
     match v {
         Value::Array(items) => items.iter().try_for_each(|i| collect_keras_tensors(i, out)),
-        Value::Object(o) if o.get("class_name").and_then(Value::as_str) == Some("__keras_tensor__") => {
+        Value::Object(o)
+            if o.get("class_name").and_then(Value::as_str) == Some("__keras_tensor__") =>
+        {
             let history = o
                 .get("config")
                 .and_then(|c| c.get("keras_history"))
@@ -282,7 +302,9 @@ fn collect_keras_tensors(v: &Value, out: &mut Vec<TensorRef>) -> Result<(), Kera
             Ok(())
         }
         // Constants passed as call arguments are not model tensors.
-        other => Err(bad(format!("a call argument that is not a tensor: {other}"))),
+        other => Err(bad(format!(
+            "a call argument that is not a tensor: {other}"
+        ))),
     }
 }
 
@@ -299,7 +321,12 @@ fn functional(
         let l = layers
             .iter()
             .find(|l| l.name == r.layer && l.class == "InputLayer")
-            .ok_or_else(|| bad(format!("input `{}` is not an InputLayer of the model", r.layer)))?;
+            .ok_or_else(|| {
+                bad(format!(
+                    "input `{}` is not an InputLayer of the model",
+                    r.layer
+                ))
+            })?;
         inputs.push(input_spec(l)?);
     }
     // Every call, then ordered so that each comes after the calls that make its inputs.
@@ -316,16 +343,17 @@ fn functional(
             pending.push((i, n, call_inputs(&l.name, node)?));
         }
     }
-    let mut made: std::collections::BTreeSet<(String, usize)> = inputs
-        .iter()
-        .map(|i| (i.name.clone(), 0))
-        .collect();
+    let mut made: std::collections::BTreeSet<(String, usize)> =
+        inputs.iter().map(|i| (i.name.clone(), 0)).collect();
     let mut calls = Vec::new();
     while !pending.is_empty() {
         let before = pending.len();
         let mut rest = Vec::new();
         for (layer, node, ins) in pending {
-            if ins.iter().all(|t| made.contains(&(t.layer.clone(), t.node))) {
+            if ins
+                .iter()
+                .all(|t| made.contains(&(t.layer.clone(), t.node)))
+            {
                 made.insert((layers[layer].name.clone(), node));
                 // Calls of one layer are numbered in the order Keras made them.
                 calls.push(Call {
@@ -339,7 +367,10 @@ fn functional(
         }
         pending = rest;
         if pending.len() == before {
-            let names: Vec<&str> = pending.iter().map(|(l, _, _)| layers[*l].name.as_str()).collect();
+            let names: Vec<&str> = pending
+                .iter()
+                .map(|(l, _, _)| layers[*l].name.as_str())
+                .collect();
             return Err(bad(format!(
                 "layers {names:?} take tensors no layer makes (a cycle or a missing layer)"
             )));
@@ -347,7 +378,10 @@ fn functional(
     }
     for o in &outputs {
         if !made.contains(&(o.layer.clone(), o.node)) {
-            return Err(bad(format!("output `{}` is made by no layer call", o.layer)));
+            return Err(bad(format!(
+                "output `{}` is made by no layer call",
+                o.layer
+            )));
         }
     }
     Ok(Architecture {

@@ -68,7 +68,9 @@ pub(crate) fn compiled(
     let n = names.len();
     let mut outputs = Vec::new();
     for (i, name) in names.iter().enumerate() {
-        let l = per_output(Some(loss), i, name, n).map(Loss::parse).transpose()?;
+        let l = per_output(Some(loss), i, name, n)
+            .map(Loss::parse)
+            .transpose()?;
         let weight = per_output(get("loss_weights"), i, name, n)
             .and_then(Value::as_f64)
             .unwrap_or(1.0);
@@ -76,8 +78,13 @@ pub(crate) fn compiled(
         let all_metrics = [get("metrics"), get("weighted_metrics")];
         for source in all_metrics {
             for m in metric_list(per_output(source, i, name, n)) {
-                let (mname, metric) = metrics::parse(&m, l.as_ref(), units.get(i).copied().unwrap_or(1))?;
-                let reported = if n > 1 { format!("{name}_{mname}") } else { mname };
+                let (mname, metric) =
+                    metrics::parse(&m, l.as_ref(), units.get(i).copied().unwrap_or(1))?;
+                let reported = if n > 1 {
+                    format!("{name}_{mname}")
+                } else {
+                    mname
+                };
                 ms.push((reported, metric));
             }
         }

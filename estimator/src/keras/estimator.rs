@@ -9,7 +9,9 @@ use super::model::{input_type, KerasModel};
 use super::weights::SavedWeights;
 use crate::config::RunConfig;
 use crate::error::EstimatorError;
-use crate::estimator::{EvalMetrics, Features, HostTensors, Params, TpuEstimator, TpuEstimatorSpec};
+use crate::estimator::{
+    EvalMetrics, Features, HostTensors, Params, TpuEstimator, TpuEstimatorSpec,
+};
 use crate::metrics::MetricSet;
 use crate::model::{CrossShardOptimizer, Graph, Mode, Optimizer};
 use serde_json::Value;
@@ -88,8 +90,16 @@ pub(crate) struct Prepared {
 /// Builds the model, traces it once on a batch of one (shapes, weights), and reads the
 /// compile config. `need_compile`: a model without a loss is an error (training,
 /// evaluation); prediction and the summary do without.
-pub(crate) fn prepare(parts: &KerasParts, options: &KerasOptions, need_compile: bool) -> Result<Prepared, KerasError> {
-    let model = KerasModel::new(&parts.model_config, parts.weights.clone(), parts.keras_version.as_deref())?;
+pub(crate) fn prepare(
+    parts: &KerasParts,
+    options: &KerasOptions,
+    need_compile: bool,
+) -> Result<Prepared, KerasError> {
+    let model = KerasModel::new(
+        &parts.model_config,
+        parts.weights.clone(),
+        parts.keras_version.as_deref(),
+    )?;
     let mut g = Graph::new("keras_check", Mode::Predict, None);
     let inputs = placeholder_inputs(&mut g, &model, 1)?;
     let traced = model.trace(&mut g, &inputs, false)?;
@@ -98,7 +108,12 @@ pub(crate) fn prepare(parts: &KerasParts, options: &KerasOptions, need_compile: 
         .iter()
         .map(|o| o.dims().last().and_then(|d| d.fixed()).unwrap_or(1))
         .collect();
-    let compiled = match compiled(&model.arch, parts.compile_config.as_ref(), &options.overrides(), &units) {
+    let compiled = match compiled(
+        &model.arch,
+        parts.compile_config.as_ref(),
+        &options.overrides(),
+        &units,
+    ) {
         Ok(c) => Some(c),
         Err(KerasError::NotCompiled) if !need_compile => None,
         Err(e) => return Err(e),
@@ -107,7 +122,11 @@ pub(crate) fn prepare(parts: &KerasParts, options: &KerasOptions, need_compile: 
 }
 
 /// Parameters standing for the model's inputs with a batch of `batch`.
-pub(crate) fn placeholder_inputs(g: &mut Graph, model: &KerasModel, batch: i64) -> Result<Vec<Tensor>, KerasError> {
+pub(crate) fn placeholder_inputs(
+    g: &mut Graph,
+    model: &KerasModel,
+    batch: i64,
+) -> Result<Vec<Tensor>, KerasError> {
     model
         .arch
         .inputs
@@ -138,7 +157,11 @@ pub fn model_to_estimator_from_parts(
 ) -> Result<TpuEstimator, KerasError> {
     let prepared = prepare(parts, &options, true)?;
     let shared = Arc::new(prepared);
-    let model_fn = move |g: &mut Graph, features: &Features, labels: Option<&Tensor>, mode: Mode, _params: &Params| {
+    let model_fn = move |g: &mut Graph,
+                         features: &Features,
+                         labels: Option<&Tensor>,
+                         mode: Mode,
+                         _params: &Params| {
         keras_model_fn(&shared, g, features, labels, mode).map_err(EstimatorError::from)
     };
     Ok(TpuEstimator::new(
@@ -153,7 +176,12 @@ pub fn model_to_estimator_from_parts(
 }
 
 /// A feature by name, or the single feature under `fallback` (`x`, `y`).
-fn feature<'a>(features: &'a Features, name: &str, fallback: &str, single: bool) -> Option<&'a Tensor> {
+fn feature<'a>(
+    features: &'a Features,
+    name: &str,
+    fallback: &str,
+    single: bool,
+) -> Option<&'a Tensor> {
     features
         .get(name)
         .or_else(|| if single { features.get(fallback) } else { None })
@@ -172,10 +200,17 @@ fn keras_model_fn(
     for spec in &model.arch.inputs {
         let t = feature(features, &spec.name, "x", single_in).ok_or_else(|| {
             let names: Vec<&str> = features.names().collect();
-            KerasError::Build(format!("the input_fn gives no feature `{}` for the model's input (features: {names:?})", spec.name))
+            KerasError::Build(format!(
+                "the input_fn gives no feature `{}` for the model's input (features: {names:?})",
+                spec.name
+            ))
         })?;
         let ty = input_type(&spec.dtype).unwrap_or(tessel_compiler::ir::ElementType::F32);
-        inputs.push(if t.element_type() == Some(ty) { t.clone() } else { t.cast(ty) });
+        inputs.push(if t.element_type() == Some(ty) {
+            t.clone()
+        } else {
+            t.cast(ty)
+        });
     }
     let traced = model.trace(g, &inputs, mode == Mode::Train)?;
     let names = model.arch.output_names();
@@ -204,7 +239,8 @@ fn keras_model_fn(
             continue;
         };
         if let Some(l) = &out.loss {
-            let term = batch_mean(&l.per_example(target, pred), g.padding_mask()) * out.weight as f32;
+            let term =
+                batch_mean(&l.per_example(target, pred), g.padding_mask()) * out.weight as f32;
             loss = Some(match loss {
                 Some(total) => total + term,
                 None => term,
@@ -238,7 +274,10 @@ fn keras_model_fn(
                 metric.update(m, name, t, ly, lp);
             }
         };
-        let tensors: Vec<(&str, Tensor)> = metric_tensors.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+        let tensors: Vec<(&str, Tensor)> = metric_tensors
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.clone()))
+            .collect();
         spec.eval_metrics = Some(EvalMetrics::new(metric_fn, tensors));
     }
     spec.loss = Some(loss);

@@ -23,7 +23,10 @@ pub fn read_fixture_dir(dir: &Path) -> Result<KerasParts, KerasError> {
         .ok_or_else(|| KerasError::File(format!("{}: no model_config", json_path.display())))?;
     let arrays = read_npz(&dir.join("weights.npz")).map_err(|e| KerasError::File(e.to_string()))?;
     Ok(KerasParts {
-        keras_version: meta.get("keras_version").and_then(Value::as_str).map(str::to_string),
+        keras_version: meta
+            .get("keras_version")
+            .and_then(Value::as_str)
+            .map(str::to_string),
         model_config,
         compile_config: meta.get("compile_config").cloned().filter(|v| !v.is_null()),
         weights: weights_from_keys(arrays)?,
@@ -31,8 +34,11 @@ pub fn read_fixture_dir(dir: &Path) -> Result<KerasParts, KerasError> {
 }
 
 /// `LAYER/INDEX:WEIGHT` keys to weights by layer, in index order.
-pub fn weights_from_keys(arrays: Vec<(String, tessel_compiler::ir::Array)>) -> Result<SavedWeights, KerasError> {
-    let mut by_layer: std::collections::BTreeMap<String, Vec<(usize, SavedArray)>> = Default::default();
+pub fn weights_from_keys(
+    arrays: Vec<(String, tessel_compiler::ir::Array)>,
+) -> Result<SavedWeights, KerasError> {
+    let mut by_layer: std::collections::BTreeMap<String, Vec<(usize, SavedArray)>> =
+        Default::default();
     for (key, a) in arrays {
         let bad = || KerasError::File(format!("weight key `{key}` is not LAYER/INDEX:NAME"));
         let (layer, rest) = key.rsplit_once('/').ok_or_else(bad)?;

@@ -12,12 +12,22 @@ const EPS: f64 = 1e-7;
 
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Loss {
-    CategoricalCrossentropy { from_logits: bool, label_smoothing: f64 },
-    SparseCategoricalCrossentropy { from_logits: bool },
-    BinaryCrossentropy { from_logits: bool, label_smoothing: f64 },
+    CategoricalCrossentropy {
+        from_logits: bool,
+        label_smoothing: f64,
+    },
+    SparseCategoricalCrossentropy {
+        from_logits: bool,
+    },
+    BinaryCrossentropy {
+        from_logits: bool,
+        label_smoothing: f64,
+    },
     MeanSquaredError,
     MeanAbsoluteError,
-    Huber { delta: f64 },
+    Huber {
+        delta: f64,
+    },
 }
 
 fn unsupported(name: &str, why: &str) -> KerasError {
@@ -37,10 +47,25 @@ impl Loss {
                 o.get("class_name").and_then(Value::as_str).unwrap_or(""),
                 o.get("config").and_then(Value::as_object),
             ),
-            other => return Err(unsupported(&other.to_string(), "a loss is a name or a serialized Loss")),
+            other => {
+                return Err(unsupported(
+                    &other.to_string(),
+                    "a loss is a name or a serialized Loss",
+                ))
+            }
         };
-        let flag = |k: &str| config.and_then(|c| c.get(k)).and_then(Value::as_bool).unwrap_or(false);
-        let num = |k: &str, d: f64| config.and_then(|c| c.get(k)).and_then(Value::as_f64).unwrap_or(d);
+        let flag = |k: &str| {
+            config
+                .and_then(|c| c.get(k))
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        };
+        let num = |k: &str, d: f64| {
+            config
+                .and_then(|c| c.get(k))
+                .and_then(Value::as_f64)
+                .unwrap_or(d)
+        };
         if let Some(c) = config {
             if c.get("axis").is_some_and(|a| a.as_i64() != Some(-1)) {
                 return Err(unsupported(name, "only axis -1 is supported"));
@@ -50,7 +75,10 @@ impl Loss {
             }
             if let Some(r) = c.get("reduction").and_then(Value::as_str) {
                 if !matches!(r, "auto" | "sum_over_batch_size") {
-                    return Err(unsupported(name, &format!("reduction `{r}` is not supported (sum_over_batch_size is)")));
+                    return Err(unsupported(
+                        name,
+                        &format!("reduction `{r}` is not supported (sum_over_batch_size is)"),
+                    ));
                 }
             }
         }
@@ -85,10 +113,17 @@ impl Loss {
             // Mean over the last axis, then over any others but the batch.
             let t = t.reduce_mean(&[-1], false);
             let rest: Vec<i64> = (1..t.rank() as i64).collect();
-            if rest.is_empty() { t } else { t.reduce_mean(&rest, false) }
+            if rest.is_empty() {
+                t
+            } else {
+                t.reduce_mean(&rest, false)
+            }
         };
         match self {
-            Loss::CategoricalCrossentropy { from_logits, label_smoothing } => {
+            Loss::CategoricalCrossentropy {
+                from_logits,
+                label_smoothing,
+            } => {
                 let classes = pred.dims()[last as usize].fixed().unwrap_or(1) as f32;
                 let y = target.cast(ElementType::F32);
                 let y = if *label_smoothing > 0.0 {
@@ -105,14 +140,20 @@ impl Loss {
                 let mut ids = target.cast(ElementType::S32);
                 // Labels [B, 1] as Keras accepts them for [B, C] predictions.
                 if ids.rank() == pred.rank() {
-                    let d: Vec<i64> = ids.dims()[..ids.rank() - 1].iter().map(|d| d.fixed().unwrap_or(-1)).collect();
+                    let d: Vec<i64> = ids.dims()[..ids.rank() - 1]
+                        .iter()
+                        .map(|d| d.fixed().unwrap_or(-1))
+                        .collect();
                     ids = ids.reshape(&d);
                 }
                 let y = ids.one_hot(classes, ElementType::F32);
                 let logp = log_probs(pred, *from_logits);
                 -(y * logp).reduce_sum(&[-1], false)
             }
-            Loss::BinaryCrossentropy { from_logits, label_smoothing } => {
+            Loss::BinaryCrossentropy {
+                from_logits,
+                label_smoothing,
+            } => {
                 let y = target.cast(ElementType::F32);
                 let y = if *label_smoothing > 0.0 {
                     let s = *label_smoothing as f32;
@@ -122,7 +163,9 @@ impl Loss {
                 };
                 let bce = if *from_logits {
                     // max(x, 0) - x y + log1p(exp(-|x|))
-                    let tail = (-pred.abs()).exp().unary(tessel_compiler::ir::UnaryOp::Log1p);
+                    let tail = (-pred.abs())
+                        .exp()
+                        .unary(tessel_compiler::ir::UnaryOp::Log1p);
                     pred.relu() - pred * &y + tail
                 } else {
                     let p = clip(pred);
@@ -140,14 +183,18 @@ impl Loss {
                 let d = *delta as f32;
                 let quadratic = &a * &a * 0.5;
                 let linear = &a * d - 0.5 * d * d;
-                mean_last(a.less_equal(&a.scalar_like(*delta)).where_(&quadratic, &linear))
+                mean_last(
+                    a.less_equal(&a.scalar_like(*delta))
+                        .where_(&quadratic, &linear),
+                )
             }
         }
     }
 }
 
 fn clip(p: &Tensor) -> Tensor {
-    p.maximum(&p.scalar_like(EPS)).minimum(&p.scalar_like(1.0 - EPS))
+    p.maximum(&p.scalar_like(EPS))
+        .minimum(&p.scalar_like(1.0 - EPS))
 }
 
 /// `log(softmax(logits))`, or for probabilities Keras's `log(clip(p / sum(p)))`.
@@ -168,7 +215,9 @@ pub(crate) fn batch_mean(per_example: &Tensor, mask: Option<&Tensor>) -> Tensor 
         None => per_example.reduce_mean(&[0], false),
         Some(m) => {
             let total = (per_example * m).reduce_sum(&[0], false);
-            let count = m.reduce_sum(&[0], false).maximum(&m.scalar_like(1.0).reshape(&[]));
+            let count = m
+                .reduce_sum(&[0], false)
+                .maximum(&m.scalar_like(1.0).reshape(&[]));
             total / count
         }
     }

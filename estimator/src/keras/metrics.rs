@@ -4,8 +4,8 @@
 
 use super::error::KerasError;
 use super::losses::Loss;
-use crate::metrics::MetricSet;
 use crate::estimator::HostTensors;
+use crate::metrics::MetricSet;
 use serde_json::Value;
 use tessel_compiler::ir::ElementType;
 use tessel_compiler::trace::Tensor;
@@ -33,14 +33,23 @@ fn unsupported(name: &str, why: &str) -> KerasError {
 /// A metric as `compile()` saves it, with its reported name. "accuracy" takes the form
 /// Keras picks for the output: binary for one unit, sparse for a sparse loss, else
 /// categorical.
-pub(crate) fn parse(v: &Value, loss: Option<&Loss>, units: i64) -> Result<(String, Metric), KerasError> {
+pub(crate) fn parse(
+    v: &Value,
+    loss: Option<&Loss>,
+    units: i64,
+) -> Result<(String, Metric), KerasError> {
     let (class, config) = match v {
         Value::String(s) => (s.as_str(), None),
         Value::Object(o) => (
             o.get("class_name").and_then(Value::as_str).unwrap_or(""),
             o.get("config").and_then(Value::as_object),
         ),
-        other => return Err(unsupported(&other.to_string(), "a metric is a name or a serialized Metric")),
+        other => {
+            return Err(unsupported(
+                &other.to_string(),
+                "a metric is a name or a serialized Metric",
+            ))
+        }
     };
     let name = config
         .and_then(|c| c.get("name"))
@@ -114,8 +123,13 @@ impl Metric {
     pub(crate) fn tensors(&self, target: &Tensor, pred: &Tensor) -> (Tensor, Tensor) {
         match self {
             Metric::BinaryAccuracy { threshold } => {
-                let p = pred.greater(&pred.scalar_like(*threshold)).cast(ElementType::F32);
-                let y = target.cast(ElementType::F32).greater(&pred.scalar_like(*threshold)).cast(ElementType::F32);
+                let p = pred
+                    .greater(&pred.scalar_like(*threshold))
+                    .cast(ElementType::F32);
+                let y = target
+                    .cast(ElementType::F32)
+                    .greater(&pred.scalar_like(*threshold))
+                    .cast(ElementType::F32);
                 (y, p)
             }
             Metric::CategoricalAccuracy => (target.argmax(-1), pred.argmax(-1)),
@@ -123,20 +137,31 @@ impl Metric {
             Metric::TopK { .. } => (target.argmax(-1), pred.clone()),
             Metric::SparseTopK { .. } => (class_ids(target), pred.clone()),
             Metric::Auc { .. } => (target.cast(ElementType::F32), pred.clone()),
-            Metric::MeanSquaredError | Metric::MeanAbsoluteError => (target.cast(ElementType::F32), pred.clone()),
+            Metric::MeanSquaredError | Metric::MeanAbsoluteError => {
+                (target.cast(ElementType::F32), pred.clone())
+            }
         }
     }
 
     /// Updates `set` with one batch of the tensors `tensors` made.
-    pub(crate) fn update(&self, set: &mut MetricSet, name: &str, t: &HostTensors, labels: &str, preds: &str) {
+    pub(crate) fn update(
+        &self,
+        set: &mut MetricSet,
+        name: &str,
+        t: &HostTensors,
+        labels: &str,
+        preds: &str,
+    ) {
         let (Some(y), Some(p)) = (t.get(labels), t.get(preds)) else {
             return;
         };
         match self {
-            Metric::BinaryAccuracy { .. } | Metric::CategoricalAccuracy | Metric::SparseCategoricalAccuracy => {
-                set.accuracy(name, y, p, None)
+            Metric::BinaryAccuracy { .. }
+            | Metric::CategoricalAccuracy
+            | Metric::SparseCategoricalAccuracy => set.accuracy(name, y, p, None),
+            Metric::TopK { k } | Metric::SparseTopK { k } => {
+                set.top_k_accuracy(name, y, p, *k, None)
             }
-            Metric::TopK { k } | Metric::SparseTopK { k } => set.top_k_accuracy(name, y, p, *k, None),
             Metric::Auc { num_thresholds } => set.auc(name, y, p, None, *num_thresholds),
             Metric::MeanSquaredError => set.mean_squared_error(name, y, p, None),
             Metric::MeanAbsoluteError => {
@@ -148,7 +173,10 @@ impl Metric {
 }
 
 /// `|y - p|` per example (the mean over the other axes), as the `mean` metric's values.
-fn absolute_difference(y: &tessel_compiler::ir::Array, p: &tessel_compiler::ir::Array) -> tessel_compiler::ir::Array {
+fn absolute_difference(
+    y: &tessel_compiler::ir::Array,
+    p: &tessel_compiler::ir::Array,
+) -> tessel_compiler::ir::Array {
     use tessel_compiler::ir::{Array, ArrayData, ArrayShape};
     let ys: Vec<f64> = (0..y.len()).map(|i| y.data.get_f64(i)).collect();
     let ps: Vec<f64> = (0..p.len()).map(|i| p.data.get_f64(i)).collect();
@@ -156,9 +184,14 @@ fn absolute_difference(y: &tessel_compiler::ir::Array, p: &tessel_compiler::ir::
     let per = ys.len() / rows.max(1);
     let values: Vec<f32> = (0..rows)
         .map(|r| {
-            let s: f64 = (0..per).map(|i| (ys[r * per + i] - ps.get(r * per + i).copied().unwrap_or(0.0)).abs()).sum();
+            let s: f64 = (0..per)
+                .map(|i| (ys[r * per + i] - ps.get(r * per + i).copied().unwrap_or(0.0)).abs())
+                .sum();
             (s / per.max(1) as f64) as f32
         })
         .collect();
-    Array::new(ArrayShape::new(ElementType::F32, &[rows as i64]), ArrayData::F32(values))
+    Array::new(
+        ArrayShape::new(ElementType::F32, &[rows as i64]),
+        ArrayData::F32(values),
+    )
 }

@@ -94,15 +94,17 @@ impl KerasModel {
         let mut shapes = Vec::new();
         for call in &self.arch.calls {
             let cfg = &self.arch.layers[call.layer];
-            let layer = self.layers[call.layer]
-                .as_ref()
-                .ok_or_else(|| KerasError::Config(format!("InputLayer `{}` is called", cfg.name)))?;
+            let layer = self.layers[call.layer].as_ref().ok_or_else(|| {
+                KerasError::Config(format!("InputLayer `{}` is called", cfg.name))
+            })?;
             let args = call
                 .inputs
                 .iter()
                 .map(|r| lookup(&values, r))
                 .collect::<Result<Vec<Tensor>, KerasError>>()?;
-            let fail = |message: String| KerasError::Build(format!("layer `{}` ({}): {message}", cfg.name, cfg.class));
+            let fail = |message: String| {
+                KerasError::Build(format!("layer `{}` ({}): {message}", cfg.name, cfg.class))
+            };
             if made[call.layer].is_none() {
                 let dims = args
                     .iter()
@@ -115,7 +117,11 @@ impl KerasModel {
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 let s = layer.weights(&dims).map_err(fail)?;
-                let trainable = cfg.config.get("trainable").and_then(Value::as_bool).unwrap_or(true);
+                let trainable = cfg
+                    .config
+                    .get("trainable")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true);
                 made[call.layer] = Some(self.create_weights(g, &cfg.name, &s, trainable)?);
                 specs[call.layer] = s;
             }
@@ -139,7 +145,10 @@ impl KerasModel {
                     .unwrap_or_else(|| "the trace failed".into());
                 return Err(fail(why));
             }
-            shapes.push((call.layer, y.dims().iter().map(|d| d.fixed().unwrap_or(-1)).collect()));
+            shapes.push((
+                call.layer,
+                y.dims().iter().map(|d| d.fixed().unwrap_or(-1)).collect(),
+            ));
             values.insert((cfg.name.clone(), call.node), y);
         }
         let outputs = self
@@ -204,13 +213,40 @@ impl KerasModel {
                 )));
             }
             if array.data.len() != array.shape.iter().product::<usize>() {
-                return Err(err(format!("weight `{}` has {} values for shape {:?}", array.name, array.data.len(), array.shape)));
+                return Err(err(format!(
+                    "weight `{}` has {} values for shape {:?}",
+                    array.name,
+                    array.data.len(),
+                    array.shape
+                )));
             }
-            let name = format!("{layer}/{}", spec.name);
+            // Keras's own weight name (the last part of a saved path, without `:0`), so a
+            // checkpoint reads as the Keras model's weights.
+            let saved_name = array
+                .name
+                .rsplit('/')
+                .next()
+                .unwrap_or("")
+                .split(':')
+                .next()
+                .unwrap_or("");
+            let name = format!(
+                "{layer}/{}",
+                if saved_name.is_empty() {
+                    spec.name
+                } else {
+                    saved_name
+                }
+            );
             if g.variables.find(&name).is_some() {
-                return Err(err(format!("variable `{name}` exists twice (two layers of one name)")));
+                return Err(err(format!(
+                    "variable `{name}` exists twice (two layers of one name)"
+                )));
             }
-            let value = Array::new(ArrayShape::new(ElementType::F32, &dims), ArrayData::F32(array.data.clone()));
+            let value = Array::new(
+                ArrayShape::new(ElementType::F32, &dims),
+                ArrayData::F32(array.data.clone()),
+            );
             let id = g.variables.push(
                 &mut g.tracer,
                 &name,
@@ -238,5 +274,10 @@ fn lookup(values: &HashMap<(String, usize), Tensor>, r: &TensorRef) -> Result<Te
     values
         .get(&(r.layer.clone(), r.node))
         .cloned()
-        .ok_or_else(|| KerasError::Config(format!("no tensor made by call {} of layer `{}`", r.node, r.layer)))
+        .ok_or_else(|| {
+            KerasError::Config(format!(
+                "no tensor made by call {} of layer `{}`",
+                r.node, r.layer
+            ))
+        })
 }

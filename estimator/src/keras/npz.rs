@@ -58,7 +58,12 @@ pub fn parse_npz(bytes: &[u8], file: &str) -> Result<Vec<(String, Array)>, NpzEr
     }
     let mut out = Vec::new();
     for _ in 0..count {
-        let bad = |what: &str| err(file, format!("central directory entry at byte {at}: {what}"));
+        let bad = |what: &str| {
+            err(
+                file,
+                format!("central directory entry at byte {at}: {what}"),
+            )
+        };
         if u32_at(bytes, at) != Some(0x0201_4b50) {
             return Err(bad("bad signature (the file is truncated or not a zip)"));
         }
@@ -77,10 +82,15 @@ pub fn parse_npz(bytes: &[u8], file: &str) -> Result<Vec<(String, Array)>, NpzEr
             return Err(bad("zip64 sizes are not supported"));
         }
         // The local header has its own name and extra field lengths.
-        let lname = u16_at(bytes, local + 26).ok_or_else(|| bad("local header truncated"))? as usize;
-        let lextra = u16_at(bytes, local + 28).ok_or_else(|| bad("local header truncated"))? as usize;
+        let lname =
+            u16_at(bytes, local + 26).ok_or_else(|| bad("local header truncated"))? as usize;
+        let lextra =
+            u16_at(bytes, local + 28).ok_or_else(|| bad("local header truncated"))? as usize;
         if u32_at(bytes, local) != Some(0x0403_4b50) {
-            return Err(err(file, format!("member `{name}`: no local header at byte {local}")));
+            return Err(err(
+                file,
+                format!("member `{name}`: no local header at byte {local}"),
+            ));
         }
         let start = local + 30 + lname + lextra;
         let raw = bytes
@@ -98,7 +108,13 @@ pub fn parse_npz(bytes: &[u8], file: &str) -> Result<Vec<(String, Array)>, NpzEr
             m => return Err(err(file, format!("member `{name}`: compression method {m} is not supported (stored and deflate are)"))),
         };
         if data.len() != size {
-            return Err(err(file, format!("member `{name}`: {} bytes, the directory says {size}", data.len())));
+            return Err(err(
+                file,
+                format!(
+                    "member `{name}`: {} bytes, the directory says {size}",
+                    data.len()
+                ),
+            ));
         }
         let array = parse_npy(&data).map_err(|m| err(file, format!("member `{name}`: {m}")))?;
         out.push((name.trim_end_matches(".npy").to_string(), array));
@@ -132,7 +148,9 @@ pub fn parse_npy(b: &[u8]) -> Result<Array, String> {
         .and_then(|s| s.split('\'').next())
         .ok_or("the header has no 'descr'")?;
     if header_field(header, "fortran_order").is_some_and(|s| s.starts_with("True")) {
-        return Err("Fortran-ordered arrays are not supported (save with np.ascontiguousarray)".into());
+        return Err(
+            "Fortran-ordered arrays are not supported (save with np.ascontiguousarray)".into(),
+        );
     }
     let shape_text = header_field(header, "shape")
         .and_then(|s| s.strip_prefix('('))
@@ -142,17 +160,33 @@ pub fn parse_npy(b: &[u8]) -> Result<Array, String> {
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| s.trim_end_matches('L').parse::<i64>().map_err(|_| format!("bad shape ({shape_text})")))
+        .map(|s| {
+            s.trim_end_matches('L')
+                .parse::<i64>()
+                .map_err(|_| format!("bad shape ({shape_text})"))
+        })
         .collect::<Result<_, _>>()?;
     let n: usize = dims.iter().product::<i64>() as usize;
     let data = &b[start + len..];
     let need = |width: usize| -> Result<&[u8], String> {
         data.get(..n * width).ok_or_else(|| {
-            format!("{descr} data of shape {dims:?} needs {} bytes, the file has {}: truncated", n * width, data.len())
+            format!(
+                "{descr} data of shape {dims:?} needs {} bytes, the file has {}: truncated",
+                n * width,
+                data.len()
+            )
         })
     };
     let (ty, values) = match descr {
-        "<f4" | "|f4" => (ElementType::F32, ArrayData::F32(need(4)?.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap_or_default())).collect())),
+        "<f4" | "|f4" => (
+            ElementType::F32,
+            ArrayData::F32(
+                need(4)?
+                    .chunks(4)
+                    .map(|c| f32::from_le_bytes(c.try_into().unwrap_or_default()))
+                    .collect(),
+            ),
+        ),
         "<f8" => {
             let mut v = Vec::with_capacity(n);
             for (i, c) in need(8)?.chunks(8).enumerate() {
@@ -164,7 +198,15 @@ pub fn parse_npy(b: &[u8]) -> Result<Array, String> {
             }
             (ElementType::F32, ArrayData::F32(v))
         }
-        "<i4" => (ElementType::S32, ArrayData::S32(need(4)?.chunks(4).map(|c| i32::from_le_bytes(c.try_into().unwrap_or_default())).collect())),
+        "<i4" => (
+            ElementType::S32,
+            ArrayData::S32(
+                need(4)?
+                    .chunks(4)
+                    .map(|c| i32::from_le_bytes(c.try_into().unwrap_or_default()))
+                    .collect(),
+            ),
+        ),
         "<i8" => {
             let mut v = Vec::with_capacity(n);
             for (i, c) in need(8)?.chunks(8).enumerate() {
@@ -173,9 +215,19 @@ pub fn parse_npy(b: &[u8]) -> Result<Array, String> {
             }
             (ElementType::S32, ArrayData::S32(v))
         }
-        "|u1" => (ElementType::S32, ArrayData::S32(need(1)?.iter().map(|&x| x as i32).collect())),
-        "|b1" => (ElementType::S32, ArrayData::S32(need(1)?.iter().map(|&x| (x != 0) as i32).collect())),
-        other => return Err(format!("dtype `{other}` is not supported (little-endian f4, f8, i4, i8, u1 and bool are)")),
+        "|u1" => (
+            ElementType::S32,
+            ArrayData::S32(need(1)?.iter().map(|&x| x as i32).collect()),
+        ),
+        "|b1" => (
+            ElementType::S32,
+            ArrayData::S32(need(1)?.iter().map(|&x| (x != 0) as i32).collect()),
+        ),
+        other => {
+            return Err(format!(
+                "dtype `{other}` is not supported (little-endian f4, f8, i4, i8, u1 and bool are)"
+            ))
+        }
     };
     Ok(Array::new(ArrayShape::new(ty, &dims), values))
 }

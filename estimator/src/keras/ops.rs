@@ -19,10 +19,19 @@ fn fixed_dims(x: &Tensor, what: &str) -> Result<Vec<i64>, String> {
 }
 
 /// Adds `op` with `operands` to the entry computation and returns its tensor.
-fn emit(g: &Graph, base: &str, op: Op, dims: &[i64], operands: &[&Tensor]) -> Result<Tensor, String> {
+fn emit(
+    g: &Graph,
+    base: &str,
+    op: Op,
+    dims: &[i64],
+    operands: &[&Tensor],
+) -> Result<Tensor, String> {
     let ids: Vec<_> = operands
         .iter()
-        .map(|t| t.id().ok_or_else(|| "an operand failed to trace".to_string()))
+        .map(|t| {
+            t.id()
+                .ok_or_else(|| "an operand failed to trace".to_string())
+        })
         .collect::<Result<_, _>>()?;
     let ty = operands[0]
         .element_type()
@@ -38,13 +47,16 @@ fn emit(g: &Graph, base: &str, op: Op, dims: &[i64], operands: &[&Tensor]) -> Re
 /// `x` with `low[i]` zeros before and `high[i]` after dimension `i`.
 pub(crate) fn zero_pad(g: &Graph, x: &Tensor, low: &[i64], high: &[i64]) -> Result<Tensor, String> {
     let dims = fixed_dims(x, "zero padding")?;
-    if low.len() != dims.len() || high.len() != dims.len() || low.iter().chain(high).any(|&p| p < 0) {
+    if low.len() != dims.len() || high.len() != dims.len() || low.iter().chain(high).any(|&p| p < 0)
+    {
         return Err(format!(
             "padding {low:?}/{high:?} does not fit an input of rank {}",
             dims.len()
         ));
     }
-    let out: Vec<i64> = (0..dims.len()).map(|i| dims[i] + low[i] + high[i]).collect();
+    let out: Vec<i64> = (0..dims.len())
+        .map(|i| dims[i] + low[i] + high[i])
+        .collect();
     let zero = x.scalar_like(0.0);
     let pad_dims = (0..dims.len())
         .map(|i| PadDim {
@@ -94,7 +106,10 @@ pub(crate) fn depthwise_conv2d(
     let mut out = vec![xd[0]];
     for k in 0..2 {
         let (o, lo, hi) = geometry(xd[1 + k], fd[k], strides[k], padding).ok_or_else(|| {
-            format!("depthwise_conv2d: window {:?} with strides {strides:?} does not fit {xd:?}", &fd[..2])
+            format!(
+                "depthwise_conv2d: window {:?} with strides {strides:?} does not fit {xd:?}",
+                &fd[..2]
+            )
         })?;
         out.push(o);
         window.push(WindowDim {
@@ -111,5 +126,11 @@ pub(crate) fn depthwise_conv2d(
         feature_group_count: c,
         batch_group_count: 1,
     };
-    emit(g, "depthwise_conv", Op::Convolution(conv), &out, &[x, &kernel])
+    emit(
+        g,
+        "depthwise_conv",
+        Op::Convolution(conv),
+        &out,
+        &[x, &kernel],
+    )
 }

@@ -15,10 +15,26 @@ use tessel_compiler::trace::Tensor;
 
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Rule {
-    Sgd { momentum: f64, nesterov: bool },
-    Adam { beta_1: f64, beta_2: f64, epsilon: f64, amsgrad: bool },
-    RmsProp { rho: f64, momentum: f64, epsilon: f64, centered: bool },
-    Adagrad { initial: f64, epsilon: f64 },
+    Sgd {
+        momentum: f64,
+        nesterov: bool,
+    },
+    Adam {
+        beta_1: f64,
+        beta_2: f64,
+        epsilon: f64,
+        amsgrad: bool,
+    },
+    RmsProp {
+        rho: f64,
+        momentum: f64,
+        epsilon: f64,
+        centered: bool,
+    },
+    Adagrad {
+        initial: f64,
+        epsilon: f64,
+    },
 }
 
 /// A Keras optimizer from its saved config.
@@ -51,18 +67,32 @@ impl KerasOptimizer {
                 o.get("class_name").and_then(Value::as_str).unwrap_or(""),
                 o.get("config").and_then(Value::as_object).unwrap_or(&empty),
             ),
-            other => return Err(unsupported(&other.to_string(), "an optimizer is a name or a serialized optimizer")),
+            other => {
+                return Err(unsupported(
+                    &other.to_string(),
+                    "an optimizer is a name or a serialized optimizer",
+                ))
+            }
         };
         let num = |k: &str| c.get(k).and_then(Value::as_f64);
         let flag = |k: &str| c.get(k).and_then(Value::as_bool).unwrap_or(false);
         if c.get("is_legacy_optimizer").and_then(Value::as_bool) == Some(true) {
-            return Err(unsupported(class, "a legacy (TF1-style) optimizer: give a Keras optimizer in the options"));
+            return Err(unsupported(
+                class,
+                "a legacy (TF1-style) optimizer: give a Keras optimizer in the options",
+            ));
         }
         if flag("use_ema") {
-            return Err(unsupported(class, "use_ema (exponential moving average of weights) is not supported"));
+            return Err(unsupported(
+                class,
+                "use_ema (exponential moving average of weights) is not supported",
+            ));
         }
         if num("gradient_accumulation_steps").is_some_and(|s| s > 1.0) {
-            return Err(unsupported(class, "gradient_accumulation_steps is not supported"));
+            return Err(unsupported(
+                class,
+                "gradient_accumulation_steps is not supported",
+            ));
         }
         if num("loss_scale_factor").is_some_and(|s| s != 1.0) {
             return Err(unsupported(class, "loss_scale_factor is not supported"));
@@ -89,7 +119,12 @@ impl KerasOptimizer {
                 initial: num("initial_accumulator_value").unwrap_or(0.1),
                 epsilon: num("epsilon").unwrap_or(1e-7),
             },
-            _ => return Err(unsupported(class, "supported: SGD, Adam, AdamW, RMSprop, Adagrad")),
+            _ => {
+                return Err(unsupported(
+                    class,
+                    "supported: SGD, Adam, AdamW, RMSprop, Adagrad",
+                ))
+            }
         };
         let default_lr = match lower.as_str() {
             "adam" | "adamw" | "rmsprop" => 0.001,
@@ -175,13 +210,20 @@ impl Optimizer for KerasOptimizer {
                             s.push(create_slot(g, gv.var, "vhat", Initializer::Zeros));
                         }
                     }
-                    Rule::RmsProp { momentum, centered, .. } => {
+                    Rule::RmsProp {
+                        momentum, centered, ..
+                    } => {
                         s.push(create_slot(g, gv.var, "velocity", Initializer::Zeros));
                         if *momentum > 0.0 {
                             s.push(create_slot(g, gv.var, "momentum", Initializer::Zeros));
                         }
                         if *centered {
-                            s.push(create_slot(g, gv.var, "average_gradient", Initializer::Zeros));
+                            s.push(create_slot(
+                                g,
+                                gv.var,
+                                "average_gradient",
+                                Initializer::Zeros,
+                            ));
                         }
                     }
                     Rule::Adagrad { initial, .. } => s.push(create_slot(
@@ -198,7 +240,9 @@ impl Optimizer for KerasOptimizer {
         let lr = self
             .learning_rate
             .rate(&step)
-            .map_err(|e| OptimizerError::LearningRate { shape: e.to_string() })?;
+            .map_err(|e| OptimizerError::LearningRate {
+                shape: e.to_string(),
+            })?;
         let clipped = self.clip(grads);
         for ((gv, grad), slots) in grads.iter().zip(&clipped).zip(&slots) {
             let mut var = value(g, gv.var);
@@ -221,7 +265,12 @@ impl Optimizer for KerasOptimizer {
                         new
                     }
                 }
-                Rule::Adam { beta_1, beta_2, epsilon, amsgrad } => {
+                Rule::Adam {
+                    beta_1,
+                    beta_2,
+                    epsilon,
+                    amsgrad,
+                } => {
                     let t = (&step + 1.0).cast(tessel_compiler::ir::ElementType::F32);
                     let b1p = t.scalar_like(*beta_1).pow(&t);
                     let b2p = t.scalar_like(*beta_2).pow(&t);
@@ -241,7 +290,12 @@ impl Optimizer for KerasOptimizer {
                     let alpha = &lr * (1.0 - b2p).sqrt() / (1.0 - b1p);
                     &var - (&m * &alpha) / (v.sqrt() + *epsilon as f32)
                 }
-                Rule::RmsProp { rho, momentum, epsilon, centered } => {
+                Rule::RmsProp {
+                    rho,
+                    momentum,
+                    epsilon,
+                    centered,
+                } => {
                     let r = *rho as f32;
                     let vel = value(g, slots[0]) * r + grad * grad * (1.0 - r);
                     g.assign(slots[0], vel.clone());

@@ -7,8 +7,17 @@ use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 
-/// Keys that describe the layer rather than its computation.
-const METADATA: &[&str] = &["name", "trainable", "dtype", "build_config", "registered_name"];
+/// Keys that describe the layer rather than its computation (an input shape on a layer that
+/// is not first only repeats what its input tensor has).
+const METADATA: &[&str] = &[
+    "name",
+    "trainable",
+    "dtype",
+    "build_config",
+    "registered_name",
+    "batch_input_shape",
+    "batch_shape",
+];
 
 /// One layer's `config` object, with the keys read so far.
 pub(crate) struct Options<'a> {
@@ -78,7 +87,9 @@ impl<'a> Options<'a> {
     pub(crate) fn bool_or(&self, key: &str, default: bool) -> Result<bool, KerasError> {
         match self.get(key) {
             None => Ok(default),
-            Some(v) => v.as_bool().ok_or_else(|| self.malformed(key, "true or false")),
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| self.malformed(key, "true or false")),
         }
     }
 
@@ -90,7 +101,12 @@ impl<'a> Options<'a> {
     }
 
     /// An integer or a list of `n` integers (Keras's `kernel_size=3` or `(3, 3)`).
-    pub(crate) fn ints(&self, key: &str, n: usize, default: Option<i64>) -> Result<Vec<i64>, KerasError> {
+    pub(crate) fn ints(
+        &self,
+        key: &str,
+        n: usize,
+        default: Option<i64>,
+    ) -> Result<Vec<i64>, KerasError> {
         match self.get(key) {
             None => default
                 .map(|d| vec![d; n])

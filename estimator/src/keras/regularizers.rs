@@ -20,8 +20,14 @@ impl Regularizer {
         let config = v.get("config");
         let num = |k: &str| config.and_then(|c| c.get(k)).and_then(Value::as_f64);
         match class {
-            "L1" => Ok(Some(Regularizer { l1: num("l1").unwrap_or(0.01), l2: 0.0 })),
-            "L2" => Ok(Some(Regularizer { l1: 0.0, l2: num("l2").unwrap_or(0.01) })),
+            "L1" => Ok(Some(Regularizer {
+                l1: num("l1").unwrap_or(0.01),
+                l2: 0.0,
+            })),
+            "L2" => Ok(Some(Regularizer {
+                l1: 0.0,
+                l2: num("l2").unwrap_or(0.01),
+            })),
             "L1L2" => Ok(Some(Regularizer {
                 l1: num("l1").unwrap_or(0.0),
                 l2: num("l2").unwrap_or(0.0),

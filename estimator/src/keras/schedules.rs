@@ -12,11 +12,33 @@ use tessel_compiler::trace::Tensor;
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Schedule {
     Constant(f64),
-    Exponential { initial: f64, decay_steps: f64, rate: f64, staircase: bool },
-    Piecewise { boundaries: Vec<i64>, values: Vec<f64> },
-    Cosine { initial: f64, decay_steps: f64, alpha: f64 },
-    InverseTime { initial: f64, decay_steps: f64, rate: f64, staircase: bool },
-    Polynomial { initial: f64, decay_steps: f64, end: f64, power: f64 },
+    Exponential {
+        initial: f64,
+        decay_steps: f64,
+        rate: f64,
+        staircase: bool,
+    },
+    Piecewise {
+        boundaries: Vec<i64>,
+        values: Vec<f64>,
+    },
+    Cosine {
+        initial: f64,
+        decay_steps: f64,
+        alpha: f64,
+    },
+    InverseTime {
+        initial: f64,
+        decay_steps: f64,
+        rate: f64,
+        staircase: bool,
+    },
+    Polynomial {
+        initial: f64,
+        decay_steps: f64,
+        end: f64,
+        power: f64,
+    },
 }
 
 fn unsupported(name: &str, why: &str) -> KerasError {
@@ -38,7 +60,10 @@ impl Schedule {
             return Ok(Schedule::Constant(x));
         }
         let class = v.get("class_name").and_then(Value::as_str).unwrap_or("");
-        let c = v.get("config").and_then(Value::as_object).ok_or_else(|| unsupported(class, "no config"))?;
+        let c = v
+            .get("config")
+            .and_then(Value::as_object)
+            .ok_or_else(|| unsupported(class, "no config"))?;
         let num = |k: &str| c.get(k).and_then(Value::as_f64);
         let req = |k: &str| num(k).ok_or_else(|| unsupported(class, &format!("`{k}` is missing")));
         let flag = |k: &str| c.get(k).and_then(Value::as_bool).unwrap_or(false);
@@ -105,7 +130,10 @@ impl Schedule {
         }
         if let Schedule::Piecewise { boundaries, values } = &schedule {
             if values.len() != boundaries.len() + 1 {
-                return Err(unsupported(class, "values must be one longer than boundaries"));
+                return Err(unsupported(
+                    class,
+                    "values must be one longer than boundaries",
+                ));
             }
         }
         Ok(schedule)
@@ -117,7 +145,12 @@ impl Schedule {
         let s = step.cast(ElementType::F32);
         Ok(match self {
             Schedule::Constant(lr) => s.scalar_like(*lr).reshape(&[]),
-            Schedule::Exponential { initial, decay_steps, rate, staircase } => {
+            Schedule::Exponential {
+                initial,
+                decay_steps,
+                rate,
+                staircase,
+            } => {
                 let mut p = &s / *decay_steps as f32;
                 if *staircase {
                     p = p.unary(UnaryOp::Floor);
@@ -129,19 +162,33 @@ impl Schedule {
                 schedules::piecewise_constant(step, boundaries, &vals)
                     .map_err(|e| unsupported("PiecewiseConstantDecay", &e.to_string()))?
             }
-            Schedule::Cosine { initial, decay_steps, alpha } => {
+            Schedule::Cosine {
+                initial,
+                decay_steps,
+                alpha,
+            } => {
                 let p = s.minimum(&s.scalar_like(*decay_steps)) / *decay_steps as f32;
                 let cosine = ((p * PI as f32).unary(UnaryOp::Cosine) + 1.0) * 0.5;
                 (cosine * (1.0 - *alpha as f32) + *alpha as f32) * *initial as f32
             }
-            Schedule::InverseTime { initial, decay_steps, rate, staircase } => {
+            Schedule::InverseTime {
+                initial,
+                decay_steps,
+                rate,
+                staircase,
+            } => {
                 let mut p = &s / *decay_steps as f32;
                 if *staircase {
                     p = p.unary(UnaryOp::Floor);
                 }
                 *initial as f32 / (p * *rate as f32 + 1.0)
             }
-            Schedule::Polynomial { initial, decay_steps, end, power } => {
+            Schedule::Polynomial {
+                initial,
+                decay_steps,
+                end,
+                power,
+            } => {
                 let p = s.minimum(&s.scalar_like(*decay_steps)) / *decay_steps as f32;
                 let f = (1.0 - p).pow(&s.scalar_like(*power));
                 f * (*initial - *end) as f32 + *end as f32

@@ -62,12 +62,20 @@ pub fn summary(parts: &KerasParts) -> Result<Summary, KerasError> {
         let count: u64 = parts
             .weights
             .get(&l.name)
-            .map(|ws| ws.iter().map(|w| w.shape.iter().product::<usize>() as u64).sum())
+            .map(|ws| {
+                ws.iter()
+                    .map(|w| w.shape.iter().product::<usize>() as u64)
+                    .sum()
+            })
             .unwrap_or(0);
         row.params = count;
     }
     if problems.is_empty() {
-        let model = KerasModel::new(&parts.model_config, parts.weights.clone(), parts.keras_version.as_deref())?;
+        let model = KerasModel::new(
+            &parts.model_config,
+            parts.weights.clone(),
+            parts.keras_version.as_deref(),
+        )?;
         let mut g = Graph::new("keras_summary", Mode::Predict, None);
         let inputs = placeholder_inputs(&mut g, &model, 1)?;
         match model.trace(&mut g, &inputs, false) {
@@ -159,11 +167,21 @@ impl fmt::Display for Summary {
         writeln!(f, "Model: \"{}\"", self.model_name)?;
         let line = "─".repeat(78);
         writeln!(f, "{line}")?;
-        writeln!(f, "{:<34}{:<28}{:>16}", "Layer (type)", "Output Shape", "Param #")?;
+        writeln!(
+            f,
+            "{:<34}{:<28}{:>16}",
+            "Layer (type)", "Output Shape", "Param #"
+        )?;
         writeln!(f, "{line}")?;
         for r in &self.rows {
             let first = format!("{} ({})", r.name, r.class);
-            writeln!(f, "{:<34}{:<28}{:>16}", first, shape_text(&r.output_shape), grouped(r.params))?;
+            writeln!(
+                f,
+                "{:<34}{:<28}{:>16}",
+                first,
+                shape_text(&r.output_shape),
+                grouped(r.params)
+            )?;
         }
         writeln!(f, "{line}")?;
         writeln!(f, " Total params: {}", grouped(self.total()))?;

@@ -22,7 +22,9 @@ pub const MODELS: &[&str] = &[
 ];
 
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/keras_builder").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/keras_builder")
+        .join(name)
 }
 
 pub fn parts(name: &str) -> KerasParts {
@@ -34,7 +36,10 @@ pub fn io(name: &str, prefix: &str) -> Vec<(String, Array)> {
     read_npz(&fixture(name).join("io.npz"))
         .unwrap()
         .into_iter()
-        .filter_map(|(k, a)| k.strip_prefix(&format!("{prefix}:")).map(|n| (n.to_string(), a)))
+        .filter_map(|(k, a)| {
+            k.strip_prefix(&format!("{prefix}:"))
+                .map(|n| (n.to_string(), a))
+        })
         .collect()
 }
 
@@ -73,7 +78,9 @@ pub fn input_fn(
     move |params| {
         let ds = Dataset::from_tensor_slices(columns.clone())?;
         let ds = if repeat { ds.repeat(None) } else { ds };
-        Ok(Input::features_only(ds.batch(params.batch_size() as u64, repeat)?))
+        Ok(Input::features_only(
+            ds.batch(params.batch_size() as u64, repeat)?,
+        ))
     }
 }
 

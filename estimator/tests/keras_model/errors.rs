@@ -42,13 +42,20 @@ fn dilation_rate_names_layer_class_and_option() {
 fn groups_constraints_and_data_format_are_refused() {
     for (key, value, what) in [
         ("groups", json!(2), "grouped"),
-        ("kernel_constraint", json!({"class_name": "MaxNorm", "config": {}}), "constraints"),
+        (
+            "kernel_constraint",
+            json!({"class_name": "MaxNorm", "config": {}}),
+            "constraints",
+        ),
         ("data_format", json!("channels_first"), "channels_last"),
         ("padding", json!("causal"), "valid"),
     ] {
         let p = with_layer(1, |l| l["config"][key] = value.clone());
         let e = error_of(&p);
-        assert!(e.contains(&format!("`{key}`")) && e.contains(what), "{key}: {e}");
+        assert!(
+            e.contains(&format!("`{key}`")) && e.contains(what),
+            "{key}: {e}"
+        );
     }
 }
 
@@ -56,21 +63,30 @@ fn groups_constraints_and_data_format_are_refused() {
 fn an_unknown_option_is_not_ignored() {
     let p = with_layer(6, |l| l["config"]["some_future_option"] = json!(3));
     let e = error_of(&p);
-    assert!(e.contains("`some_future_option` = 3") && e.contains("dense"), "{e}");
+    assert!(
+        e.contains("`some_future_option` = 3") && e.contains("dense"),
+        "{e}"
+    );
 }
 
 #[test]
 fn unsupported_layer_class() {
     let p = with_layer(6, |l| l["class_name"] = json!("LSTM"));
     let e = error_of(&p);
-    assert!(e.contains("layer `dense`: class LSTM is not supported"), "{e}");
+    assert!(
+        e.contains("layer `dense`: class LSTM is not supported"),
+        "{e}"
+    );
 }
 
 #[test]
 fn unsupported_activation() {
     let p = with_layer(6, |l| l["config"]["activation"] = json!("hard_sigmoid"));
     let e = error_of(&p);
-    assert!(e.contains("`activation`") && e.contains("hard_sigmoid"), "{e}");
+    assert!(
+        e.contains("`activation`") && e.contains("hard_sigmoid"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -99,7 +115,10 @@ fn weights_that_do_not_fit() {
     let mut p = parts("keras3_mnist_cnn");
     p.weights.remove("conv2d");
     let e = error_of(&p);
-    assert!(e.contains("layer `conv2d`: the file has 0 weight(s)"), "{e}");
+    assert!(
+        e.contains("layer `conv2d`: the file has 0 weight(s)"),
+        "{e}"
+    );
 }
 
 #[test]

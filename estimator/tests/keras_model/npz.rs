@@ -18,7 +18,10 @@ fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
 
 #[test]
 fn dtypes_are_read_and_narrowed() {
-    let f8: Vec<u8> = [1.5f64, -2.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let f8: Vec<u8> = [1.5f64, -2.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
     let a = parse_npy(&npy("<f8", "(2,)", &f8)).unwrap();
     assert_eq!(a.data, ArrayData::F32(vec![1.5, -2.0]));
     let i8s: Vec<u8> = [7i64, -3].iter().flat_map(|x| x.to_le_bytes()).collect();

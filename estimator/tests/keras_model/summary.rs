@@ -14,11 +14,28 @@ fn parameter_counts_match_keras() {
             let text = std::fs::read_to_string(fixture(&name).join("summary.json")).unwrap();
             let keras: Value = serde_json::from_str(&text).unwrap();
             assert!(s.problems.is_empty(), "{name}: {:?}", s.problems);
-            assert_eq!(s.trainable, keras["trainable"].as_u64().unwrap(), "{name} trainable");
-            assert_eq!(s.non_trainable, keras["non_trainable"].as_u64().unwrap(), "{name} non-trainable");
+            assert_eq!(
+                s.trainable,
+                keras["trainable"].as_u64().unwrap(),
+                "{name} trainable"
+            );
+            assert_eq!(
+                s.non_trainable,
+                keras["non_trainable"].as_u64().unwrap(),
+                "{name} non-trainable"
+            );
             for row in keras["layers"].as_array().unwrap() {
-                let r = s.rows.iter().find(|r| r.name == row["name"].as_str().unwrap()).unwrap();
-                assert_eq!(r.params, row["params"].as_u64().unwrap(), "{name} {}", r.name);
+                let r = s
+                    .rows
+                    .iter()
+                    .find(|r| r.name == row["name"].as_str().unwrap())
+                    .unwrap();
+                assert_eq!(
+                    r.params,
+                    row["params"].as_u64().unwrap(),
+                    "{name} {}",
+                    r.name
+                );
                 if let Some(shape) = row["output_shape"].as_array() {
                     let want: Vec<Option<i64>> = shape.iter().map(Value::as_i64).collect();
                     assert_eq!(r.output_shape.as_ref(), Some(&want), "{name} {}", r.name);

@@ -27,7 +27,13 @@ fn check_training(flavour: &str, model: &str, shards: usize) {
             .iter()
             .find(|(n, _)| *n == var)
             .unwrap_or_else(|| panic!("{name}: no variable {var} in the checkpoint"));
-        assert_close(&format!("{name} {var}"), &values(&got.1), &values(&want), 1e-4, 1e-2);
+        assert_close(
+            &format!("{name} {var}"),
+            &values(&got.1),
+            &values(&want),
+            1e-4,
+            1e-2,
+        );
     }
 }
 

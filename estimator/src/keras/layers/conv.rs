@@ -28,7 +28,11 @@ pub(super) fn padding(o: &Options) -> Result<Padding, KerasError> {
 fn no_dilation(o: &Options, n: usize) -> Result<(), KerasError> {
     if o.ints("dilation_rate", n, Some(1))?.iter().any(|&d| d != 1) {
         let v = o.get("dilation_rate").cloned().unwrap_or(Value::Null);
-        return Err(o.unsupported("dilation_rate", &v, "dilated convolutions are not supported"));
+        return Err(o.unsupported(
+            "dilation_rate",
+            &v,
+            "dilated convolutions are not supported",
+        ));
     }
     Ok(())
 }
@@ -47,9 +51,24 @@ fn common(o: &Options, n: usize) -> Result<Common, KerasError> {
     o.channels_last()?;
     no_dilation(o, n)?;
     no_activity_regularizer(o)?;
-    o.no_constraints(&["kernel_constraint", "bias_constraint", "depthwise_constraint", "pointwise_constraint"])?;
-    o.initializers(&["kernel_initializer", "bias_initializer", "depthwise_initializer", "pointwise_initializer"]);
+    o.no_constraints(&[
+        "kernel_constraint",
+        "bias_constraint",
+        "depthwise_constraint",
+        "pointwise_constraint",
+    ])?;
+    o.initializers(&[
+        "kernel_initializer",
+        "bias_initializer",
+        "depthwise_initializer",
+        "pointwise_initializer",
+    ]);
     o.only("lora_rank", &[], "LoRA is not supported")?;
+    o.only(
+        "groups",
+        &[Value::from(1)],
+        "grouped convolutions are not supported",
+    )?;
     Ok(Common {
         kernel: o.ints("kernel_size", n, None)?,
         strides: o.ints("strides", n, Some(1))?,
@@ -73,9 +92,16 @@ fn as_2d(v: &[i64]) -> [i64; 2] {
 fn lift(x: &Tensor, n: usize) -> Result<Tensor, String> {
     let d = dims_of(x)?;
     if d.len() != n + 2 {
-        return Err(format!("needs an input of rank {} (batch first), got shape {d:?}", n + 2));
+        return Err(format!(
+            "needs an input of rank {} (batch first), got shape {d:?}",
+            n + 2
+        ));
     }
-    Ok(if n == 1 { x.reshape(&[d[0], 1, d[1], d[2]]) } else { x.clone() })
+    Ok(if n == 1 {
+        x.reshape(&[d[0], 1, d[1], d[2]])
+    } else {
+        x.clone()
+    })
 }
 
 /// The 2-D result back to the `n`-D layout.
@@ -105,11 +131,6 @@ pub(super) struct Conv {
 
 impl Conv {
     pub(super) fn new(o: &Options, n: usize) -> Result<Conv, KerasError> {
-        if let Some(g) = o.get("groups") {
-            if g.as_i64() != Some(1) {
-                return Err(o.unsupported("groups", g, "grouped convolutions are not supported"));
-            }
-        }
         Ok(Conv {
             n,
             filters: o.i64_req("filters")?,
@@ -183,7 +204,13 @@ impl Layer for DepthwiseConv2D {
 
     fn call(&self, cx: &mut Ctx, inputs: &[Tensor]) -> Result<Tensor, String> {
         let x = single(inputs)?;
-        let y = ops::depthwise_conv2d(cx.g, x, &cx.weights[0].tensor, as_2d(&self.c.strides), self.c.padding)?;
+        let y = ops::depthwise_conv2d(
+            cx.g,
+            x,
+            &cx.weights[0].tensor,
+            as_2d(&self.c.strides),
+            self.c.padding,
+        )?;
         Ok(finish(&self.c, y, cx.weights.get(1).map(|w| &w.tensor)))
     }
 
@@ -224,7 +251,10 @@ impl Layer for SeparableConv2D {
         k.extend([x[3], self.multiplier]);
         let mut w = vec![
             WeightSpec::trainable("depthwise_kernel", k),
-            WeightSpec::trainable("pointwise_kernel", vec![1, 1, x[3] * self.multiplier, self.filters]),
+            WeightSpec::trainable(
+                "pointwise_kernel",
+                vec![1, 1, x[3] * self.multiplier, self.filters],
+            ),
         ];
         if self.c.use_bias {
             w.push(WeightSpec::trainable("bias", vec![self.filters]));
@@ -234,7 +264,13 @@ impl Layer for SeparableConv2D {
 
     fn call(&self, cx: &mut Ctx, inputs: &[Tensor]) -> Result<Tensor, String> {
         let x = single(inputs)?;
-        let d = ops::depthwise_conv2d(cx.g, x, &cx.weights[0].tensor, as_2d(&self.c.strides), self.c.padding)?;
+        let d = ops::depthwise_conv2d(
+            cx.g,
+            x,
+            &cx.weights[0].tensor,
+            as_2d(&self.c.strides),
+            self.c.padding,
+        )?;
         let y = d.conv2d(&cx.weights[1].tensor, [1, 1], Padding::Valid);
         Ok(finish(&self.c, y, cx.weights.get(2).map(|w| &w.tensor)))
     }

@@ -159,7 +159,9 @@ impl LeakyRelu {
             Some(v) => v.as_f64(),
             None => o.get("alpha").and_then(Value::as_f64),
         };
-        Ok(LeakyRelu { slope: slope.unwrap_or(0.3) })
+        Ok(LeakyRelu {
+            slope: slope.unwrap_or(0.3),
+        })
     }
 }
 
@@ -176,9 +178,15 @@ pub(super) struct Softmax;
 impl Softmax {
     pub(super) fn new(o: &Options) -> Result<Softmax, KerasError> {
         let axis = o.get("axis");
-        let last = matches!(axis, None) || axis == Some(&Value::from(-1)) || axis == Some(&serde_json::json!([-1]));
+        let last = matches!(axis, None)
+            || axis == Some(&Value::from(-1))
+            || axis == Some(&serde_json::json!([-1]));
         if !last {
-            return Err(o.unsupported("axis", axis.unwrap_or(&Value::Null), "only the last axis (-1) is supported"));
+            return Err(o.unsupported(
+                "axis",
+                axis.unwrap_or(&Value::Null),
+                "only the last axis (-1) is supported",
+            ));
         }
         Ok(Softmax)
     }
@@ -203,9 +211,17 @@ impl Embedding {
         o.initializers(&["embeddings_initializer"]);
         o.no_constraints(&["embeddings_constraint"])?;
         no_activity_regularizer(o)?;
-        o.only("mask_zero", &[Value::Bool(false)], "masking is not supported")?;
+        o.only(
+            "mask_zero",
+            &[Value::Bool(false)],
+            "masking is not supported",
+        )?;
         o.only("lora_rank", &[], "LoRA is not supported")?;
-        o.only("sparse", &[Value::Bool(false)], "sparse gradients are not supported")?;
+        o.only(
+            "sparse",
+            &[Value::Bool(false)],
+            "sparse gradients are not supported",
+        )?;
         // tf.keras's input_length only fixes the input's shape, which the model's input has.
         o.get("input_length");
         Ok(Embedding {

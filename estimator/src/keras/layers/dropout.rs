@@ -18,6 +18,9 @@ pub(super) struct Dropout {
 impl Dropout {
     pub(super) fn new(o: &Options, spatial: usize) -> Result<Dropout, KerasError> {
         o.only("noise_shape", &[], "noise_shape is not supported")?;
+        if spatial > 0 {
+            o.channels_last()?;
+        }
         // The seed picks Keras's random stream, which tessel does not reproduce.
         o.get("seed");
         let rate = o.f64_or("rate", 0.5)?;
@@ -40,13 +43,22 @@ impl Layer for Dropout {
             n if d.len() == n + 2 => (0..d.len())
                 .map(|i| if i == 0 || i == d.len() - 1 { d[i] } else { 1 })
                 .collect(),
-            n => return Err(format!("needs an input of rank {} (batch first), got shape {d:?}", n + 2)),
+            n => {
+                return Err(format!(
+                    "needs an input of rank {} (batch first), got shape {d:?}",
+                    n + 2
+                ))
+            }
         };
         let noise = random_uniform(cx.g, &noise_dims);
         let keep = noise
             .greater_equal(&noise.scalar_like(self.rate))
             .cast(ElementType::F32);
-        let keep = if noise_dims == d { keep } else { keep.broadcast_to(d.as_slice()) };
+        let keep = if noise_dims == d {
+            keep
+        } else {
+            keep.broadcast_to(d.as_slice())
+        };
         Ok(x * (1.0 / (1.0 - self.rate)) as f32 * keep)
     }
 }

@@ -12,7 +12,9 @@ pub(super) struct Merge {
 
 impl Merge {
     pub(super) fn new(_o: &Options, class: &str) -> Result<Merge, KerasError> {
-        Ok(Merge { class: class.to_string() })
+        Ok(Merge {
+            class: class.to_string(),
+        })
     }
 }
 
@@ -54,7 +56,11 @@ impl Concatenate {
 impl Layer for Concatenate {
     fn call(&self, _cx: &mut Ctx, inputs: &[Tensor]) -> Result<Tensor, String> {
         let (first, rest) = inputs.split_first().ok_or("takes at least one input")?;
-        let axis = if self.axis < 0 { self.axis + first.rank() as i64 } else { self.axis };
+        let axis = if self.axis < 0 {
+            self.axis + first.rank() as i64
+        } else {
+            self.axis
+        };
         let others: Vec<&Tensor> = rest.iter().collect();
         Ok(first.concat(&others, axis))
     }

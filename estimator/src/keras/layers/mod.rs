@@ -37,11 +37,19 @@ pub(crate) struct WeightSpec {
 
 impl WeightSpec {
     fn trainable(name: &'static str, dims: Vec<i64>) -> WeightSpec {
-        WeightSpec { name, dims, trainable: true }
+        WeightSpec {
+            name,
+            dims,
+            trainable: true,
+        }
     }
 
     fn frozen(name: &'static str, dims: Vec<i64>) -> WeightSpec {
-        WeightSpec { name, dims, trainable: false }
+        WeightSpec {
+            name,
+            dims,
+            trainable: false,
+        }
     }
 }
 
@@ -77,7 +85,6 @@ pub(crate) trait Layer: Send + Sync {
         Vec::new()
     }
 }
-
 
 /// The layer `cfg` describes, its options checked.
 pub(crate) fn from_config(cfg: &LayerConfig) -> Result<Box<dyn Layer>, KerasError> {

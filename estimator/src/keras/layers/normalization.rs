@@ -18,8 +18,13 @@ fn axes(o: &Options, default: i64) -> Result<Vec<i64>, KerasError> {
             .iter()
             .map(|v| v.as_i64())
             .collect::<Option<Vec<i64>>>()
-            .ok_or_else(|| KerasError::Config(format!("layer `{}`: axis {a:?} is not integers", o.layer))),
-        Some(v) => Err(KerasError::Config(format!("layer `{}`: axis {v} is not an integer", o.layer))),
+            .ok_or_else(|| {
+                KerasError::Config(format!("layer `{}`: axis {a:?} is not integers", o.layer))
+            }),
+        Some(v) => Err(KerasError::Config(format!(
+            "layer `{}`: axis {v} is not an integer",
+            o.layer
+        ))),
     }
 }
 
@@ -54,13 +59,30 @@ impl BatchNormalization {
             let v = o.get("axis").cloned().unwrap_or_default();
             return Err(o.unsupported("axis", &v, "only one normalized axis is supported"));
         };
-        o.initializers(&["beta_initializer", "gamma_initializer", "moving_mean_initializer", "moving_variance_initializer"]);
+        o.initializers(&[
+            "beta_initializer",
+            "gamma_initializer",
+            "moving_mean_initializer",
+            "moving_variance_initializer",
+        ]);
         o.no_constraints(&["beta_constraint", "gamma_constraint"])?;
-        o.only("renorm", &[Value::Bool(false)], "batch renormalization is not supported")?;
-        o.only("virtual_batch_size", &[], "virtual batches are not supported")?;
+        o.only(
+            "renorm",
+            &[Value::Bool(false)],
+            "batch renormalization is not supported",
+        )?;
+        o.only(
+            "virtual_batch_size",
+            &[],
+            "virtual batches are not supported",
+        )?;
         o.only("adjustment", &[], "adjustment is not supported")?;
         // Keras 3's `synchronized` is what tessel does across shards only with one shard.
-        o.only("synchronized", &[Value::Bool(false)], "synchronized batch statistics are not supported")?;
+        o.only(
+            "synchronized",
+            &[Value::Bool(false)],
+            "synchronized batch statistics are not supported",
+        )?;
         for key in ["renorm_clipping", "renorm_momentum"] {
             o.get(key);
         }
@@ -110,7 +132,9 @@ impl Layer for BatchNormalization {
             (Some(a), Some(b)) => (a.clone(), b.clone()),
             _ => return Err("has no moving statistics".into()),
         };
-        let shape: Vec<i64> = (0..d.len()).map(|i| if i == axis { c } else { 1 }).collect();
+        let shape: Vec<i64> = (0..d.len())
+            .map(|i| if i == axis { c } else { 1 })
+            .collect();
         let reduced: Vec<i64> = (0..d.len() as i64).filter(|&i| i != axis as i64).collect();
         // A frozen layer (trainable = false) runs in inference mode, as in Keras.
         let training = cx.training && !self.frozen(cx);
@@ -123,7 +147,10 @@ impl Layer for BatchNormalization {
             // tf.keras 2.x normalizes rank-4 inputs over channels with TF's fused kernel,
             // which feeds the unbiased variance (n / (n - 1)) to the moving average; Keras 3
             // feeds the batch variance itself.
-            let fused = cx.tf_keras && d.len() == 4 && (axis == 1 || axis == 3) && self.fused != Some(false);
+            let fused = cx.tf_keras
+                && d.len() == 4
+                && (axis == 1 || axis == 3)
+                && self.fused != Some(false);
             let for_average = if fused {
                 let n: i64 = reduced.iter().map(|&i| d[i as usize]).product();
                 variance_c * (n as f64 / (n - 1).max(1) as f64) as f32
@@ -167,7 +194,10 @@ impl BatchNormalization {
     fn frozen(&self, cx: &Ctx) -> bool {
         let vars = &cx.g.variables;
         let learned = (self.scale as usize) + (self.center as usize);
-        learned > 0 && cx.weights[..learned].iter().all(|w| !vars.get(w.id).trainable)
+        learned > 0
+            && cx.weights[..learned]
+                .iter()
+                .all(|w| !vars.get(w.id).trainable)
     }
 }
 
@@ -184,7 +214,11 @@ impl LayerNormalization {
     pub(super) fn new(o: &Options) -> Result<LayerNormalization, KerasError> {
         o.initializers(&["beta_initializer", "gamma_initializer"]);
         o.no_constraints(&["beta_constraint", "gamma_constraint"])?;
-        o.only("rms_scaling", &[Value::Bool(false)], "RMS scaling is not supported")?;
+        o.only(
+            "rms_scaling",
+            &[Value::Bool(false)],
+            "RMS scaling is not supported",
+        )?;
         Ok(LayerNormalization {
             axes: axes(o, -1)?,
             epsilon: o.f64_or("epsilon", 1e-3)?,
@@ -216,7 +250,9 @@ impl Layer for LayerNormalization {
         let d = dims_of(x)?;
         let axes = resolve(&self.axes, d.len())?;
         let reduce: Vec<i64> = axes.iter().map(|&a| a as i64).collect();
-        let shape: Vec<i64> = (0..d.len()).map(|i| if axes.contains(&i) { d[i] } else { 1 }).collect();
+        let shape: Vec<i64> = (0..d.len())
+            .map(|i| if axes.contains(&i) { d[i] } else { 1 })
+            .collect();
         let mean = x.reduce_mean(&reduce, true);
         let centered = x - &mean;
         let variance = (&centered * &centered).reduce_mean(&reduce, true);

@@ -52,9 +52,16 @@ impl Layer for Pooling {
         let x = single(inputs)?;
         let d = dims_of(x)?;
         if d.len() != self.n + 2 {
-            return Err(format!("needs an input of rank {} (batch first), got shape {d:?}", self.n + 2));
+            return Err(format!(
+                "needs an input of rank {} (batch first), got shape {d:?}",
+                self.n + 2
+            ));
         }
-        let x4 = if self.n == 1 { x.reshape(&[d[0], 1, d[1], d[2]]) } else { x.clone() };
+        let x4 = if self.n == 1 {
+            x.reshape(&[d[0], 1, d[1], d[2]])
+        } else {
+            x.clone()
+        };
         let (k, s) = (pair(&self.pool), pair(&self.strides));
         let y = match self.kind {
             Kind::Max => x4.max_pool(k, s, self.padding),
@@ -90,7 +97,10 @@ impl Layer for Global {
         let x = single(inputs)?;
         let d = dims_of(x)?;
         if d.len() != self.n + 2 {
-            return Err(format!("needs an input of rank {} (batch first), got shape {d:?}", self.n + 2));
+            return Err(format!(
+                "needs an input of rank {} (batch first), got shape {d:?}",
+                self.n + 2
+            ));
         }
         let axes: Vec<i64> = (1..=self.n as i64).collect();
         Ok(match self.kind {

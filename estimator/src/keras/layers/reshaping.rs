@@ -35,7 +35,9 @@ impl Reshape {
             .get("target_shape")
             .and_then(Value::as_array)
             .and_then(|a| a.iter().map(Value::as_i64).collect::<Option<Vec<i64>>>())
-            .ok_or_else(|| KerasError::Config(format!("Reshape `{}` has no integer target_shape", o.layer)))?;
+            .ok_or_else(|| {
+                KerasError::Config(format!("Reshape `{}` has no integer target_shape", o.layer))
+            })?;
         Ok(Reshape { target })
     }
 }
@@ -49,10 +51,17 @@ impl Layer for Reshape {
         let mut out = vec![d[0]];
         for &t in &self.target {
             // Keras allows one -1: the size that makes the element count.
-            out.push(if t == -1 && known > 0 { total / known } else { t });
+            out.push(if t == -1 && known > 0 {
+                total / known
+            } else {
+                t
+            });
         }
         if out[1..].iter().product::<i64>() != total {
-            return Err(format!("cannot reshape {d:?} to target_shape {:?}", self.target));
+            return Err(format!(
+                "cannot reshape {d:?} to target_shape {:?}",
+                self.target
+            ));
         }
         Ok(x.reshape(&out))
     }
