@@ -314,6 +314,15 @@ fn functional(
     layers_json: &[Value],
     config: &Map<String, Value>,
 ) -> Result<Architecture, KerasError> {
+    if let Some(nested) = layers
+        .iter()
+        .find(|l| matches!(l.class.as_str(), "Sequential" | "Functional" | "Model"))
+    {
+        return Err(KerasError::UnsupportedLayer {
+            layer: nested.name.clone(),
+            class: format!("{} (a model nested as a layer)", nested.class),
+        });
+    }
     let input_refs = triples(config.get("input_layers"), "input_layers")?;
     let outputs = triples(config.get("output_layers"), "output_layers")?;
     let mut inputs = Vec::new();

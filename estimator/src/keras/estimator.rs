@@ -283,3 +283,43 @@ fn keras_model_fn(
     spec.loss = Some(loss);
     Ok(spec)
 }
+
+/// The model saved at `path`: a `.keras` zip or a legacy `.h5` file (read by
+/// [`crate::keras::file`]), or a directory holding `model.json` and `weights.npz`
+/// ([`crate::keras::fixture_dir`]).
+pub fn read_model(path: &std::path::Path) -> Result<KerasParts, KerasError> {
+    if path.is_dir() && path.join("model.json").is_file() {
+        return super::fixture_dir::read_fixture_dir(path);
+    }
+    let file = super::file::read_keras_file(path).map_err(|e| KerasError::File(e.to_string()))?;
+    Ok(KerasParts {
+        keras_version: file.keras_version,
+        model_config: file.model_config,
+        compile_config: file.compile_config,
+        weights: file
+            .weights
+            .into_iter()
+            .map(|(layer, arrays)| {
+                let arrays = arrays
+                    .into_iter()
+                    .map(|a| super::weights::SavedArray {
+                        name: a.name,
+                        shape: a.shape,
+                        data: a.data,
+                    })
+                    .collect();
+                (layer, arrays)
+            })
+            .collect(),
+    })
+}
+
+/// TF's `tf.keras.estimator.model_to_estimator` for TPUs: the Keras model saved at `path`
+/// as a [`TpuEstimator`] (see [`model_to_estimator_from_parts`]).
+pub fn model_to_estimator(
+    path: &std::path::Path,
+    run_config: RunConfig,
+    options: KerasOptions,
+) -> Result<TpuEstimator, KerasError> {
+    model_to_estimator_from_parts(&read_model(path)?, run_config, options)
+}

@@ -12,12 +12,22 @@ use tessel_compiler::trace::Tensor;
 
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Metric {
-    BinaryAccuracy { threshold: f64 },
+    BinaryAccuracy {
+        threshold: f64,
+    },
     CategoricalAccuracy,
     SparseCategoricalAccuracy,
-    TopK { k: usize },
-    SparseTopK { k: usize },
-    Auc { num_thresholds: usize },
+    TopK {
+        k: usize,
+    },
+    SparseTopK {
+        k: usize,
+    },
+    /// `from_logits`: the scores go through a sigmoid first.
+    Auc {
+        num_thresholds: usize,
+        from_logits: bool,
+    },
     MeanSquaredError,
     MeanAbsoluteError,
 }
@@ -51,6 +61,20 @@ pub(crate) fn parse(
             ))
         }
     };
+    // tf.keras's legacy `.h5` wraps metric functions: `{"class_name": "MeanMetricWrapper",
+    // "config": {"fn": "categorical_accuracy", ...}}`.
+    let class = match (
+        class,
+        config.and_then(|c| c.get("fn")).and_then(Value::as_str),
+    ) {
+        ("MeanMetricWrapper", Some(f)) => f,
+        _ => class,
+    };
+    let auc_from_logits = class == "AUC"
+        && config
+            .and_then(|c| c.get("from_logits"))
+            .and_then(Value::as_bool)
+            == Some(true);
     let name = config
         .and_then(|c| c.get("name"))
         .and_then(Value::as_str)
@@ -58,7 +82,7 @@ pub(crate) fn parse(
         .to_string();
     let num = |k: &str| config.and_then(|c| c.get(k)).and_then(Value::as_f64);
     if let Some(c) = config {
-        if c.get("from_logits").and_then(Value::as_bool) == Some(true) {
+        if c.get("from_logits").and_then(Value::as_bool) == Some(true) && !auc_from_logits {
             return Err(unsupported(class, "from_logits metrics are not supported"));
         }
         for key in ["curve", "summation_method"] {
@@ -95,6 +119,7 @@ pub(crate) fn parse(
         },
         "AUC" | "auc" => Metric::Auc {
             num_thresholds: num("num_thresholds").unwrap_or(200.0) as usize,
+            from_logits: auc_from_logits,
         },
         "mse" | "mean_squared_error" | "MeanSquaredError" => Metric::MeanSquaredError,
         "mae" | "mean_absolute_error" | "MeanAbsoluteError" => Metric::MeanAbsoluteError,
@@ -136,7 +161,14 @@ impl Metric {
             Metric::SparseCategoricalAccuracy => (class_ids(target), pred.argmax(-1)),
             Metric::TopK { .. } => (target.argmax(-1), pred.clone()),
             Metric::SparseTopK { .. } => (class_ids(target), pred.clone()),
-            Metric::Auc { .. } => (target.cast(ElementType::F32), pred.clone()),
+            Metric::Auc { from_logits, .. } => {
+                let p = if *from_logits {
+                    pred.sigmoid()
+                } else {
+                    pred.clone()
+                };
+                (target.cast(ElementType::F32), p)
+            }
             Metric::MeanSquaredError | Metric::MeanAbsoluteError => {
                 (target.cast(ElementType::F32), pred.clone())
             }
@@ -162,7 +194,7 @@ impl Metric {
             Metric::TopK { k } | Metric::SparseTopK { k } => {
                 set.top_k_accuracy(name, y, p, *k, None)
             }
-            Metric::Auc { num_thresholds } => set.auc(name, y, p, None, *num_thresholds),
+            Metric::Auc { num_thresholds, .. } => set.auc(name, y, p, None, *num_thresholds),
             Metric::MeanSquaredError => set.mean_squared_error(name, y, p, None),
             Metric::MeanAbsoluteError => {
                 let diff = absolute_difference(y, p);

@@ -17,13 +17,16 @@
 //! | `summary` | `model.summary()`'s table, and what tessel cannot run |
 //! | `fixture_dir` | a model as `model.json` + `weights.npz` (what the tests use) |
 //! | `npz` | NumPy's `.npz` / `.npy` files |
+//! | `file/`, `hdf5/` | the files Keras saves models in (`.keras`, legacy `.h5`), read with an in-tree HDF5 reader |
 
 mod activations;
 mod architecture;
 mod compile;
 mod error;
 mod estimator;
+pub mod file;
 pub mod fixture_dir;
+pub mod hdf5;
 mod layers;
 mod losses;
 mod metrics;
@@ -38,7 +41,9 @@ mod summary;
 mod weights;
 
 pub use error::{KerasError, ESCAPE_HATCH};
-pub use estimator::{model_to_estimator_from_parts, KerasOptions, KerasParts};
+pub use estimator::{
+    model_to_estimator, model_to_estimator_from_parts, read_model, KerasOptions, KerasParts,
+};
 pub use optimizer::KerasOptimizer;
 pub use summary::{summary, Summary, SummaryRow};
 pub use weights::{SavedArray, SavedWeights};

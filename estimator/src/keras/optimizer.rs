@@ -97,6 +97,8 @@ impl KerasOptimizer {
         if num("loss_scale_factor").is_some_and(|s| s != 1.0) {
             return Err(unsupported(class, "loss_scale_factor is not supported"));
         }
+        // tf.keras 2.11+ saves its optimizers in a legacy `.h5` as `Custom>SGD`.
+        let class = class.strip_prefix("Custom>").unwrap_or(class);
         let lower = class.to_ascii_lowercase();
         let rule = match lower.as_str() {
             "sgd" => Rule::Sgd {

@@ -5,6 +5,7 @@
 
 mod common;
 mod errors;
+mod files;
 mod forward;
 mod npz;
 mod summary;
