@@ -44,7 +44,7 @@ pub struct Common {
     pub num_shards: usize,
     /// Steps per compiled loop (TPUConfig's iterations_per_loop).
     #[arg(long, default_value_t = 50)]
-    pub iterations: usize,
+    pub iterations: u64,
 }
 
 #[derive(Args)]
