@@ -164,7 +164,7 @@ impl KerasOptimizer {
             out = out.iter().map(|gr| scale_to_norm(gr, &l2(gr), c)).collect();
         }
         if let Some(c) = self.global_clipnorm {
-            let squares: Vec<Tensor> = out.iter().map(|gr| sum_squares(gr)).collect();
+            let squares: Vec<Tensor> = out.iter().map(sum_squares).collect();
             if let Some((first, rest)) = squares.split_first() {
                 let total = rest.iter().fold(first.clone(), |a, b| a + b).sqrt();
                 out = out.iter().map(|gr| scale_to_norm(gr, &total, c)).collect();

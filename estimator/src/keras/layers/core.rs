@@ -178,7 +178,7 @@ pub(super) struct Softmax;
 impl Softmax {
     pub(super) fn new(o: &Options) -> Result<Softmax, KerasError> {
         let axis = o.get("axis");
-        let last = matches!(axis, None)
+        let last = axis.is_none()
             || axis == Some(&Value::from(-1))
             || axis == Some(&serde_json::json!([-1]));
         if !last {

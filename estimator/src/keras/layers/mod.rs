@@ -147,7 +147,7 @@ pub(crate) fn from_config(cfg: &LayerConfig) -> Result<Box<dyn Layer>, KerasErro
 }
 
 /// The one input of a single-input layer.
-fn single<'t>(inputs: &'t [Tensor]) -> Result<&'t Tensor, String> {
+fn single(inputs: &[Tensor]) -> Result<&Tensor, String> {
     match inputs {
         [x] => Ok(x),
         _ => Err(format!("takes one input, got {}", inputs.len())),
@@ -164,7 +164,7 @@ fn dims_of(x: &Tensor) -> Result<Vec<i64>, String> {
 }
 
 /// An input's shape for `weights`, checking its rank.
-fn input_dims<'a>(inputs: &'a [Vec<i64>], rank: Option<usize>) -> Result<&'a [i64], String> {
+fn input_dims(inputs: &[Vec<i64>], rank: Option<usize>) -> Result<&[i64], String> {
     let [x] = inputs else {
         return Err(format!("takes one input, got {}", inputs.len()));
     };
