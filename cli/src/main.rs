@@ -36,6 +36,9 @@ enum Command {
     /// TFRecord files of tf.train.Example: convert MNIST, inspect files.
     #[command(subcommand)]
     Data(commands::data::DataCommand),
+    /// A saved Keras model as a TpuEstimator: train, evaluate, predict, export, summary.
+    #[command(subcommand)]
+    Keras(commands::keras::KerasCommand),
 }
 
 fn main() -> ExitCode {
@@ -48,5 +51,6 @@ fn main() -> ExitCode {
         Command::Compile(args) => commands::compile::run(&args),
         Command::Data(command) => commands::data::run(&command),
         Command::Predict(args) => commands::predict::run(&args),
+        Command::Keras(command) => commands::keras::run(&command),
     }
 }

@@ -5,6 +5,8 @@ pub mod compile;
 pub mod data;
 pub mod fmt;
 pub mod grad;
+pub mod keras;
+mod keras_data;
 pub mod logger;
 pub mod predict;
 pub mod run;

@@ -7,5 +7,6 @@ mod data;
 mod grad;
 mod jit_replicas;
 mod jit_run;
+mod keras;
 mod limits;
 mod predict;
