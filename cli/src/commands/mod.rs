@@ -8,6 +8,7 @@ pub mod grad;
 pub mod logger;
 pub mod predict;
 pub mod run;
+mod run_hosts;
 pub mod run_loop;
 mod session_errors;
 mod timing;

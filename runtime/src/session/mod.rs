@@ -8,6 +8,7 @@
 //! - [`bind`]: inputs bound to parameters;
 //! - [`loop_program`], `loop_host`, `loop_global`: a compiled loop, its host threads, and its
 //!   shard_map form on global arrays;
+//! - `hosts`: the split over the hosts of an MPI job (the `mpi` feature) and the gather;
 //! - [`error`]: the errors, [`SessionError`].
 
 pub mod bind;
@@ -15,6 +16,7 @@ pub mod compile;
 pub mod device;
 mod engine;
 pub mod error;
+mod hosts;
 mod loop_global;
 mod loop_host;
 pub mod loop_program;
