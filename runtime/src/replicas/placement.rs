@@ -25,7 +25,7 @@ impl Placement {
         let Some((rank, hosts)) = hosts() else {
             return Ok(None);
         };
-        if devices % hosts != 0 {
+        if !devices.is_multiple_of(hosts) {
             return Err(format!(
                 "{devices} replicas do not split evenly over the {hosts} hosts of the MPI job \
                  (use a multiple of {hosts})"

@@ -79,7 +79,7 @@ fn collectives() -> Module {
 fn x(r: usize) -> Vec<Literal> {
     let v = (0..8)
         .map(|i| {
-            let sign = if (r + i) % 2 == 0 { 1.0 } else { -1.0 };
+            let sign = if (r + i).is_multiple_of(2) { 1.0 } else { -1.0 };
             sign * 1e8 + 0.1 * (i + 1) as f32 * (r + 1) as f32 + r as f32 / 3.0
         })
         .collect();
