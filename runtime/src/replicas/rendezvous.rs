@@ -79,6 +79,8 @@ impl Hub {
         }
     }
 
+    // Used by the MPI transport (`mpi` feature) and the in-process tests of spanning hubs.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     /// The hub of this process's replicas `local` of a run of `replicas` spanning several
     /// hosts, reaching the others through `remote`.
     pub(crate) fn spanning(
@@ -103,6 +105,8 @@ impl Hub {
         }
     }
 
+    // Used by the MPI transport (`mpi` feature) and the in-process tests of spanning hubs.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     /// Stops the run because another host said so (nothing is sent back).
     pub(crate) fn stop_from_remote(&self, message: String) {
         self.set_poison(message);
@@ -119,6 +123,8 @@ impl Hub {
         first
     }
 
+    // Used by the MPI transport (`mpi` feature) and the in-process tests of spanning hubs.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     /// Deposits another host's operands `(position, operands)` for slot `key` of a group of
     /// `group_len`. Deposits that do not fit the group stop the run.
     pub(crate) fn deliver(
