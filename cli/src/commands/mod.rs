@@ -10,6 +10,7 @@ mod keras_data;
 pub mod logger;
 pub mod predict;
 pub mod run;
+mod run_hosts;
 pub mod run_loop;
 mod session_errors;
 mod timing;

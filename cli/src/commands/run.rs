@@ -5,13 +5,14 @@
 //! Inputs are keyed `"0"`, `"1"`, ... by entry parameter number; outputs by the flattened
 //! leaves of the entry's root. With `--replicas N`, a shard_map module takes and gives the
 //! global arrays; a module that is already per-replica takes `"I"` for every replica, `"R/I"`
-//! overriding it for replica R, and writes `"R/I"`. `--loop K` is in `run_loop.rs`.
+//! overriding it for replica R, and writes `"R/I"`. `--loop K` is in `run_loop.rs`; under
+//! `mpirun` (the `mpi` feature) the hosts split the replicas, see `run_hosts.rs`.
 use super::session_errors::{describe, Verb};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
-use tessel_runtime::host_io::{read_safetensors, write_safetensors};
+use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::session::{
     compile, Backend, ConvAlgorithm, Device, ThreadBudget, TraceOptions,
 };
@@ -75,10 +76,11 @@ pub fn parse_backend(name: &str) -> Result<Backend, String> {
 }
 
 pub fn run(args: &RunArgs) -> ExitCode {
-    match execute(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => super::fail(message),
-    }
+    let hosts = match super::run_hosts::Hosts::join() {
+        Ok(hosts) => hosts,
+        Err(message) => return super::fail(message),
+    };
+    hosts.finish(execute(args))
 }
 
 /// The flag combinations that make no sense, rejected before any work.
@@ -109,6 +111,7 @@ fn check_flags(args: &RunArgs, backend: Backend) -> Result<(), String> {
 pub(super) fn execute(args: &RunArgs) -> Result<(), String> {
     let backend = parse_backend(&args.backend)?;
     check_flags(args, backend)?;
+    super::run_hosts::check_split(args.replicas)?;
     let load_start = Instant::now();
     let module =
         tessel_compiler::hlo_text::parse_module_file(&args.file).map_err(|e| e.to_string())?;
@@ -146,7 +149,7 @@ pub(super) fn execute(args: &RunArgs) -> Result<(), String> {
         program.run(&inputs).map(drop).map_err(describe)
     })?;
     trace.finish(|| program.take_trace())?;
-    write_safetensors(&args.outputs, &outputs.keyed()).map_err(|e| e.to_string())
+    super::run_hosts::write_outputs(&args.outputs, &outputs.keyed())
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use super::session_errors::{describe, Verb};
 use super::timing::Timing;
 use std::time::Instant;
 use tessel_compiler::ir::Module;
-use tessel_runtime::host_io::{read_safetensors, write_safetensors};
+use tessel_runtime::host_io::read_safetensors;
 use tessel_runtime::session::{compile_loop, Device, LoopOptions, LoopSpec};
 
 /// Compiles and runs the loop (and the `--repeat` timings); writes the outputs.
@@ -52,7 +52,7 @@ pub fn run_loop(
         lp.run_bound(&inputs, &options).map(drop).map_err(describe)
     })?;
     trace.finish(|| lp.take_trace())?;
-    write_safetensors(&args.outputs, &outputs.keyed()).map_err(|e| e.to_string())
+    super::run_hosts::write_outputs(&args.outputs, &outputs.keyed())
 }
 
 #[cfg(test)]
@@ -60,6 +60,7 @@ mod tests {
     use super::*;
     use tessel_compiler::hlo_text::parse_module;
     use tessel_compiler::ir::Array;
+    use tessel_runtime::host_io::write_safetensors;
     use tessel_runtime::session::ConvAlgorithm;
 
     /// w <- w * x per iteration; the per-iteration output is the sum of w * x.

@@ -1,6 +1,7 @@
 //! Tests of `tessel run` through its `execute`: per-replica inputs, and bad files explained.
 use super::*;
 use tessel_compiler::ir::Array;
+use tessel_runtime::host_io::write_safetensors;
 
 fn f(v: &[f32]) -> Array {
     Array::f32(&[v.len() as i64], v.to_vec())

@@ -14,16 +14,23 @@
 //! failure that was not itself a consequence of another replica stopping, naming its replica.
 
 pub mod faults;
+#[cfg(feature = "mpi")]
+pub mod mpi;
+pub mod placement;
 pub mod rendezvous;
+#[cfg(test)]
+mod spanning_tests;
 pub mod spawn;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use crate::stop_message::{is_stop_message, stopped_message};
 pub(crate) use faults::PoisonOnDrop;
-pub(crate) use rendezvous::{Hub, ReplicaContext};
+pub use placement::Placement;
+pub(crate) use rendezvous::ReplicaContext;
 pub use spawn::{
-    evaluate_on_devices, evaluate_replicated, evaluate_replicated_with_feed, evaluate_with_feed,
+    evaluate_on_devices, evaluate_placed, evaluate_replicated, evaluate_replicated_with_feed,
+    evaluate_with_feed,
 };
 
 use std::cell::{Cell, RefCell};
@@ -144,6 +151,9 @@ pub struct ReplicaOptions {
     pub inject: Option<Injection>,
     /// How the devices are numbered.
     pub numbering: Numbering,
+    /// This process's block of the run's devices when the run spans hosts (`None`: all
+    /// devices run here).
+    pub placement: Option<Placement>,
 }
 
 /// What a replica thread's routines see: its context and its injected fault, if any.

@@ -6,11 +6,18 @@
 //! and computes its own result (`tessel_compiler::interpreter::CollectiveStep`). A replica
 //! that fails poisons the hub, and every replica waiting (or arriving later) at a rendezvous
 //! stops with an error instead of deadlocking.
+//!
+//! When a run's replicas are split over several processes (hosts), each hub holds this
+//! process's block of replicas and a [`RemoteHosts`] link: once every local member of a group
+//! has deposited, the local deposits go to the hosts holding the other members, and theirs
+//! arrive through [`Hub::deliver`]. Every member then reads all deposits in group order and
+//! computes its result with the same code as in one process, so results stay bitwise equal.
 
 use super::Numbering;
 use crate::feed::HostFeed;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::{Arc, Condvar, Mutex};
 use tessel_compiler::interpreter::{CollectiveSite, EvalError, ReplicaLink};
 use tessel_compiler::ir::{Literal, Shape};
@@ -18,12 +25,24 @@ use tessel_compiler::ir::{Literal, Shape};
 /// The rendezvous shared by the replicas of one run.
 pub struct Hub {
     replicas: usize,
+    /// The replicas this process runs (all of them unless the run spans several hosts).
+    local: Range<usize>,
+    remote: Option<Arc<dyn RemoteHosts>>,
     state: Mutex<HubState>,
     arrived: Condvar,
 }
 
 /// (site, execution count on each member, the group's first member).
-type SlotKey = (CollectiveSite, u64, usize);
+pub(crate) type SlotKey = (CollectiveSite, u64, usize);
+
+/// The other processes of a run that spans several hosts, as a hub reaches them.
+pub(crate) trait RemoteHosts: Send + Sync {
+    /// Hands this process's deposits `(position in group, operands)` for slot `key` to the
+    /// hosts holding the group's other members.
+    fn send(&self, key: &SlotKey, group: &[usize], parts: Vec<(usize, Arc<Vec<Literal>>)>);
+    /// Stops every other host's run with `message`.
+    fn abort(&self, message: &str);
+}
 
 #[derive(Default)]
 struct HubState {
@@ -33,47 +52,142 @@ struct HubState {
 
 struct Slot {
     parts: Vec<Option<Arc<Vec<Literal>>>>,
-    readers_left: usize,
+    /// Local callers still to read the slot (known once the first local caller arrives).
+    readers_left: Option<usize>,
+    /// Whether this process's deposits went to the other hosts.
+    sent: bool,
+}
+
+impl Slot {
+    fn new(group_len: usize) -> Slot {
+        Slot {
+            parts: vec![None; group_len],
+            readers_left: None,
+            sent: false,
+        }
+    }
 }
 
 impl Hub {
     pub fn new(replicas: usize) -> Hub {
         Hub {
             replicas,
+            local: 0..replicas,
+            remote: None,
             state: Mutex::new(HubState::default()),
             arrived: Condvar::new(),
         }
     }
 
+    // Used by the MPI transport (`mpi` feature) and the in-process tests of spanning hubs.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    /// The hub of this process's replicas `local` of a run of `replicas` spanning several
+    /// hosts, reaching the others through `remote`.
+    pub(crate) fn spanning(
+        replicas: usize,
+        local: Range<usize>,
+        remote: Arc<dyn RemoteHosts>,
+    ) -> Hub {
+        Hub {
+            local,
+            remote: Some(remote),
+            ..Hub::new(replicas)
+        }
+    }
+
     /// Stops the run: every replica waiting at (or later arriving at) a rendezvous fails
-    /// with `message`. The first message wins.
+    /// with `message`. The first message wins, and it stops the other hosts too.
     pub fn poison(&self, message: String) {
+        if let Some(first) = self.set_poison(message) {
+            if let Some(remote) = &self.remote {
+                remote.abort(&first);
+            }
+        }
+    }
+
+    // Used by the MPI transport (`mpi` feature) and the in-process tests of spanning hubs.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    /// Stops the run because another host said so (nothing is sent back).
+    pub(crate) fn stop_from_remote(&self, message: String) {
+        self.set_poison(message);
+    }
+
+    /// Records the first poison; returns it when this call set it.
+    fn set_poison(&self, message: String) -> Option<String> {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if s.poisoned.is_none() {
+        let first = s.poisoned.is_none().then(|| message.clone());
+        if first.is_some() {
             s.poisoned = Some(message);
+        }
+        self.arrived.notify_all();
+        first
+    }
+
+    // Used by the MPI transport (`mpi` feature) and the in-process tests of spanning hubs.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    /// Deposits another host's operands `(position, operands)` for slot `key` of a group of
+    /// `group_len`. Deposits that do not fit the group stop the run.
+    pub(crate) fn deliver(
+        &self,
+        key: SlotKey,
+        group_len: usize,
+        parts: Vec<(usize, Vec<Literal>)>,
+    ) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = s.slots.entry(key).or_insert_with(|| Slot::new(group_len));
+        if slot.parts.len() != group_len || parts.iter().any(|(p, _)| *p >= group_len) {
+            drop(s);
+            self.poison(format!(
+                "another host sent operands for a group of {group_len} that does not match \
+                 this host's (the hosts must run the same program)"
+            ));
+            return;
+        }
+        for (position, data) in parts {
+            slot.parts[position] = Some(Arc::new(data));
         }
         self.arrived.notify_all();
     }
 
-    /// Deposits `data` for member `position` of a group of `group_len` and returns every
-    /// member's deposit, in group order, once all have arrived.
-    fn exchange(
+    /// Deposits `mine` (`(position in group, operands)`, every deposit of one caller) at slot
+    /// `key` of `group` and returns every member's deposit, in group order, once all have
+    /// arrived. `callers` is how many local calls meet at the slot.
+    pub(crate) fn meet(
         &self,
         key: SlotKey,
-        group_len: usize,
-        position: usize,
-        data: Vec<Literal>,
+        group: &[usize],
+        callers: usize,
+        mine: Vec<(usize, Vec<Literal>)>,
     ) -> Result<Vec<Arc<Vec<Literal>>>, EvalError> {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = &s.poisoned {
             return Err(EvalError::new(p.clone()));
         }
-        let slot = s.slots.entry(key).or_insert_with(|| Slot {
-            parts: vec![None; group_len],
-            readers_left: group_len,
-        });
-        slot.parts[position] = Some(Arc::new(data));
+        let slot = s.slots.entry(key).or_insert_with(|| Slot::new(group.len()));
+        slot.readers_left.get_or_insert(callers);
+        for (position, data) in mine {
+            slot.parts[position] = Some(Arc::new(data));
+        }
+        let mut outgoing = None;
+        if let Some(remote) = &self.remote {
+            let local = |&(_, r): &(usize, &usize)| self.local.contains(r);
+            let spans = group.iter().any(|r| !self.local.contains(r));
+            let positions = || group.iter().enumerate().filter(local).map(|(p, _)| p);
+            if spans && !slot.sent && positions().all(|p| slot.parts[p].is_some()) {
+                slot.sent = true;
+                let parts: Vec<_> = positions()
+                    .map(|p| (p, slot.parts[p].clone().expect("checked above")))
+                    .collect();
+                outgoing = Some((remote, parts));
+            }
+        }
         self.arrived.notify_all();
+        if let Some((remote, parts)) = outgoing {
+            // Sent without the lock: the other side may take its own hub's lock.
+            drop(s);
+            remote.send(&key, group, parts);
+            s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        }
         loop {
             if let Some(p) = &s.poisoned {
                 return Err(EvalError::new(p.clone()));
@@ -84,8 +198,9 @@ impl Hub {
                 .expect("slot lives until every member read it");
             if slot.parts.iter().all(|p| p.is_some()) {
                 let parts = slot.parts.iter().map(|p| p.clone().unwrap()).collect();
-                slot.readers_left -= 1;
-                if slot.readers_left == 0 {
+                let left = slot.readers_left.get_or_insert(1);
+                *left -= 1;
+                if *left == 0 {
                     s.slots.remove(&key);
                 }
                 return Ok(parts);
@@ -102,6 +217,8 @@ impl Hub {
 pub struct ReplicaContext<'f> {
     /// The global device id (the thread's index in the run).
     id: usize,
+    /// The first device of this process: the host feed counts this process's devices from it.
+    feed_base: usize,
     count: usize,
     /// Partitions per replica: 1, or `count` for a shard_map body.
     partitions: usize,
@@ -116,6 +233,7 @@ impl<'f> ReplicaContext<'f> {
     pub fn single(feed: Option<&'f dyn HostFeed>) -> ReplicaContext<'f> {
         ReplicaContext {
             id: 0,
+            feed_base: 0,
             count: 1,
             partitions: 1,
             hub: None,
@@ -136,11 +254,21 @@ impl<'f> ReplicaContext<'f> {
         debug_assert_eq!(hub.replicas, count);
         ReplicaContext {
             id,
+            feed_base: 0,
             count,
             partitions: numbering.partitions(count),
             hub: Some(hub),
             feed,
             executions: RefCell::default(),
+        }
+    }
+
+    /// The same device, whose host feed holds only this process's devices from `first` on
+    /// (a run spanning several hosts).
+    pub(crate) fn with_feed_base(self, first: usize) -> ReplicaContext<'f> {
+        ReplicaContext {
+            feed_base: first,
+            ..self
         }
     }
 
@@ -186,13 +314,23 @@ impl ReplicaLink for ReplicaContext<'_> {
             None => Err(EvalError::new(format!(
                 "a collective over replicas {group:?} needs a replicated run"
             ))),
-            Some(hub) => hub.exchange((site, count, group[0]), group.len(), position, operands),
+            Some(hub) => {
+                let callers = group.iter().filter(|r| hub.local.contains(r)).count();
+                hub.meet(
+                    (site, count, group[0]),
+                    group,
+                    callers,
+                    vec![(position, operands)],
+                )
+            }
         }
     }
 
     fn infeed(&self, shape: &Shape) -> Result<Literal, EvalError> {
         match self.feed {
-            Some(feed) => feed.infeed(self.id, shape).map_err(EvalError::new),
+            Some(feed) => feed
+                .infeed(self.id - self.feed_base, shape)
+                .map_err(EvalError::new),
             None => Err(EvalError::new(
                 "infeed needs a host feed: run the module with one (evaluate_with_feed)",
             )),
@@ -201,7 +339,9 @@ impl ReplicaLink for ReplicaContext<'_> {
 
     fn outfeed(&self, value: Literal) -> Result<(), EvalError> {
         match self.feed {
-            Some(feed) => feed.outfeed(self.id, value).map_err(EvalError::new),
+            Some(feed) => feed
+                .outfeed(self.id - self.feed_base, value)
+                .map_err(EvalError::new),
             None => Err(EvalError::new(
                 "outfeed needs a host feed: run the module with one (evaluate_with_feed)",
             )),

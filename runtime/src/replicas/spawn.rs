@@ -6,11 +6,11 @@
 //! that started it, not the replicas that stopped because of it.
 
 use super::faults::PoisonOnDrop;
-use super::rendezvous::{Hub, ReplicaContext};
-use super::Numbering;
+use super::placement::hub_for;
+use super::rendezvous::ReplicaContext;
+use super::{Numbering, Placement};
 use crate::feed::{AbortFeedOnDrop, HostFeed};
 use crate::stop_message::{is_stop_message, stopped_message};
-use std::sync::Arc;
 use tessel_compiler::interpreter::{evaluate_linked, EvalError};
 use tessel_compiler::ir::{Literal, Module};
 
@@ -21,7 +21,7 @@ pub fn evaluate_replicated(
     module: &Module,
     args: Vec<Vec<Literal>>,
 ) -> Result<Vec<Literal>, EvalError> {
-    run_replicas(module, args, Numbering::Replicas, None)
+    run_replicas(module, args, Numbering::Replicas, None, None)
 }
 
 /// Evaluates the entry on `args.len()` devices numbered as `numbering` says (a shard_map body
@@ -33,7 +33,20 @@ pub fn evaluate_on_devices(
     numbering: Numbering,
     feed: Option<&dyn HostFeed>,
 ) -> Result<Vec<Literal>, EvalError> {
-    run_replicas(module, args, numbering, feed)
+    run_replicas(module, args, numbering, feed, None)
+}
+
+/// [`evaluate_on_devices`] for this host's block `placement` of a run spanning several
+/// hosts: `args` are the local devices' arguments, the feed holds only the local devices,
+/// and the results are the local devices'.
+pub fn evaluate_placed(
+    module: &Module,
+    args: Vec<Vec<Literal>>,
+    numbering: Numbering,
+    feed: Option<&dyn HostFeed>,
+    placement: Option<Placement>,
+) -> Result<Vec<Literal>, EvalError> {
+    run_replicas(module, args, numbering, feed, placement)
 }
 
 /// [`evaluate_replicated`] with a host feed for `infeed`/`outfeed`. A replica that fails
@@ -44,7 +57,7 @@ pub fn evaluate_replicated_with_feed(
     args: Vec<Vec<Literal>>,
     feed: &dyn HostFeed,
 ) -> Result<Vec<Literal>, EvalError> {
-    run_replicas(module, args, Numbering::Replicas, Some(feed))
+    run_replicas(module, args, Numbering::Replicas, Some(feed), None)
 }
 
 /// Evaluates the entry on one replica (replica 0) whose `infeed`/`outfeed` talk to `feed`.
@@ -68,6 +81,7 @@ fn run_replicas(
     args: Vec<Vec<Literal>>,
     numbering: Numbering,
     feed: Option<&dyn HostFeed>,
+    placement: Option<Placement>,
 ) -> Result<Vec<Literal>, EvalError> {
     let n = args.len();
     if n == 0 {
@@ -75,12 +89,13 @@ fn run_replicas(
             "evaluate_replicated needs at least one replica",
         ));
     }
-    let hub = Arc::new(Hub::new(n));
+    let (hub, first, devices) = hub_for(placement, n).map_err(EvalError::new)?;
     let results: Vec<Result<Literal, EvalError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = args
             .into_iter()
             .enumerate()
-            .map(|(r, replica_args)| {
+            .map(|(local, replica_args)| {
+                let r = first + local;
                 let own_hub = hub.clone();
                 std::thread::Builder::new()
                     .name(format!("replica-{r}"))
@@ -88,8 +103,9 @@ fn run_replicas(
                         let hub = own_hub;
                         // Stop the others if this thread ends without a result (error or panic).
                         let guard = PoisonOnDrop::new(&hub, r);
-                        let feed_guard = AbortFeedOnDrop::new(feed, r);
-                        let link = ReplicaContext::new(r, n, numbering, hub.clone(), feed);
+                        let feed_guard = AbortFeedOnDrop::new(feed, local);
+                        let link = ReplicaContext::new(r, devices, numbering, hub.clone(), feed)
+                            .with_feed_base(first);
                         let out = evaluate_linked(module, &replica_args, &link);
                         match &out {
                             Ok(_) => {
@@ -116,7 +132,8 @@ fn run_replicas(
         handles
             .into_iter()
             .enumerate()
-            .map(|(r, h)| {
+            .map(|(local, h)| {
+                let r = first + local;
                 h.and_then(|h| {
                     h.join().unwrap_or_else(|_| {
                         Err(with_replica(

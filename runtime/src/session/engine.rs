@@ -2,11 +2,12 @@
 //! the JIT's executable — on one replica or N, with or without a host feed.
 
 use super::error::SessionError;
+use super::hosts::{gather_results, local_share};
 use crate::feed::{HostFeed, HostQueues};
 use crate::jit::host::infeed_outfeed::with_host_feed;
 use crate::jit::program::executable::Executable;
 use crate::memory::{check_run, largest_value};
-use crate::replicas::{evaluate_on_devices, evaluate_with_feed, Numbering, ReplicaOptions};
+use crate::replicas::{evaluate_placed, evaluate_with_feed, Numbering, Placement, ReplicaOptions};
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Literal, Module};
 
@@ -83,42 +84,51 @@ impl Engine {
     }
 
     /// Runs on `args.len()` devices, one thread each, numbered as `numbering` says; every
-    /// device's result in order.
+    /// device's result in order. In an MPI job of several hosts this host runs its block of
+    /// the devices and the results are gathered from all hosts.
     pub(crate) fn run_replicas(
         &self,
         args: Vec<Vec<Literal>>,
         numbering: Numbering,
     ) -> Result<Vec<Literal>, SessionError> {
-        match self {
-            Engine::Interpreter(m) => Ok(evaluate_on_devices(m, args, numbering, None)?),
-            Engine::Jit(exe) => Ok(exe.run_replicated_with(
+        let (placement, args) = local_share(args)?;
+        let local = match self {
+            Engine::Interpreter(m) => evaluate_placed(m, args, numbering, None, placement)?,
+            Engine::Jit(exe) => exe.run_replicated_with(
                 args,
                 &ReplicaOptions {
                     numbering,
+                    placement,
                     ..ReplicaOptions::default()
                 },
-            )?),
-        }
+            )?,
+        };
+        gather_results(placement, local)
     }
 
     /// Runs a module that reads and writes the host `feed` on `args.len()` devices numbered as
-    /// `numbering` says; every device's result in order.
+    /// `numbering` says; every device's result in order. With a `placement` (a run spanning
+    /// hosts), `args` and `feed` are this host's devices' and so are the results.
     pub(crate) fn run_fed(
         &self,
         args: Vec<Vec<Literal>>,
         feed: &HostQueues,
         numbering: Numbering,
+        placement: Option<Placement>,
     ) -> Result<Vec<Literal>, SessionError> {
         let n = args.len();
         match self {
-            Engine::Interpreter(m) if n == 1 => {
+            Engine::Interpreter(m) if n == 1 && placement.is_none() => {
                 let args = args.into_iter().next().unwrap_or_default();
                 Ok(evaluate_with_feed(m, &args, feed).map(|l| vec![l])?)
             }
-            Engine::Interpreter(m) => Ok(evaluate_on_devices(m, args, numbering, Some(feed))?),
-            Engine::Jit(exe) if n > 1 => {
+            Engine::Interpreter(m) => {
+                Ok(evaluate_placed(m, args, numbering, Some(feed), placement)?)
+            }
+            Engine::Jit(exe) if n > 1 || placement.is_some() => {
                 let options = ReplicaOptions {
                     numbering,
+                    placement,
                     ..ReplicaOptions::default()
                 };
                 Ok(exe.run_replicated_fed(args, feed, &options)?)

@@ -5,6 +5,7 @@
 
 use super::engine::Engine;
 use super::error::SessionError;
+use super::hosts::{gather_loop_outputs, local_share};
 use super::loop_program::{LoopOptions, LoopOutputs};
 use crate::feed::HostFeed;
 use crate::feed::{fill_infeed, stack, FeedSource, HostQueues};
@@ -22,6 +23,8 @@ pub enum Outfeed<'a> {
 }
 
 /// Runs the loop `engine` holds on `carried.len()` replicas with the host threads around it.
+/// In an MPI job of several hosts, this host runs, feeds and drains only its block of the
+/// replicas, and the outputs are gathered from all hosts.
 // The loop's parts as its program holds them; a struct for one call would only rename them.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_host_loop(
@@ -34,6 +37,9 @@ pub(crate) fn run_host_loop(
     options: &LoopOptions,
     numbering: Numbering,
 ) -> Result<LoopOutputs, SessionError> {
+    let (placement, carried) = local_share(carried)?;
+    let (_, sources) = local_share(sources)?;
+    let first = placement.map_or(0, |p| p.first);
     let n = carried.len();
     let iterations = signature.iterations;
     let carried: Vec<Vec<Literal>> = carried
@@ -50,13 +56,16 @@ pub(crate) fn run_host_loop(
             .map_err(|e| SessionError::run(format!("starting the infeed thread: {e}")))?;
         let outfeed = std::thread::Builder::new()
             .name("outfeed".into())
-            .spawn_scoped(s, move || drain(rx, n, outfeed))
+            .spawn_scoped(s, move || drain(rx, n, first, outfeed))
             .map_err(|e| SessionError::run(format!("starting the outfeed thread: {e}")))?;
-        let result = engine.run_fed(carried, queues, numbering);
+        let result = engine.run_fed(carried, queues, numbering, placement);
         if let Err(e) = &result {
             // Already done by the evaluator; repeated so the host threads surely stop.
             let replica = match e {
-                SessionError::Run { replica, .. } => replica.unwrap_or(0),
+                // The queues count this host's replicas from `first`.
+                SessionError::Run {
+                    replica: Some(r), ..
+                } if (first..first + n).contains(r) => r - first,
                 _ => 0,
             };
             queues.abort(replica, &e.to_string());
@@ -74,7 +83,8 @@ pub(crate) fn run_host_loop(
         carried: Vec::with_capacity(n),
         per_iteration: Vec::with_capacity(n),
     };
-    for (r, (state, values)) in finals.into_iter().zip(outfed).enumerate() {
+    for (local, (state, values)) in finals.into_iter().zip(outfed).enumerate() {
+        let r = first + local;
         out.carried
             .push(state.leaves().into_iter().cloned().collect());
         out.per_iteration.push(match values {
@@ -82,6 +92,7 @@ pub(crate) fn run_host_loop(
             None => Vec::new(),
         });
     }
+    let out = gather_loop_outputs(placement, out)?;
     if options.nan_check {
         check_nan(signature, parameter_names, &out)?;
     }
@@ -89,10 +100,12 @@ pub(crate) fn run_host_loop(
 }
 
 /// The outfeed thread's work: every value until all senders are gone, grouped by replica in
-/// arrival order (`None` per replica when the callback took them).
+/// arrival order (`None` per replica when the callback took them). The callback sees global
+/// replica ids: the queues' `0..replicas` are devices `first..`.
 fn drain(
     rx: Receiver<(usize, Literal)>,
     replicas: usize,
+    first: usize,
     outfeed: Outfeed<'_>,
 ) -> Vec<Option<Vec<Literal>>> {
     match outfeed {
@@ -104,7 +117,7 @@ fn drain(
             let mut counts = vec![0u64; replicas];
             for (r, v) in rx {
                 if let Some(count) = counts.get_mut(r) {
-                    deliver(r, *count, v.leaves().into_iter().cloned().collect());
+                    deliver(first + r, *count, v.leaves().into_iter().cloned().collect());
                     *count += 1;
                 }
             }

@@ -8,6 +8,7 @@
 //! - [`bind`]: inputs bound to parameters;
 //! - `loop_program`, `loop_host`, `loop_global`: a compiled loop, its host threads, and its
 //!   shard_map form on global arrays;
+//! - `hosts`: the split over the hosts of an MPI job (the `mpi` feature) and the gather;
 //! - [`error`]: the errors, [`SessionError`].
 
 pub mod bind;
@@ -15,6 +16,7 @@ pub mod compile;
 pub mod device;
 mod engine;
 pub mod error;
+mod hosts;
 mod loop_global;
 mod loop_host;
 pub(crate) mod loop_program;
@@ -35,6 +37,11 @@ pub use crate::trace::{
 };
 pub use compile::{compile, compile_loop, compile_with_report, optimize_for_device, Compiled};
 pub use device::{Backend, Device};
+// A run split over the hosts of an MPI job (the `mpi` feature): this host's place in it.
+pub use crate::replicas::placement::hosts as job_hosts;
+#[cfg(feature = "mpi")]
+pub use crate::replicas::mpi::{timeout_from_env, World as MpiWorld};
+pub use crate::replicas::Placement;
 pub use error::{BindError, ReplicaCountError, SessionError};
 pub use loop_host::Outfeed;
 pub use loop_program::{LoopInputs, LoopOptions, LoopOutputs, LoopProgram, LoopSpec};

@@ -11,12 +11,12 @@ use crate::jit::host::profile::ProfileCounters;
 use crate::jit::host::take_last_error;
 use crate::jit::JitError;
 use crate::replicas::{
-    self, first_failure, stopped_message, Fault, Hub, PoisonOnDrop, ReplicaBackend, ReplicaContext,
+    self, first_failure, stopped_message, Fault, PoisonOnDrop, ReplicaBackend, ReplicaContext,
     ReplicaError, ReplicaOptions,
 };
 use cranelift_jit::JITModule;
 use std::any::Any;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use tessel_compiler::ir::{Array, ArrayData, Literal};
 
 /// Numbers about a compiled program.
@@ -165,7 +165,8 @@ impl Executable {
                 "a replicated run needs at least one replica",
             ));
         }
-        let hub = Arc::new(Hub::new(n));
+        let (hub, first, devices) = replicas::placement::hub_for(options.placement, n)
+            .map_err(|e| ReplicaError::new(None, e))?;
         let arenas: Vec<Arena> = (0..n)
             .map(|_| self.take_arena())
             .collect::<Result<_, _>>()
@@ -176,7 +177,8 @@ impl Executable {
                     .into_iter()
                     .zip(arenas)
                     .enumerate()
-                    .map(|(r, (replica_args, mut arena))| {
+                    .map(|(local, (replica_args, mut arena))| {
+                        let r = first + local;
                         let own_hub = hub.clone();
                         std::thread::Builder::new()
                             .name(format!("replica-{r}"))
@@ -184,9 +186,15 @@ impl Executable {
                                 let hub = own_hub;
                                 // Poisons the hub if this thread ends without a result.
                                 let guard = PoisonOnDrop::new(&hub, r);
-                                let feed_guard = AbortFeedOnDrop::new(feed, r);
+                                let feed_guard = AbortFeedOnDrop::new(feed, local);
                                 let _env = replicas::enter(
-                                    ReplicaContext::new(r, n, options.numbering, hub.clone(), None),
+                                    ReplicaContext::new(
+                                        r,
+                                        devices,
+                                        options.numbering,
+                                        hub.clone(),
+                                        None,
+                                    ),
                                     options.inject,
                                 );
                                 // The trace buffer this thread's profile marks go to.
@@ -197,7 +205,7 @@ impl Executable {
                                     }
                                 }
                                 let out = match feed {
-                                    Some(f) => with_host_feed(f, r, || {
+                                    Some(f) => with_host_feed(f, local, || {
                                         self.run_in(&mut arena, &replica_args)
                                     }),
                                     None => self.run_in(&mut arena, &replica_args),
@@ -225,6 +233,7 @@ impl Executable {
                 handles
                     .into_iter()
                     .enumerate()
+                    .map(|(local, h)| (first + local, h))
                     .map(|(r, h)| match h {
                         Err(e) => (Err(e), None),
                         Ok(h) => match h.join() {

@@ -1,0 +1,266 @@
+//! The communication thread: the only thread of the process that calls MPI (so MPI needs no
+//! more than `MPI_THREAD_FUNNELED`). It initialises MPI, sends what the hubs post, receives
+//! other hosts' frames without ever blocking (`MPI_Improbe`, `MPI_Isend` and `MPI_Test` in a
+//! loop), sends a heartbeat, and stops every local run when another host reports a failure or
+//! stays silent longer than the timeout. At the end it says goodbye to every host and either
+//! finalises MPI (success) or ends the job with `MPI_Abort` (failure), so no host waits on a
+//! dead one.
+
+use super::registry::{tag, Delivery, Registry};
+use super::wire::{Reader, Writer};
+use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
+use mpi::request::{Request, StaticScope};
+use mpi::topology::Communicator;
+use mpi::Threading;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tessel_compiler::interpreter::CollectiveSite;
+use tessel_compiler::ir::{ComputationId, InstrId};
+
+/// What the rest of the process asks of the communication thread.
+pub(crate) enum Outgoing {
+    /// `bytes` to each of `hosts`, with `tag`.
+    Frame {
+        hosts: Vec<usize>,
+        tag: i32,
+        bytes: Vec<u8>,
+    },
+    /// The process is done (`failure`: with that error, which every other host is told);
+    /// `done` is told when MPI is finalised (a failure ends the job in `MPI_Abort` instead).
+    Finish {
+        failure: Option<String>,
+        done: Sender<()>,
+    },
+}
+
+/// How often the thread looks for frames when nothing is posted.
+const POLL: Duration = Duration::from_micros(200);
+
+/// How long a failing host waits for the others to report their own error before it ends
+/// the job.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// A send in flight and the buffer it reads (freed once the send completes).
+struct InFlight {
+    request: Request<'static, [u8], StaticScope>,
+    buffer: *mut [u8],
+}
+
+impl InFlight {
+    fn start(
+        world: &mpi::topology::SimpleCommunicator,
+        host: usize,
+        tag: i32,
+        bytes: &[u8],
+    ) -> Self {
+        let buffer: *mut [u8] = Box::into_raw(bytes.to_vec().into_boxed_slice());
+        // SAFETY: the buffer lives until the request completes (see `try_complete`).
+        let data: &'static [u8] = unsafe { &*buffer };
+        let request =
+            world
+                .process_at_rank(host as i32)
+                .immediate_send_with_tag(StaticScope, data, tag);
+        InFlight { request, buffer }
+    }
+
+    /// The send is done (its buffer freed), or still in flight.
+    fn try_complete(self) -> Result<(), InFlight> {
+        match self.request.test() {
+            Ok(_) => {
+                // SAFETY: made by `Box::into_raw` in `start`; MPI no longer reads it.
+                drop(unsafe { Box::from_raw(self.buffer) });
+                Ok(())
+            }
+            Err(request) => Err(InFlight {
+                request,
+                buffer: self.buffer,
+            }),
+        }
+    }
+}
+
+/// The thread's state: who was heard when, who said goodbye.
+struct Peers {
+    rank: usize,
+    last_heard: Vec<Instant>,
+    gone: Vec<bool>,
+}
+
+impl Peers {
+    fn others(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.last_heard.len()).filter(move |&h| h != self.rank)
+    }
+}
+
+/// Runs the communication thread: initialises MPI, reports `(rank, size)` on `started`, then
+/// serves `posts` until told to finish.
+pub(crate) fn serve(
+    started: Sender<Result<(usize, usize), String>>,
+    registry_out: Sender<Arc<Registry>>,
+    posts: Receiver<Outgoing>,
+    timeout: Duration,
+) {
+    let Some((universe, _threading)) = mpi::initialize_with_threading(Threading::Funneled) else {
+        let _ = started.send(Err("MPI was already initialised in this process".into()));
+        return;
+    };
+    let world = universe.world();
+    let (rank, size) = (world.rank() as usize, world.size() as usize);
+    let registry = Arc::new(Registry::new(rank, size));
+    let _ = registry_out.send(registry.clone());
+    let _ = started.send(Ok((rank, size)));
+    let now = Instant::now();
+    let mut peers = Peers {
+        rank,
+        last_heard: vec![now; size],
+        gone: vec![false; size],
+    };
+    let mut in_flight: Vec<InFlight> = Vec::new();
+    let beat_every = (timeout / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
+    let mut last_beat = now - beat_every;
+    let mut finishing: Option<(bool, Sender<()>, Instant)> = None;
+    loop {
+        // Posts: wait a little for one when idle, then take all that are queued.
+        let first = if finishing.is_some() {
+            std::thread::sleep(POLL);
+            None
+        } else {
+            match posts.recv_timeout(POLL) {
+                Ok(p) => Some(p),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => Some(Outgoing::Finish {
+                    failure: registry.stopped(),
+                    done: std::sync::mpsc::channel().0,
+                }),
+            }
+        };
+        for post in first
+            .into_iter()
+            .chain(std::iter::from_fn(|| posts.try_recv().ok()))
+        {
+            match post {
+                Outgoing::Frame { hosts, tag, bytes } => {
+                    for h in hosts {
+                        in_flight.push(InFlight::start(&world, h, tag, &bytes));
+                    }
+                }
+                Outgoing::Finish { failure, done } => {
+                    let others: Vec<usize> = peers.others().collect();
+                    if let Some(message) = &failure {
+                        // Stop the others with this host's error (a run stopped by a replica
+                        // told them already; the first message wins there).
+                        let mut w = Writer::default();
+                        w.str(message);
+                        for &h in &others {
+                            in_flight.push(InFlight::start(&world, h, tag::ABORT, &w.bytes));
+                        }
+                    }
+                    for &h in &others {
+                        in_flight.push(InFlight::start(&world, h, tag::BYE, &[]));
+                    }
+                    finishing.get_or_insert((failure.is_some(), done, Instant::now()));
+                }
+            }
+        }
+        in_flight = in_flight
+            .into_iter()
+            .filter_map(|f| f.try_complete().err())
+            .collect();
+        // Frames from the other hosts.
+        while let Some(probed) = world.any_process().immediate_matched_probe() {
+            let source = probed.1.source_rank() as usize;
+            let frame_tag = probed.1.tag();
+            let (bytes, _) = probed.matched_receive_vec::<u8>();
+            if let Some(t) = peers.last_heard.get_mut(source) {
+                *t = Instant::now();
+            }
+            match frame_tag {
+                tag::DATA => {
+                    if let Err(e) = deliver(&registry, &bytes) {
+                        registry.stop(format!("from {}: {e}", registry.host_name(source)));
+                    }
+                }
+                tag::ABORT => {
+                    let message = Reader::new(&bytes)
+                        .str()
+                        .unwrap_or_else(|e| format!("{} failed ({e})", registry.host_name(source)));
+                    registry.stop(message);
+                }
+                tag::BYE => peers.gone[source] = true,
+                _ => {}
+            }
+        }
+        let now = Instant::now();
+        if now.duration_since(last_beat) >= beat_every {
+            last_beat = now;
+            for h in peers
+                .others()
+                .filter(|&h| !peers.gone[h])
+                .collect::<Vec<_>>()
+            {
+                in_flight.push(InFlight::start(&world, h, tag::HEARTBEAT, &[]));
+            }
+        }
+        for h in peers.others() {
+            let silent = now.duration_since(peers.last_heard[h]);
+            if !peers.gone[h] && silent > timeout && registry.stopped().is_none() {
+                registry.stop(format!(
+                    "{} sent nothing for {} s (the timeout): it died or hangs",
+                    registry.host_name(h),
+                    silent.as_secs()
+                ));
+            }
+        }
+        if let Some((failed, _, since)) = &finishing {
+            let everyone_gone = peers.others().all(|h| peers.gone[h]);
+            let silent_peer = peers
+                .others()
+                .any(|h| !peers.gone[h] && now.duration_since(peers.last_heard[h]) > timeout);
+            if *failed || silent_peer {
+                // Let the others report their own error first, then end the job.
+                if everyone_gone || now.duration_since(*since) > GRACE || silent_peer {
+                    world.abort(1);
+                }
+            } else if everyone_gone && in_flight.is_empty() {
+                break;
+            }
+        }
+    }
+    // Every host said goodbye and every send completed: finalise MPI.
+    drop(world);
+    drop(universe);
+    if let Some((_, done, _)) = finishing {
+        let _ = done.send(());
+    }
+}
+
+/// Decodes a data frame and hands it to its run's hub.
+fn deliver(registry: &Registry, bytes: &[u8]) -> Result<(), String> {
+    let mut r = Reader::new(bytes);
+    let run = r.u64()?;
+    let computation = ComputationId(u32::try_from(r.u64()?).map_err(|e| e.to_string())?);
+    let instruction = InstrId::new(r.u64()? as usize);
+    let count = r.u64()?;
+    let first = r.u64()? as usize;
+    let group_len = r.u64()? as usize;
+    let n = r.u64()?;
+    let mut parts = Vec::new();
+    for _ in 0..n {
+        let position = r.u64()? as usize;
+        parts.push((position, r.literals()?));
+    }
+    let site = CollectiveSite {
+        computation,
+        instruction,
+    };
+    registry.deliver(
+        run,
+        Delivery {
+            key: (site, count, first),
+            group_len,
+            parts,
+        },
+    );
+    Ok(())
+}

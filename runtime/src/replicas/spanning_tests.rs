@@ -1,0 +1,144 @@
+//! Hubs of a run split over two hosts, joined in one process by a link that hands each
+//! host's deposits straight to the other hub (what the MPI transport does across processes):
+//! every collective gives bitwise the results of one hub holding all replicas, and a failure
+//! on one host stops the replicas waiting on the other.
+
+use super::rendezvous::{Hub, RemoteHosts, ReplicaContext, SlotKey};
+use super::{evaluate_replicated, Numbering};
+use std::ops::Range;
+use std::sync::{Arc, OnceLock, Weak};
+use tessel_compiler::hlo_text::parse_module;
+use tessel_compiler::interpreter::{evaluate_linked, EvalError};
+use tessel_compiler::ir::{Array, Literal, Module};
+
+/// The other host's hub, reached directly.
+#[derive(Default)]
+struct Direct {
+    other: OnceLock<Weak<Hub>>,
+}
+
+impl Direct {
+    fn other(&self) -> Arc<Hub> {
+        self.other
+            .get()
+            .and_then(Weak::upgrade)
+            .expect("both hubs live")
+    }
+}
+
+impl RemoteHosts for Direct {
+    fn send(&self, key: &SlotKey, group: &[usize], parts: Vec<(usize, Arc<Vec<Literal>>)>) {
+        let parts = parts.into_iter().map(|(p, v)| (p, (*v).clone())).collect();
+        self.other().deliver(*key, group.len(), parts);
+    }
+
+    fn abort(&self, message: &str) {
+        self.other().stop_from_remote(message.to_string());
+    }
+}
+
+/// Two hubs for replicas `0..split` and `split..n`, each the other's remote host.
+fn two_hosts(n: usize, split: usize) -> [(Arc<Hub>, Range<usize>); 2] {
+    let (a, b) = (Arc::new(Direct::default()), Arc::new(Direct::default()));
+    let hub_a = Arc::new(Hub::spanning(n, 0..split, a.clone()));
+    let hub_b = Arc::new(Hub::spanning(n, split..n, b.clone()));
+    let _ = a.other.set(Arc::downgrade(&hub_b));
+    let _ = b.other.set(Arc::downgrade(&hub_a));
+    [(hub_a, 0..split), (hub_b, split..n)]
+}
+
+/// Runs `m` on the replicas `hubs` hold of a run of `args.len()`, replica r meeting the
+/// others at the hub holding it; their results in replica order.
+fn run_split(
+    m: &Module,
+    args: &[Vec<Literal>],
+    hubs: &[(Arc<Hub>, Range<usize>)],
+) -> Vec<Result<Literal, EvalError>> {
+    let n = args.len();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = hubs
+            .iter()
+            .flat_map(|(hub, range)| range.clone().map(move |r| (hub.clone(), r)))
+            .map(|(hub, r)| {
+                let args = &args[r];
+                s.spawn(move || {
+                    let link = ReplicaContext::new(r, n, Numbering::Replicas, hub, None);
+                    evaluate_linked(m, args, &link)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+fn collectives() -> Module {
+    parse_module(include_str!("../../../tests/mpi/collectives.hlo"), None).unwrap()
+}
+
+/// Replica r's x: values whose float sums depend on the order of addition.
+fn x(r: usize) -> Vec<Literal> {
+    let v = (0..8)
+        .map(|i| {
+            let sign = if (r + i).is_multiple_of(2) { 1.0 } else { -1.0 };
+            sign * 1e8 + 0.1 * (i + 1) as f32 * (r + 1) as f32 + r as f32 / 3.0
+        })
+        .collect();
+    vec![Literal::Array(Array::f32(&[8], v))]
+}
+
+fn bits(l: &Literal) -> Vec<Vec<u8>> {
+    l.leaves().iter().map(|a| a.data.to_le_bytes()).collect()
+}
+
+#[test]
+fn every_collective_split_over_hosts_is_bitwise_the_one_process_result() {
+    let m = collectives();
+    let args: Vec<Vec<Literal>> = (0..4).map(x).collect();
+    let want = evaluate_replicated(&m, args.clone()).unwrap();
+    // 2 + 2, and the uneven 1 + 3 and 3 + 1.
+    for split in [2, 1, 3] {
+        let got = run_split(&m, &args, &two_hosts(4, split));
+        for (r, g) in got.iter().enumerate() {
+            let g = g.as_ref().unwrap_or_else(|e| panic!("split {split}: {e}"));
+            assert_eq!(bits(g), bits(&want[r]), "split {split}, replica {r}");
+        }
+    }
+}
+
+#[test]
+fn a_failure_on_one_host_stops_the_replicas_waiting_on_the_other() {
+    let m = collectives();
+    let args: Vec<Vec<Literal>> = (0..4).map(x).collect();
+    let hubs = two_hosts(4, 2);
+    let (waiting, failing) = (&hubs[..1], hubs[1].0.clone());
+    std::thread::scope(|s| {
+        let run = s.spawn(|| run_split(&m, &args, waiting));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        failing.poison("stopped because replica 3 failed: out of luck".into());
+        for (r, out) in run.join().unwrap().into_iter().enumerate() {
+            let e = out.expect_err("replicas 2 and 3 never came");
+            assert!(
+                e.to_string().contains("replica 3 failed: out of luck"),
+                "{r}: {e}"
+            );
+        }
+    });
+}
+
+#[test]
+fn deposits_that_do_not_fit_the_group_stop_the_run() {
+    let hubs = two_hosts(4, 2);
+    let hub = hubs[0].0.clone();
+    let m = collectives();
+    let site_key = |first| {
+        let site = tessel_compiler::interpreter::CollectiveSite {
+            computation: m.entry,
+            instruction: tessel_compiler::ir::InstrId::new(0),
+        };
+        (site, 1, first)
+    };
+    hub.deliver(site_key(0), 4, vec![(9, vec![])]);
+    let link = ReplicaContext::new(0, 4, Numbering::Replicas, hub, None);
+    let e = evaluate_linked(&m, &x(0), &link).unwrap_err();
+    assert!(e.to_string().contains("does not match"), "{e}");
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# tessel across processes: `tessel run` under `mpirun` (loopback only) must give bitwise the
+# outputs of one process running every replica, and a failing host, a dead host or a silent
+# host must stop the whole job with a clear error, never hang. Builds the CLI with
+# `--features mpi` (release); needs OpenMPI (Debian: libopenmpi-dev openmpi-bin, and
+# libclang-dev clang to build).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cargo build --release -p tessel --features mpi
+bin=$PWD/target/release/tessel
+here=tests/mpi
+corpus=tests/corpus/conformance
+# Root in CI; shared memory and loopback only; 4 ranks on 2 cores.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+export OMPI_MCA_rmaps_base_oversubscribe=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+ok() {
+  echo "ok: $*"
+  passed=$((passed + 1))
+}
+die() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# same NAME HOSTS ARGS...: `tessel run ARGS` in one process, then on HOSTS processes; the
+# output files must be byte for byte the same.
+same() {
+  local name=$1 hosts=$2
+  shift 2
+  "$bin" run "$@" --outputs "$tmp/$name.one.safetensors" >/dev/null
+  timeout 300 mpirun -np "$hosts" "$bin" run "$@" --outputs "$tmp/$name.mpi.safetensors" \
+    >/dev/null || die "$name: mpirun -np $hosts failed"
+  cmp -s "$tmp/$name.one.safetensors" "$tmp/$name.mpi.safetensors" ||
+    die "$name: $hosts hosts differ from one process"
+  ok "$name: $hosts hosts give bitwise the outputs of one process"
+}
+
+# Every collective on 1-D, 2-D and uneven groups, both backends, 2 and 4 hosts.
+for backend in interp jit; do
+  for hosts in 2 4; do
+    same "collectives_${backend}" "$hosts" "$here/collectives.hlo" \
+      --inputs "$here/collectives.inputs.safetensors" --replicas 4 --backend "$backend"
+  done
+done
+# The replicas tests' data-parallel conformance modules (shard_map, global arrays).
+same dp_tanh 2 "$corpus/dp_tanh_regression_r4.hlo" \
+  --inputs "$corpus/dp_tanh_regression_r4.inputs.safetensors" --replicas 4 --backend jit
+same dp_mnist_cnn 2 "$corpus/dp_mnist_cnn_train_step_r4_b32.hlo" \
+  --inputs "$corpus/dp_mnist_cnn_train_step_r4_b32.inputs.safetensors" --replicas 4 --backend jit
+# A 4-replica training loop as 2 hosts x 2 replicas.
+for backend in interp jit; do
+  same "loop_${backend}" 2 "$here/sgd_step.hlo" \
+    --inputs "$here/sgd_step.loop6.inputs.safetensors" --replicas 4 --loop 6 --infeed 1 \
+    --backend "$backend"
+done
+
+# Replicas that do not split over the hosts: a clear error.
+if timeout 60 mpirun -np 2 "$bin" run "$here/collectives.hlo" --replicas 3 \
+  --inputs "$here/collectives.inputs.safetensors" --outputs "$tmp/x" 2>"$tmp/split.err" >/dev/null; then
+  die "3 replicas on 2 hosts ran"
+fi
+grep -q "3 replicas do not split evenly over the 2 hosts" "$tmp/split.err" ||
+  die "3 replicas on 2 hosts: $(cat "$tmp/split.err")"
+ok "3 replicas on 2 hosts: refused"
+
+# on_hosts ARGS...: mpirun -np 2 where host h reads --inputs FILE.h, records its pid in
+# $tmp/pid.h, and runs the collectives module many times (a long run to break).
+on_hosts() {
+  timeout 120 mpirun -np 2 sh -c 'echo $$ > "$0/pid.$OMPI_COMM_WORLD_RANK"; exec "$@" --inputs "$0/in.$OMPI_COMM_WORLD_RANK"' \
+    "$tmp" "$bin" run "$here/collectives.hlo" --replicas 4 --outputs "$tmp/fault.out" "$@"
+}
+cp "$here/collectives.inputs.safetensors" "$tmp/in.0"
+cp "$here/collectives.inputs.safetensors" "$tmp/in.1"
+
+# A host that fails: its error stops the other host, which names it.
+echo "not safetensors" >"$tmp/in.1"
+start=$SECONDS
+if TESSEL_MPI_TIMEOUT_SECS=30 on_hosts --repeat 100000 >/dev/null 2>"$tmp/fail.err"; then
+  die "a failing host: the job succeeded"
+fi
+grep -q "host 1: .*in.1" "$tmp/fail.err" || die "a failing host: no error of host 1: $(cat "$tmp/fail.err")"
+grep -q "host 0: .*host 1 failed: .*in.1" "$tmp/fail.err" ||
+  die "a failing host: host 0 did not stop with host 1's error: $(cat "$tmp/fail.err")"
+ok "a failing host stops the other with its error ($((SECONDS - start)) s)"
+cp "$here/collectives.inputs.safetensors" "$tmp/in.1"
+
+# break SIGNAL: host 1 gets SIGNAL mid-run; the job must end within the timeout (5 s).
+break_host() {
+  rm -f "$tmp"/pid.*
+  TESSEL_MPI_TIMEOUT_SECS=5 on_hosts --repeat 1000000 >/dev/null 2>"$tmp/$1.err" &
+  local job=$!
+  while [ ! -s "$tmp/pid.1" ]; do sleep 0.1; done
+  sleep 2
+  local start=$SECONDS
+  kill "-$1" "$(cat "$tmp/pid.1")"
+  if wait "$job"; then die "host 1 got SIG$1: the job succeeded"; fi
+  elapsed=$((SECONDS - start))
+  [ "$elapsed" -le 15 ] || die "host 1 got SIG$1: the job took $elapsed s to end"
+}
+# A host killed outright: the job ends (mpirun or the heartbeat notices).
+break_host KILL
+ok "kill -9 of host 1 mid-run: the job ended in $elapsed s"
+# A host that stops answering (stopped, not dead): the heartbeat timeout names it.
+break_host STOP
+grep -q "host 1 (replicas 2..3) sent nothing for [0-9]* s" "$tmp/STOP.err" ||
+  die "a silent host: $(cat "$tmp/STOP.err")"
+ok "a silent host is named after the heartbeat timeout ($elapsed s)"
+
+echo "tests/mpi/run.sh: $passed passed"
