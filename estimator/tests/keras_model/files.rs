@@ -1,5 +1,6 @@
 //! The Keras files of `tests/fixtures/keras/` (written by `tests/keras/make_fixtures.py`:
-//! `.keras` zips from Keras 3 and tf.keras 2.15, and legacy `.h5` files) through
+//! `.keras` zips from Keras 3 and tf.keras 2.15, legacy `.h5` files and tf.keras SavedModel
+//! directories) through
 //! `model_to_estimator`: predictions equal Keras's, and three training steps give Keras's
 //! weights (dropout rates set to 0, as the script trained them).
 
@@ -28,6 +29,7 @@ fn cases() -> Vec<(String, PathBuf, &'static str)> {
             ("keras3.keras", "keras3_"),
             ("tf.keras", "tf_"),
             ("tf.h5", "tf_"),
+            ("tf_savedmodel", "tf_"),
         ] {
             out.push((name.clone(), m.join(file), prefix));
         }

@@ -45,10 +45,10 @@ pub(crate) fn read(dir: &Path) -> Result<KerasFile, KerasFileError> {
     let Some((_, root)) = nodes.get("root") else {
         return Err(corrupt("a `root` node in keras_metadata.pb"));
     };
-    let model_config = json!({
+    let model_config = untuple(json!({
         "class_name": root.get("class_name").cloned().unwrap_or(Value::Null),
         "config": root.get("config").cloned().unwrap_or(Value::Null),
-    });
+    }));
     if !model_config["config"].is_object() {
         return Err(KerasFileError::NotKeras {
             file: meta_path,
@@ -59,7 +59,8 @@ pub(crate) fn read(dir: &Path) -> Result<KerasFile, KerasFileError> {
     let compile_config = root
         .get("training_config")
         .filter(|c| !c.is_null())
-        .cloned();
+        .cloned()
+        .map(untuple);
     let keras_version = root
         .get("keras_version")
         .and_then(Value::as_str)
@@ -72,6 +73,24 @@ pub(crate) fn read(dir: &Path) -> Result<KerasFile, KerasFileError> {
         compile_config,
         weights,
     })
+}
+
+/// The metadata's JSON spells a tuple `{"class_name": "__tuple__", "items": [...]}` where
+/// `.keras` and `.h5` files write a list (Keras's own decoder turns it back into a tuple):
+/// every such object becomes its list, so the builder reads one spelling.
+fn untuple(value: Value) -> Value {
+    match value {
+        Value::Object(mut map) => {
+            if map.get("class_name").and_then(Value::as_str) == Some("__tuple__") {
+                if let Some(Value::Array(items)) = map.remove("items") {
+                    return Value::Array(items.into_iter().map(untuple).collect());
+                }
+            }
+            Value::Object(map.into_iter().map(|(k, v)| (k, untuple(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(untuple).collect()),
+        other => other,
+    }
 }
 
 fn read_weights(
