@@ -12,7 +12,7 @@ py=${TF_PYTHON:-/tmp/tf/bin/python}
 idx=${MNIST_IDX:-../shared/data/mnist}
 out=${OUT:-/tmp/keras_mnist_vs_tf}
 grep -m2 -E 'cpu family|model\s' /proc/cpuinfo
-cargo build --release -p tessel >/dev/null
+cargo build -q --release -p tessel
 [ -f "$out/train.npz" ] || "$py" tests/keras/mnist_vs_tf.py prepare "$idx" "$out" 2>/dev/null
 for round in $(seq "$rounds"); do
   rm -rf "$out/tessel_model_dir" "$out/tf_model_dir"
