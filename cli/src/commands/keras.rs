@@ -27,12 +27,17 @@ pub enum KerasCommand {
     /// Export the model_dir's latest checkpoint as a tessel export (`tessel predict` runs it).
     Export(ExportArgs),
     /// The layers, output shapes and parameter counts, and what tessel cannot run.
-    Summary { model: PathBuf },
+    Summary {
+        /// A `.keras` zip, a legacy `.h5` file, a tf.keras SavedModel directory, or a directory
+        /// of model.json + weights.npz.
+        model: PathBuf,
+    },
 }
 
 #[derive(Args)]
 pub struct Common {
-    /// A `.keras` zip, a legacy `.h5` file, or a directory of model.json + weights.npz.
+    /// A `.keras` zip, a legacy `.h5` file, a tf.keras SavedModel directory, or a directory of
+    /// model.json + weights.npz.
     pub model: PathBuf,
     #[arg(long)]
     pub model_dir: PathBuf,

@@ -21,22 +21,21 @@ pub enum Padding {
     Valid,
 }
 
-/// Output size and (low, high) padding of one spatial dimension.
-pub(super) fn window_geometry(
-    input: i64,
-    size: i64,
-    stride: i64,
-    padding: Padding,
-) -> Option<(i64, i64, i64)> {
-    if size < 1 || stride < 1 {
-        return None;
-    }
-    match padding {
-        Padding::Valid => (input >= size).then(|| ((input - size) / stride + 1, 0, 0)),
-        Padding::Same => {
-            let out = (input + stride - 1) / stride;
-            let total = ((out - 1) * stride + size - input).max(0);
-            Some((out, total / 2, total - total / 2))
+impl Padding {
+    /// Output size and (low, high) padding of one spatial dimension of `input` positions for a
+    /// window of `size` moved by `stride`, by TensorFlow's rules; `None` when no window fits
+    /// (or the size or stride is not positive).
+    pub fn window_geometry(self, input: i64, size: i64, stride: i64) -> Option<(i64, i64, i64)> {
+        if size < 1 || stride < 1 {
+            return None;
+        }
+        match self {
+            Padding::Valid => (input >= size).then(|| ((input - size) / stride + 1, 0, 0)),
+            Padding::Same => {
+                let out = (input + stride - 1) / stride;
+                let total = ((out - 1) * stride + size - input).max(0);
+                Some((out, total / 2, total - total / 2))
+            }
         }
     }
 }
@@ -60,7 +59,7 @@ pub(super) fn spatial_windows(
                 cx.describe(x)
             ));
         };
-        let (o, lo, hi) = window_geometry(input, size[k], strides[k], padding).ok_or_else(|| {
+        let (o, lo, hi) = padding.window_geometry(input, size[k], strides[k]).ok_or_else(|| {
             format!(
                 "{what}: window {size:?} with strides {strides:?} and {padding:?} padding does not fit {}",
                 cx.describe(x)
@@ -353,10 +352,10 @@ mod tests {
 
     #[test]
     fn padding_matches_tensorflow() {
-        assert_eq!(window_geometry(28, 5, 1, Padding::Same), Some((28, 2, 2)));
-        assert_eq!(window_geometry(28, 2, 2, Padding::Same), Some((14, 0, 0)));
-        assert_eq!(window_geometry(7, 2, 2, Padding::Same), Some((4, 0, 1)));
-        assert_eq!(window_geometry(28, 5, 1, Padding::Valid), Some((24, 0, 0)));
-        assert_eq!(window_geometry(3, 5, 1, Padding::Valid), None);
+        assert_eq!(Padding::Same.window_geometry(28, 5, 1), Some((28, 2, 2)));
+        assert_eq!(Padding::Same.window_geometry(28, 2, 2), Some((14, 0, 0)));
+        assert_eq!(Padding::Same.window_geometry(7, 2, 2), Some((4, 0, 1)));
+        assert_eq!(Padding::Valid.window_geometry(28, 5, 1), Some((24, 0, 0)));
+        assert_eq!(Padding::Valid.window_geometry(3, 5, 1), None);
     }
 }

@@ -7,7 +7,7 @@ use super::error::KerasError;
 use super::losses::Loss;
 use super::metrics::{self, Metric};
 use super::optimizer::KerasOptimizer;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// What `compile()` said about one output.
 #[derive(Clone, Debug)]
@@ -99,4 +99,18 @@ pub(crate) fn compiled(
         return Err(KerasError::NotCompiled);
     }
     Ok(Compiled { optimizer, outputs })
+}
+
+/// A loss, metric or optimizer as `compile()` saves it: a name, or
+/// `{"class_name": ..., "config": {...}}` (a missing class name reads as ""); `None` for any
+/// other JSON.
+pub(crate) fn class_and_config(v: &Value) -> Option<(&str, Option<&Map<String, Value>>)> {
+    match v {
+        Value::String(s) => Some((s.as_str(), None)),
+        Value::Object(o) => Some((
+            o.get("class_name").and_then(Value::as_str).unwrap_or(""),
+            o.get("config").and_then(Value::as_object),
+        )),
+        _ => None,
+    }
 }

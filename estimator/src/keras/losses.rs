@@ -2,6 +2,7 @@
 //! (`sum_over_batch_size`; in EVAL, weighted by the padding mask): (sparse) categorical and
 //! binary crossentropy with `from_logits` and `label_smoothing`, MSE, MAE, Huber.
 
+use super::compile::class_and_config;
 use super::error::KerasError;
 use serde_json::Value;
 use tessel_compiler::ir::ElementType;
@@ -41,19 +42,8 @@ fn unsupported(name: &str, why: &str) -> KerasError {
 impl Loss {
     /// A loss as `compile()` saves it: a name or `{"class_name", "config"}`.
     pub(crate) fn parse(v: &Value) -> Result<Loss, KerasError> {
-        let (name, config) = match v {
-            Value::String(s) => (s.as_str(), None),
-            Value::Object(o) => (
-                o.get("class_name").and_then(Value::as_str).unwrap_or(""),
-                o.get("config").and_then(Value::as_object),
-            ),
-            other => {
-                return Err(unsupported(
-                    &other.to_string(),
-                    "a loss is a name or a serialized Loss",
-                ))
-            }
-        };
+        let (name, config) = class_and_config(v)
+            .ok_or_else(|| unsupported(&v.to_string(), "a loss is a name or a serialized Loss"))?;
         let flag = |k: &str| {
             config
                 .and_then(|c| c.get(k))

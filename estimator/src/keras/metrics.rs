@@ -2,6 +2,7 @@
 //! device outfeeds what each needs (class ids, scores, differences), the metric_fn updates
 //! [`MetricSet`](crate::metrics::MetricSet).
 
+use super::compile::class_and_config;
 use super::error::KerasError;
 use super::losses::Loss;
 use crate::estimator::HostTensors;
@@ -48,19 +49,8 @@ pub(crate) fn parse(
     loss: Option<&Loss>,
     units: i64,
 ) -> Result<(String, Metric), KerasError> {
-    let (class, config) = match v {
-        Value::String(s) => (s.as_str(), None),
-        Value::Object(o) => (
-            o.get("class_name").and_then(Value::as_str).unwrap_or(""),
-            o.get("config").and_then(Value::as_object),
-        ),
-        other => {
-            return Err(unsupported(
-                &other.to_string(),
-                "a metric is a name or a serialized Metric",
-            ))
-        }
-    };
+    let (class, config) = class_and_config(v)
+        .ok_or_else(|| unsupported(&v.to_string(), "a metric is a name or a serialized Metric"))?;
     // tf.keras's legacy `.h5` wraps metric functions: `{"class_name": "MeanMetricWrapper",
     // "config": {"fn": "categorical_accuracy", ...}}`.
     let class = match (

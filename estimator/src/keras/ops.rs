@@ -68,21 +68,6 @@ pub(crate) fn zero_pad(g: &Graph, x: &Tensor, low: &[i64], high: &[i64]) -> Resu
     emit(g, "pad", Op::Pad { dims: pad_dims }, &out, &[x, &zero])
 }
 
-/// Output size and padding of one spatial dimension (TF's rules, as `conv2d`).
-fn geometry(input: i64, size: i64, stride: i64, padding: Padding) -> Option<(i64, i64, i64)> {
-    if size < 1 || stride < 1 {
-        return None;
-    }
-    match padding {
-        Padding::Valid => (input >= size).then(|| ((input - size) / stride + 1, 0, 0)),
-        Padding::Same => {
-            let out = (input + stride - 1) / stride;
-            let total = ((out - 1) * stride + size - input).max(0);
-            Some((out, total / 2, total - total / 2))
-        }
-    }
-}
-
 /// TF's `depthwise_conv2d`: an NHWC input `[B, H, W, C]` and a filter `[kh, kw, C, M]` give
 /// `[B, H', W', C * M]`, output channel `c * M + m` from input channel `c` (a convolution
 /// with `feature_group_count = C`).
@@ -105,12 +90,14 @@ pub(crate) fn depthwise_conv2d(
     let mut window = Vec::new();
     let mut out = vec![xd[0]];
     for k in 0..2 {
-        let (o, lo, hi) = geometry(xd[1 + k], fd[k], strides[k], padding).ok_or_else(|| {
-            format!(
-                "depthwise_conv2d: window {:?} with strides {strides:?} does not fit {xd:?}",
-                &fd[..2]
-            )
-        })?;
+        let (o, lo, hi) = padding
+            .window_geometry(xd[1 + k], fd[k], strides[k])
+            .ok_or_else(|| {
+                format!(
+                    "depthwise_conv2d: window {:?} with strides {strides:?} does not fit {xd:?}",
+                    &fd[..2]
+                )
+            })?;
         out.push(o);
         window.push(WindowDim {
             stride: strides[k],

@@ -6,6 +6,7 @@
 //! Slots are non-trainable variables named `VAR/momentum`, `VAR/m`, `VAR/v`, `VAR/vhat`,
 //! `VAR/velocity`, `VAR/average_gradient`, `VAR/accumulator`.
 
+use super::compile::class_and_config;
 use super::error::KerasError;
 use super::schedules::Schedule;
 use crate::model::optimizers::{create_slot, value};
@@ -61,19 +62,13 @@ impl KerasOptimizer {
     /// `{"class_name": "SGD" | "Adam" | ..., "config": {...}}`, or a name (Keras's defaults).
     pub(crate) fn parse(v: &Value) -> Result<KerasOptimizer, KerasError> {
         let empty = Map::new();
-        let (class, c) = match v {
-            Value::String(s) => (s.as_str(), &empty),
-            Value::Object(o) => (
-                o.get("class_name").and_then(Value::as_str).unwrap_or(""),
-                o.get("config").and_then(Value::as_object).unwrap_or(&empty),
-            ),
-            other => {
-                return Err(unsupported(
-                    &other.to_string(),
-                    "an optimizer is a name or a serialized optimizer",
-                ))
-            }
-        };
+        let (class, c) = class_and_config(v).ok_or_else(|| {
+            unsupported(
+                &v.to_string(),
+                "an optimizer is a name or a serialized optimizer",
+            )
+        })?;
+        let c = c.unwrap_or(&empty);
         let num = |k: &str| c.get(k).and_then(Value::as_f64);
         let flag = |k: &str| c.get(k).and_then(Value::as_bool).unwrap_or(false);
         if c.get("is_legacy_optimizer").and_then(Value::as_bool) == Some(true) {
