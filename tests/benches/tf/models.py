@@ -24,6 +24,7 @@ Dataset.from_tensor_slices(...).repeat().batch(B, drop_remainder=True).prefetch(
   labels int32 uniform in [0, 10).
 --threads T sets intra_op and inter_op parallelism to T (session_config); without it TF keeps its
 defaults, as the peer does.
+The model_dir is a temporary directory, removed when the script ends.
 
 Accuracy (fashion and resnet20):
     python tests/benches/tf/models.py NAME --accuracy --data-dir DIR --steps N [--batch B]
@@ -108,15 +109,15 @@ def preprocess(name):
     return {"fashion": fashion, "resnet20": resnet20}[name]
 
 
-def make_estimator(args, model_fn, batch, iterations, params):
+def make_estimator(args, model_fn, batch, params, model_dir):
     session_config = None
     if args.threads:
         session_config = tf.ConfigProto(intra_op_parallelism_threads=args.threads,
                                         inter_op_parallelism_threads=args.threads)
     cfg = tf.estimator.tpu.RunConfig(
-        model_dir=tempfile.mkdtemp(prefix=f"tf_{args.name}_"), save_checkpoints_steps=10**9,
+        model_dir=model_dir, save_checkpoints_steps=10**9,
         save_summary_steps=10**9, log_step_count_steps=10**9, session_config=session_config,
-        tpu_config=tf.estimator.tpu.TPUConfig(iterations_per_loop=iterations))
+        tpu_config=tf.estimator.tpu.TPUConfig(iterations_per_loop=args.iterations))
     return tf.estimator.tpu.TPUEstimator(model_fn=model_fn, use_tpu=False, train_batch_size=batch,
                                          eval_batch_size=batch, config=cfg, params=params)
 
@@ -134,7 +135,7 @@ class StepClock(tf.train.SessionRunHook):
         self.marks.append((time.perf_counter(), int(run_values.results)))
 
 
-def time_steps(args, model_fn, batch):
+def time_steps(args, model_fn, batch, model_dir):
     x, y = synthetic_data(args.name)
 
     def input_fn(params):
@@ -142,7 +143,7 @@ def time_steps(args, model_fn, batch):
         return ds.batch(params["batch_size"], drop_remainder=True).prefetch(4)
 
     params = {"decay_steps": args.iterations + args.steps}
-    est = make_estimator(args, model_fn, batch, args.iterations, params)
+    est = make_estimator(args, model_fn, batch, params, model_dir)
     t0 = time.perf_counter()
     est.train(input_fn, steps=args.iterations)
     log(f"warm-up train({args.iterations}) incl. graph build: {time.perf_counter() - t0:.2f}s")
@@ -160,11 +161,12 @@ def time_steps(args, model_fn, batch):
     setup = marks[0][0] - t0 - per_step
     log(f"tf {tf.__version__} TPUEstimator(use_tpu=False) model={args.name} batch={batch} "
         f"steps={args.steps} session_runs={len(marks)} threads={args.threads or 'default'} "
-        f"examples_per_s={batch / per_step:.1f} per_call_overhead_s={wall - args.steps * per_step:.2f}")
+        f"examples_per_s={batch / per_step:.1f} "
+        f"per_call_overhead_s={wall - args.steps * per_step:.2f}")
     print(f"ms_per_step={1000 * per_step:.3f} setup_s={setup:.2f}", flush=True)
 
 
-def accuracy(args, model_fn, batch):
+def accuracy(args, model_fn, batch, model_dir):
     train_x, train_y = fashion_mnist(args.data_dir, "train")
     test_x, test_y = fashion_mnist(args.data_dir, "t10k")
     prep = preprocess(args.name)
@@ -177,14 +179,14 @@ def accuracy(args, model_fn, batch):
         ds = tf.data.Dataset.from_tensor_slices((test_x, test_y))
         return ds.batch(params["batch_size"]).map(prep).prefetch(4)
 
-    est = make_estimator(args, model_fn, batch, args.iterations, {"decay_steps": args.steps})
+    est = make_estimator(args, model_fn, batch, {"decay_steps": args.steps}, model_dir)
     t0 = time.perf_counter()
     est.train(train_input_fn, max_steps=args.steps)
     t1 = time.perf_counter()
     result = est.evaluate(eval_input_fn, steps=None)
     log(f"tf {tf.__version__} model={args.name} batch={batch} train_steps={args.steps} "
-        f"train_s={t1 - t0:.1f} eval_s={time.perf_counter() - t1:.1f} eval_loss={result['loss']:.4f} "
-        f"global_step={result['global_step']}")
+        f"train_s={t1 - t0:.1f} eval_s={time.perf_counter() - t1:.1f} "
+        f"eval_loss={result['loss']:.4f} global_step={result['global_step']}")
     print(f"accuracy={result['accuracy']:.4f}", flush=True)
 
 
@@ -206,7 +208,8 @@ def parse_args(argv):
     parser.add_argument("--threads", type=positive,
                         help="TF's intra- and inter-op parallelism (default: TF's own)")
     parser.add_argument("--accuracy", action="store_true",
-                        help=f"train on Fashion-MNIST and print test accuracy ({', '.join(ACCURACY_MODELS)})")
+                        help="train on Fashion-MNIST and print test accuracy "
+                             f"({', '.join(ACCURACY_MODELS)})")
     parser.add_argument("--data-dir", help="Fashion-MNIST's IDX files, for --accuracy")
     args = parser.parse_args(argv)
     if args.accuracy:
@@ -227,11 +230,11 @@ def main(argv):
     args = parse_args(argv)
     model_fn, default_batch = MODELS[args.name]
     batch = args.batch or default_batch
+    run = accuracy if args.accuracy else time_steps
     try:
-        if args.accuracy:
-            accuracy(args, model_fn, batch)
-        else:
-            time_steps(args, model_fn, batch)
+        # Checkpoints go to a fresh model_dir, removed at the end.
+        with tempfile.TemporaryDirectory(prefix=f"tf_{args.name}_") as model_dir:
+            run(args, model_fn, batch, model_dir)
     except (FileNotFoundError, ValueError, RuntimeError) as e:
         log(f"error: {e}")
         return 1
