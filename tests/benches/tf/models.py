@@ -49,6 +49,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
+# Keep the source tree clean: no __pycache__ beside the scripts.
+sys.dont_write_bytecode = True
 from model_fns import CLASSES, MODELS, TEXT_LEN, TEXT_VOCAB  # noqa: E402
 
 tf.disable_v2_behavior()
