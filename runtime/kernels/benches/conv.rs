@@ -6,6 +6,13 @@
 //! weight gradient, and conv2's data gradient. Each on the routine the JIT picks for it
 //! (direct loops, Winograd) and on the general patch-matrix GEMM. GFLOP/s count the direct
 //! algorithm's multiply-adds (2 flops each), whatever the routine does.
+//!
+//! Then the 3x3 convolutions of the next models (`3x3` lines): the Fashion-MNIST CNN's second
+//! layer (14x14, 32 -> 64, `same`) and ResNet-20's three stages at b128 (32x32x16, 16x16x32,
+//! 8x8x64), forward, data and weight gradient on Winograd F(2x2) and F(4x4) and on the patch
+//! GEMM; and ResNet-20's down-sampling, a stride-2 3x3 and a stride-2 1x1 projection, on the
+//! patch GEMM. `cargo bench -p tessel-kernels --bench conv -- 3x3` runs only those, `-- mnist`
+//! only the MNIST lines.
 
 mod common;
 
@@ -14,7 +21,9 @@ use tessel_kernels::conv_direct::{DirectConv, DirectWeightGradient};
 use tessel_kernels::gemm::GemmBackend;
 use tessel_kernels::patch_gemm::{ConvGeometry, PatchConv};
 use tessel_kernels::pooling::{MaxPool, PoolEpilogue, PoolGeometry};
-use tessel_kernels::winograd::{KernelLayout, WinogradConv, WinogradFilterGradient};
+use tessel_kernels::winograd::{
+    KernelLayout, TransformOrder, WinogradConv, WinogradFilterGradient,
+};
 use tessel_kernels::Conv2dGeometry;
 
 /// The MNIST step's convolution of `size x size x channels` images into `out_channels`.
@@ -160,7 +169,20 @@ fn pooled(
 }
 
 fn main() {
-    let peaks = header("convolution routines (tessel_kernels), MNIST step b128, f32 NHWC");
+    // `cargo bench` passes `--bench`; the first other argument picks the sections.
+    let only = std::env::args().skip(1).find(|a| !a.starts_with("--"));
+    let runs = |section: &str| only.as_deref().is_none_or(|o| section.contains(o));
+    let peaks = header("convolution routines (tessel_kernels), b128, f32 NHWC");
+    if runs("mnist") {
+        mnist(&peaks);
+    }
+    if runs("3x3") {
+        three_by_three(&peaks);
+    }
+}
+
+/// The MNIST step's 5x5 convolutions.
+fn mnist(peaks: &Peaks) {
     let (conv1, conv2) = (mnist_conv(28, 1, 32), mnist_conv(14, 32, 64));
     for (name, g) in [
         ("conv1 5x5x1->32 28x28", conv1),
@@ -171,7 +193,7 @@ fn main() {
         let (mut y, mut dk) = (vec![0f32; ys], vec![0f32; ks]);
         for threads in THREADS {
             let run = |ms: f64, routine: &str| {
-                report(&peaks, &format!("{name} {routine}"), threads, flop(&g), ms)
+                report(peaks, &format!("{name} {routine}"), threads, flop(&g), ms)
             };
             if let Ok(plan) = DirectConv::new(&g, threads) {
                 let mut s = scratch_block(plan.scratch_bytes());
@@ -267,14 +289,14 @@ fn main() {
             }
         }
         bench_patch(
-            &peaks,
+            peaks,
             &format!("{name} forward"),
             patch_forward(&g),
             [xs, ks, ys],
             flop(&g),
         );
         bench_patch(
-            &peaks,
+            peaks,
             &format!("{name} weight grad"),
             patch_weight_gradient(&g),
             [xs, ys, ks],
@@ -283,10 +305,152 @@ fn main() {
     }
     let [xs, ks, ys] = forward_sizes(&conv2);
     bench_patch(
-        &peaks,
+        peaks,
         "conv2 5x5x32->64 14x14 data grad",
         patch_data_gradient(&conv2),
         [ys, ks, xs],
         flop(&conv2),
     );
+}
+
+/// A b128 `same` 3x3 convolution of `size x size x channels` images into `out_channels`.
+fn same_3x3(size: usize, channels: usize, out_channels: usize) -> Conv2dGeometry {
+    Conv2dGeometry {
+        window: [3, 3],
+        padding: [(1, 1), (1, 1)],
+        ..mnist_conv(size, channels, out_channels)
+    }
+}
+
+/// The 3x3 convolutions of the Fashion-MNIST CNN and ResNet-20, each use on Winograd F(2x2)
+/// and F(4x4) and on the patch GEMM, then ResNet-20's stride-2 convolutions on the patch GEMM.
+fn three_by_three(peaks: &Peaks) {
+    for (name, g) in [
+        ("3x3 fashion 14x14x32->64", same_3x3(14, 32, 64)),
+        ("3x3 resnet 32x32x16->16", same_3x3(32, 16, 16)),
+        ("3x3 resnet 16x16x32->32", same_3x3(16, 32, 32)),
+        ("3x3 resnet 8x8x64->64", same_3x3(8, 64, 64)),
+    ] {
+        let [xs, ks, ys] = forward_sizes(&g);
+        let (x, k, dy) = (values(xs, 1), values(ks, 2), values(ys, 3));
+        let (mut y, mut dk, mut dx) = (vec![0f32; ys], vec![0f32; ks], vec![0f32; xs]);
+        let (c, o) = (g.channels, g.out_channels);
+        // The data gradient: dY convolved with the reversed HWIO kernel, its output channels
+        // read as input channels (the JIT's `b01f_01oi->b01f`).
+        let data_grad = Conv2dGeometry {
+            channels: o,
+            out_channels: c,
+            ..g
+        };
+        let reversed = KernelLayout {
+            strides: [3 * c * o, c * o, 1, o],
+            reversed: [true, true],
+        };
+        let hwio = [3 * c * o, c * o, o, 1];
+        for threads in THREADS {
+            let run = |ms: f64, routine: &str| {
+                report(peaks, &format!("{name} {routine}"), threads, flop(&g), ms)
+            };
+            for tile in [2, 4] {
+                let f = format!("F({tile}x{tile})");
+                if let Ok(plan) = WinogradConv::with_tile(&g, KernelLayout::hwio(&g), threads, tile)
+                {
+                    let mut s = scratch_block(plan.scratch_bytes());
+                    let ms = median_ms(10, || unsafe {
+                        let s = s.as_mut_ptr() as *mut u8;
+                        plan.run(x.as_ptr(), k.as_ptr(), y.as_mut_ptr(), s)
+                    });
+                    run(ms, &format!("forward [winograd {f}]"));
+                }
+                if let Ok(plan) = WinogradConv::with_tile(&data_grad, reversed, threads, tile) {
+                    let plan = plan.with_transform_order(TransformOrder::Factored);
+                    let mut s = scratch_block(plan.scratch_bytes());
+                    let ms = median_ms(10, || unsafe {
+                        let s = s.as_mut_ptr() as *mut u8;
+                        plan.run(dy.as_ptr(), k.as_ptr(), dx.as_mut_ptr(), s)
+                    });
+                    run(ms, &format!("data grad [winograd {f}]"));
+                }
+                if let Ok(plan) = WinogradFilterGradient::with_tile(&g, hwio, threads, tile) {
+                    let mut s = scratch_block(plan.scratch_bytes());
+                    let ms = median_ms(10, || unsafe {
+                        let s = s.as_mut_ptr() as *mut u8;
+                        plan.run(x.as_ptr(), dy.as_ptr(), dk.as_mut_ptr(), s)
+                    });
+                    run(ms, &format!("weight grad [winograd {f}]"));
+                }
+            }
+        }
+        let f = flop(&g);
+        bench_patch(
+            peaks,
+            &format!("{name} forward"),
+            patch_forward(&g),
+            [xs, ks, ys],
+            f,
+        );
+        let (geometry, sizes) = (patch_data_gradient(&g), [ys, ks, xs]);
+        bench_patch(peaks, &format!("{name} data grad"), geometry, sizes, f);
+        let (geometry, sizes) = (patch_weight_gradient(&g), [xs, ys, ks]);
+        bench_patch(peaks, &format!("{name} weight grad"), geometry, sizes, f);
+    }
+    // ResNet-20's down-sampling from 32x32x16 to 16x16x32: the stride-2 3x3 of the block's
+    // first convolution and the stride-2 1x1 projection of its shortcut (TF's `same`: no low
+    // padding), forward and both gradients as JAX emits them: the data gradient dilates dY by
+    // the stride (3/4 of its patch entries are holes), the weight gradient dilates the window.
+    for (name, r) in [
+        ("3x3 resnet s2 32x32x16->32", 3usize),
+        ("1x1 resnet s2 32x32x16->32", 1),
+    ] {
+        let forward = ConvGeometry {
+            window: vec![r; 2],
+            out_features: 32,
+            out_spatial: vec![16, 16],
+            stride: vec![2, 2],
+            pad_low: vec![0; 2],
+            ..patch_forward(&mnist_conv(32, 16, 32))
+        };
+        let data_grad = ConvGeometry {
+            channels: 32,
+            spatial: vec![16, 16],
+            in_per_group: 32,
+            out_features: 16,
+            out_spatial: vec![32, 32],
+            stride: vec![1, 1],
+            pad_low: vec![r as i64 - 1; 2],
+            base_dilation: vec![2, 2],
+            reversal: vec![true, true],
+            ..forward.clone()
+        };
+        let weight_grad = ConvGeometry {
+            batch: 16,
+            channels: 128,
+            spatial: vec![32, 32],
+            window: vec![16, 16],
+            in_per_group: 128,
+            out_features: 32,
+            out_batch: 16,
+            out_spatial: vec![r; 2],
+            stride: vec![1, 1],
+            window_dilation: vec![2, 2],
+            ..forward.clone()
+        };
+        let [xs, ks, ys] = [128 * 32 * 32 * 16, r * r * 16 * 32, 128 * 16 * 16 * 32];
+        let f = 2.0 * (128 * 16 * 16 * 32 * r * r * 16) as f64;
+        bench_patch(peaks, &format!("{name} forward"), forward, [xs, ks, ys], f);
+        bench_patch(
+            peaks,
+            &format!("{name} data grad"),
+            data_grad,
+            [ys, ks, xs],
+            f,
+        );
+        bench_patch(
+            peaks,
+            &format!("{name} weight grad"),
+            weight_grad,
+            [xs, ys, ks],
+            f,
+        );
+    }
 }

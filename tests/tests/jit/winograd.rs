@@ -256,6 +256,73 @@ fn forward_matches_the_interpreter() {
     println!("forward: max error / sum |terms| = {worst:.2e}");
 }
 
+/// The tile `plan_convolution` gives the convolution at `DEFAULT` precision.
+fn tile_of(conv: &Convolution, dims: [&[i64]; 3]) -> Option<usize> {
+    let s = dims.map(|d| ArrayShape::new(ElementType::F32, d));
+    let a = Addr::Arena(0);
+    let options = JitOptions::default();
+    let p = (a, &s[0]);
+    plan_convolution(
+        "conv",
+        conv,
+        ConvPrecision::Fast,
+        p,
+        (a, &s[1]),
+        (a, &s[2]),
+        &options,
+        &mut |_| a,
+    )
+    .expect("plan")
+    .winograd_tile()
+}
+
+/// 3x3 windows run F(4x4, 3x3) in all three uses (forward, data gradient as the reversed
+/// kernel, weight gradient): many channels (ResNet-20's 64, the Fashion-MNIST CNN's 32 ->
+/// 64), odd sizes and channel counts, sizes that are not multiples of the tile, within the
+/// same bound as F(2x2).
+#[test]
+fn three_by_three_windows_run_f4x4_in_every_use() {
+    use Kernel::*;
+    let same = [(1, 1), (1, 1)];
+    let forward_cases: &[ForwardCase] = &[
+        (2, [14, 14], 32, 64, 3, same, Hwio, false),
+        (2, [8, 8], 64, 64, 3, same, Hwio, true),
+        (3, [9, 11], 7, 5, 3, same, Hwoi, false),
+        (1, [5, 7], 5, 3, 3, [(0, 1), (2, 0)], Oihw, true),
+        (2, [16, 16], 17, 32, 3, [(0, 0), (0, 0)], Hwio, false),
+    ];
+    let mut worst = 0.0f64;
+    for &(n, hw, c, o, r, pads, k, rev) in forward_cases {
+        let kd = match k {
+            Hwio => vec![r, r, c, o],
+            Hwoi => vec![r, r, o, c],
+            Oihw => vec![o, c, r, r],
+        };
+        let out = |i: usize| hw[i] + pads[i].0 + pads[i].1 - r + 1;
+        let cv = conv(window(r, pads, rev), forward_dims(k));
+        let dims: [&[i64]; 3] = [&[n, hw[0], hw[1], c], &kd, &[n, out(0), out(1), o]];
+        assert_eq!(tile_of(&cv, dims), Some(4), "{dims:?}");
+        worst = worst.max(forward(n, hw, c, o, r, pads, k, rev, "winograd"));
+    }
+    let filter_cases: &[FilterCase] = &[
+        (2, [14, 14], 32, 64, 3, same, false),
+        (2, [8, 8], 64, 64, 3, same, false),
+        (3, [9, 7], 5, 3, 3, [(1, 0), (0, 1)], true),
+    ];
+    for &(n, hw, c, k, r, pads, bf01) in filter_cases {
+        let oh = |i: usize| hw[i] + pads[i].0 + pads[i].1 - r + 1;
+        let mut w = window(1, pads, false);
+        (w.dims[0].size, w.dims[1].size) = (oh(0), oh(1));
+        let out: &[i64] = if bf01 { &[c, k, r, r] } else { &[r, r, c, k] };
+        let dims: [&[i64]; 3] = [&[n, hw[0], hw[1], c], &[n, oh(0), oh(1), k], out];
+        assert_eq!(tile_of(&conv(w, filter_dims(bf01)), dims), Some(4));
+        worst = worst.max(filter(n, hw, c, k, r, pads, bf01, "winograd-filter"));
+    }
+    println!("3x3, F(4x4): max error / sum |terms| = {worst:.2e}");
+    // One input channel stays with the direct loops.
+    forward(2, [9, 9], 1, 8, 3, same, Hwio, false, "direct");
+}
+
 #[test]
 fn forward_shapes_it_cannot_take_fall_back_and_stay_correct() {
     use Kernel::*;

@@ -163,6 +163,11 @@ impl WinogradFilterGradient {
         self
     }
 
+    /// The tile `m` of dY (F(m x m, r x r)) this plan runs.
+    pub fn tile(&self) -> usize {
+        self.m
+    }
+
     /// Bytes of scratch memory [`Self::run`] needs.
     pub fn scratch_bytes(&self) -> usize {
         self.scratch.bytes()

@@ -194,6 +194,11 @@ impl WinogradConv {
         self
     }
 
+    /// The output tile `m` of F(m x m, r x r) this plan runs.
+    pub fn tile(&self) -> usize {
+        self.m
+    }
+
     /// Bytes of scratch memory [`Self::run`] needs.
     pub fn scratch_bytes(&self) -> usize {
         self.scratch.bytes()
@@ -532,11 +537,11 @@ mod tests {
         vec![[0; 8]; bytes.div_ceil(64) + 1]
     }
 
-    /// The odd case both tests below use: 2 images of 7 x 9 pixels, 11 channels to 13 (tails
-    /// in every vector width), a 5x5 window padded (2, 1) x (1, 2), so the output is 6 x 8;
-    /// with its input `[2, 7, 9, 11]` and HWIO kernel `[5, 5, 11, 13]`.
-    fn odd_case() -> (Conv2dGeometry, Vec<f32>, Vec<f32>) {
-        let (n, h, w, c, o, r) = (2usize, 7usize, 9usize, 11usize, 13usize, 5usize);
+    /// The odd case the tests below use: 2 images of 7 x 9 pixels, 11 channels to 13 (tails
+    /// in every vector width), an r x r window padded (r/2, r/2 - 1) x (r/2 - 1, r/2), so the
+    /// output is 6 x 8; with its input `[2, 7, 9, 11]` and HWIO kernel `[r, r, 11, 13]`.
+    fn odd_case(r: usize) -> (Conv2dGeometry, Vec<f32>, Vec<f32>) {
+        let (n, h, w, c, o) = (2usize, 7usize, 9usize, 11usize, 13usize);
         let geometry = Conv2dGeometry {
             batch: n,
             height: h,
@@ -544,41 +549,49 @@ mod tests {
             channels: c,
             window: [r, r],
             out_channels: o,
-            padding: [(2, 1), (1, 2)],
+            padding: [
+                (r as isize / 2, r as isize / 2 - 1),
+                (r as isize / 2 - 1, r as isize / 2),
+            ],
         };
         (geometry, data(n * h * w * c, 1), data(r * r * c * o, 2))
     }
+
+    /// Both windows with a transform.
+    const WINDOWS: [usize; 2] = [3, 5];
 
     /// The AVX and the portable code on the same forward and weight-gradient convolutions,
     /// against a direct f64 sum (relative to the sum of |terms|, like tests/tests/jit/winograd.rs).
     #[test]
     fn portable_and_avx_paths_match_the_direct_sum() {
-        let (geometry, x, k) = odd_case();
+        for r in WINDOWS {
+            paths_match_the_direct_sum(r);
+        }
+    }
+
+    fn paths_match_the_direct_sum(r: usize) {
+        let (geometry, x, k) = odd_case(r);
         let g = &geometry;
-        let (n, h, w, c, o, r) = (
-            g.batch,
-            g.height,
-            g.width,
-            g.channels,
-            g.out_channels,
-            g.window[0],
-        );
+        let (n, h, w, c, o) = (g.batch, g.height, g.width, g.channels, g.out_channels);
         let [oh, ow] = g.output_size().expect("a valid geometry");
         let dy = data(n * oh * ow * o, 3);
+        let (py, px) = (g.padding[0].0 as i64, g.padding[1].0 as i64);
+        // x at (y, xx) of the output grid shifted back by the low padding.
         let at = |img: usize, y: i64, xx: i64, ch: usize| -> f64 {
+            let (y, xx) = (y - py, xx - px);
             if y < 0 || xx < 0 || y >= h as i64 || xx >= w as i64 {
                 0.0
             } else {
                 x[((img * h + y as usize) * w + xx as usize) * c + ch] as f64
             }
         };
-        // Every instruction set and every tile of r = 5 (the error grows with the tile).
+        // Every instruction set and every tile (the error grows with the tile).
         let paths: Vec<(Isa, usize)> = Isa::available()
             .into_iter()
             .flat_map(|s| [2, 4].map(|m| (s, m)))
             .collect();
         let tol = |m: usize| 1e-5 * m as f64;
-        // Forward: y[n, oy, ox, o] = sum x[n, oy + ky - 2, ox + kx - 1, c] * k[ky, kx, c, o],
+        // Forward: y[n, oy, ox, o] = sum x[n, oy + ky - py, ox + kx - px, c] * k[ky, kx, c, o],
         // with the transforms summed in both orders.
         let orders = [TransformOrder::RowByRow, TransformOrder::Factored];
         for (&(simd, m), order) in paths.iter().flat_map(|p| orders.map(|o| (p, o))) {
@@ -604,9 +617,8 @@ mod tests {
                             for ky in 0..r {
                                 for kx in 0..r {
                                     for ch in 0..c {
-                                        let t =
-                                            at(img, (oy + ky) as i64 - 2, (ox + kx) as i64 - 1, ch)
-                                                * k[((ky * r + kx) * c + ch) * o + oc] as f64;
+                                        let t = at(img, (oy + ky) as i64, (ox + kx) as i64, ch)
+                                            * k[((ky * r + kx) * c + ch) * o + oc] as f64;
                                         want += t;
                                         mag += t.abs();
                                     }
@@ -615,14 +627,14 @@ mod tests {
                             let got = y[((img * oh + oy) * ow + ox) * o + oc] as f64;
                             assert!(
                                 (got - want).abs() <= tol(m) * mag,
-                                "{simd:?} F({m}, 5) {order:?} forward: {got} vs {want}"
+                                "{simd:?} F({m}, {r}) {order:?} forward: {got} vs {want}"
                             );
                         }
                     }
                 }
             }
         }
-        // Weight gradient: dw[ky, kx, c, o] = sum x[n, y + ky - 2, x + kx - 1, c] * dy[n, y, x, o].
+        // Weight gradient: dw[ky, kx, c, o] = sum x[n, y + ky - py, x + kx - px, c] * dy[n, y, x, o].
         for &(simd, m) in &paths {
             let strides = [r * c * o, c * o, o, 1];
             let plan = WinogradFilterGradient::with_tile(&geometry, strides, 2, m)
@@ -646,9 +658,8 @@ mod tests {
                             for img in 0..n {
                                 for oy in 0..oh {
                                     for ox in 0..ow {
-                                        let t =
-                                            at(img, (oy + ky) as i64 - 2, (ox + kx) as i64 - 1, ch)
-                                                * dy[((img * oh + oy) * ow + ox) * o + oc] as f64;
+                                        let t = at(img, (oy + ky) as i64, (ox + kx) as i64, ch)
+                                            * dy[((img * oh + oy) * ow + ox) * o + oc] as f64;
                                         want += t;
                                         mag += t.abs();
                                     }
@@ -657,7 +668,7 @@ mod tests {
                             let got = dw[((ky * r + kx) * c + ch) * o + oc] as f64;
                             assert!(
                                 (got - want).abs() <= tol(m) * mag,
-                                "{simd:?} F({m}, 5) filter: {got} vs {want}"
+                                "{simd:?} F({m}, {r}) filter: {got} vs {want}"
                             );
                         }
                     }
@@ -671,7 +682,13 @@ mod tests {
     /// each order gives the same bits on 1 and 2 workers.
     #[test]
     fn the_factored_order_rounds_differently() {
-        let (geometry, x, k) = odd_case();
+        for r in WINDOWS {
+            factored_order_rounds_differently(r);
+        }
+    }
+
+    fn factored_order_rounds_differently(r: usize) {
+        let (geometry, x, k) = odd_case(r);
         let [oh, ow] = geometry.output_size().expect("a valid geometry");
         let outputs = geometry.batch * oh * ow * geometry.out_channels;
         let run = |simd: Isa, order: TransformOrder, threads: usize| {
@@ -692,9 +709,13 @@ mod tests {
             let differ = plain.iter().zip(&factored).filter(|(a, b)| a != b).count();
             assert!(
                 differ > outputs / 20,
-                "{simd:?}: only {differ} of {outputs} differ"
+                "{simd:?} r {r}: only {differ} of {outputs} differ"
             );
-            assert_eq!(factored, run(simd, TransformOrder::Factored, 1), "{simd:?}");
+            assert_eq!(
+                factored,
+                run(simd, TransformOrder::Factored, 1),
+                "{simd:?} r {r}"
+            );
         }
     }
 
@@ -703,9 +724,16 @@ mod tests {
     /// instruction set and tile, with an odd output height (7) and a channel tail (13).
     #[test]
     fn pool_in_the_epilogue_equals_a_separate_pool() {
+        for r in WINDOWS {
+            pool_equals_a_separate_pool(r);
+        }
+    }
+
+    fn pool_equals_a_separate_pool(r: usize) {
         use crate::pooling::{check_epilogue, MaxPool, PoolGeometry};
-        let (mut geometry, x, k) = odd_case();
-        geometry.padding = [(2, 2), (1, 2)];
+        let (mut geometry, x, k) = odd_case(r);
+        let half = r as isize / 2;
+        geometry.padding = [(half, half), (half - 1, half)];
         let o = geometry.out_channels;
         let [oh, ow] = geometry.output_size().expect("a valid geometry");
         assert_eq!([oh, ow], [7, 8]);
@@ -734,7 +762,7 @@ mod tests {
                         n * oh * ow * o,
                         |p| plan.accepts_pool(p),
                         |p, y| unsafe { plan.run_fused(x.as_ptr(), k.as_ptr(), b, p, y, s) },
-                        &format!("{simd:?} F({m}, 5) relu {relu}"),
+                        &format!("{simd:?} F({m}, {r}) relu {relu}"),
                     );
                 }
                 // A window that straddles the tiles, or another output shape, is refused.
@@ -764,7 +792,13 @@ mod tests {
     /// a separate add, on every instruction set and tile, with a channel tail (13 outputs).
     #[test]
     fn bias_in_the_store_equals_a_separate_add() {
-        let (geometry, x, k) = odd_case();
+        for r in WINDOWS {
+            bias_equals_a_separate_add(r);
+        }
+    }
+
+    fn bias_equals_a_separate_add(r: usize) {
+        let (geometry, x, k) = odd_case(r);
         let o = geometry.out_channels;
         let [oh, ow] = geometry.output_size().expect("a valid geometry");
         let outputs = geometry.batch * oh * ow * o;
@@ -785,7 +819,7 @@ mod tests {
                 }
                 for (i, (&p, &g)) in plain.iter().zip(&biased).enumerate() {
                     let want = p + bias[i % o];
-                    assert_eq!(g.to_bits(), want.to_bits(), "{simd:?} F({m}, 5) [{i}]");
+                    assert_eq!(g.to_bits(), want.to_bits(), "{simd:?} F({m}, {r}) [{i}]");
                 }
             }
         }

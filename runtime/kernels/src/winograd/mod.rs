@@ -82,12 +82,12 @@ pub(crate) fn supported_kernel(r: usize) -> bool {
     matches!(r, 3 | 5)
 }
 
-/// Whether F(m x m, r x r) has a routine: r = 3 with m = 2 and r = 5 with m = 2 or 4.
-/// (`matrices.rs` also derives F(3, 5), F(4, 3) and F(6, 3); they are not compiled into
-/// routines, since every fully unrolled size adds minutes to the crate's optimized build.
-/// F(3x3, 5x5) was measured slower than both F(2x2) and F(4x4) in the b128 step, docs/jit.md.)
+/// Whether F(m x m, r x r) has a routine: r = 3 and r = 5, each with m = 2 or 4.
+/// (`matrices.rs` also derives F(3, 5) and F(6, 3); they are not compiled into routines,
+/// since every fully unrolled size adds minutes to the crate's optimized build. F(3x3, 5x5)
+/// was measured slower than both F(2x2) and F(4x4) in the b128 step, docs/jit.md.)
 pub(crate) fn supported_tile(m: usize, r: usize) -> bool {
-    matches!((m, r), (2, 3) | (2 | 4, 5))
+    matches!((m, r), (2 | 4, 3) | (2 | 4, 5))
 }
 
 /// Runs `$body` with `N`, `M`, `R` bound to the sizes of F(m, r) (one of [`supported_tile`];
@@ -98,6 +98,12 @@ macro_rules! with_sizes {
             (2, 3) => {
                 const $n: usize = 4;
                 const $mm: usize = 2;
+                const $rr: usize = 3;
+                $body
+            }
+            (4, 3) => {
+                const $n: usize = 6;
+                const $mm: usize = 4;
                 const $rr: usize = 3;
                 $body
             }

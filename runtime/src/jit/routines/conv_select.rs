@@ -107,6 +107,18 @@ impl ConvRoutine {
         }
     }
 
+    /// The output tile `m` of F(m x m, r x r) when a Winograd routine was chosen (for tests
+    /// and reports).
+    pub fn winograd_tile(&self) -> Option<usize> {
+        if let Some(p) = self.plan.downcast_ref::<WinogradPlan>() {
+            Some(p.tile())
+        } else {
+            self.plan
+                .downcast_ref::<WinogradFilterPlan>()
+                .map(|p| p.tile())
+        }
+    }
+
     /// Which algorithm was chosen: `direct`, `direct-weight-grad`, `winograd`,
     /// `winograd-filter` or `gemm` (for tests and reports).
     pub fn algorithm(&self) -> &'static str {

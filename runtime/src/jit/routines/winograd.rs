@@ -26,23 +26,18 @@ enum Use {
 }
 
 impl Use {
-    /// The output tile `m` of F(m x m, r x r) for an `r x r` window: F(4x4) for 5x5 in all
-    /// three uses (4 products per output instead of 9; on the MNIST step the corpus margin is
-    /// 0.001 of the tolerance, see docs/jit.md "Points and error"), F(2x2) for 3x3 (the
-    /// larger 3x3 tiles are not compiled). `TESSEL_WINOGRAD_TILE=f,d,w` (e.g. `2,2,2`) sets
-    /// the three tiles, the switch for measuring error and speed; an unsupported tile declines
-    /// Winograd for that convolution.
-    fn tile(self, r: usize) -> usize {
+    /// The output tile `m` of F(m x m, r x r) for an `r x r` window: F(4x4) for 3x3 and 5x5
+    /// in all three uses (4 products per output instead of 9 for 5x5, 2.25 instead of 4 for
+    /// 3x3; the error and the time are measured in docs/jit.md, "Points and error" and "3x3
+    /// windows"). `TESSEL_WINOGRAD_TILE=f,d,w` (e.g. `2,2,2`) sets the three tiles, the
+    /// switch for measuring error and speed; an unsupported tile declines Winograd for that
+    /// convolution.
+    fn tile(self) -> usize {
         let chosen = std::env::var("TESSEL_WINOGRAD_TILE").ok().and_then(|v| {
             let t: Vec<usize> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
             (t.len() == 3).then(|| t[self as usize])
         });
-        let default = if r == 5 {
-            4
-        } else {
-            tessel_kernels::winograd::DEFAULT_TILE
-        };
-        chosen.unwrap_or(default)
+        chosen.unwrap_or(4)
     }
 
     /// How the forward routine's tile transforms sum. The data gradient's are factored by the
@@ -148,7 +143,7 @@ impl WinogradPlan {
         } else {
             Use::Forward
         };
-        let routine = WinogradConv::with_tile(&geometry, layout, threads, use_.tile(r))
+        let routine = WinogradConv::with_tile(&geometry, layout, threads, use_.tile())
             .ok()?
             .with_transform_order(use_.transform_order());
         Some(WinogradPlan {
@@ -172,6 +167,11 @@ impl WinogradPlan {
     ) -> bool {
         let accepts = self.routine.accepts_pool(&pool);
         self.epilogue.take_pool(accepts, pool, to, bias)
+    }
+
+    /// The output tile `m` of F(m x m, r x r) it runs.
+    pub(crate) fn tile(&self) -> usize {
+        self.routine.tile()
     }
 
     /// # Safety
@@ -276,7 +276,7 @@ impl WinogradFilterPlan {
             &geometry,
             od.map(|i| ostrides[i]),
             threads,
-            Use::FilterGradient.tile(geometry.window[0]),
+            Use::FilterGradient.tile(),
         )
         .ok()?;
         Some(WinogradFilterPlan {
@@ -287,6 +287,11 @@ impl WinogradFilterPlan {
             grad: grad.0,
             output: output.0,
         })
+    }
+
+    /// The tile `m` of dY (F(m x m, r x r)) it runs.
+    pub(crate) fn tile(&self) -> usize {
+        self.routine.tile()
     }
 
     /// # Safety
