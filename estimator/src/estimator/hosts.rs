@@ -283,7 +283,7 @@ mod tests {
             dims: vec![6, 784],
         };
         assert_eq!(
-            per_shard_components(&[c.clone()], 3).unwrap()[0].dims,
+            per_shard_components(std::slice::from_ref(&c), 3).unwrap()[0].dims,
             vec![2, 784]
         );
         let e = per_shard_components(&[c], 4).unwrap_err().to_string();
