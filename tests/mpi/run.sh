@@ -154,6 +154,9 @@ kill -KILL "$(cat "$tmp/pid.1")"
 if wait "$job"; then die "MNIST: host 1 was killed, but the job succeeded"; fi
 elapsed=$((SECONDS - start))
 [ "$elapsed" -le 15 ] || die "MNIST: host 1 killed, the job took $elapsed s to end"
+# mpirun notices the death first and says so; otherwise the chief's heartbeat names host 1.
+grep -Eq "rank 1 .*exited on signal 9|host 1 " "$tmp/est_kill.err" ||
+  die "MNIST: host 1 killed, no error names it: $(cat "$tmp/est_kill.err")"
 [ -z "$(ls -A "$tmp/est_kill.1")" ] || die "host 1 wrote in its model_dir: $(ls -A "$tmp/est_kill.1")"
 [ ! -e "$tmp/est_kill.0/model.ckpt-200.safetensors" ] || die "MNIST kill: training ended before the kill"
 ok "MNIST: kill -9 of host 1 mid-loop ended the job in $elapsed s; host 1 wrote nothing"
