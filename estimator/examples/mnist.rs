@@ -222,7 +222,13 @@ fn input_fn(
             ds = ds.repeat(None);
         }
         // Evaluation keeps the short last batch: the estimator pads and masks it.
-        let ds = ds.batch(params.batch_size() as u64, train)?.prefetch(4);
+        let mut ds = ds.batch(params.batch_size() as u64, train)?;
+        // On several hosts each trains on its slice of every global batch (TF's PER_HOST_V1:
+        // batch_size is the per-host batch, the host's index is params["context"]).
+        if params.num_hosts() > 1 {
+            ds = ds.shard(params.num_hosts() as u64, params.host_index() as u64)?;
+        }
+        let ds = ds.prefetch(4);
         Ok(Input::new(ds, "label"))
     }
 }
@@ -231,14 +237,75 @@ fn main() {
     let flags = Flags::parse();
     console::install_logger();
     let signals = StopSignals::default();
-    if let Err(e) = run(&flags, &signals) {
-        match &e {
-            EstimatorError::Interrupted { step } if signals.terminated() => eprintln!(
-                "WARNING: stopped by SIGTERM (preemption) at step {step}: its checkpoint is saved, and running the same command again resumes from it."
-            ),
-            _ => eprintln!("error: {e}"),
+    let job = job::Job::join();
+    if let Err(e) = job.as_ref().map_err(Clone::clone).and_then(|_| {
+        run(&flags, &signals).map_err(|e| {
+            match &e {
+                EstimatorError::Interrupted { step } if signals.terminated() => eprintln!(
+                    "WARNING: stopped by SIGTERM (preemption) at step {step}: its checkpoint is saved, and running the same command again resumes from it."
+                ),
+                _ => eprintln!("{}error: {e}", job::prefix()),
+            }
+            (e.to_string(), signals.exit_code(&e))
+        })
+    }) {
+        if let Ok(job) = &job {
+            job.finish(Some(&e.0));
+        } else {
+            eprintln!("error: {}", e.0);
         }
-        std::process::exit(signals.exit_code(&e));
+        std::process::exit(e.1);
+    }
+    if let Ok(job) = &job {
+        job.finish(None);
+    }
+}
+
+/// The MPI job this process runs in (`--features mpi`, started by `mpirun`): each process
+/// trains its block of the shards, and the chief (host 0) alone writes the model_dir and
+/// evaluates, predicts or exports.
+mod job {
+    pub struct Job {
+        #[cfg(feature = "mpi")]
+        world: Option<&'static tessel_runtime::session::MpiWorld>,
+    }
+
+    impl Job {
+        /// Joins the job this process was started in, if any.
+        pub fn join() -> Result<Job, (String, i32)> {
+            #[cfg(feature = "mpi")]
+            {
+                use tessel_runtime::session::{timeout_from_env, MpiWorld};
+                let world = timeout_from_env()
+                    .and_then(MpiWorld::init_from_env)
+                    .map_err(|e| (e, 1))?;
+                Ok(Job { world })
+            }
+            #[cfg(not(feature = "mpi"))]
+            Ok(Job {})
+        }
+
+        /// Leaves the job; after a failure every other host stops with it.
+        pub fn finish(&self, failure: Option<&str>) {
+            #[cfg(feature = "mpi")]
+            if let Some(world) = self.world {
+                world.finish(failure);
+            }
+            let _ = failure;
+        }
+    }
+
+    /// "host h: " on several hosts, so their lines can be told apart.
+    pub fn prefix() -> String {
+        match tessel_runtime::session::job_hosts() {
+            Some((host, _)) => format!("host {host}: "),
+            None => String::new(),
+        }
+    }
+
+    /// Whether several hosts run this program.
+    pub fn several() -> bool {
+        tessel_runtime::session::job_hosts().is_some()
     }
 }
 
@@ -334,23 +401,41 @@ fn run(flags: &Flags, signals: &StopSignals) -> Result<(), EstimatorError> {
         Some(from) => estimator.with_warm_start(WarmStart::new(from)),
         None => estimator,
     };
-    let estimator = estimator.with_progress(console::progress_bar());
+    let chief = estimator.is_chief();
+    let estimator = if chief {
+        estimator.with_progress(console::progress_bar())
+    } else {
+        estimator
+    };
     signals
         .install(estimator.stop_flag())
         .map_err(|e| EstimatorError::Value(format!("cannot handle Ctrl-C and SIGTERM: {e}")))?;
     match flags.mode.as_deref() {
+        // Predict and export run on the chief; the other hosts have nothing to do.
+        Some("predict" | "export") if !chief => return Ok(()),
         Some("predict") => return predict(&estimator, flags),
         Some("export") => return export(&estimator, flags),
+        Some("train_and_evaluate") if job::several() => {
+            return Err(EstimatorError::Value(
+                "--mode train_and_evaluate evaluates in the middle of training, which several hosts do not do: train with --mode train, then evaluate with --mode evaluate".into(),
+            ))
+        }
         _ => {}
+    }
+    if flags.early_stopping_steps.is_some() && job::several() {
+        return Err(EstimatorError::Value(
+            "--early-stopping-steps evaluates in the middle of training, which several hosts do not do".into(),
+        ));
     }
     let eval_steps = (flags.eval_steps > 0).then_some(flags.eval_steps);
     let train_input = || input_fn(flags.train_file.clone(), true);
     let eval_input = || input_fn(flags.eval_file.clone(), false);
     let mode = flags.mode.as_deref().unwrap_or("train+evaluate");
     let (do_train, do_eval) = match mode {
+        // Evaluation runs on the chief alone.
         "train" => (true, false),
-        "evaluate" => (false, true),
-        "train+evaluate" => (true, true),
+        "evaluate" => (false, chief),
+        "train+evaluate" => (true, chief),
         "train_and_evaluate" => {
             let eval = signals.stoppable(|| {
                 estimator.train_and_evaluate(
@@ -394,7 +479,7 @@ fn run(flags: &Flags, signals: &StopSignals) -> Result<(), EstimatorError> {
                     flags.iterations.max(1) * 10,
                 )));
             }
-            if let Some(dir) = &flags.trace_dir {
+            if let Some(dir) = flags.trace_dir.as_ref().filter(|_| chief) {
                 let hook = ProfilerHook::new(u64::MAX, dir)
                     .with_loops(3)
                     .starting_at_step(flags.iterations as i64);

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # tessel across processes: `tessel run` under `mpirun` (loopback only) must give bitwise the
 # outputs of one process running every replica, and a failing host, a dead host or a silent
-# host must stop the whole job with a clear error, never hang. Builds the CLI with
+# host must stop the whole job with a clear error, never hang. The estimator's MNIST example
+# on 2 hosts must leave bitwise the checkpoint of one process with 2 shards, write only on the
+# chief, and resume after a host is killed. Builds the CLI and the example with
 # `--features mpi` (release); needs OpenMPI (Debian: libopenmpi-dev openmpi-bin, and
 # libclang-dev clang to build).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release -p tessel --features mpi
+cargo build --release -p tessel-estimator --features mpi --example mnist
 bin=$PWD/target/release/tessel
+mnist=$PWD/target/release/examples/mnist
 here=tests/mpi
 corpus=tests/corpus/conformance
 # Root in CI; shared memory and loopback only; 4 ranks on 2 cores.
@@ -109,5 +113,67 @@ break_host STOP
 grep -q "host 1 (replicas 2..3) sent nothing for [0-9]* s" "$tmp/STOP.err" ||
   die "a silent host: $(cat "$tmp/STOP.err")"
 ok "a silent host is named after the heartbeat timeout ($elapsed s)"
+
+# The estimator: MNIST (the bundled data) for 200 steps as 2 hosts x 1 shard against one
+# process with 2 shards; the checkpoint must be bitwise the same.
+train=(--mode train --train-steps 200 --iterations 10 --batch-size 128 --num-shards 2
+  --random-seed 7 --save-checkpoints-steps 50 --keep-checkpoint-max 0)
+"$mnist" "${train[@]}" --model-dir "$tmp/est_one" >/dev/null 2>"$tmp/est_one.err" ||
+  die "MNIST in one process: $(cat "$tmp/est_one.err")"
+timeout 600 mpirun -np 2 "$mnist" "${train[@]}" --model-dir "$tmp/est_two" >/dev/null \
+  2>"$tmp/est_two.err" || die "MNIST on 2 hosts: $(cat "$tmp/est_two.err")"
+for step in 50 200; do
+  cmp -s "$tmp/est_one/model.ckpt-$step.safetensors" "$tmp/est_two/model.ckpt-$step.safetensors" ||
+    die "MNIST on 2 hosts: the checkpoint of step $step differs from one process's"
+done
+ok "MNIST on 2 hosts x 1 shard: the checkpoints of steps 50 and 200 are bitwise those of 1 x 2"
+# The same files as one process's: one event file (the chief's), no lock left.
+files() { (cd "$1" && ls -A | sed 's/^events\.out\.tfevents\..*/events/'); }
+[ "$(files "$tmp/est_one")" = "$(files "$tmp/est_two")" ] ||
+  die "MNIST on 2 hosts: model_dir holds $(files "$tmp/est_two" | tr '\n' ' '), one process's $(files "$tmp/est_one" | tr '\n' ' ')"
+ok "MNIST on 2 hosts: the model_dir holds what one process leaves"
+
+# on_own_dirs ARGS...: the example on 2 hosts, host h with model_dir $tmp/est_kill.h and its
+# pid in $tmp/pid.h. Host 1's model_dir must stay empty: the chief alone reads the checkpoint
+# (and sends its state) and writes.
+on_own_dirs() {
+  mkdir -p "$tmp/est_kill.0" "$tmp/est_kill.1"
+  timeout 600 mpirun -np 2 sh -c 'echo $$ > "$0/pid.$OMPI_COMM_WORLD_RANK"; exec "$@" --model-dir "$0/est_kill.$OMPI_COMM_WORLD_RANK"' \
+    "$tmp" "$mnist" "${train[@]}" "$@"
+}
+# Kill -9 host 1 mid-loop, once the checkpoint of step 50 is written: the job ends in time.
+rm -f "$tmp"/pid.*
+TESSEL_MPI_TIMEOUT_SECS=5 on_own_dirs >/dev/null 2>"$tmp/est_kill.err" &
+job=$!
+while [ ! -e "$tmp/est_kill.0/model.ckpt-50.safetensors" ]; do
+  kill -0 "$job" 2>/dev/null || die "MNIST kill: the job ended early: $(cat "$tmp/est_kill.err")"
+  sleep 0.05
+done
+start=$SECONDS
+kill -KILL "$(cat "$tmp/pid.1")"
+if wait "$job"; then die "MNIST: host 1 was killed, but the job succeeded"; fi
+elapsed=$((SECONDS - start))
+[ "$elapsed" -le 15 ] || die "MNIST: host 1 killed, the job took $elapsed s to end"
+# mpirun notices the death first and says so; otherwise the chief's heartbeat names host 1.
+grep -Eq "rank 1 .*exited on signal 9|host 1 " "$tmp/est_kill.err" ||
+  die "MNIST: host 1 killed, no error names it: $(cat "$tmp/est_kill.err")"
+[ -z "$(ls -A "$tmp/est_kill.1")" ] || die "host 1 wrote in its model_dir: $(ls -A "$tmp/est_kill.1")"
+[ ! -e "$tmp/est_kill.0/model.ckpt-200.safetensors" ] || die "MNIST kill: training ended before the kill"
+ok "MNIST: kill -9 of host 1 mid-loop ended the job in $elapsed s; host 1 wrote nothing"
+# The same command resumes from the chief's last checkpoint, to the same step-200 checkpoint.
+on_own_dirs >/dev/null 2>"$tmp/est_resume.err" || die "MNIST resume: $(cat "$tmp/est_resume.err")"
+grep -q "Restoring parameters from .*model.ckpt-[1-9][0-9]*" "$tmp/est_resume.err" ||
+  die "MNIST resume did not restore a checkpoint: $(cat "$tmp/est_resume.err")"
+cmp -s "$tmp/est_one/model.ckpt-200.safetensors" "$tmp/est_kill.0/model.ckpt-200.safetensors" ||
+  die "MNIST resume: the checkpoint of step 200 differs from an uninterrupted run's"
+[ -z "$(ls -A "$tmp/est_kill.1")" ] || die "host 1 wrote in its model_dir: $(ls -A "$tmp/est_kill.1")"
+ok "MNIST: a restart resumed from $(grep -o 'model.ckpt-[0-9]*' "$tmp/est_resume.err" | head -1) to bitwise the uninterrupted checkpoint"
+
+# Evaluation on the chief alone, with its own program: the accuracy of one process's.
+eval_one=$("$mnist" --mode evaluate --num-shards 2 --eval-steps 5 --model-dir "$tmp/est_one" 2>/dev/null | grep -o 'accuracy=[0-9.]*')
+eval_two=$(timeout 300 mpirun -np 2 "$mnist" --mode evaluate --num-shards 2 --eval-steps 5 \
+  --model-dir "$tmp/est_two" 2>/dev/null | grep -o 'accuracy=[0-9.]*') || die "MNIST evaluate on 2 hosts failed"
+[ "$eval_one" = "$eval_two" ] || die "MNIST evaluate on 2 hosts: $eval_two, one process: $eval_one"
+ok "MNIST evaluate on 2 hosts runs on the chief: $eval_two as in one process"
 
 echo "tests/mpi/run.sh: $passed passed"

@@ -102,6 +102,7 @@ impl TpuEstimator {
         mut trained: Option<&mut RunContext>,
     ) -> Result<EvalResult, EstimatorError> {
         let mut log = Log::new(self.quiet);
+        let device = self.chief_device("evaluate")?;
         if steps == Some(0) {
             return Err(EstimatorError::value("Must specify steps > 0, given: 0"));
         }
@@ -157,7 +158,7 @@ impl TpuEstimator {
             .filter(|(cached, _)| Some(cached) == text.as_ref());
         let mut runner = match cached {
             Some((_, runner)) => runner,
-            None => LoopRunner::new(traced.module, traced.fed.clone(), self.device()),
+            None => LoopRunner::new(traced.module, traced.fed.clone(), device),
         };
         let compiled_before = runner.compiled();
         let mut metrics = MetricSet::new();

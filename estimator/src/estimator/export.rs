@@ -205,6 +205,7 @@ impl TpuEstimator {
         export_dir_base: impl AsRef<Path>,
         serving_input: &ServingInput,
     ) -> Result<PathBuf, EstimatorError> {
+        let device = self.chief_device("export")?;
         let batch = self.predict_batch_size.ok_or_else(|| {
             EstimatorError::value("export needs predict_batch_size: the export has a static batch")
         })?;
@@ -226,7 +227,7 @@ impl TpuEstimator {
         )?;
         // Through the session, as train and predict compile: the module is verified and must be
         // one the device runs (its legality rules) before it is optimized and written.
-        let module = optimize_for_device(&module, &self.device()).map_err(|e| match e {
+        let module = optimize_for_device(&module, &device).map_err(|e| match e {
             SessionError::NotLegal { rendered, .. } => {
                 export_err("the PREDICT module cannot run on the device", rendered)
             }

@@ -10,6 +10,7 @@
 //! | `trace_step` | a model_fn traced for one mode as a loop step |
 //! | `spec_check` | the spec's checks before compiling: each mode's needs, shapes, the metric_fn run once |
 //! | `variables_state` | the variables' first values: restored from a checkpoint or initialized |
+//! | `hosts` | the shards split over the hosts of an MPI job; what the chief sends the others |
 //! | `dealer` | one input pipeline's batches dealt to the shards in a fixed order |
 //! | `loop_runner` | compiled loops of `iterations_per_loop` steps |
 //! | `train` | `train(input_fn, steps, max_steps)` and `train_with_hooks`: setup and the hook list |
@@ -32,6 +33,7 @@ mod eval_progress;
 mod evaluate;
 mod export;
 mod exported_model;
+mod hosts;
 pub mod infeed;
 mod input_fn;
 pub(crate) mod log;

@@ -86,6 +86,8 @@ pub struct Params {
     values: BTreeMap<String, Param>,
     /// Keys `params["x"]` asked for that are absent, with the line that asked.
     missing: MissingKeys,
+    /// For a host's input_fn in an MPI job of several hosts: (this host, hosts).
+    input_host: Option<(usize, usize)>,
 }
 
 /// What `params["absent"]` returns: no number, no string (`as_f64` and the others are `None`).
@@ -135,6 +137,27 @@ impl Params {
             .filter(|k| self.values.contains_key(**k))
             .map(|k| k.to_string())
             .collect()
+    }
+
+    /// The hosts whose input_fns feed training (TF's `params["context"].num_hosts`): more
+    /// than 1 in an MPI job of several hosts, where each host's input_fn gets its index in
+    /// `params["context"]` and the per-host batch in `params["batch_size"]`, and reads its
+    /// part of each global batch: `dataset.batch(batch_size).shard(num_hosts, context)`.
+    pub fn num_hosts(&self) -> usize {
+        self.input_host.map_or(1, |(_, hosts)| hosts)
+    }
+
+    /// The host this input_fn feeds (TF's `context.current_input_fn_deployment()`'s index
+    /// under PER_HOST_V1): 0 unless [`Params::num_hosts`] is more than 1.
+    pub fn host_index(&self) -> usize {
+        self.input_host.map_or(0, |(host, _)| host)
+    }
+
+    /// These params for host `host` of `hosts`' input_fn: the host in `context` too.
+    pub(crate) fn for_input_host(&self, host: usize, hosts: usize) -> Params {
+        let mut p = self.clone().with("context", host as i64);
+        p.input_host = Some((host, hosts));
+        p
     }
 
     pub(crate) fn with_batch_size(&self, batch_size: usize) -> Params {

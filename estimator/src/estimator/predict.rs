@@ -137,6 +137,7 @@ impl TpuEstimator {
         hooks: Vec<Box<dyn Hook>>,
     ) -> Result<PredictIter, EstimatorError> {
         let mut log = Log::new(self.quiet);
+        let device: Device = self.chief_device("predict")?;
         let predict_batch = self.predict_batch_size.ok_or_else(|| {
             EstimatorError::value(
                 "predict_batch_size in TPUEstimator constructor cannot be `None` if .predict is running on TPU.",
@@ -175,7 +176,6 @@ impl TpuEstimator {
         let mut hooks = HookList::new(all_hooks);
         hooks.begin(&mut ctx)?;
         hooks.after_create_session(&mut ctx)?;
-        let device: Device = self.device();
         let mut runner = LoopRunner::new(traced.module, traced.fed.clone(), device);
         // Compile here, so a step the device cannot run fails the call, not the iteration.
         let ipl = self.config.tpu_config.iterations_per_loop;

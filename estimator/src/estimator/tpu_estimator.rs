@@ -184,6 +184,37 @@ impl TpuEstimator {
         device
     }
 
+    /// `params` for host `hosts.index`'s input_fn on several hosts (TF's PER_HOST_V1):
+    /// `batch_size` is the per-host batch of `global_batch`, `context` the host.
+    pub(crate) fn params_for_host_input(
+        &self,
+        global_batch: usize,
+        hosts: super::hosts::Hosts,
+    ) -> Params {
+        self.params
+            .with_batch_size(global_batch / hosts.count)
+            .for_input_host(hosts.index, hosts.count)
+    }
+
+    /// TF's `is_chief`: whether this process writes the model_dir and evaluates, predicts
+    /// and exports. In an MPI job of several hosts only host 0 is; otherwise always.
+    pub fn is_chief(&self) -> bool {
+        super::hosts::Hosts::of_job().is_chief()
+    }
+
+    /// The device of evaluate, predict and export: the chief's alone, every shard in this
+    /// process (its runs take no part in a job of several hosts); on another host, an error.
+    pub(crate) fn chief_device(&self, what: &str) -> Result<Device, EstimatorError> {
+        let hosts = super::hosts::Hosts::of_job();
+        if !hosts.is_chief() {
+            return Err(EstimatorError::value(format!(
+                "{what} runs on the chief (host 0) only, but this is host {} of {}: call it where is_chief() holds",
+                hosts.index, hosts.count
+            )));
+        }
+        Ok(self.device().on_this_host())
+    }
+
     /// `params` with `batch_size` set to the per-shard batch of `global_batch`.
     pub(crate) fn params_for(&self, global_batch: usize) -> Params {
         self.params.with_batch_size(global_batch / self.replicas())

@@ -13,6 +13,7 @@
 //! temporaries of saves that were killed mid-write.
 
 use super::dealer::Dealer;
+use super::hosts::{chief_decides, per_shard_components, split_batches, state_from_chief, Hosts};
 use super::input_fn::{batches, Input};
 use super::log::{tf_float, Log};
 use super::loop_runner::LoopRunner;
@@ -79,56 +80,89 @@ impl TpuEstimator {
         check_step_counts(steps, max_steps)?;
         let saver = Saver::new(&self.model_dir, self.config.keep_checkpoint_max)
             .with_format(self.config.checkpoint_format);
-        if let Some(max) = max_steps {
+        // On several hosts the chief alone reads and writes the model_dir; what every host
+        // must agree on (skip or train, the seed, the state) it sends the others.
+        let hosts = Hosts::of_job();
+        let chief = hosts.is_chief();
+        let mut skip_at = -1;
+        if let (Some(max), true) = (max_steps, chief) {
             let restored = saver.restore(self.config.fall_back_to_intact_checkpoint)?;
             if let Some(done) = restored.map(|r| r.checkpoint.global_step) {
                 if i64::try_from(max).is_ok_and(|max| max <= done) {
-                    log.info("Skipping training since max_steps has already saved.");
-                    return Ok(TrainResult {
-                        global_step: done,
-                        final_loss: None,
-                        steps_per_sec: 0.0,
-                        compile_secs: 0.0,
-                        loops_compiled: 0,
-                        checkpoints: 0,
-                        checkpoint_secs: 0.0,
-                        log: log.lines,
-                    });
+                    skip_at = done;
                 }
             }
+        }
+        let skip_at = chief_decides(hosts, skip_at)?;
+        if skip_at >= 0 {
+            log.info("Skipping training since max_steps has already saved.");
+            return Ok(TrainResult {
+                global_step: skip_at,
+                final_loss: None,
+                steps_per_sec: 0.0,
+                compile_secs: 0.0,
+                loops_compiled: 0,
+                checkpoints: 0,
+                checkpoint_secs: 0.0,
+                log: log.lines,
+            });
         }
 
         // One trainer per model_dir, held until train returns (a
         // train that has nothing to do, above, changes nothing and takes none).
-        let lock = ModelDirLock::acquire(&self.model_dir)?;
-        if let Some(holder) = lock.taken_over_from() {
-            log.warn(format!(
-                "Took over the trainer lock of {}: that process ended without releasing it.",
-                holder.trim()
-            ));
-        }
-        remove_leftover_temporaries(&self.model_dir, &mut log)?;
+        let lock = if chief {
+            let lock = ModelDirLock::acquire(&self.model_dir)?;
+            if let Some(holder) = lock.taken_over_from() {
+                log.warn(format!(
+                    "Took over the trainer lock of {}: that process ended without releasing it.",
+                    holder.trim()
+                ));
+            }
+            remove_leftover_temporaries(&self.model_dir, &mut log)?;
+            Some(lock)
+        } else {
+            None
+        };
         // The seed kept with the model_dir when none is configured: resumes draw alike.
-        let seed = run_seed(&self.model_dir, self.config.tf_random_seed)?;
+        let seed = match (chief, self.config.tf_random_seed) {
+            (_, Some(seed)) => seed,
+            (true, None) => run_seed(&self.model_dir, None)?,
+            (false, None) => 0,
+        };
+        let seed = chief_decides(hosts, seed)?;
         let config = RunConfig {
             tf_random_seed: Some(seed),
             ..self.config.clone()
         };
 
         let shards = self.replicas();
+        let block = hosts.local_shards(shards)?;
+        let local_shards = block.len();
         let params = self.params_for(self.train_batch_size);
         let per_shard_input =
             self.config.tpu_config.per_host_input_for_training == InputPipelineConfig::PerShard;
         // Per shard, input_fn learns which shard it feeds from params["context"] (the
         // shard index), so it can read its own part (`dataset.shard(num_shards, index)`).
+        // Per host on several hosts (TF's PER_HOST_V1), it gets the host index there and the
+        // per-host batch, which is split over the host's shards.
         let inputs: Vec<Input> = if per_shard_input {
-            (0..shards)
+            block
+                .clone()
                 .map(|i| input_fn(&params.clone().with("context", i as i64)))
                 .collect::<Result<_, _>>()?
+        } else if hosts.several() {
+            let per_host = self.params_for_host_input(self.train_batch_size, hosts);
+            vec![input_fn(&per_host)?]
         } else {
             vec![input_fn(&params)?]
         };
-        let components = fed_components(inputs[0].dataset.element_spec())?;
+        let input_components = fed_components(inputs[0].dataset.element_spec())?;
+        let split_host_batches = !per_shard_input && hosts.several();
+        let components = if split_host_batches {
+            per_shard_components(&input_components, local_shards)?
+        } else {
+            input_components.clone()
+        };
         log.info("Calling model_fn.");
         let traced = trace_step(
             self.model_fn.as_ref(),
@@ -146,13 +180,18 @@ impl TpuEstimator {
             ));
         }
 
-        let state = HostState::restore_or_init(
-            &traced.variables,
-            &saver,
-            &config,
-            self.warm_start.as_ref(),
-            &mut log,
-        )?;
+        let state = if chief {
+            Some(HostState::restore_or_init(
+                &traced.variables,
+                &saver,
+                &config,
+                self.warm_start.as_ref(),
+                &mut log,
+            )?)
+        } else {
+            None
+        };
+        let state = state_from_chief(hosts, state)?;
         if let Some(file) = &state.restored_from {
             log.info(format!("Restoring parameters from {}", file.display()));
         }
@@ -165,17 +204,38 @@ impl TpuEstimator {
         let start = state.global_step;
         let target = target_step(start, steps, max_steps)?;
         let start_batches = state.input_batches;
+        // A host's pipeline makes one batch per step for all its shards: the checkpoint
+        // counts every shard's batches, as one process dealing them all would.
+        let input_scale = if split_host_batches {
+            hosts.count as u64
+        } else {
+            1
+        };
         let dealers: Vec<Dealer> = inputs
             .iter()
-            .map(|input| Dealer::new(batches(&input.dataset, &components, state.input_batches)))
+            .map(|input| {
+                if split_host_batches {
+                    let position = start_batches / shards as u64;
+                    let host_batches = batches(&input.dataset, &input_components, position);
+                    Dealer::new(split_batches(host_batches, local_shards))
+                } else {
+                    Dealer::new(batches(&input.dataset, &components, start_batches))
+                }
+            })
             .collect();
         let mut runner = LoopRunner::new(traced.module, traced.fed.clone(), self.device());
-        let events = EventWriter::create(&self.model_dir).map_err(summary_err)?;
+        let events = if chief {
+            Some(EventWriter::create(&self.model_dir).map_err(summary_err)?)
+        } else {
+            None
+        };
 
         let mut ctx = RunContext::new(Mode::Train, &self.model_dir, log, &traced.variables, state);
         ctx.last_step = Some(target);
-        ctx.saver = Some(saver);
-        ctx.events = Some(events);
+        // Other hosts write nothing: without a saver and an event file their hooks save
+        // no checkpoint and no summary.
+        ctx.saver = chief.then_some(saver);
+        ctx.events = events;
         let mut all_hooks: Vec<Box<dyn Hook + 'h>> = vec![
             Box::new(NanTensorHook::new(true)),
             Box::new(StopAtStepHook::last_step(target)),
@@ -189,6 +249,9 @@ impl TpuEstimator {
             runner: &mut runner,
             dealers: &dealers,
             shards,
+            hosts,
+            block,
+            input_scale,
             iterations_per_loop: self.config.tpu_config.iterations_per_loop,
             outfed: &traced.outfed,
             start_batches,

@@ -8,9 +8,11 @@
 //! saved.
 
 use super::dealer::Dealer;
+use super::hosts::{chief_decides, Hosts};
 use super::loop_runner::LoopRunner;
 use crate::error::EstimatorError;
 use crate::hooks::{HookList, RunContext, RunValues};
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tessel_compiler::ir::Array;
@@ -18,8 +20,15 @@ use tessel_compiler::ir::Array;
 /// What the loop needs besides the hooks and the context.
 pub(crate) struct TrainLoop<'a> {
     pub runner: &'a mut LoopRunner,
+    /// This host's pipelines: one dealt to its shards, or one per shard.
     pub dealers: &'a [Dealer],
+    /// Every shard, on every host.
     pub shards: usize,
+    pub hosts: Hosts,
+    /// This host's shards.
+    pub block: Range<usize>,
+    /// Batches of every host per batch this host deals (see `train`).
+    pub input_scale: u64,
     pub iterations_per_loop: u64,
     /// The names of the outfed scalars (loss, host_call).
     pub outfed: &'a [String],
@@ -82,11 +91,12 @@ impl TrainLoop<'_> {
                 }
             };
             let started = Instant::now();
-            // One pipeline dealt to every shard, or one pipeline per shard.
+            // One pipeline dealt to this host's shards, or one pipeline per shard.
             let sources = match self.dealers {
-                [one] => one.sources(self.shards, k),
+                [one] => one.sources(self.block.len(), k),
                 each => each.iter().flat_map(|d| d.sources(1, k)).collect(),
             };
+            let sources = Hosts::place_sources(sources, &self.block, self.shards);
             let run = if std::mem::take(&mut ctx.trace_next) {
                 self.runner
                     .run_traced(k, carried, sources, &mut on_step)
@@ -114,7 +124,8 @@ impl TrainLoop<'_> {
             ctx.state.values = carried[0][1..].to_vec();
             ctx.state.global_step = step + k as i64;
             // Batches the device consumed: the position a resumed run starts from.
-            ctx.state.input_batches = self.start_batches + self.dealers[0].dealt();
+            ctx.state.input_batches =
+                self.start_batches + self.dealers[0].dealt() * self.input_scale;
             let values = RunValues {
                 first_step: step + 1,
                 global_step: step + k as i64,
@@ -142,6 +153,18 @@ impl TrainLoop<'_> {
                 end.interrupted = true;
                 ctx.request_stop();
             }
+            // Every host runs the same loops: the chief's hooks and stop flag decide (0 go
+            // on, 1 a hook stopped, 2 the flag stopped).
+            if self.hosts.several() {
+                let mine = if end.interrupted {
+                    2
+                } else {
+                    i64::from(ctx.stop_requested())
+                };
+                let stop = chief_decides(self.hosts, mine)?;
+                end.interrupted = stop == 2;
+                ctx.stop_requested = stop != 0;
+            }
         }
         Ok(end)
     }
@@ -154,7 +177,7 @@ impl TrainLoop<'_> {
         let (dealt, message) = self.dealers.iter().find_map(Dealer::failure)?;
         // One dealer feeds every shard in turn; otherwise each shard has its own.
         let per_step = if self.dealers.len() == 1 {
-            self.shards
+            self.block.len()
         } else {
             1
         } as u64;

@@ -49,6 +49,7 @@ pub fn compile_with_report(module: &Module, device: &Device) -> Result<Compiled,
             engine,
             parameters,
             replicas: device.replicas,
+            this_host_only: device.this_host_only,
         },
         report,
     })

@@ -41,6 +41,9 @@ pub struct Device {
     pub dump_to: Option<PathBuf>,
     /// Dump only after the passes whose name matches this regular expression.
     pub dump_pass_re: Option<String>,
+    /// Run every replica in this process even inside an MPI job of several hosts (see
+    /// [`Device::on_this_host`]).
+    pub this_host_only: bool,
 }
 
 impl Device {
@@ -57,6 +60,7 @@ impl Device {
             trace: None,
             dump_to: None,
             dump_pass_re: None,
+            this_host_only: false,
         }
     }
 
@@ -73,6 +77,17 @@ impl Device {
     /// The same device with `replicas` replicas.
     pub fn with_replicas(self, replicas: usize) -> Device {
         Device { replicas, ..self }
+    }
+
+    /// The same device run by this process alone, all its replicas here, even inside an MPI
+    /// job of several hosts: the other hosts take no part in its runs, which have no
+    /// cross-host collective and do not count in the job's run numbering (an evaluation on
+    /// the chief only). Without a job of several hosts it changes nothing.
+    pub fn on_this_host(self) -> Device {
+        Device {
+            this_host_only: true,
+            ..self
+        }
     }
 
     /// The same device with trace buffers (see [`Device::trace`]).

@@ -85,13 +85,14 @@ impl Engine {
 
     /// Runs on `args.len()` devices, one thread each, numbered as `numbering` says; every
     /// device's result in order. In an MPI job of several hosts this host runs its block of
-    /// the devices and the results are gathered from all hosts.
+    /// the devices and the results are gathered from all hosts, unless `this_host_only`.
     pub(crate) fn run_replicas(
         &self,
         args: Vec<Vec<Literal>>,
         numbering: Numbering,
+        this_host_only: bool,
     ) -> Result<Vec<Literal>, SessionError> {
-        let (placement, args) = local_share(args)?;
+        let (placement, args) = local_share(args, this_host_only)?;
         let local = match self {
             Engine::Interpreter(m) => evaluate_placed(m, args, numbering, None, placement)?,
             Engine::Jit(exe) => exe.run_replicated_with(

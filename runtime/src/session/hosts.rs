@@ -8,8 +8,15 @@ use crate::replicas::placement::gather;
 use crate::replicas::Placement;
 use tessel_compiler::ir::{Array, Literal};
 
-/// This host's block of a run of `items.len()` devices, and its devices' items.
-pub(crate) fn local_share<T>(items: Vec<T>) -> Result<(Option<Placement>, Vec<T>), SessionError> {
+/// This host's block of a run of `items.len()` devices, and its devices' items. A device
+/// that runs on this host only ([`super::Device::on_this_host`]) keeps them all.
+pub(crate) fn local_share<T>(
+    items: Vec<T>,
+    this_host_only: bool,
+) -> Result<(Option<Placement>, Vec<T>), SessionError> {
+    if this_host_only {
+        return Ok((None, items));
+    }
     match Placement::of_run(items.len()).map_err(SessionError::run)? {
         None => Ok((None, items)),
         Some(p) => Ok((
@@ -61,4 +68,23 @@ pub(crate) fn gather_loop_outputs(
         out.per_iteration.push(arrays(i));
     }
     Ok(out)
+}
+
+/// Host 0's `value`, on every host of an MPI job of several hosts (the other hosts' values
+/// are dropped: they pass what is cheapest to send, an empty tuple); `value` itself without
+/// such a job. It is a run of the job: every host calls it at the same point of its program.
+pub fn from_chief(value: Literal) -> Result<Literal, SessionError> {
+    let Some((rank, hosts)) = crate::replicas::placement::hosts() else {
+        return Ok(value);
+    };
+    let placement = Placement {
+        devices: hosts,
+        first: rank,
+        local: 1,
+    };
+    gather(placement, vec![value])
+        .map_err(SessionError::run)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| SessionError::run("the chief sent no value"))
 }

@@ -24,7 +24,7 @@ pub enum Outfeed<'a> {
 
 /// Runs the loop `engine` holds on `carried.len()` replicas with the host threads around it.
 /// In an MPI job of several hosts, this host runs, feeds and drains only its block of the
-/// replicas, and the outputs are gathered from all hosts.
+/// replicas, and the outputs are gathered from all hosts (unless `this_host_only`).
 // The loop's parts as its program holds them; a struct for one call would only rename them.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_host_loop(
@@ -35,10 +35,11 @@ pub(crate) fn run_host_loop(
     sources: Vec<FeedSource>,
     outfeed: Outfeed<'_>,
     options: &LoopOptions,
+    this_host_only: bool,
     numbering: Numbering,
 ) -> Result<LoopOutputs, SessionError> {
-    let (placement, carried) = local_share(carried)?;
-    let (_, sources) = local_share(sources)?;
+    let (placement, carried) = local_share(carried, this_host_only)?;
+    let (_, sources) = local_share(sources, this_host_only)?;
     let first = placement.map_or(0, |p| p.first);
     let n = carried.len();
     let iterations = signature.iterations;

@@ -91,6 +91,8 @@ pub struct LoopProgram {
     /// For a shard_map step: how global arrays split and assemble.
     sharded: Option<ShardMap>,
     replicas: usize,
+    /// Every replica runs in this process, even in an MPI job of several hosts.
+    this_host_only: bool,
 }
 
 impl LoopProgram {
@@ -134,6 +136,7 @@ impl LoopProgram {
             fed_bytes,
             sharded,
             replicas: device.replicas,
+            this_host_only: device.this_host_only,
         })
     }
 
@@ -309,6 +312,7 @@ impl LoopProgram {
             sources,
             outfeed,
             options,
+            self.this_host_only,
             // A shard_map step's body is SPMD: one replica of the mesh's devices as partitions.
             if self.sharded.is_some() {
                 Numbering::Partitions

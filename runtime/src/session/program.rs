@@ -37,6 +37,8 @@ pub struct Program {
     /// The entry's parameters (global ones for a shard_map module).
     pub(crate) parameters: Vec<Parameter>,
     pub(crate) replicas: usize,
+    /// Every replica runs in this process, even in an MPI job of several hosts.
+    pub(crate) this_host_only: bool,
 }
 
 /// Arguments bound to a program's parameters (see [`Program::bind`]).
@@ -144,15 +146,19 @@ impl Program {
                 Ok(Outputs::Global(leaves(&self.engine.run(args)?)))
             }
             (Form::PerReplica, Bound::PerReplica(args)) => {
-                let outs = self
-                    .engine
-                    .run_replicas(args.clone(), Numbering::Replicas)?;
+                let outs = self.engine.run_replicas(
+                    args.clone(),
+                    Numbering::Replicas,
+                    self.this_host_only,
+                )?;
                 Ok(Outputs::PerReplica(outs.iter().map(leaves).collect()))
             }
             (Form::ShardMap(sharded), Bound::Global(args)) => {
                 let pieces = sharded.split(args)?;
                 // The body is SPMD: one replica of as many partitions as the mesh has devices.
-                let results = self.engine.run_replicas(pieces, Numbering::Partitions)?;
+                let results =
+                    self.engine
+                        .run_replicas(pieces, Numbering::Partitions, self.this_host_only)?;
                 Ok(Outputs::Global(sharded.assemble(&results)?))
             }
             _ => Err(SessionError::ReplicaCount(ReplicaCountError::Arguments {
