@@ -101,7 +101,7 @@ fn check_flags(flags: &Flags) -> Result<(), EstimatorError> {
             "--steps, --iterations and --warmup-steps must be at least 1 (the warm-up loop pays the first run's costs)".into(),
         ));
     }
-    if flags.steps % i != 0 || flags.warmup_steps % i != 0 {
+    if !flags.steps.is_multiple_of(i) || !flags.warmup_steps.is_multiple_of(i) {
         return Err(EstimatorError::Value(format!(
             "--steps {} and --warmup-steps {} must be multiples of --iterations {i}, so that one loop program is compiled and timed",
             flags.steps, flags.warmup_steps

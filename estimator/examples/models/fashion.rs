@@ -3,7 +3,8 @@
 //! filters), dense 256 ReLU, dropout 0.3, dense 10; Adam on a cosine decay of 0.001 over the
 //! run. Batch 128 of `image` f32[28, 28, 1] in [0, 1).
 
-#[allow(dead_code)] // the suite uses only the example's model_fn
+// Both examples include common/console.rs; the suite uses only their model_fn.
+#[allow(dead_code, clippy::duplicate_mod)]
 #[path = "../fashion_mnist.rs"]
 mod example;
 

@@ -3,7 +3,8 @@
 //! 0.4, dense 10; SGD on `exponential_decay(0.01, step, 100000, 0.96)`. Batch 128 of
 //! `image` f32[784] in [-0.5, 0.5), as the TF peer's synthetic input.
 
-#[allow(dead_code)] // the suite uses only the example's model_fn
+// Both examples include common/console.rs; the suite uses only their model_fn.
+#[allow(dead_code, clippy::duplicate_mod)]
 #[path = "../mnist.rs"]
 mod example;
 
