@@ -82,7 +82,9 @@ stop_busy() {
         busy=""
     fi
 }
-trap stop_busy EXIT INT TERM
+trap stop_busy EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 
