@@ -86,7 +86,7 @@ pub struct Summary {
 
 const CLASSES: i64 = 10;
 
-fn model_fn(
+pub(crate) fn model_fn(
     g: &mut Graph,
     features: &Features,
     labels: Option<&Tensor>,

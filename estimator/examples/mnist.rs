@@ -120,7 +120,7 @@ struct Flags {
     trace_dir: Option<PathBuf>,
 }
 
-fn model_fn(
+pub(crate) fn model_fn(
     g: &mut Graph,
     features: &Features,
     labels: Option<&Tensor>,

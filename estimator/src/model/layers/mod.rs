@@ -7,8 +7,11 @@
 //!
 //! | file | layer |
 //! | --- | --- |
+//! | `conv1d.rs` | `conv1d`, options [`Conv1d`] |
 //! | `conv2d.rs` | `conv2d`, options [`Conv2d`] |
 //! | `dense.rs` | `dense`, options [`Dense`] |
+//! | `embedding.rs` | `embedding` (a gather of rows), options [`Embedding`] |
+//! | `global_pooling.rs` | `global_max_pooling`, `global_average_pooling` |
 //! | `max_pooling2d.rs`, `average_pooling2d.rs` | pooling (TF's SAME averaging of border windows) |
 //! | `flatten.rs` | `flatten` |
 //! | `dropout.rs` | `dropout` with device randomness |
@@ -16,18 +19,24 @@
 
 mod average_pooling2d;
 mod batch_normalization;
+mod conv1d;
 mod conv2d;
 mod dense;
 mod dropout;
+mod embedding;
 mod flatten;
+mod global_pooling;
 mod max_pooling2d;
 
 pub use average_pooling2d::average_pooling2d;
 pub use batch_normalization::{batch_normalization, BatchNorm};
+pub use conv1d::{conv1d, Conv1d};
 pub use conv2d::{conv2d, Conv2d};
 pub use dense::{dense, Dense};
 pub use dropout::dropout;
+pub use embedding::{embedding, Embedding};
 pub use flatten::flatten;
+pub use global_pooling::{global_average_pooling, global_max_pooling};
 pub use max_pooling2d::max_pooling2d;
 pub use tessel_compiler::trace::Padding;
 
