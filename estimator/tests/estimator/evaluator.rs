@@ -157,7 +157,7 @@ fn an_empty_model_dir_times_out_with_tfs_warning() {
 }
 
 #[test]
-fn a_vanished_checkpoint_is_skipped_with_a_warning_and_the_next_is_evaluated() {
+fn vanished_and_half_written_checkpoints_are_skipped_with_a_warning() {
     let dir = temp_dir("evaluator_vanished");
     estimator(&dir, "chief")
         .train(tiny::train_input, None, Some(20))
@@ -188,8 +188,8 @@ fn a_vanished_checkpoint_is_skipped_with_a_warning_and_the_next_is_evaluated() {
         run.log
     );
 
-    // A half-written file (cut short) is skipped the same way; the next checkpoint is
-    // evaluated and, at max_steps, ends the evaluator.
+    // A half-written file (cut short) is skipped the same way; once a checkpoint at
+    // max_steps comes, it is evaluated and ends the evaluator.
     let ten = read_checkpoint(&dir.join("model.ckpt-10.safetensors")).unwrap();
     let bytes = std::fs::read(dir.join("model.ckpt-10.safetensors")).unwrap();
     std::fs::write(&ckpt20, &bytes[..bytes.len() / 2]).unwrap();
