@@ -9,19 +9,22 @@ use std::process::{Command, Output};
 const CLUSTER: &str =
     r#""cluster": {"chief": ["localhost:2222"], "evaluator": ["localhost:2223"]}"#;
 
-/// The MNIST example in `dir` with `TF_CONFIG` as `task_type` 0 of the cluster above:
-/// train_and_evaluate to step 100 at batch 16, loops of 25, a checkpoint every 25 steps,
-/// 3 eval batches.
+/// The MNIST example in `dir` with `tf_config`: `--mode train_and_evaluate` (unless `extra`
+/// gives a mode) to step 100 at batch 16, loops of 25, a checkpoint every 25 steps, 3 eval
+/// batches.
 fn mnist_task(dir: &Path, tf_config: &str, extra: &[&str]) -> Command {
     let mut c = Command::new(super::mnist_example());
     c.arg("--model-dir")
         .arg(dir)
-        .args(["--mode", "train_and_evaluate", "--train-steps", "100"])
+        .args(["--train-steps", "100"])
         .args(["--batch-size", "16", "--iterations", "25"])
         .args(["--save-checkpoints-steps", "25", "--eval-steps", "3"])
         .args(["--random-seed", "7"])
         .args(extra)
         .env("TF_CONFIG", tf_config);
+    if !extra.contains(&"--mode") {
+        c.args(["--mode", "train_and_evaluate"]);
+    }
     c
 }
 
