@@ -11,8 +11,12 @@
 //!     [--save-checkpoints-steps N | --save-checkpoints-secs 600] [--keep-checkpoint-max 5]
 //!     [--fall-back-to-intact-checkpoint] [--random-seed N] [--early-stopping-steps N]
 //!     [--trace-dir DIR]
+//!     [--eval-start-delay-secs 120] [--eval-throttle-secs 600] [--eval-poll-secs 1]
+//!     [--eval-timeout-secs S]   (the TF_CONFIG evaluator task's waiting)
 //! ```
 //! With no file flags it reads the MNIST IDX files bundled in `estimator/data/mnist/`.
+//! `TF_CONFIG` is honoured as TF's programs honour it: with `--mode train_and_evaluate`, the
+//! chief and the workers train and the `evaluator` task evaluates each new checkpoint.
 //!
 //! Signals: while training or evaluating, the first Ctrl-C (SIGINT) or SIGTERM stops after
 //! the running loop (training saves a checkpoint first) and exits with 130 or 143; a second
@@ -28,12 +32,13 @@ use clap::Parser;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_compiler::trace::Tensor;
 use tessel_estimator::checkpoint::WarmStart;
+use tessel_estimator::estimator::tf_config::TaskType;
 use tessel_estimator::estimator::{
-    require_labels, EvalMetrics, EvalSpec, Features, ServingInput, TrainSpec,
+    require_labels, ContinuousEval, EvalMetrics, EvalSpec, Features, ServingInput, TrainSpec,
 };
 use tessel_estimator::hooks::{stop_if_no_decrease_hook, Hook, ProfilerHook};
 use tessel_estimator::input::parse::{FeatureDType, ParseSpec, RawType};
@@ -118,6 +123,42 @@ struct Flags {
     /// `ProfilerHook`.
     #[arg(long)]
     trace_dir: Option<PathBuf>,
+    /// The TF_CONFIG evaluator task: seconds before it first looks for a checkpoint (TF's
+    /// `start_delay_secs`).
+    #[arg(long, default_value_t = 120.0)]
+    eval_start_delay_secs: f64,
+    /// The evaluator task: seconds at least between the starts of two evaluations (TF's
+    /// `throttle_secs`).
+    #[arg(long, default_value_t = 600.0)]
+    eval_throttle_secs: f64,
+    /// The evaluator task: how often it looks for a new checkpoint.
+    #[arg(long, default_value_t = 1.0)]
+    eval_poll_secs: f64,
+    /// The evaluator task: end when no new checkpoint came for this long (default: wait until
+    /// the `--train-steps` checkpoint).
+    #[arg(long)]
+    eval_timeout_secs: Option<f64>,
+}
+
+/// The evaluator task's waiting, from the flags.
+fn continuous_eval(flags: &Flags) -> Result<ContinuousEval, EstimatorError> {
+    let secs = |flag: &str, v: f64| {
+        Duration::try_from_secs_f64(v).map_err(|_| {
+            EstimatorError::Value(format!(
+                "--{flag} must be a number of seconds >= 0, given: {v}"
+            ))
+        })
+    };
+    Ok(ContinuousEval {
+        name: None,
+        start_delay: secs("eval-start-delay-secs", flags.eval_start_delay_secs)?,
+        throttle: secs("eval-throttle-secs", flags.eval_throttle_secs)?,
+        poll_interval: secs("eval-poll-secs", flags.eval_poll_secs)?,
+        timeout: flags
+            .eval_timeout_secs
+            .map(|t| secs("eval-timeout-secs", t))
+            .transpose()?,
+    })
 }
 
 pub(crate) fn model_fn(
@@ -431,6 +472,12 @@ fn run(flags: &Flags, signals: &StopSignals) -> Result<(), EstimatorError> {
     let train_input = || input_fn(flags.train_file.clone(), true);
     let eval_input = || input_fn(flags.eval_file.clone(), false);
     let mode = flags.mode.as_deref().unwrap_or("train+evaluate");
+    let task = estimator.config().task_type();
+    if task == TaskType::Evaluator && mode != "train_and_evaluate" {
+        return Err(EstimatorError::Value(format!(
+            "TF_CONFIG's task is the evaluator, which evaluates each checkpoint of a training: run it with --mode train_and_evaluate (not {mode})"
+        )));
+    }
     let (do_train, do_eval) = match mode {
         // Evaluation runs on the chief alone.
         "train" => (true, false),
@@ -447,9 +494,21 @@ fn run(flags: &Flags, signals: &StopSignals) -> Result<(), EstimatorError> {
                         input_fn: eval_input(),
                         steps: eval_steps,
                         every_n_steps: Some(flags.iterations.max(1) * 10),
+                        continuous: continuous_eval(flags)?,
                     },
                 )
             })?;
+            let Some(eval) = eval else {
+                // A training task of a TF_CONFIG cluster: the evaluator task evaluates.
+                println!(
+                    "tessel task={} {} trained to step {} model_dir={}",
+                    task,
+                    estimator.config().task_id(),
+                    flags.train_steps,
+                    estimator.model_dir().display()
+                );
+                return Ok(());
+            };
             println!(
                 "tessel global_step={} examples={} accuracy={:.4} loss={:.4} model_dir={}",
                 eval.global_step,

@@ -1,6 +1,7 @@
 //! `RunConfig` and `TpuConfig`: TPUEstimator's configuration, with TF's defaults and TF's
 //! errors.
 
+use crate::estimator::tf_config::{TaskType, TfConfig};
 use std::path::PathBuf;
 use thiserror::Error;
 
@@ -100,6 +101,10 @@ pub struct RunConfig {
     pub fall_back_to_intact_checkpoint: bool,
     /// The format checkpoints are written in (tessel's safetensors by default).
     pub checkpoint_format: CheckpointFormat,
+    /// The cluster and this process's task (TF's `TF_CONFIG`). `None`: `TpuEstimator::new`
+    /// reads the `TF_CONFIG` environment variable, as TF's `RunConfig` does (unset: one
+    /// local worker, the chief); the estimator's config then holds what it read.
+    pub tf_config: Option<TfConfig>,
 }
 
 impl Default for RunConfig {
@@ -115,6 +120,7 @@ impl Default for RunConfig {
             tf_random_seed: None,
             fall_back_to_intact_checkpoint: false,
             checkpoint_format: CheckpointFormat::Safetensors,
+            tf_config: None,
         }
     }
 }
@@ -176,6 +182,30 @@ impl RunConfig {
     /// The number of shards (replicas) the step runs on.
     pub fn num_shards(&self) -> usize {
         self.tpu_config.num_shards.unwrap_or(1)
+    }
+
+    /// TF's `task_type`: TF_CONFIG's task (a local worker without one).
+    pub fn task_type(&self) -> TaskType {
+        self.tf_config
+            .as_ref()
+            .map_or(TaskType::Worker, |t| t.task_type)
+    }
+
+    /// TF's `task_id`.
+    pub fn task_id(&self) -> usize {
+        self.tf_config.as_ref().map_or(0, |t| t.task_id)
+    }
+
+    /// TF's `is_chief`.
+    pub fn is_chief(&self) -> bool {
+        self.tf_config.as_ref().is_none_or(TfConfig::is_chief)
+    }
+
+    /// TF's `num_worker_replicas`: the training tasks of the cluster (1 locally).
+    pub fn num_worker_replicas(&self) -> usize {
+        self.tf_config
+            .as_ref()
+            .map_or(1, TfConfig::num_worker_replicas)
     }
 }
 

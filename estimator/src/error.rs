@@ -11,6 +11,8 @@ use thiserror::Error;
 pub enum EstimatorError {
     #[error(transparent)]
     Config(#[from] ConfigError),
+    #[error(transparent)]
+    TfConfig(#[from] crate::estimator::tf_config::TfConfigError),
     /// A call TF would refuse with a `ValueError` (TF's message).
     #[error("{0}")]
     Value(String),

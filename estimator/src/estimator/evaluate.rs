@@ -8,6 +8,7 @@ use super::eval_input::{
     batch_bytes, eval_components, steps_that_fit, EvalBatches, READ_AHEAD_BYTES,
 };
 use super::eval_progress::EvalProgress;
+use super::evaluator::CheckpointToEval;
 use super::input_fn::Input;
 use super::log::{tf_float, Log};
 use super::loop_runner::LoopRunner;
@@ -76,7 +77,7 @@ impl TpuEstimator {
         steps: Option<u64>,
         hooks: Vec<Box<dyn Hook + 'h>>,
     ) -> Result<EvalResult, EstimatorError> {
-        self.evaluate_from(input_fn, steps, hooks, None)
+        self.evaluate_from(input_fn, steps, hooks, None, None)
     }
 
     /// Evaluates the variables a running training holds on the host (a hook's context):
@@ -89,18 +90,24 @@ impl TpuEstimator {
         steps: Option<u64>,
         run: &mut RunContext,
     ) -> Result<EvalResult, EstimatorError> {
-        let result = self.evaluate_from(input_fn, steps, Vec::new(), Some(run))?;
+        let result = self.evaluate_from(input_fn, steps, Vec::new(), Some(run), None)?;
         run.log.lines.extend(result.log.iter().cloned());
         Ok(result)
     }
 
-    fn evaluate_from<'h>(
+    /// Evaluates the variables of `trained` (a running training), else of `at` (the
+    /// evaluator's checkpoint, events to its eval directory), else of the latest checkpoint.
+    pub(crate) fn evaluate_from<'h>(
         &self,
         input_fn: impl Fn(&Params) -> Result<Input, EstimatorError>,
         steps: Option<u64>,
         hooks: Vec<Box<dyn Hook + 'h>>,
         mut trained: Option<&mut RunContext>,
+        at: Option<CheckpointToEval>,
     ) -> Result<EvalResult, EstimatorError> {
+        let eval_dir = at
+            .as_ref()
+            .map_or("eval".to_string(), |a| a.eval_dir.clone());
         let mut log = Log::new(self.quiet);
         let device = self.chief_device("evaluate")?;
         if steps == Some(0) {
@@ -133,9 +140,13 @@ impl TpuEstimator {
             self.config.tf_random_seed,
         )?;
         log.info("Done calling model_fn.");
-        let state = match trained.as_deref() {
-            Some(run) => state_of_run(run, &traced.variables)?,
-            None => restore_for(self, &traced.variables, "evaluate", &mut log)?,
+        let state = match (trained.as_deref(), at) {
+            (Some(run), _) => state_of_run(run, &traced.variables)?,
+            (None, Some(at)) => {
+                log.info(format!("Restoring parameters from {}", at.file.display()));
+                HostState::from_checkpoint(&traced.variables, at.checkpoint, at.file)?
+            }
+            (None, None) => restore_for(self, &traced.variables, "evaluate", &mut log)?,
         };
         log.info(format!("Starting evaluation at {}", utc_now()));
         let mut ctx = RunContext::new(Mode::Eval, &self.model_dir, log, &traced.variables, state);
@@ -311,7 +322,7 @@ impl TpuEstimator {
             global_step,
             shown.join(", ")
         ));
-        let mut events = EventWriter::create(self.model_dir.join("eval")).map_err(|e| {
+        let mut events = EventWriter::create(self.model_dir.join(&eval_dir)).map_err(|e| {
             EstimatorError::Write {
                 what: "the eval event file".into(),
                 message: e.to_string(),

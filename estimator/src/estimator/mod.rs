@@ -18,7 +18,9 @@
 //! | `evaluate` | `evaluate(input_fn, steps)`: streaming metrics on the host |
 //! | `eval_progress` | `Evaluation [k/N]` at TF's cadence |
 //! | `eval_input` | evaluation's batches: the short last batch padded, a per-example mask |
-//! | `train_and_evaluate` | `train_and_evaluate(train_spec, eval_spec)`: train in chunks, evaluate after each |
+//! | `train_and_evaluate` | `train_and_evaluate(train_spec, eval_spec)`: train in chunks, evaluate after each; a TF_CONFIG task's part |
+//! | `evaluator` | the evaluator task: each new checkpoint evaluated until `max_steps` |
+//! | `tf_config` | TF's `TF_CONFIG`: the cluster, this process's task, the check against the MPI job |
 //! | `padding` | predict's batches: a short last batch padded to the static shape |
 //! | `predict` | `predict(input_fn, predict_keys)`: an iterator fed by a producer thread running loops ahead |
 //! | `export` | `export(dir, serving_input)`: the PREDICT module and its signature |
@@ -31,6 +33,7 @@ mod dump;
 mod eval_input;
 mod eval_progress;
 mod evaluate;
+mod evaluator;
 mod export;
 mod exported_model;
 mod hosts;
@@ -43,6 +46,7 @@ mod params;
 mod predict;
 mod spec;
 mod spec_check;
+pub mod tf_config;
 mod tpu_estimator;
 mod trace_step;
 mod train;
@@ -51,6 +55,7 @@ mod train_loop;
 pub(crate) mod variables_state;
 
 pub use evaluate::EvalResult;
+pub use evaluator::{ContinuousEval, EvaluatorEnd, EvaluatorRun};
 pub use export::{ServingInput, Signature, SignatureOutput, SignatureParameter};
 pub use exported_model::ExportedModel;
 pub use input_fn::{Input, InputFn};

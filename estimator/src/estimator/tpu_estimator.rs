@@ -35,8 +35,10 @@ pub struct TpuEstimator {
 
 impl TpuEstimator {
     /// Checks what TPUEstimator checks: the config, reserved params keys, and that every
-    /// batch size divides by the number of replicas (TF's messages). With no model_dir, a new
-    /// temporary directory is used and logged.
+    /// batch size divides by the number of replicas (TF's messages). Reads `TF_CONFIG` when
+    /// `config.tf_config` is `None` (`tf_config`), and checks its cluster against the MPI
+    /// job. With no model_dir (here or in TF_CONFIG), a new temporary directory is used and
+    /// logged.
     pub fn new(
         model_fn: impl Fn(
                 &mut crate::model::Graph,
@@ -56,6 +58,12 @@ impl TpuEstimator {
         predict_batch_size: Option<usize>,
     ) -> Result<TpuEstimator, EstimatorError> {
         config.validate()?;
+        // TF_CONFIG, as TF's RunConfig reads it, checked against the MPI job.
+        let config = super::tf_config::resolve(
+            config,
+            super::tf_config::TfConfig::from_env,
+            super::tf_config::HostWorld::current(),
+        )?;
         if !params.reserved_keys_used().is_empty() {
             // TF's text: the whole reserved list and the params dict, as Python prints them.
             let keys: Vec<String> = super::params::RESERVED_KEYS

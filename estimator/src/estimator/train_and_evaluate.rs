@@ -1,5 +1,7 @@
 //! `train_and_evaluate(train_spec, eval_spec)`: training with an evaluation every N steps,
-//! as `tf.estimator.train_and_evaluate` does on one machine, but in process.
+//! as `tf.estimator.train_and_evaluate` does on one machine, but in process. With a
+//! TF_CONFIG cluster it runs this process's task, as TF's does: the chief and the workers
+//! train, the evaluator evaluates each new checkpoint (`evaluator.rs`).
 //!
 //! One `train` runs to `max_steps`, its graph traced and its loop compiled once. A hook ends
 //! the loops exactly at every multiple of `EvalSpec::every_n_steps` (else of the config's
@@ -10,8 +12,10 @@
 //! shows the eval curve beside training.
 
 use super::evaluate::EvalResult;
+use super::evaluator::ContinuousEval;
 use super::input_fn::Input;
 use super::params::Params;
+use super::tf_config::TaskType;
 use super::tpu_estimator::TpuEstimator;
 use crate::error::EstimatorError;
 use crate::hooks::{Hook, RunArgs, RunContext, RunValues};
@@ -24,12 +28,15 @@ pub struct TrainSpec<F> {
 }
 
 /// `tf.estimator.EvalSpec(input_fn, steps, ...)`. `steps = None` evaluates the whole set.
-/// `every_n_steps` replaces TF's `throttle_secs`: evaluations are placed by steps so that a
-/// run is reproducible; `None` evaluates every `save_checkpoints_steps`.
+/// In process, `every_n_steps` replaces TF's `throttle_secs`: evaluations are placed by steps
+/// so that a run is reproducible; `None` evaluates every `save_checkpoints_steps`. The
+/// evaluator task of a TF_CONFIG cluster waits for checkpoints as `continuous` says (TF's
+/// `name`, `start_delay_secs`, `throttle_secs`).
 pub struct EvalSpec<F> {
     pub input_fn: F,
     pub steps: Option<u64>,
     pub every_n_steps: Option<u64>,
+    pub continuous: ContinuousEval,
 }
 
 /// Ends the loops at each multiple of `every` and evaluates there, in process.
@@ -77,11 +84,17 @@ impl TpuEstimator {
     /// Trains to `train_spec.max_steps`, evaluating every N steps in process; returns the
     /// last evaluation (at `max_steps`), whose log holds the whole call's lines. A model_dir
     /// already at `max_steps` trains nothing and evaluates its latest checkpoint.
+    ///
+    /// With a TF_CONFIG cluster (`RunConfig::tf_config`), runs this process's task as TF
+    /// does: the chief and the workers train to `max_steps` and return `None` (the evaluator
+    /// task evaluates); the evaluator runs [`TpuEstimator::run_evaluator`] and returns its
+    /// last evaluation, whose log holds the evaluator's lines (`None` when it timed out
+    /// before any checkpoint).
     pub fn train_and_evaluate<T, E>(
         &self,
         train_spec: &TrainSpec<T>,
         eval_spec: &EvalSpec<E>,
-    ) -> Result<EvalResult, EstimatorError>
+    ) -> Result<Option<EvalResult>, EstimatorError>
     where
         T: Fn(&Params) -> Result<Input, EstimatorError>,
         E: Fn(&Params) -> Result<Input, EstimatorError> + Sync,
@@ -90,6 +103,39 @@ impl TpuEstimator {
             return Err(EstimatorError::value(
                 "Must specify max_steps > 0, given: 0",
             ));
+        }
+        if let Some(tf) = self
+            .config
+            .tf_config
+            .as_ref()
+            .filter(|t| t.is_distributed())
+        {
+            let mut log = super::log::Log::new(self.quiet);
+            if tf.task_type == TaskType::Evaluator {
+                log.info(format!(
+                    "Running the evaluator task ({}): continuous evaluation of the checkpoints in {}.",
+                    tf.task_name(),
+                    self.model_dir.display()
+                ));
+                let run = self.run_evaluator(train_spec.max_steps, eval_spec)?;
+                return Ok(run.evaluations.into_iter().last().map(|mut last| {
+                    last.log = log.lines.into_iter().chain(run.log).collect();
+                    last
+                }));
+            }
+            log.info(format!(
+                "Running the {} task of a cluster of {} training tasks: training to step {}; {}.",
+                tf.task_name(),
+                tf.cluster.training_tasks(),
+                train_spec.max_steps,
+                if tf.cluster.job_tasks(TaskType::Evaluator).is_empty() {
+                    "the cluster has no evaluator task, so nothing evaluates"
+                } else {
+                    "the evaluator task evaluates the checkpoints"
+                }
+            ));
+            self.train(&train_spec.input_fn, None, Some(train_spec.max_steps))?;
+            return Ok(None);
         }
         let every = match (eval_spec.every_n_steps, self.config.save_checkpoints_steps) {
             (Some(0), _) => {
@@ -102,7 +148,9 @@ impl TpuEstimator {
             (None, None) => train_spec.max_steps,
         };
         if self.latest_global_step()? as u64 >= train_spec.max_steps {
-            return self.evaluate(&eval_spec.input_fn, eval_spec.steps);
+            return self
+                .evaluate(&eval_spec.input_fn, eval_spec.steps)
+                .map(Some);
         }
         let results = Mutex::new((Vec::new(), 0));
         let hook = EvalEveryHook {
@@ -135,7 +183,7 @@ impl TpuEstimator {
             log::info!(target: "tessel", "{line}");
         }
         last.log.push(line);
-        Ok(last)
+        Ok(Some(last))
     }
 
     /// The global step of the latest checkpoint in model_dir, 0 without one.

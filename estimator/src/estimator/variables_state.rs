@@ -75,7 +75,17 @@ impl HostState {
                 "Passing over a damaged checkpoint, as fall_back_to_intact_checkpoint asks: {damaged}"
             ));
         }
-        let (checkpoint, file) = (restored.checkpoint, restored.file);
+        HostState::from_checkpoint(variables, restored.checkpoint, restored.file)
+    }
+
+    /// The step's variables taken from `checkpoint` (read from `file`), by name. Variables
+    /// the checkpoint has but the step does not use are ignored; a variable the step has but
+    /// the checkpoint lacks, or one of another shape, is an error naming it.
+    pub(crate) fn from_checkpoint(
+        variables: &[Variable],
+        checkpoint: Checkpoint,
+        file: PathBuf,
+    ) -> Result<HostState, EstimatorError> {
         let restore_err = |message: String| EstimatorError::Restore {
             file: file.display().to_string(),
             message,

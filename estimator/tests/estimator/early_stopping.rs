@@ -5,7 +5,7 @@
 use crate::support::tiny::{self, checkpoint_steps, config, temp_dir};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use tessel_estimator::estimator::{EvalSpec, TrainSpec};
+use tessel_estimator::estimator::{ContinuousEval, EvalSpec, TrainSpec};
 use tessel_estimator::hooks::{stop_if_no_decrease_hook, stop_if_no_increase_hook};
 use tessel_estimator::{EstimatorError, Mode, Params, RunConfig, TpuEstimator};
 
@@ -198,8 +198,9 @@ fn train_and_evaluate_evaluates_in_process_like_the_checkpoint() {
         input_fn: tiny::eval_input,
         steps: None,
         every_n_steps: Some(10),
+        continuous: ContinuousEval::default(),
     };
-    let r = est.train_and_evaluate(&train, &eval).unwrap();
+    let r = est.train_and_evaluate(&train, &eval).unwrap().unwrap();
     assert_eq!(r.global_step, 30);
     // The training graph traced once and its loop compiled once; one evaluation trace each,
     // its programs (loops of 5 and the last 2 of the 12 batches) compiled for the first only.
@@ -223,12 +224,13 @@ fn train_and_evaluate_evaluates_in_process_like_the_checkpoint() {
         input_fn: tiny::eval_input,
         steps: Some(3),
         every_n_steps: Some(7),
+        continuous: ContinuousEval::default(),
     };
     let train = TrainSpec {
         input_fn: tiny::train_input,
         max_steps: 16,
     };
-    let r = est.train_and_evaluate(&train, &eval).unwrap();
+    let r = est.train_and_evaluate(&train, &eval).unwrap().unwrap();
     let evaluated: Vec<&String> = r
         .log
         .iter()

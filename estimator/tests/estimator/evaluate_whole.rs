@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_compiler::trace::Tensor;
 use tessel_estimator::estimator::{
-    require_labels, EvalMetrics, EvalSpec, Features, HostTensors, TrainSpec,
+    require_labels, ContinuousEval, EvalMetrics, EvalSpec, Features, HostTensors, TrainSpec,
 };
 use tessel_estimator::input::Dataset;
 use tessel_estimator::losses::{self, Reduction};
@@ -506,8 +506,9 @@ fn train_and_evaluate_writes_eval_events_at_each_chunk() {
         input_fn: input_fn(200, false),
         steps: None,
         every_n_steps: Some(10),
+        continuous: ContinuousEval::default(),
     };
-    let r = est.train_and_evaluate(&train, &eval).unwrap();
+    let r = est.train_and_evaluate(&train, &eval).unwrap().unwrap();
     assert_eq!(r.global_step, 20);
     assert_eq!(r.examples, 200);
     let mut steps = Vec::new();
@@ -533,7 +534,7 @@ fn train_and_evaluate_writes_eval_events_at_each_chunk() {
     );
     assert!((losses[1].1 as f64 - r.loss).abs() < 1e-5);
     // Again at max_steps: nothing to train, one evaluation of the final checkpoint.
-    let again = est.train_and_evaluate(&train, &eval).unwrap();
+    let again = est.train_and_evaluate(&train, &eval).unwrap().unwrap();
     assert_eq!(again.global_step, 20);
 }
 

@@ -3,12 +3,14 @@
 //! - `model_dir`: damaged state files and checkpoints, orphaned checkpoints, leftovers of an
 //!   interrupted save, a second trainer, step counts out of range;
 //! - `crash`: the process killed at every write and rename of every save;
-//! - `example`: the MNIST example stopped by SIGTERM and Ctrl-C, and refused for memory.
+//! - `example`: the MNIST example stopped by SIGTERM and Ctrl-C, and refused for memory;
+//! - `evaluator_process`: the MNIST example's TF_CONFIG evaluator process beside its chief.
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod crash;
+mod evaluator_process;
 mod example;
 mod loops;
 mod model_dir;
