@@ -183,23 +183,34 @@ fn is_cheap_copy(c: &Computation, id: InstrId) -> bool {
 /// Most elements of a computed value whose broadcast is copied into its readers.
 const SMALL_BROADCAST_ELEMENTS: i64 = 4096;
 
-/// A broadcast of a computed value of at most [`SMALL_BROADCAST_ELEMENTS`] elements (not a
-/// parameter or constant): batch normalization's per-channel mean and scale, broadcast over
-/// `[N, H, W, C]`. Stored, the broadcast costs a write and a read of the whole array (the
-/// Fashion-MNIST step stored its `gamma * rsqrt(var + eps)` as 12.8 MB); copied, each reader
-/// loads the per-channel vector, which stays in the L1 cache. The cycle guard of `run` keeps
-/// a group whose inputs would then depend on its members unfused.
+/// A broadcast of a computed value of at most [`SMALL_BROADCAST_ELEMENTS`] elements:
+/// batch normalization's per-channel mean and scale, broadcast over `[N, H, W, C]`. Stored,
+/// the broadcast costs a write and a read of the whole array (the Fashion-MNIST step stored
+/// its `gamma * rsqrt(var + eps)` as 12.8 MB); copied, each reader loads the per-channel
+/// vector, which stays in the L1 cache. A variable is not a computed value, whether a
+/// parameter, a loop state element (`get-tuple-element`) or a reshape of one: its bias add
+/// stays a kernel the convolution routines fold, in the step and in the training loop's body
+/// alike. The cycle guard of `run` keeps a group whose inputs would then depend on its
+/// members unfused.
 fn is_small_computed_broadcast(c: &Computation, id: InstrId) -> bool {
     let instr = c.get(id);
     if !matches!(instr.op, Op::Broadcast { .. }) || !instr.shape.is_array() {
         return false;
     }
-    let operand = c.get(instr.operand(0));
-    !matches!(operand.op, Op::Parameter(_) | Op::Constant(_))
-        && operand
-            .shape
-            .as_array()
-            .is_some_and(|a| a.rank() > 0 && a.element_count() <= SMALL_BROADCAST_ELEMENTS)
+    let small = c
+        .get(instr.operand(0))
+        .shape
+        .as_array()
+        .is_some_and(|a| a.rank() > 0 && a.element_count() <= SMALL_BROADCAST_ELEMENTS);
+    let mut source = c.get(instr.operand(0));
+    while matches!(source.op, Op::Reshape | Op::Bitcast) {
+        source = c.get(source.operand(0));
+    }
+    small
+        && !matches!(
+            source.op,
+            Op::Parameter(_) | Op::Constant(_) | Op::GetTupleElement { .. }
+        )
 }
 
 /// One add, subtract, multiply, maximum, minimum, negate or abs of a single array with

@@ -1,7 +1,7 @@
 //! Batch normalization in training, forward and backward, as the estimator traces it: the
 //! fusion pass copies the small per-channel broadcasts (mean, `gamma * rsqrt(var + eps)`,
 //! the variance gradient's factor) and the single ops reading them (`x - mean`,
-//! `dy * scale`) into their readers, so no full-size broadcast or centred copy of the input is
+//! `dy * scale`) into their readers, so neither the broadcast scale nor the centred input is
 //! stored. Checked against the interpreter, and one thread against two (bitwise), on odd
 //! shapes and on one large enough for the reduces to be split over two workers.
 
@@ -60,8 +60,14 @@ fn check(n: i64, h: i64, c: i64) {
     let want = evaluate(&parsed, &args).unwrap();
     let mut m = parsed.clone();
     optimize(&mut m, &CompileOptions::default()).unwrap();
-    // Only the two outputs of that shape, `y` and `dx`, are stored.
-    assert_eq!(stored_full_size(&m, &[n, h, h, c]), 2);
+    // Stored at that shape: the outputs `y` and `dx`, and the gradient reaching `x - mean`
+    // (read by the mean's gradient and by `dx`). The centred input and the broadcast scale
+    // were stored too before they were copied into their readers (5 arrays).
+    // (With one element per channel the simplifier turns the reduces into reshapes, and
+    // every `[1, 1, 1, 1]` value counts: only the values are checked there.)
+    if n * h * h > 1 {
+        assert_eq!(stored_full_size(&m, &[n, h, h, c]), 3, "{n}x{h}x{h}x{c}");
+    }
     let mut outputs = Vec::new();
     for threads in [1, 2] {
         let options = JitOptions {
