@@ -57,6 +57,11 @@ impl Pass for Fusion {
         pin_roots(m);
         let mut changed = false;
         for cid in code_computations(m) {
+            // Instructions added by the fusions made so far. The graph reuses the slots of
+            // removed instructions, so a later group's member that was removed (a cheap
+            // instruction copied into all its users' fusions) may share its id with one of
+            // these: such ids are not the group's any more.
+            let mut created: HashSet<InstrId> = HashSet::new();
             let mut groups = form_groups(m.computation(cid));
             if self.multi_output {
                 absorb_reduces(m.computation(cid), &mut groups);
@@ -66,9 +71,10 @@ impl Pass for Fusion {
                 // A cheap instruction copied into all its users' fusions is gone by now: a
                 // group of its own has nothing left to compute.
                 let c = m.computation(cid);
-                g.roots.retain(|&r| c.contains(r));
-                g.members.retain(|&x| c.contains(x));
-                g.copies.retain(|&x| c.contains(x));
+                let present = |x: &InstrId| c.contains(*x) && !created.contains(x);
+                g.roots.retain(present);
+                g.members.retain(present);
+                g.copies.retain(present);
                 if g.roots.is_empty() {
                     continue;
                 }
@@ -79,7 +85,7 @@ impl Pass for Fusion {
                 if depends_on(c, &inputs(c, &g, &order), &g.members) {
                     continue;
                 }
-                materialize(m, cid, g, &order)?;
+                created.extend(materialize(m, cid, g, &order)?);
                 changed = true;
             }
         }
@@ -158,24 +164,63 @@ fn is_fusible_reduce(c: &Computation, id: InstrId) -> bool {
 }
 
 /// Whether a producer is cheap enough to copy into a fusion rather than keep it outside:
-/// iota, or a broadcast of a parameter or constant (whose copies cannot create a cycle).
+/// iota, a broadcast of a parameter or constant (whose copies cannot create a cycle), or a
+/// broadcast of a small value computed in the step ([`is_small_computed_broadcast`]).
 fn is_cheap_copy(c: &Computation, id: InstrId) -> bool {
     let instr = c.get(id);
     match instr.op {
         Op::Iota { .. } => true,
-        Op::Broadcast { .. } => matches!(
-            c.get(instr.operand(0)).op,
-            Op::Parameter(_) | Op::Constant(_)
-        ),
+        Op::Broadcast { .. } => {
+            matches!(
+                c.get(instr.operand(0)).op,
+                Op::Parameter(_) | Op::Constant(_)
+            ) || is_small_computed_broadcast(c, id)
+        }
         _ => is_cheap_elementwise(c, id),
     }
 }
 
+/// Most elements of a computed value whose broadcast is copied into its readers.
+const SMALL_BROADCAST_ELEMENTS: i64 = 4096;
+
+/// A broadcast of a computed value of at most [`SMALL_BROADCAST_ELEMENTS`] elements:
+/// batch normalization's per-channel mean and scale, broadcast over `[N, H, W, C]`. Stored,
+/// the broadcast costs a write and a read of the whole array (the Fashion-MNIST step stored
+/// its `gamma * rsqrt(var + eps)` as 12.8 MB); copied, each reader loads the per-channel
+/// vector, which stays in the L1 cache. A variable is not a computed value, whether a
+/// parameter, a loop state element (`get-tuple-element`) or a reshape of one: its bias add
+/// stays a kernel the convolution routines fold, in the step and in the training loop's body
+/// alike. The cycle guard of `run` keeps a group whose inputs would then depend on its
+/// members unfused.
+fn is_small_computed_broadcast(c: &Computation, id: InstrId) -> bool {
+    let instr = c.get(id);
+    if !matches!(instr.op, Op::Broadcast { .. }) || !instr.shape.is_array() {
+        return false;
+    }
+    let small = c
+        .get(instr.operand(0))
+        .shape
+        .as_array()
+        .is_some_and(|a| a.rank() > 0 && a.element_count() <= SMALL_BROADCAST_ELEMENTS);
+    let mut source = c.get(instr.operand(0));
+    while matches!(source.op, Op::Reshape | Op::Bitcast) {
+        source = c.get(source.operand(0));
+    }
+    small
+        && !matches!(
+            source.op,
+            Op::Parameter(_) | Op::Constant(_) | Op::GetTupleElement { .. }
+        )
+}
+
 /// One add, subtract, multiply, maximum, minimum, negate or abs of a single array with
-/// constants (a ReLU: `maximum(z, broadcast(0))`). Copying it into every fusion that reads it
-/// costs one instruction per element there, and saves storing it: in the MNIST step each
-/// ReLU is then computed inside the max-pool and inside the max-pool gradient, and never
-/// written to memory.
+/// constants (a ReLU: `maximum(z, broadcast(0))`) or with small computed broadcasts
+/// ([`is_small_computed_broadcast`]: batch normalization's `x - mean` and `dy * scale`).
+/// Copying it into every fusion that reads it costs one instruction per element there, and
+/// saves storing it: in the MNIST step each ReLU is then computed inside the max-pool and
+/// inside the max-pool gradient, and never written to memory. A bias add of a variable
+/// (`z + broadcast(bias)`) stays a kernel of its own: the convolution routines fold it into
+/// their stores.
 fn is_cheap_elementwise(c: &Computation, id: InstrId) -> bool {
     use crate::ir::{BinaryOp as B, UnaryOp as U};
     let instr = c.get(id);
@@ -188,6 +233,7 @@ fn is_cheap_elementwise(c: &Computation, id: InstrId) -> bool {
         let oi = c.get(o);
         is_scalar_constant(oi)
             || (matches!(oi.op, Op::Broadcast { .. }) && is_scalar_constant(c.get(oi.operand(0))))
+            || is_small_computed_broadcast(c, o)
     };
     let arrays: Vec<InstrId> = instr
         .operands()
@@ -511,13 +557,14 @@ fn may_merge(
 }
 
 /// Replaces group `g` of computation `cid` by a fusion; `order` is the computation's post
-/// order as it is now.
+/// order as it is now. Returns the instructions it added (the fusion, and its
+/// `get-tuple-element`s).
 fn materialize(
     m: &mut Module,
     cid: ComputationId,
     g: Group,
     order: &Positions,
-) -> Result<(), PassError> {
+) -> Result<Vec<InstrId>, PassError> {
     let err = |msg: String| PassError::new("fusion", msg);
     let params = inputs(m.computation(cid), &g, order);
     let inside = order.sorted(g.members.iter().chain(&g.copies).copied());
@@ -606,6 +653,7 @@ fn materialize(
         &params,
         metadata,
     );
+    let mut added = vec![fusion];
     if g.roots.len() == 1 {
         m.computation_mut(cid).replace_all_uses(g.roots[0], fusion);
     } else {
@@ -619,6 +667,7 @@ fn materialize(
                 &[fusion],
                 Metadata::default(),
             );
+            added.push(gte);
             m.computation_mut(cid).replace_all_uses(r, gte);
         }
     }
@@ -644,5 +693,5 @@ fn materialize(
             remove_if_dead(c, x);
         }
     }
-    Ok(())
+    Ok(added)
 }

@@ -5,6 +5,7 @@
 
 mod arena_plan;
 mod basic;
+mod batch_norm_fusion;
 mod conv_bias;
 mod conv_direct;
 mod conv_pair;
