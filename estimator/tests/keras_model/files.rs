@@ -40,7 +40,7 @@ fn cases() -> Vec<(String, PathBuf, &'static str)> {
 #[test]
 fn predictions_equal_keras() {
     let mut checked = 0;
-    for (model, file, prefix) in cases() {
+    for (_, file, prefix) in cases() {
         let what = format!("{}", file.display());
         let parts = match read_model(&file) {
             Ok(p) => p,

@@ -1,7 +1,7 @@
 //! Models used as layers of other models: their layers are inlined as `outer/inner`, and a
 //! frozen nested model (`trainable = False`) freezes its layers.
 
-use crate::common::{estimator, input_fn, values};
+use crate::common::{assert_close, estimator, input_fn, values};
 use std::path::Path;
 use tessel_estimator::keras::npz::read_npz;
 use tessel_estimator::keras::read_model;
@@ -49,4 +49,41 @@ fn a_frozen_nested_model_keeps_its_weights_while_the_outer_layers_train() {
     let as_f64 = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
     assert_eq!(var("inner/inner_dense/kernel"), as_f64(&saved_inner));
     assert_ne!(var("outer_dense/kernel"), as_f64(&saved_outer));
+}
+
+#[test]
+fn a_nested_sequential_without_an_input_layer_takes_the_outer_tensor() {
+    // A nested Sequential's config may lack an InputLayer (one built by being called, as
+    // older Keras saved it): the outer model's tensor is its input.
+    let path = file("nested_sequential");
+    let mut parts = read_model(&path).unwrap();
+    let layers = parts.model_config["config"]["layers"]
+        .as_array_mut()
+        .unwrap();
+    let inner = layers
+        .iter_mut()
+        .find(|l| l["class_name"] == "Sequential")
+        .unwrap();
+    let inner_layers = inner["config"]["layers"].as_array_mut().unwrap();
+    assert_eq!(inner_layers[0]["class_name"], "InputLayer");
+    inner_layers.remove(0);
+    inner["config"]
+        .as_object_mut()
+        .unwrap()
+        .remove("build_input_shape");
+    let predict = read_npz(&path.with_file_name("keras3_predict.npz")).unwrap();
+    let (outputs, inputs): (Vec<_>, Vec<_>) = predict
+        .into_iter()
+        .partition(|(k, _)| k.starts_with("output:"));
+    let rows = inputs[0].1.shape.dims[0] as usize;
+    let dir = tempfile::tempdir().unwrap();
+    let est = estimator(&parts, dir.path(), rows, 1);
+    let got: Vec<f64> = est
+        .predict(input_fn(inputs, false), None)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .flat_map(|r| values(&r["probs"]))
+        .collect();
+    assert_eq!(outputs[0].0, "output:probs");
+    assert_close("probs", &got, &values(&outputs[0].1), 1e-5, 1e-2);
 }
