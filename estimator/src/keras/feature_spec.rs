@@ -181,10 +181,16 @@ fn default_value(
     dtype: FeatureDType,
     shape: &[i64],
 ) -> Result<FeatureDefault, String> {
-    let count = shape.iter().product::<i64>().max(0) as usize;
+    // A scalar default is repeated to fill the shape: bound the count first (the spec's
+    // check of the shape comes after this).
+    let count = shape
+        .iter()
+        .try_fold(1i64, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= i64::from(i32::MAX))
+        .ok_or_else(|| format!("feature `{name}`: shape {shape:?} has too many elements"))?;
     let items: Vec<&Value> = match v {
         Value::Array(a) => a.iter().collect(),
-        one => vec![one; count],
+        one => std::iter::repeat_n(one, count as usize).collect(),
     };
     let bad = || format!("feature `{name}`: default_value {v} is not a {dtype:?} value or list");
     Ok(match dtype {

@@ -83,6 +83,10 @@ fn malformed_specs_name_the_feature_and_what_was_expected() {
             r#"{"features": {"image": {"dtype": "int64"}}, "compression_type": "LZ4"}"#,
             "LZ4",
         ),
+        (
+            r#"{"features": {"image": {"shape": [4294967296, 4294967296], "dtype": "float32", "default_value": 0}}}"#,
+            "feature `image`: shape [4294967296, 4294967296] has too many elements",
+        ),
     ];
     for (json, want) in cases {
         let e = spec_error(json);
