@@ -303,6 +303,29 @@ def nested_sequential(k):
     return m
 
 
+def nested_functional(k):
+    """A Functional model used as a layer and called twice (shared), then a Sequential built
+    by being called (no Input of its own) with batch normalization."""
+    L = k.layers
+    a = k.Input(shape=(5,), name="tower_in")
+    h = L.Dense(4, activation="tanh", name="tower_dense")(a)
+    tower = k.Model(a, L.Dense(4, name="tower_out")(h), name="tower")
+    head = k.Sequential(
+        [L.Dense(6, name="head_dense"), L.BatchNormalization(momentum=0.7, name="head_bn"), L.Dense(2, name="head_out")],
+        name="head",
+    )
+    left = k.Input(shape=(5,), name="left")
+    right = k.Input(shape=(5,), name="right")
+    merged = L.Concatenate(name="concat")([tower(left), tower(right)])
+    m = k.Model([left, right], head(merged), name="nested_functional")
+    m.compile(
+        optimizer=k.optimizers.SGD(learning_rate=0.1, momentum=0.9),
+        loss="mse",
+        metrics=["mae"],
+    )
+    return m
+
+
 def bn_mlp(k):
     L = k.layers
     m = k.Sequential(
@@ -338,6 +361,7 @@ MODELS = [
     shared_layers,
     nested_sequential,
     bn_mlp,
+    nested_functional,
 ]
 
 
@@ -406,10 +430,12 @@ def save_model_files(which, k, model, folder):
     shutil.rmtree(os.path.join(sm, "assets"), ignore_errors=True)
 
 
-def make_models(which):
+def make_models(which, only=()):
     k = keras_module(which)
     prefix = "tf_" if which == "tf_keras" else "keras3_"
     for i, build in enumerate(MODELS):
+        if only and build.__name__ not in only:
+            continue
         k.utils.set_random_seed(1000 + i)
         rng = np.random.default_rng(i)
         model = build(k)
@@ -504,8 +530,8 @@ def make_h5py_files():
 if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else ""
     if which in ("tf_keras", "keras3"):
-        make_models(which)
+        make_models(which, sys.argv[2:])
     elif which == "h5py":
         make_h5py_files()
     else:
-        sys.exit("usage: make_fixtures.py tf_keras | keras3 | h5py")
+        sys.exit("usage: make_fixtures.py tf_keras | keras3 [MODEL ...] | h5py")

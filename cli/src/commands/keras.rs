@@ -1,15 +1,17 @@
 //! `tessel keras train|evaluate|predict|export|summary MODEL ...`: a saved Keras model as a
 //! TpuEstimator, for a Keras user who writes no Rust. The model is a `.keras` zip, a legacy
 //! `.h5` file, or a directory of `model.json` + `weights.npz`; `--data` is an `.npz` file as
-//! `np.savez` writes it, arrays keyed by the model's input and output names or `x` / `y`.
+//! `np.savez` writes it, arrays keyed by the model's input and output names or `x` / `y`, or a
+//! TFRecord file of `tf.train.Example`s read with `--feature-spec`.
 //! The logic is in `tessel_estimator::keras`; this file parses, prints and writes.
 
 use super::fail;
-use super::keras_data::{columns, serving_input, stack_predictions};
+use super::keras_data::{load_data, serving_input, stack_predictions, Data};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tessel_estimator::config::{RunConfig, TpuConfig};
+use tessel_estimator::keras::feature_spec::{read_feature_spec, KerasFeatureSpec};
 use tessel_estimator::keras::{
     model_to_estimator_from_parts, read_model, summary, KerasOptions, KerasParts,
 };
@@ -60,6 +62,11 @@ pub struct TrainArgs {
     pub data: PathBuf,
     #[arg(long)]
     pub eval_data: Option<PathBuf>,
+    /// A JSON feature spec: `--data` (and `--eval-data`) are then TFRecord files of
+    /// tf.train.Example, parsed as `{"features": {"NAME": {"shape": [..], "dtype": "float32" |
+    /// "int64"}}, "label_key": "NAME"}` (docs/keras.md).
+    #[arg(long)]
+    pub feature_spec: Option<PathBuf>,
     #[arg(long)]
     pub steps: u64,
 }
@@ -70,6 +77,11 @@ pub struct EvalArgs {
     pub common: Common,
     #[arg(long)]
     pub data: PathBuf,
+    /// A JSON feature spec: `--data` (and `--eval-data`) are then TFRecord files of
+    /// tf.train.Example, parsed as `{"features": {"NAME": {"shape": [..], "dtype": "float32" |
+    /// "int64"}}, "label_key": "NAME"}` (docs/keras.md).
+    #[arg(long)]
+    pub feature_spec: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -78,6 +90,11 @@ pub struct PredictArgs {
     pub common: Common,
     #[arg(long)]
     pub data: PathBuf,
+    /// A JSON feature spec: `--data` (and `--eval-data`) are then TFRecord files of
+    /// tf.train.Example, parsed as `{"features": {"NAME": {"shape": [..], "dtype": "float32" |
+    /// "int64"}}, "label_key": "NAME"}` (docs/keras.md).
+    #[arg(long)]
+    pub feature_spec: Option<PathBuf>,
     /// Where to write the predictions (safetensors, keyed by output name).
     #[arg(long)]
     pub outputs: PathBuf,
@@ -94,7 +111,7 @@ pub struct ExportArgs {
 pub fn run(command: &KerasCommand) -> ExitCode {
     let result = match command {
         KerasCommand::Train(a) => train(a),
-        KerasCommand::Evaluate(a) => evaluate(&a.common, &a.data),
+        KerasCommand::Evaluate(a) => evaluate(a),
         KerasCommand::Predict(a) => predict(a),
         KerasCommand::Export(a) => export(a),
         KerasCommand::Summary { model } => print_summary(model),
@@ -107,6 +124,11 @@ pub fn run(command: &KerasCommand) -> ExitCode {
 
 fn load(path: &Path) -> Result<KerasParts, String> {
     read_model(path).map_err(|e| e.to_string())
+}
+
+fn spec(path: Option<&PathBuf>) -> Result<Option<KerasFeatureSpec>, String> {
+    path.map(|p| read_feature_spec(p).map_err(|e| e.to_string()))
+        .transpose()
 }
 
 fn estimator(c: &Common, parts: &KerasParts) -> Result<TpuEstimator, String> {
@@ -130,8 +152,13 @@ fn estimator(c: &Common, parts: &KerasParts) -> Result<TpuEstimator, String> {
 
 fn train(a: &TrainArgs) -> Result<(), String> {
     let parts = load(&a.common.model)?;
+    let spec = spec(a.feature_spec.as_ref())?;
+    let data = load_data(&a.data, spec.as_ref(), &parts, true)?;
+    let eval = match &a.eval_data {
+        Some(e) => Some(load_data(e, spec.as_ref(), &parts, true)?),
+        None => None,
+    };
     let est = estimator(&a.common, &parts)?;
-    let data = columns(&a.data)?;
     let started = std::time::Instant::now();
     let r = est
         .train(super::keras_data::input_fn(data, true), Some(a.steps), None)
@@ -141,20 +168,21 @@ fn train(a: &TrainArgs) -> Result<(), String> {
         r.global_step,
         started.elapsed().as_secs_f64()
     );
-    if let Some(eval) = &a.eval_data {
+    if let Some(eval) = eval {
         evaluate_with(&est, eval)?;
     }
     Ok(())
 }
 
-fn evaluate(c: &Common, data: &Path) -> Result<(), String> {
-    let parts = load(&c.model)?;
-    let est = estimator(c, &parts)?;
+fn evaluate(a: &EvalArgs) -> Result<(), String> {
+    let parts = load(&a.common.model)?;
+    let spec = spec(a.feature_spec.as_ref())?;
+    let data = load_data(&a.data, spec.as_ref(), &parts, true)?;
+    let est = estimator(&a.common, &parts)?;
     evaluate_with(&est, data)
 }
 
-fn evaluate_with(est: &TpuEstimator, data: &Path) -> Result<(), String> {
-    let data = columns(data)?;
+fn evaluate_with(est: &TpuEstimator, data: Data) -> Result<(), String> {
     let r = est
         .evaluate(super::keras_data::input_fn(data, false), None)
         .map_err(|e| e.to_string())?;
@@ -169,8 +197,9 @@ fn evaluate_with(est: &TpuEstimator, data: &Path) -> Result<(), String> {
 
 fn predict(a: &PredictArgs) -> Result<(), String> {
     let parts = load(&a.common.model)?;
+    let spec = spec(a.feature_spec.as_ref())?;
+    let data = load_data(&a.data, spec.as_ref(), &parts, false)?;
     let est = estimator(&a.common, &parts)?;
-    let data = columns(&a.data)?;
     let rows = est
         .predict(super::keras_data::input_fn(data, false), None)
         .map_err(|e| e.to_string())?

@@ -1,13 +1,53 @@
-//! `tessel keras`'s data: `.npz` arrays as an input_fn, predictions stacked into arrays, and
-//! the serving input of an export.
+//! `tessel keras`'s data: `.npz` arrays or TFRecord files of `tf.train.Example`s (with a
+//! feature spec) as an input_fn, predictions stacked into arrays, and the serving input of an
+//! export.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType};
 use tessel_estimator::estimator::{Prediction, ServingInput};
 use tessel_estimator::input::Dataset;
+use tessel_estimator::keras::feature_spec::KerasFeatureSpec;
 use tessel_estimator::keras::npz::read_npz;
 use tessel_estimator::keras::KerasParts;
 use tessel_estimator::{EstimatorError, Input, Params};
+
+/// Elements a training run shuffles among when reading TFRecords (TF's `shuffle(10000)`).
+const TFRECORD_SHUFFLE_BUFFER: usize = 10_000;
+
+/// Where `--data` comes from.
+#[derive(Clone)]
+pub enum Data {
+    /// The arrays of an `.npz` file, each with the same number of rows first.
+    Npz(Vec<(String, Array)>),
+    /// A TFRecord file parsed with a feature spec.
+    TfRecord {
+        file: PathBuf,
+        spec: KerasFeatureSpec,
+    },
+}
+
+/// `--data PATH`: an `.npz` file, or a TFRecord file when a feature spec is given (checked
+/// against the model: `targets` when the run needs them).
+pub fn load_data(
+    path: &Path,
+    spec: Option<&KerasFeatureSpec>,
+    parts: &KerasParts,
+    targets: bool,
+) -> Result<Data, String> {
+    match spec {
+        None => columns(path).map(Data::Npz),
+        Some(spec) => {
+            spec.check_model(parts, targets)?;
+            if !path.is_file() {
+                return Err(format!("{}: no such TFRecord file", path.display()));
+            }
+            Ok(Data::TfRecord {
+                file: path.to_path_buf(),
+                spec: spec.clone(),
+            })
+        }
+    }
+}
 
 /// The arrays of an `.npz` file, each with the same number of rows first.
 pub fn columns(path: &Path) -> Result<Vec<(String, Array)>, String> {
@@ -18,23 +58,32 @@ pub fn columns(path: &Path) -> Result<Vec<(String, Array)>, String> {
     Ok(arrays)
 }
 
-/// Batches of the per-shard batch size; training repeats and drops the remainder,
+/// Batches of the per-shard batch size; training shuffles, repeats and drops the remainder,
 /// evaluation and prediction see every row once.
-pub fn input_fn(
-    columns: Vec<(String, Array)>,
-    train: bool,
-) -> impl Fn(&Params) -> Result<Input, EstimatorError> {
+pub fn input_fn(data: Data, train: bool) -> impl Fn(&Params) -> Result<Input, EstimatorError> {
     move |params| {
-        let ds = Dataset::from_tensor_slices(columns.clone())?;
+        let (ds, rows, labels) = match &data {
+            Data::Npz(columns) => (
+                Dataset::from_tensor_slices(columns.clone())?,
+                columns[0].1.shape.dims[0].max(1) as usize,
+                None,
+            ),
+            Data::TfRecord { file, spec } => (
+                spec.dataset(std::slice::from_ref(file))?,
+                TFRECORD_SHUFFLE_BUFFER,
+                spec.label_key.clone(),
+            ),
+        };
         let ds = if train {
-            ds.shuffle(columns[0].1.shape.dims[0].max(1) as usize, 0)?
-                .repeat(None)
+            ds.shuffle(rows, 0)?.repeat(None)
         } else {
             ds
         };
-        Ok(Input::features_only(
-            ds.batch(params.batch_size() as u64, train)?,
-        ))
+        let ds = ds.batch(params.batch_size() as u64, train)?;
+        Ok(match labels {
+            Some(l) => Input::new(ds, &l),
+            None => Input::features_only(ds),
+        })
     }
 }
 

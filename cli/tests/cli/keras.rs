@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use tessel_runtime::host_io::read_safetensors;
 
-fn model() -> PathBuf {
+pub(crate) fn model() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../estimator/tests/fixtures/keras/mnist_cnn/keras3.keras")
 }
 
-fn tessel(args: &[&str]) -> Output {
+pub(crate) fn tessel(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tessel"))
         .args(args)
         .output()
@@ -108,7 +108,7 @@ fn data(dir: &Path) -> (PathBuf, PathBuf) {
     (train, pred)
 }
 
-fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),

@@ -8,5 +8,7 @@ mod grad;
 mod jit_replicas;
 mod jit_run;
 mod keras;
+mod keras_escape_hatch;
+mod keras_tfrecord;
 mod limits;
 mod predict;

@@ -3,6 +3,7 @@
 //! each call of a layer ("node") with the tensors it takes.
 
 use super::error::KerasError;
+use super::nested::inline_nested_models;
 use super::options::dtype_name;
 use serde_json::{Map, Value};
 
@@ -48,12 +49,15 @@ pub(crate) struct Architecture {
     /// Every call, in an order where each call's inputs come before it.
     pub(crate) calls: Vec<Call>,
     pub(crate) outputs: Vec<TensorRef>,
+    /// The output names: the layers of this model's config that make them (Keras's
+    /// `output_names`; a nested model's name when it makes one, though its layers are inlined).
+    pub(crate) output_layers: Vec<String>,
 }
 
 impl Architecture {
-    /// The model's output names: the layers that make them (Keras's `output_names`).
+    /// The model's output names (Keras's `output_names`).
     pub(crate) fn output_names(&self) -> Vec<String> {
-        self.outputs.iter().map(|t| t.layer.clone()).collect()
+        self.output_layers.clone()
     }
 }
 
@@ -84,14 +88,24 @@ pub(crate) fn parse(model_config: &Value) -> Result<Architecture, KerasError> {
     for l in layers_json {
         layers.push(layer_config(l)?);
     }
-    match class {
-        "Sequential" => sequential(name, layers),
-        "Functional" | "Model" => functional(name, layers, layers_json, config),
-        other => Err(KerasError::UnsupportedLayer {
-            layer: name,
-            class: format!("{other} (a subclassed model, whose architecture Keras does not save)"),
-        }),
-    }
+    let arch = match class {
+        "Sequential" => sequential(name, layers)?,
+        "Functional" | "Model" => functional(name, layers, layers_json, config)?,
+        other => {
+            return Err(KerasError::UnsupportedLayer {
+                layer: name,
+                class: format!(
+                    "{other} (a subclassed model, whose architecture Keras does not save)"
+                ),
+            })
+        }
+    };
+    inline_nested_models(arch)
+}
+
+/// Whether a layer's class is a model (a model used as a layer of another).
+pub(crate) fn is_model_class(class: &str) -> bool {
+    matches!(class, "Sequential" | "Functional" | "Model")
 }
 
 fn layer_config(l: &Value) -> Result<LayerConfig, KerasError> {
@@ -217,6 +231,7 @@ fn sequential(name: String, mut layers: Vec<LayerConfig>) -> Result<Architecture
         layers,
         inputs,
         calls,
+        output_layers: vec![last.layer.clone()],
         outputs: vec![last],
     })
 }
@@ -308,21 +323,27 @@ fn collect_keras_tensors(v: &Value, out: &mut Vec<TensorRef>) -> Result<(), Kera
     }
 }
 
+/// tf.keras numbers the calls of a nested model that starts with an InputLayer from 1 (its
+/// node 0 links its own inputs to its outputs and is left out of the config: tf.keras's
+/// `_should_skip_first_node`); Keras 3 (whose inbound nodes are `{"args", "kwargs"}` objects)
+/// numbers them from 0.
+fn skips_first_node(layer: &LayerConfig, inbound_nodes: &[Value]) -> bool {
+    let tf_keras_nodes = inbound_nodes.first().is_some_and(Value::is_array);
+    let starts_with_input = layer
+        .config
+        .get("layers")
+        .and_then(Value::as_array)
+        .and_then(|l| l.first())
+        .is_some_and(|l| l.get("class_name").and_then(Value::as_str) == Some("InputLayer"));
+    is_model_class(&layer.class) && tf_keras_nodes && starts_with_input
+}
+
 fn functional(
     name: String,
     layers: Vec<LayerConfig>,
     layers_json: &[Value],
     config: &Map<String, Value>,
 ) -> Result<Architecture, KerasError> {
-    if let Some(nested) = layers
-        .iter()
-        .find(|l| matches!(l.class.as_str(), "Sequential" | "Functional" | "Model"))
-    {
-        return Err(KerasError::UnsupportedLayer {
-            layer: nested.name.clone(),
-            class: format!("{} (a model nested as a layer)", nested.class),
-        });
-    }
     let input_refs = triples(config.get("input_layers"), "input_layers")?;
     let outputs = triples(config.get("output_layers"), "output_layers")?;
     let mut inputs = Vec::new();
@@ -348,8 +369,9 @@ fn functional(
             .get("inbound_nodes")
             .and_then(Value::as_array)
             .ok_or_else(|| bad(format!("layer `{}` has no inbound_nodes", l.name)))?;
+        let first = usize::from(skips_first_node(l, nodes));
         for (n, node) in nodes.iter().enumerate() {
-            pending.push((i, n, call_inputs(&l.name, node)?));
+            pending.push((i, first + n, call_inputs(&l.name, node)?));
         }
     }
     let mut made: std::collections::BTreeSet<(String, usize)> =
@@ -398,6 +420,7 @@ fn functional(
         layers,
         inputs,
         calls,
+        output_layers: outputs.iter().map(|t| t.layer.clone()).collect(),
         outputs,
     })
 }

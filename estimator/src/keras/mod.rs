@@ -5,6 +5,7 @@
 //! | module | holds |
 //! | --- | --- |
 //! | `architecture` | Sequential and Functional configs (tf.keras 2.x and Keras 3) as layers and calls |
+//! | `nested` | a model used as a layer of another, inlined as `outer/inner` layers |
 //! | `options` | a layer's saved options, none silently ignored |
 //! | `layers/` | the layer classes, training and inference behaviour |
 //! | `activations`, `regularizers` | Keras's activations; L1/L2 weight penalties |
@@ -17,6 +18,7 @@
 //! | `summary` | `model.summary()`'s table, and what tessel cannot run |
 //! | `fixture_dir` | a model as `model.json` + `weights.npz` (what the tests use) |
 //! | `npz` | NumPy's `.npz` / `.npy` files |
+//! | `feature_spec` | TFRecord input: a JSON spec of `FixedLenFeature`s and the label key, checked against the model |
 //! | `file/`, `hdf5/` | the files Keras saves models in (`.keras`, legacy `.h5`), read with an in-tree HDF5 reader |
 
 mod activations;
@@ -24,6 +26,7 @@ mod architecture;
 mod compile;
 mod error;
 mod estimator;
+pub mod feature_spec;
 pub mod file;
 pub mod fixture_dir;
 pub mod hdf5;
@@ -31,6 +34,7 @@ mod layers;
 mod losses;
 mod metrics;
 mod model;
+mod nested;
 pub mod npz;
 mod ops;
 mod optimizer;

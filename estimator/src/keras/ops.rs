@@ -1,7 +1,8 @@
 //! Graph ops Keras layers need that the tracing API has no method for: zero padding
 //! (`ZeroPadding2D`) and the grouped convolution of `DepthwiseConv2D`. Both are built as one
-//! HLO instruction with [`Tracer::with_module`] (the autodiff has rules for both:
-//! `estimator/tests/keras_model/ops_gradients.rs` checks them by finite differences).
+//! HLO instruction with [`Tracer::with_module`] (the autodiff has rules for both; the
+//! compiler's finite-difference checks `zero_padding_of_nhwc_images_as_keras_builds_it` and
+//! `depthwise_conv_with_a_channel_multiplier_as_keras_builds_it` cover these forms).
 
 use crate::model::Graph;
 use tessel_compiler::ir::{

@@ -37,14 +37,10 @@ fn cases() -> Vec<(String, PathBuf, &'static str)> {
     out
 }
 
-/// Models whose architecture tessel does not build: a Sequential nested in a Functional
-/// model is a layer of class Sequential, which is refused by name.
-const NOT_BUILT: &[&str] = &["nested_sequential"];
-
 #[test]
 fn predictions_equal_keras() {
     let mut checked = 0;
-    for (model, file, prefix) in cases() {
+    for (_, file, prefix) in cases() {
         let what = format!("{}", file.display());
         let parts = match read_model(&file) {
             Ok(p) => p,
@@ -56,17 +52,6 @@ fn predictions_equal_keras() {
             .into_iter()
             .partition(|(k, _)| k.starts_with("output:"));
         let rows = inputs[0].1.shape.dims[0] as usize;
-        if NOT_BUILT.contains(&model.as_str()) {
-            let e = tessel_estimator::keras::model_to_estimator_from_parts(
-                &parts,
-                Default::default(),
-                Default::default(),
-            )
-            .err()
-            .unwrap_or_else(|| panic!("{what}: built"));
-            assert!(e.to_string().contains("Sequential"), "{what}: {e}");
-            continue;
-        }
         let est = estimator(&parts, dir.path(), rows, 1);
         let got: Vec<BTreeMap<String, _>> = est
             .predict(input_fn(inputs, false), None)
@@ -87,9 +72,6 @@ fn predictions_equal_keras() {
 fn three_training_steps_equal_keras() {
     let mut checked = 0;
     for (model, file, prefix) in cases() {
-        if NOT_BUILT.contains(&model.as_str()) {
-            continue;
-        }
         let what = format!("{}", file.display());
         let mut parts = read_model(&file).unwrap();
         // The script trained with every dropout rate at 0.

@@ -5,8 +5,10 @@
 
 mod common;
 mod errors;
+mod feature_spec;
 mod files;
 mod forward;
+mod nested;
 mod npz;
 mod summary;
 mod training;

@@ -201,6 +201,30 @@ fn conv_with_feature_groups() {
 }
 
 #[test]
+fn depthwise_conv_with_a_channel_multiplier_as_keras_builds_it() {
+    // Keras's DepthwiseConv2D with depth_multiplier 2 on 3 channels: the [kh, kw, C, M]
+    // kernel reshaped to [kh, kw, 1, C * M], one group per input channel; `same` padding
+    // with stride 2 on an even size pads one more after than before.
+    conv_case(
+        "b01f_01io->b01f",
+        &[2, 6, 5, 3],
+        &[3, 2, 1, 6],
+        vec![wd(3, 2, 0, 1, 1, 1), wd(2, 2, 0, 1, 1, 1)],
+        3,
+        19,
+    );
+    // valid padding, stride 1, multiplier 3 on 2 channels
+    conv_case(
+        "b01f_01io->b01f",
+        &[1, 4, 4, 2],
+        &[2, 3, 1, 6],
+        vec![wd(2, 1, 0, 0, 1, 1), wd(3, 1, 0, 0, 1, 1)],
+        2,
+        20,
+    );
+}
+
+#[test]
 fn conv_1d_with_unusual_layouts() {
     // lhs [W, B, F], kernel [O, W, I], out [F, W, B]
     conv_case(

@@ -93,6 +93,29 @@ fn pad_with_negative_and_interior_padding_and_a_differentiated_value() {
 }
 
 #[test]
+fn zero_padding_of_nhwc_images_as_keras_builds_it() {
+    // Keras's ZeroPadding2D(((1, 2), (0, 3))): a constant zero, asymmetric padding of the
+    // spatial dimensions only, no interior padding.
+    let mut c = Case::new();
+    let x = c.param(&[2, 3, 2, 2]);
+    let zero = c.em().scalar(ElementType::F32, 0.0);
+    let pad = |low, high| PadDim {
+        low,
+        high,
+        interior: 0,
+    };
+    let p = c.op(
+        Op::Pad {
+            dims: vec![pad(0, 0), pad(1, 2), pad(0, 3), pad(0, 0)],
+        },
+        &[2, 6, 5, 2],
+        &[x, zero],
+    );
+    let y = square(&mut c, p);
+    check(&c.finish(y), 7, -1.0, 1.0);
+}
+
+#[test]
 fn concatenate_parts() {
     let mut c = Case::new();
     let a = c.param(&[2, 3]);
