@@ -15,7 +15,10 @@
 //!   not counted.
 //! - The intra-op workers are the calling thread plus the kernels crate's helper threads
 //!   (`tessel_kernels::parallel`), started on first use and spinning 2 ms after their last
-//!   share before they sleep, so a step's parallel routines do not each pay a wake-up.
+//!   share before they sleep, so a step's parallel routines do not each pay a wake-up; on a
+//!   core shared with another process they sleep at once. Routines cut their work into
+//!   several shares per thread, claimed as threads become free, so a thread the host
+//!   deschedules does not hold the others up, and a caller waiting for a helper sleeps.
 //!
 //! Where it is applied: the JIT's GEMM threads are fixed when a program is compiled
 //! (`JitOptions::gemm_threads`), so whoever compiles a program for N replicas sets

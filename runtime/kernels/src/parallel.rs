@@ -15,11 +15,24 @@
 //!   per step on the b128 MNIST step's first convolution alone (docs/performance.md). OpenMP
 //!   runtimes and TensorFlow's Eigen pool spin for the same reason. While spinning, a helper
 //!   yields its core every few microseconds, so a runnable thread (the host's infeed, the
-//!   input pipeline) is not kept off it.
+//!   input pipeline) is not kept off it; and when a yield takes long, another thread ran
+//!   meanwhile (the core is shared with another process), so the helper sleeps at once
+//!   instead of spending the core's time on spinning.
 //! - **Helpers start on first use**, as many as the widest split yet asked for minus one (the
 //!   caller), and live as long as the process.
+//! - **More shares than threads, claimed as threads become free.** On a shared CPU another
+//!   process may take a core from one of the threads for milliseconds; with one share per
+//!   thread, the other thread would finish its own and wait for the descheduled one's. Cut
+//!   into about [`CHUNKS_PER_THREAD`] shares per thread ([`for_each_range`]), the thread that
+//!   runs takes what the descheduled one has not claimed, and the wait at the end is at most
+//!   one share.
+//! - **The caller spins briefly, then sleeps, while helpers finish.** When the caller has no
+//!   share left to claim and a helper still runs one, it spins for [`WAIT_SPIN`] (the usual
+//!   wait on a quiet machine is shorter) and then parks until the last helper wakes it, so a
+//!   helper the host has descheduled is not also kept off a core by its caller's spinning.
 //! - **Results do not depend on who runs a share**: a share is an index, so the routines'
-//!   bitwise guarantees across thread counts are theirs to keep, as before.
+//!   bitwise guarantees across thread counts are theirs to keep, as before: a share owns a
+//!   fixed range of the output, or a fixed partial sum added in a fixed order.
 
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -30,8 +43,42 @@ use std::time::{Duration, Instant};
 /// How long an idle helper keeps looking for work before it sleeps.
 pub(crate) const SPIN: Duration = Duration::from_millis(2);
 
+/// How long a caller whose shares are all claimed spins for its helpers before it parks.
+pub(crate) const WAIT_SPIN: Duration = Duration::from_micros(100);
+
 /// Spin iterations between two yields of the core.
 const SPINS_PER_YIELD: u32 = 64;
+
+/// Shares per thread that [`chunk_len`] aims for: enough that a descheduled thread's
+/// unclaimed shares go to the thread that runs, few enough that each stays large.
+pub const CHUNKS_PER_THREAD: usize = 4;
+
+/// The length of the chunks that cut `len` items into about `threads x CHUNKS_PER_THREAD`
+/// chunks (one chunk on one thread), a multiple of `align`, at least `align`.
+pub fn chunk_len(len: usize, threads: usize, align: usize) -> usize {
+    let align = align.max(1);
+    if threads <= 1 {
+        return len.max(1).next_multiple_of(align);
+    }
+    len.div_ceil(threads * CHUNKS_PER_THREAD)
+        .max(1)
+        .next_multiple_of(align)
+}
+
+/// Runs `part(lo, hi)` for the consecutive ranges of `chunk` items (the last maybe shorter)
+/// that cover `0..len`, each once, on at most `threads` threads, which claim the ranges one
+/// at a time as they become free. The ranges depend on `len` and `chunk` only.
+pub fn for_each_range(
+    len: usize,
+    chunk: usize,
+    threads: usize,
+    part: impl Fn(usize, usize) + Sync,
+) {
+    let chunk = chunk.max(1);
+    for_each_share(len.div_ceil(chunk), threads, |c| {
+        part(c * chunk, ((c + 1) * chunk).min(len))
+    })
+}
 
 /// Runs `work(worker)` for every worker in `0..workers`, concurrently when `workers > 1`, and
 /// returns when all have finished. A panic in a worker is re-raised here.
@@ -49,27 +96,41 @@ pub fn for_each_worker(workers: usize, work: impl Fn(usize) + Sync) {
 /// is cut (partial sums) cuts it into a fixed number of shares this way, so that the result
 /// is the same for any thread count. A panic in a share is re-raised here.
 pub(crate) fn for_each_share(shares: usize, threads: usize, work: impl Fn(usize) + Sync) {
+    for_each_share_on_slots(shares, threads, |_, share| work(share))
+}
+
+/// [`for_each_share`], with `work(slot, share)` also told the slot of the thread that runs
+/// it: a number below `threads.min(shares)` that no two threads of the call have, for a
+/// routine that gives each thread its own scratch (a patch buffer) while its shares, not its
+/// threads, own the output.
+pub(crate) fn for_each_share_on_slots(
+    shares: usize,
+    threads: usize,
+    work: impl Fn(usize, usize) + Sync,
+) {
     if threads <= 1 || shares <= 1 {
-        (0..shares).for_each(work);
+        (0..shares).for_each(|share| work(0, share));
         return;
     }
     let helpers = threads.min(shares) - 1;
     let pool = Pool::with_helpers(helpers);
-    let work: &(dyn Fn(usize) + Sync) = &work;
+    let work: &(dyn Fn(usize, usize) + Sync) = &work;
     // SAFETY: only the lifetime is erased. Helpers reach the job only between `publish` and
     // the end of `withdraw_and_wait`, both below, while `work` is alive.
-    let work: &'static (dyn Fn(usize) + Sync) = unsafe { std::mem::transmute(work) };
+    let work: &'static (dyn Fn(usize, usize) + Sync) = unsafe { std::mem::transmute(work) };
     let job = Job {
         work,
+        caller: std::thread::current(),
         shares,
         helpers,
         next: AtomicUsize::new(0),
         active: AtomicUsize::new(0),
+        joined: AtomicUsize::new(0),
         panic: Mutex::new(None),
         panicked: AtomicBool::new(false),
     };
     pool.publish(&job);
-    job.run_shares();
+    job.run_shares(0);
     pool.withdraw_and_wait(&job);
     if job.panicked.load(Ordering::Acquire) {
         let payload = job
@@ -83,7 +144,9 @@ pub(crate) fn for_each_share(shares: usize, threads: usize, work: impl Fn(usize)
 
 /// One call's shares: claimed one at a time by the caller and the helpers.
 struct Job {
-    work: &'static (dyn Fn(usize) + Sync),
+    work: &'static (dyn Fn(usize, usize) + Sync),
+    /// The calling thread, which the last helper to leave wakes (see `withdraw_and_wait`).
+    caller: Thread,
     shares: usize,
     /// Helpers that may work on the job at once.
     helpers: usize,
@@ -91,6 +154,10 @@ struct Job {
     next: AtomicUsize,
     /// Helpers that hold a reference to the job.
     active: AtomicUsize,
+    /// Helpers that have joined the job: the next one's slot is this plus one (the caller's
+    /// is 0). No helper joins after one has left (it leaves only when no share is left to
+    /// claim), so at most `helpers` ever join.
+    joined: AtomicUsize,
     /// The first panic's payload.
     panic: Mutex<Option<Box<dyn Any + Send>>>,
     panicked: AtomicBool,
@@ -101,14 +168,14 @@ impl Job {
         self.next.load(Ordering::Relaxed) < self.shares
     }
 
-    /// Claims and runs shares until none is left.
-    fn run_shares(&self) {
+    /// Claims and runs shares, as the thread of `slot`, until none is left.
+    fn run_shares(&self, slot: usize) {
         loop {
             let w = self.next.fetch_add(1, Ordering::Relaxed);
             if w >= self.shares {
                 return;
             }
-            let run = std::panic::AssertUnwindSafe(|| (self.work)(w));
+            let run = std::panic::AssertUnwindSafe(|| (self.work)(slot, w));
             if let Err(payload) = std::panic::catch_unwind(run) {
                 let mut first = self.panic.lock().unwrap_or_else(PoisonError::into_inner);
                 first.get_or_insert(payload);
@@ -191,14 +258,22 @@ impl Pool {
         queue.retain(|&j| j != JobRef(job));
         self.published.store(queue.len(), Ordering::SeqCst);
         drop(queue);
-        let mut spins = 0u32;
+        let since = Instant::now();
+        let (mut spins, mut contended) = (0u32, false);
         while job.active.load(Ordering::Acquire) > 0 {
-            spin_once(&mut spins);
+            if !contended && since.elapsed() < WAIT_SPIN {
+                contended = spin_once(&mut spins);
+            } else {
+                // The helper that drops `active` to zero unparks this thread afterwards; an
+                // unpark that comes first makes this park return at once.
+                std::thread::park();
+            }
         }
     }
 
-    /// A published job with shares left, referenced (`Job::active`) for the caller to use.
-    fn take(&self) -> Option<&Job> {
+    /// A published job with shares left, referenced (`Job::active`) for the caller to use,
+    /// and the caller's slot in it.
+    fn take(&self) -> Option<(&Job, usize)> {
         let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         queue.iter().find_map(|&JobRef(j)| {
             // SAFETY: a queued job is alive: its caller withdraws it (under this lock) before
@@ -207,27 +282,31 @@ impl Pool {
             let room = job.active.load(Ordering::Relaxed) < job.helpers;
             (room && job.has_unclaimed()).then(|| {
                 job.active.fetch_add(1, Ordering::Relaxed);
-                job
+                (job, job.joined.fetch_add(1, Ordering::Relaxed) + 1)
             })
         })
     }
 
-    /// A helper thread's life: run shares; spin for `SPIN` when there are none; then sleep
-    /// until a caller publishes.
+    /// A helper thread's life: run shares; spin for `SPIN` when there are none, or until a
+    /// yield shows that another thread wants the core; then sleep until a caller publishes.
     fn help(&self) {
         let mut idle_since = Instant::now();
-        let mut spins = 0u32;
+        let (mut spins, mut contended) = (0u32, false);
         loop {
             if self.published.load(Ordering::SeqCst) > 0 {
-                if let Some(job) = self.take() {
-                    job.run_shares();
-                    job.active.fetch_sub(1, Ordering::Release);
-                    idle_since = Instant::now();
+                if let Some((job, slot)) = self.take() {
+                    job.run_shares(slot);
+                    // The job may go away as soon as `active` drops: its caller is taken first.
+                    let caller = job.caller.clone();
+                    if job.active.fetch_sub(1, Ordering::AcqRel) == 1 {
+                        caller.unpark();
+                    }
+                    (idle_since, contended) = (Instant::now(), false);
                     continue;
                 }
             }
-            if idle_since.elapsed() < SPIN {
-                spin_once(&mut spins);
+            if !contended && idle_since.elapsed() < SPIN {
+                contended = spin_once(&mut spins);
                 continue;
             }
             self.sleeping.fetch_add(1, Ordering::SeqCst);
@@ -235,18 +314,28 @@ impl Pool {
                 std::thread::park();
             }
             self.sleeping.fetch_sub(1, Ordering::SeqCst);
-            idle_since = Instant::now();
+            (idle_since, contended) = (Instant::now(), false);
         }
     }
 }
 
-/// One step of a busy wait that gives the core away every `SPINS_PER_YIELD` steps.
-fn spin_once(spins: &mut u32) {
+/// A yield of the core that takes longer than this ran another thread meanwhile: the core is
+/// shared, and a thread that spins there delays that one (maybe the very thread waited for).
+/// An uncontended yield returns in a few microseconds.
+const CONTENDED_YIELD: Duration = Duration::from_micros(50);
+
+/// One step of a busy wait that gives the core away every `SPINS_PER_YIELD` steps. Returns
+/// whether that yield showed the core to be contended (see [`CONTENDED_YIELD`]): then the
+/// waiter should sleep rather than spin on.
+fn spin_once(spins: &mut u32) -> bool {
     *spins = spins.wrapping_add(1);
     if (*spins).is_multiple_of(SPINS_PER_YIELD) {
+        let before = Instant::now();
         std::thread::yield_now();
+        before.elapsed() > CONTENDED_YIELD
     } else {
         std::hint::spin_loop();
+        false
     }
 }
 
@@ -321,6 +410,152 @@ mod tests {
         });
         // 4 threads x 100 calls x 2 shares x (1 + 2 + 3).
         assert_eq!(total.load(Ordering::Relaxed), 4 * 100 * 2 * 6);
+    }
+
+    #[test]
+    fn ranges_cover_the_length_once_with_bounds_fixed_by_length_and_chunk() {
+        for (len, chunk) in [(0, 4), (1, 4), (7, 3), (64, 16), (100, 7), (5, 0)] {
+            let mut seen: Option<Vec<(usize, usize)>> = None;
+            for threads in [1, 2, 3] {
+                let hits: Vec<AtomicU64> = (0..len).map(|_| AtomicU64::new(0)).collect();
+                let ranges = Mutex::new(Vec::new());
+                for_each_range(len, chunk, threads, |lo, hi| {
+                    assert!(lo < hi && hi <= len, "{lo}..{hi} of {len}");
+                    (lo..hi).for_each(|i| {
+                        hits[i].fetch_add(1, Ordering::Relaxed);
+                    });
+                    ranges.lock().unwrap().push((lo, hi));
+                });
+                assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+                let mut ranges = ranges.into_inner().unwrap();
+                ranges.sort();
+                assert_eq!(seen.get_or_insert_with(|| ranges.clone()), &ranges);
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_are_aligned_and_several_per_thread() {
+        assert_eq!(chunk_len(1024, 1, 16), 1024);
+        assert_eq!(chunk_len(1024, 2, 16), 128);
+        assert_eq!(chunk_len(1000, 2, 16), 128);
+        assert_eq!(chunk_len(10, 2, 16), 16);
+        assert_eq!(chunk_len(0, 2, 1), 1);
+        for threads in 2..5 {
+            let len = 4096usize;
+            let chunks = len.div_ceil(chunk_len(len, threads, 1));
+            assert_eq!(chunks, threads * CHUNKS_PER_THREAD);
+        }
+    }
+
+    /// One thread stalls in the first share it claims until every other share is done (as a
+    /// thread the host has descheduled would): the other thread must take all of them.
+    #[test]
+    fn a_stalled_threads_unclaimed_shares_are_taken_by_the_other() {
+        let shares = 2 * CHUNKS_PER_THREAD;
+        let done = AtomicU64::new(0);
+        let first = AtomicBool::new(true);
+        let timed_out = AtomicBool::new(false);
+        let ran_on: Mutex<Vec<std::thread::ThreadId>> = Mutex::new(Vec::new());
+        for_each_range(shares, 1, 2, |_, _| {
+            if first.swap(false, Ordering::SeqCst) {
+                let since = Instant::now();
+                while done.load(Ordering::SeqCst) < shares as u64 - 1 {
+                    if since.elapsed() > Duration::from_secs(20) {
+                        timed_out.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            } else {
+                ran_on.lock().unwrap().push(std::thread::current().id());
+            }
+            done.fetch_add(1, Ordering::SeqCst);
+        });
+        assert!(
+            !timed_out.load(Ordering::SeqCst),
+            "the stalled thread's shares waited"
+        );
+        let ran_on = ran_on.into_inner().unwrap();
+        assert_eq!(ran_on.len(), shares - 1);
+        assert!(
+            ran_on.iter().all(|&t| t == ran_on[0]),
+            "one thread ran the rest"
+        );
+    }
+
+    /// This thread's CPU time (user + system) in clock ticks, from `/proc`.
+    #[cfg(target_os = "linux")]
+    fn thread_cpu_ticks() -> u64 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        // Fields after the command's closing parenthesis; utime and stime are 14th and 15th.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let fields: Vec<&str> = rest.split(' ').collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    }
+
+    /// The caller waits 300 ms for a helper's share: it must sleep, not spin (a spinning
+    /// caller would use about 300 ms of CPU, 30 ticks at the usual 100 per second).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_caller_waiting_for_a_helper_sleeps() {
+        let caller = std::thread::current().id();
+        let helper_started = AtomicBool::new(false);
+        let before = thread_cpu_ticks();
+        for_each_share(2, 2, |_| {
+            if std::thread::current().id() != caller {
+                helper_started.store(true, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(300));
+            } else {
+                // Hold the caller's share until the helper has the other one.
+                while !helper_started.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        });
+        let used = thread_cpu_ticks() - before;
+        assert!(
+            used <= 10,
+            "the caller used {used} ticks of CPU while it waited"
+        );
+    }
+
+    #[test]
+    fn slots_are_below_the_threads_and_never_shared_at_once() {
+        for (shares, threads) in [(16, 2), (16, 3), (3, 5), (8, 1)] {
+            let busy: Vec<AtomicBool> = (0..threads).map(|_| AtomicBool::new(false)).collect();
+            let hits: Vec<AtomicU64> = (0..shares).map(|_| AtomicU64::new(0)).collect();
+            for _ in 0..50 {
+                for_each_share_on_slots(shares, threads, |slot, share| {
+                    assert!(slot < threads.min(shares), "slot {slot} of {threads}");
+                    assert!(
+                        !busy[slot].swap(true, Ordering::SeqCst),
+                        "slot {slot} twice"
+                    );
+                    std::hint::black_box((0..5000).sum::<u64>());
+                    hits[share].fetch_add(1, Ordering::Relaxed);
+                    busy[slot].store(false, Ordering::SeqCst);
+                });
+            }
+            assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 50));
+        }
+    }
+
+    #[test]
+    fn a_panic_in_one_of_many_ranges_reaches_the_caller() {
+        let caught = std::panic::catch_unwind(|| {
+            for_each_range(64, 4, 2, |lo, _| {
+                std::hint::black_box((0..20_000).sum::<u64>());
+                if lo == 36 {
+                    panic!("range at {lo} failed");
+                }
+            })
+        })
+        .unwrap_err();
+        assert_eq!(
+            caught.downcast_ref::<String>().unwrap(),
+            "range at 36 failed"
+        );
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! 3 threads: every routine cuts its work by the shape, not by the thread count (the kernels'
 //! halves, the products' column blocks, the Winograd filter gradient's fixed shares).
 //! Regression test: the filter gradient's partial sums used to be one per worker. (The patch
-//! GEMM's weight gradient, which this step does not use, still sums one partial per worker.)
+//! GEMM's weight gradient, which this step does not use, sums fixed groups too: its unit test
+//! in `runtime/kernels/src/patch_gemm`.)
 
 use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_runtime::jit::{compile, JitOptions};

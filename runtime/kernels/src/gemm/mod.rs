@@ -96,7 +96,7 @@ pub unsafe fn sgemm(
                 )
             };
             if threads > 1 && (m * n * k) >= PARALLEL_PRODUCT {
-                split_product(threads, m, n, &one);
+                split_product(threads, m, n, k, &one);
             } else {
                 one(0, m, 0, n);
             }
@@ -113,21 +113,25 @@ pub unsafe fn sgemm(
 const SPLIT_ALIGN: usize = 16;
 
 /// Runs `part(m0, m1, n0, n1)`, the product of rows `m0..m1` and columns `n0..n1` of `c`, for
-/// up to `threads` parts of the larger of `c`'s dimensions, on the crate's workers
-/// ([`crate::parallel`], whose callers work too: the `gemm` crate's own Rayon threading would
-/// wake two pool threads per product and leave the caller waiting). Every element of `c` is
-/// still summed over the whole of `k` by one single-threaded product.
+/// parts of the larger of `c`'s dimensions, several per thread and claimed as threads become
+/// free ([`crate::parallel::for_each_range`]: on a shared CPU a descheduled thread's parts go
+/// to the other), on the crate's workers (whose callers work too: the `gemm` crate's own
+/// Rayon threading would wake two pool threads per product and leave the caller waiting).
+/// Every element of `c` is still summed over the whole of `k` by one single-threaded product.
 fn split_product(
     threads: usize,
     m: usize,
     n: usize,
+    k: usize,
     part: &(dyn Fn(usize, usize, usize, usize) + Sync),
 ) {
     let long = m.max(n);
-    let step = long.div_ceil(threads).next_multiple_of(SPLIT_ALIGN);
-    let parts = long.div_ceil(step);
-    crate::parallel::for_each_worker(parts, |w| {
-        let (lo, hi) = (w * step, ((w + 1) * step).min(long));
+    // Parts of at least half the product worth splitting, so that a small product is not cut
+    // into parts that cost more to claim and pack than to compute.
+    let most_parts = (m * n * k / (PARALLEL_PRODUCT / 2)).max(1);
+    let step = crate::parallel::chunk_len(long, threads, SPLIT_ALIGN)
+        .max(long.div_ceil(most_parts).next_multiple_of(SPLIT_ALIGN));
+    crate::parallel::for_each_range(long, step, threads, |lo, hi| {
         if n >= m {
             part(0, m, lo, hi)
         } else {

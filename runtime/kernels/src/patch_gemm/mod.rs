@@ -16,12 +16,17 @@
 //!   gradient), without feature or batch groups.
 //!
 //! Chunks are shared among `threads` workers (`parallel.rs`), each with its own patch
-//! buffer and a single-threaded GEMM, so gathering runs in parallel too.
+//! buffer and a single-threaded GEMM, so gathering runs in parallel too. They are taken as
+//! threads become free: `Rows` cuts about `CHUNKS_PER_THREAD` chunks per thread; `Columns`
+//! sums fixed groups of chunks into partials added in a fixed order, so its result is the
+//! same on any number of threads.
 
 pub mod gather;
 
 use crate::gemm::{sgemm, GemmBackend};
-use crate::parallel::{for_each_worker, Shared};
+use crate::parallel::{
+    chunk_len, for_each_range, for_each_share_on_slots, for_each_worker, Shared, CHUNKS_PER_THREAD,
+};
 use crate::scratch::{floats, Scratch};
 use crate::KernelError;
 use gather::{PatchGrid, MAX_SPATIAL};
@@ -29,6 +34,21 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Largest patch matrix chunk one worker gathers at once, in elements (fits in L2 cache).
 const PATCH_ELEMS: usize = 1 << 17;
+
+/// `Columns` form: the chunks are cut into at most this many fixed groups (shares), each
+/// summed into its own partial, so that threads take shares as they become free and the
+/// sums do not depend on the thread count.
+const COLUMN_SHARES: usize = 8;
+
+/// Bytes the `Columns` form's partials may take in all (beyond it, fewer shares).
+const PARTIAL_BYTES: usize = 32 << 20;
+
+/// Shares of the `Columns` form for `chunks` chunks of an output of `out_elems` floats: a
+/// function of the shape only.
+fn column_shares(chunks: usize, out_elems: usize) -> usize {
+    let by_memory = PARTIAL_BYTES / (out_elems * 4).max(1) + 1;
+    COLUMN_SHARES.min(by_memory).min(chunks).max(1)
+}
 
 /// Which GEMM formulation a convolution uses, and so the layouts of its operands (see the
 /// module comment).
@@ -75,9 +95,12 @@ pub struct PatchConv {
     patch_elems: usize,
     /// Patch rows per chunk.
     rows_per_chunk: usize,
-    /// `Columns` form: partial products of workers 1.. (`out_elems` floats each; scratch
+    /// `Columns` form: partial products of shares 1.. (`out_elems` floats each; scratch
     /// offset).
     partials: usize,
+    /// `Columns` form: the fixed groups of consecutive chunks, each summed into its own
+    /// partial (share 0 into the output) by whichever thread takes it.
+    shares: usize,
     scratch: Scratch,
     workers: usize,
     backend: GemmBackend,
@@ -136,8 +159,14 @@ impl PatchConv {
             Form::Columns => (g.channels * window, out_sp * g.out_batch),
         };
         let threads = threads.max(1);
-        let per_worker = rows_total.div_ceil(threads).max(1);
-        let rows_per_chunk = (PATCH_ELEMS / cols.max(1)).clamp(1, per_worker);
+        let out_elems = out_sp * g.out_batch * g.out_features;
+        // Rows: several chunks per thread, taken as threads become free. Columns: at least one
+        // chunk per share, the chunks fixed by the shape alone (they fix the sums' order).
+        let most_rows = match form {
+            Form::Rows => rows_total.div_ceil(threads * CHUNKS_PER_THREAD),
+            Form::Columns => rows_total.div_ceil(column_shares(rows_total, out_elems)),
+        };
+        let rows_per_chunk = (PATCH_ELEMS / cols.max(1)).clamp(1, most_rows.max(1));
         let patch_elems = rows_per_chunk * cols.max(1);
         // Work items: chunks (Rows: for every feature / batch group).
         let items = rows_total.div_ceil(rows_per_chunk)
@@ -145,12 +174,15 @@ impl PatchConv {
                 Form::Rows => groups * batch_groups,
                 Form::Columns => 1,
             };
-        let workers = threads.min(items).max(1);
+        let shares = match form {
+            Form::Rows => items,
+            Form::Columns => column_shares(items, out_elems),
+        };
+        let workers = threads.min(shares).max(1);
         let mut scratch = Scratch::default();
         let patches = scratch.region(patch_elems * workers * 4);
-        let out_elems = out_sp * g.out_batch * g.out_features;
-        let partials = if form == Form::Columns && workers > 1 {
-            scratch.region(out_elems * (workers - 1) * 4)
+        let partials = if form == Form::Columns && shares > 1 {
+            scratch.region(out_elems * (shares - 1) * 4)
         } else {
             patches
         };
@@ -165,6 +197,7 @@ impl PatchConv {
             patch_elems,
             rows_per_chunk,
             partials,
+            shares,
             scratch,
             workers,
             backend,
@@ -338,9 +371,10 @@ impl PatchConv {
         });
     }
 
-    /// `Columns` form: worker `w` takes a contiguous share of the patch rows (input feature,
-    /// kernel position) and accumulates its products into the output (worker 0) or its
-    /// partial buffer; the partials are added at the end.
+    /// `Columns` form: share `s`, a fixed group of consecutive chunks of the patch rows (input
+    /// feature, kernel position), accumulates its products into the output (share 0) or its
+    /// partial buffer, on whichever thread takes it; the partials are added at the end in
+    /// share order, so any thread count gives the same bits.
     unsafe fn compute_columns(
         &self,
         input: *const f32,
@@ -361,7 +395,7 @@ impl PatchConv {
         let woff = self.window_offsets();
         let grid = self.grid();
         let chunks = rows_total.div_ceil(self.rows_per_chunk);
-        let workers = self.workers;
+        let shares = self.shares;
         let (input, kernel, out, patches, partials) = (
             Shared(input as *mut f32),
             Shared(kernel as *mut f32),
@@ -369,14 +403,14 @@ impl PatchConv {
             Shared(patches),
             Shared(partials),
         );
-        for_each_worker(workers, |w| {
-            let patch = patches.get().add(w * self.patch_elems);
+        for_each_share_on_slots(shares, self.workers, |slot, w| {
+            let patch = patches.get().add(slot * self.patch_elems);
             let acc = if w == 0 {
                 out.get()
             } else {
                 partials.get().add((w - 1) * out_elems)
             };
-            let (c0, c1) = (chunks * w / workers, chunks * (w + 1) / workers);
+            let (c0, c1) = (chunks * w / shares, chunks * (w + 1) / shares);
             if c0 == c1 {
                 std::ptr::write_bytes(acc, 0, out_elems);
             }
@@ -412,10 +446,103 @@ impl PatchConv {
                 );
             }
         });
-        for w in 1..workers {
-            let part = partials.get().add((w - 1) * out_elems);
-            for j in 0..out_elems {
-                *out.get().add(j) += *part.add(j);
+        // Each element sums the partials in share order; the elements are cut among threads.
+        let elems = chunk_len(out_elems, self.workers, 16);
+        for_each_range(out_elems, elems, self.workers, |j0, j1| {
+            for s in 1..shares {
+                let part = partials.get().add((s - 1) * out_elems);
+                for j in j0..j1 {
+                    *out.get().add(j) += *part.add(j);
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conv_direct::forward::tests::scratch_block;
+
+    /// A weight gradient in the `Columns` form (20 images summed, 3 input channels, 5 output
+    /// channels, a 7x7 window over 9x9, so a 3x3 result): its fixed shares give bitwise the
+    /// same result on 1, 2 and 3 threads, which matches a direct sum.
+    #[test]
+    fn column_shares_give_the_same_bits_on_any_thread_count() {
+        let (imgs, cin, cout, side, win) = (20usize, 3usize, 5usize, 9usize, 7usize);
+        let out_side = side - win + 1;
+        let geometry = ConvGeometry {
+            batch: cin,
+            channels: imgs,
+            spatial: vec![side, side],
+            window: vec![win, win],
+            in_per_group: imgs,
+            out_features: cout,
+            out_batch: cin,
+            out_spatial: vec![out_side, out_side],
+            stride: vec![1, 1],
+            pad_low: vec![0, 0],
+            base_dilation: vec![1, 1],
+            window_dilation: vec![1, 1],
+            reversal: vec![false, false],
+            feature_groups: 1,
+            batch_groups: 1,
+        };
+        // Input [imgs, side, side, cin]; kernel [imgs, win, win, cout].
+        let input: Vec<f32> = (0..imgs * side * side * cin)
+            .map(|i| ((i * 7919) % 23) as f32 / 5.0 - 2.0)
+            .collect();
+        let kernel: Vec<f32> = (0..imgs * win * win * cout)
+            .map(|i| ((i * 104729) % 19) as f32 / 7.0 - 1.25)
+            .collect();
+        let run = |threads: usize| {
+            let plan = PatchConv::new(geometry.clone(), GemmBackend::Gemm, threads).unwrap();
+            assert_eq!(plan.form(), Form::Columns);
+            assert!(plan.shares > threads, "{} shares", plan.shares);
+            let mut out = vec![f32::NAN; out_side * out_side * cin * cout];
+            let mut scratch = scratch_block(plan.scratch_bytes());
+            unsafe {
+                plan.run(
+                    input.as_ptr(),
+                    kernel.as_ptr(),
+                    out.as_mut_ptr(),
+                    scratch.as_mut_ptr() as *mut u8,
+                )
+            };
+            out
+        };
+        let one = run(1);
+        for threads in [2, 3] {
+            let got = run(threads);
+            assert!(
+                one.iter()
+                    .zip(&got)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{threads} threads differ from one"
+            );
+        }
+        for oy in 0..out_side {
+            for ox in 0..out_side {
+                for n in 0..cin {
+                    for o in 0..cout {
+                        let mut want = 0f64;
+                        for c in 0..imgs {
+                            for ky in 0..win {
+                                for kx in 0..win {
+                                    let x =
+                                        input[((c * side + oy + ky) * side + ox + kx) * cin + n];
+                                    let k = kernel[((c * win + ky) * win + kx) * cout + o];
+                                    want += x as f64 * k as f64;
+                                }
+                            }
+                        }
+                        let got = one[((oy * out_side + ox) * cin + n) * cout + o] as f64;
+                        assert!(
+                            (got - want).abs() <= 1e-4 * want.abs().max(1.0),
+                            "{got} vs {want}"
+                        );
+                    }
+                }
             }
         }
     }

@@ -36,7 +36,7 @@ mod portable;
 mod tests;
 
 use crate::cpu::Isa;
-use crate::parallel::{for_each_worker, Shared};
+use crate::parallel::{chunk_len, for_each_range, for_each_worker, Shared};
 use crate::KernelError;
 
 /// Gradients of at least this many bytes are written with streaming (non-temporal) stores
@@ -267,9 +267,8 @@ impl MaxPool {
         }
         debug_assert!(choices.is_null() || self.can_choose());
         let (src, dst, choices) = (Shared(src as *mut f32), Shared(dst), Shared(choices));
-        let workers = self.threads.min(g.batch);
-        for_each_worker(workers, |w| {
-            let (n0, n1) = (g.batch * w / workers, g.batch * (w + 1) / workers);
+        let images = chunk_len(g.batch, self.threads, 1);
+        for_each_range(g.batch, images, self.threads, |n0, n1| {
             let (src, dst) = unsafe {
                 (
                     src.get().add(n0 * g.in_image()),
@@ -457,10 +456,9 @@ impl MaxPoolGrad {
         };
         match bias {
             None => {
-                let workers = self.threads.min(geo.batch.max(1));
-                for_each_worker(workers, |w| {
-                    let (n0, n1) = (geo.batch * w / workers, geo.batch * (w + 1) / workers);
-                    part(n0, n1, std::ptr::null_mut());
+                let images = chunk_len(geo.batch, self.threads, 1);
+                for_each_range(geo.batch, images, self.threads, |n0, n1| {
+                    part(n0, n1, std::ptr::null_mut())
                 });
             }
             Some(BiasSum {

@@ -32,7 +32,7 @@ use super::{
 use crate::cpu::Isa;
 use crate::gemm::small::{small_gemm, COLUMN_GROUP};
 use crate::geometry::Conv2dGeometry;
-use crate::parallel::{for_each_share, for_each_worker, Shared};
+use crate::parallel::{chunk_len, for_each_range, for_each_share, Shared};
 use crate::prefetch::prefetch_part_l2;
 use crate::scratch::{floats, Scratch};
 use crate::KernelError;
@@ -211,8 +211,8 @@ impl WinogradFilterGradient {
             });
             // The partial sums, in share order; the elements cut between the workers.
             let total = Shared(du_of(0));
-            for_each_worker(workers, |wk| {
-                let (i0, i1) = (du_floats * wk / workers, du_floats * (wk + 1) / workers);
+            let elems = chunk_len(du_floats, workers, 16);
+            for_each_range(du_floats, elems, workers, |i0, i1| {
                 for s in 1..shares {
                     let part = du_of(s);
                     for i in i0..i1 {

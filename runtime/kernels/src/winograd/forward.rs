@@ -28,7 +28,7 @@ use super::{
 use crate::cpu::Isa;
 use crate::gemm::small::{small_gemm, COLUMN_GROUP};
 use crate::geometry::Conv2dGeometry;
-use crate::parallel::{for_each_worker, Shared};
+use crate::parallel::{chunk_len, for_each_range, for_each_worker, Shared};
 use crate::pooling::PoolEpilogue;
 use crate::scratch::{floats, Scratch};
 use crate::KernelError;
@@ -271,8 +271,8 @@ impl WinogradConv {
                 Shared(scratch),
             );
             // 1. U, the transformed kernel: input channels split among the workers.
-            for_each_worker(self.workers, |wk| {
-                let (c0, c1) = (self.c * wk / self.workers, self.c * (wk + 1) / self.workers);
+            let channels = chunk_len(self.c, self.workers, 1);
+            for_each_range(self.c, channels, self.workers, |c0, c1| {
                 self.dispatch_kernel::<N, M, R>(ks.get(), us.get(), c0, c1);
             });
             // 2. Blocks of tiles, taken in turn.
