@@ -103,23 +103,33 @@ impl RowIndexing {
         })
     }
 
-    /// The row index vector `i` names, clamped into the operand (a gather) or `None` when
-    /// it falls outside (a scatter skips it).
+    /// The row index vector `i` names, each start clamped into its dimension (a gather).
     ///
     /// # Safety
     /// `indices` must hold `count * components` elements of the index type.
-    unsafe fn row(&self, indices: *const u8, i: usize, clamp: bool) -> Option<usize> {
+    unsafe fn clamped_row(&self, indices: *const u8, i: usize) -> usize {
         let k = self.components.len();
         let mut row = 0usize;
         for (j, &(size, stride)) in self.components.iter().enumerate() {
             let v = unsafe { read_index(self.index_type, indices, i * k + j) };
-            let v = if clamp {
-                v.clamp(0, size - 1)
-            } else if (0..size).contains(&v) {
-                v
-            } else {
+            row += v.clamp(0, size - 1) as usize * stride;
+        }
+        row
+    }
+
+    /// The row index vector `i` names, or `None` when a start falls outside its dimension
+    /// (a scatter skips that row).
+    ///
+    /// # Safety
+    /// `indices` must hold `count * components` elements of the index type.
+    unsafe fn row_inside(&self, indices: *const u8, i: usize) -> Option<usize> {
+        let k = self.components.len();
+        let mut row = 0usize;
+        for (j, &(size, stride)) in self.components.iter().enumerate() {
+            let v = unsafe { read_index(self.index_type, indices, i * k + j) };
+            if !(0..size).contains(&v) {
                 return None;
-            };
+            }
             row += v as usize * stride;
         }
         Some(row)
@@ -272,7 +282,7 @@ fn add_combiner(module: &Module, c: ComputationId, t: ElementType) -> Option<boo
     }
 }
 
-/// Copies row `rows.row(i)` of `src` to row `i` of `dst`, for every index vector.
+/// Copies row `rows.clamped_row(i)` of `src` to row `i` of `dst`, for every index vector.
 ///
 /// # Safety
 /// `src` holds the operand, `indices` the index vectors, `dst` `count` rows of
@@ -285,14 +295,14 @@ pub(crate) unsafe fn gather_rows(
     row_bytes: usize,
 ) {
     for i in 0..rows.count {
-        let r = unsafe { rows.row(indices, i, true) }.expect("a clamped row");
+        let r = unsafe { rows.clamped_row(indices, i) };
         unsafe {
             std::ptr::copy_nonoverlapping(src.add(r * row_bytes), dst.add(i * row_bytes), row_bytes)
         };
     }
 }
 
-/// Adds update row `i` into row `rows.row(i)` of `out` for every index vector in order,
+/// Adds update row `i` into row `rows.row_inside(i)` of `out` for every index vector in order,
 /// skipping rows outside the operand. `out` already holds the operand.
 ///
 /// # Safety
@@ -306,7 +316,7 @@ pub(crate) unsafe fn scatter_add_rows<T: Copy + std::ops::Add<Output = T>>(
 ) {
     let n = rows.row_len;
     for (i, u) in updates.chunks_exact(n.max(1)).enumerate().take(rows.count) {
-        let Some(r) = (unsafe { rows.row(indices, i, false) }) else {
+        let Some(r) = (unsafe { rows.row_inside(indices, i) }) else {
             continue;
         };
         let o = &mut out[r * n..(r + 1) * n];
