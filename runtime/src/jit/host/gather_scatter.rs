@@ -137,9 +137,9 @@ fn overlaps(p: *const u8, n: usize, b: &Buffer, at: *const u8) -> bool {
     p < at + b.byte_size() && at < p + n
 }
 
-/// Whether buffer `b`, at `p`, is aligned for elements of type `T`.
+/// Whether `p` is aligned for elements of type `T`.
 fn aligned_for<T>(p: *const u8) -> bool {
-    (p as usize) % std::mem::align_of::<T>() == 0
+    p.cast::<T>().is_aligned()
 }
 
 /// A scatter instruction: the interpreter's step and where its operands and result live.
