@@ -1,7 +1,8 @@
 //! Gathers and scatter-adds of whole rows (`runtime/src/jit/host/row_gather_scatter.rs`):
 //! the JIT takes the row path for the shapes an embedding lookup and its gradient have (as
 //! tessel's `Embedding` and JAX write them), and gives bitwise the interpreter's result on
-//! random shapes: repeated and out-of-range ids, several index dimensions, rows not a
+//! random shapes: repeated and out-of-range ids (of signed, unsigned and 64-bit index types),
+//! several index dimensions, rows not a
 //! multiple of the vector width, one update and thousands. Forms the row path declines (a
 //! multiply combiner, a partial slice, batching dimensions) still match through the general
 //! path.
@@ -304,4 +305,52 @@ fn the_row_gather_needs_no_batching_dims() {
     let f = |d: &[i64]| ArrayShape::new(ElementType::F32, d);
     let s = |d: &[i64]| ArrayShape::new(ElementType::S32, d);
     assert!(row_gather(&dims, &[1, 1], &f(&[2, 3]), &s(&[2, 2, 1]), &f(&[2, 2])).is_none());
+}
+
+#[test]
+fn index_types_other_than_s32_match() {
+    // Unsigned ids past every row (one beyond i64's range) clamp to the last row in a gather
+    // and are skipped by a scatter; signed 64-bit ids below zero clamp or are skipped.
+    let lit = |t: ElementType, d: &[i64], data: ArrayData| {
+        Literal::Array(Array::new(ArrayShape::new(t, d), data))
+    };
+    let u64_ids = lit(
+        ElementType::U64,
+        &[5],
+        ArrayData::U64(vec![0, 3, u64::MAX, 1 << 63, 2]),
+    );
+    let s64_ids = lit(
+        ElementType::S64,
+        &[5, 1],
+        ArrayData::S64(vec![-1, 3, 1, i64::MIN, 3]),
+    );
+    let u8_ids = lit(
+        ElementType::U8,
+        &[5, 1],
+        ArrayData::U8(vec![0, 3, 255, 1, 3]),
+    );
+    for (ids, ty, idx) in [
+        (u64_ids, "u64", "[5]"),
+        (s64_ids, "s64", "[5,1]"),
+        (u8_ids, "u8", "[5,1]"),
+    ] {
+        let g = module(&format!(
+            "  t = f32[4,6] parameter(0)\n  i = {ty}{idx} parameter(1)\n  \
+             ROOT g = f32[5,6] gather(t, i), offset_dims={{1}}, collapsed_slice_dims={{0}}, \
+             start_index_map={{0}}, index_vector_dim=1, slice_sizes={{1,6}}"
+        ));
+        assert!(takes_row_path(&g));
+        check_bitwise(&g, &[random_f32(&[4, 6], 121), ids.clone()]);
+        let s = module(&format!(
+            "  x = f32[4,6] parameter(0)\n  i = {ty}{idx} parameter(1)\n  u = f32[5,6] parameter(2)\n  \
+             ROOT s = f32[4,6] scatter(x, i, u), update_window_dims={{1}}, \
+             inserted_window_dims={{0}}, scatter_dims_to_operand_dims={{0}}, index_vector_dim=1, \
+             to_apply=add"
+        ));
+        assert!(takes_row_path(&s));
+        check_bitwise(
+            &s,
+            &[random_f32(&[4, 6], 122), ids, random_f32(&[5, 6], 123)],
+        );
+    }
 }
