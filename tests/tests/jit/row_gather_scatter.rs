@@ -2,10 +2,9 @@
 //! the JIT takes the row path for the shapes an embedding lookup and its gradient have (as
 //! tessel's `Embedding` and JAX write them), and gives bitwise the interpreter's result on
 //! random shapes: repeated and out-of-range ids (of signed, unsigned and 64-bit index types),
-//! several index dimensions, rows not a
-//! multiple of the vector width, one update and thousands. Forms the row path declines (a
-//! multiply combiner, a partial slice, batching dimensions) still match through the general
-//! path.
+//! several index dimensions, rows not a multiple of the vector width, one update and
+//! thousands. Forms the row path declines (a multiply combiner, a partial slice, batching
+//! dimensions) still match through the general path.
 
 use super::fold::xorshift;
 use tessel_compiler::hlo_text::parse_module;
