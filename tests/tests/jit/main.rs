@@ -1,5 +1,5 @@
 //! The JIT on one replica against the interpreter and JAX: hand-built modules, the corpus,
-//! random graphs, gather and scatter, the convolution routines (direct, Winograd, patch
+//! random graphs, gather and scatter (and their row paths), the convolution routines (direct, Winograd, patch
 //! GEMM), the fast paths, kernels split over threads, vector math, and in-place `while`
 //! updates.
 
@@ -23,6 +23,7 @@ mod pool_gradient_fusion;
 mod pool_routines;
 mod random_graphs;
 mod reduce_parallel;
+mod row_gather_scatter;
 mod thread_counts;
 mod vector_math;
 mod while_in_place;

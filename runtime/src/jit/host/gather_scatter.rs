@@ -6,13 +6,21 @@
 //! arrays and runs the interpreter's [`ScatterStep`] (so a combiner of any shape works and both
 //! backends agree bitwise), then writes the result buffer. Both read every operand before
 //! writing, so a result buffer may share memory with an operand. Empty arrays do nothing.
+//!
+//! Gathers and scatter-adds of whole rows (an embedding lookup and its gradient) take the
+//! faster, bitwise-equal paths of `row_gather_scatter.rs` instead.
 
 use crate::jit::buffer::{Buffer, Loc};
 use crate::jit::host::routine_abi::{guarded, read_array, resolve, write_array, Status};
+use crate::jit::host::row_gather_scatter::{
+    gather_rows, row_gather, row_scatter_add, scatter_add_rows, RowIndexing,
+};
 use crate::jit::JitError;
 use std::sync::Arc;
 use tessel_compiler::interpreter::{gather_source_offsets, ScatterStep};
-use tessel_compiler::ir::{ComputationId, GatherDimensionNumbers, InstrId, Module};
+use tessel_compiler::ir::{
+    ComputationId, ElementType, GatherDimensionNumbers, InstrId, Module, Op,
+};
 
 /// A gather instruction: its dimension numbers and where its operands and result live.
 pub(crate) struct GatherPlan {
@@ -22,6 +30,8 @@ pub(crate) struct GatherPlan {
     operand: Buffer,
     indices: Buffer,
     result: Buffer,
+    /// Set when the gather takes whole rows: one copy per row.
+    rows: Option<RowIndexing>,
 }
 
 impl GatherPlan {
@@ -42,7 +52,15 @@ impl GatherPlan {
                 "{name}: gather's result type differs from its operand's"
             )));
         }
+        let rows = row_gather(
+            dims,
+            slice_sizes,
+            &operand.shape,
+            &indices.shape,
+            &result.shape,
+        );
         Ok(GatherPlan {
+            rows,
             name: name.to_string(),
             dims: dims.clone(),
             slice_sizes: slice_sizes.to_vec(),
@@ -56,6 +74,10 @@ impl GatherPlan {
     /// `arena` must be the program's arena, holding every buffer of the plan.
     unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
         if self.result.shape.element_count() == 0 {
+            return Ok(());
+        }
+        if let Some(rows) = &self.rows {
+            unsafe { self.run_rows(rows, arena) };
             return Ok(());
         }
         let indices = unsafe { read_array(&self.indices, arena) }?;
@@ -86,6 +108,38 @@ impl GatherPlan {
         unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), dst, out.len()) };
         Ok(())
     }
+
+    /// The row path: straight into the result unless it shares memory with an operand.
+    ///
+    /// # Safety
+    /// As [`Self::run`].
+    unsafe fn run_rows(&self, rows: &RowIndexing, arena: *mut u8) {
+        let row_bytes = rows.row_len() * self.operand.shape.element_type.byte_size();
+        let src = resolve(self.operand.addr, arena);
+        let idx = resolve(self.indices.addr, arena);
+        let dst = resolve(self.result.addr, arena);
+        let n = self.result.byte_size();
+        if overlaps(dst, n, &self.operand, src) || overlaps(dst, n, &self.indices, idx) {
+            let mut out = vec![0u8; n];
+            unsafe {
+                gather_rows(rows, src, idx, out.as_mut_ptr(), row_bytes);
+                std::ptr::copy_nonoverlapping(out.as_ptr(), dst, n);
+            }
+        } else {
+            unsafe { gather_rows(rows, src, idx, dst, row_bytes) };
+        }
+    }
+}
+
+/// Whether `n` bytes at `p` share memory with buffer `b`, which lives at `at`.
+fn overlaps(p: *const u8, n: usize, b: &Buffer, at: *const u8) -> bool {
+    let (p, at) = (p as usize, at as usize);
+    p < at + b.byte_size() && at < p + n
+}
+
+/// Whether `p` is aligned for elements of type `T`.
+fn aligned_for<T>(p: *const u8) -> bool {
+    p.cast::<T>().is_aligned()
 }
 
 /// A scatter instruction: the interpreter's step and where its operands and result live.
@@ -94,6 +148,8 @@ pub(crate) struct ScatterPlan {
     step: ScatterStep,
     operands: [Buffer; 3],
     result: Buffer,
+    /// Set when the scatter adds whole rows (with the combiner's operand order).
+    rows: Option<(RowIndexing, bool)>,
 }
 
 impl ScatterPlan {
@@ -105,12 +161,25 @@ impl ScatterPlan {
         operands: [Buffer; 3],
         result: &Loc,
     ) -> Result<ScatterPlan, JitError> {
-        let step = ScatterStep::new(module, comp, id)
+        let step = ScatterStep::new(module.clone(), comp, id)
             .map_err(|e| JitError::Invalid(format!("{name}: {e}")))?;
         let result = result.as_array().cloned().ok_or_else(|| {
             JitError::Invalid(format!("{name}: scatter's result is not an array"))
         })?;
+        let rows = match &module.computation(comp).get(id).op {
+            Op::Scatter { dims, to_apply, .. } => row_scatter_add(
+                &module,
+                dims,
+                *to_apply,
+                &operands[0].shape,
+                &operands[1].shape,
+                &operands[2].shape,
+            ),
+            _ => None,
+        }
+        .filter(|_| operands[0].shape == result.shape);
         Ok(ScatterPlan {
+            rows,
             name: name.to_string(),
             step,
             operands,
@@ -123,6 +192,11 @@ impl ScatterPlan {
     unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
         if self.result.shape.element_count() == 0 {
             return Ok(());
+        }
+        if let Some((rows, swapped)) = &self.rows {
+            if unsafe { self.run_rows(rows, *swapped, arena) } {
+                return Ok(());
+            }
         }
         let [a, i, u] = &self.operands;
         let (a, i, u) = unsafe {
@@ -140,6 +214,52 @@ impl ScatterPlan {
             ));
         }
         unsafe { write_array(&out, &self.result, arena) }
+    }
+
+    /// The row path: the operand copied to the result (unless they are one buffer), then
+    /// each update row added in place. False, having written nothing, when the result
+    /// shares memory with the indices or updates or is misaligned: the general path runs.
+    ///
+    /// # Safety
+    /// As [`Self::run`].
+    unsafe fn run_rows(&self, rows: &RowIndexing, swapped: bool, arena: *mut u8) -> bool {
+        let [a, i, u] = &self.operands;
+        let (src, idx, upd) = (
+            resolve(a.addr, arena),
+            resolve(i.addr, arena),
+            resolve(u.addr, arena),
+        );
+        let dst = resolve(self.result.addr, arena);
+        let n = self.result.byte_size();
+        if overlaps(dst, n, i, idx) || overlaps(dst, n, u, upd) {
+            return false;
+        }
+        let t = self.result.shape.element_type;
+        let fits = match t {
+            ElementType::F32 => aligned_for::<f32>(dst) && aligned_for::<f32>(upd),
+            _ => aligned_for::<f64>(dst) && aligned_for::<f64>(upd),
+        };
+        if !fits {
+            return false;
+        }
+        if src != dst {
+            // `copy`, not `copy_nonoverlapping`: the two may overlap.
+            unsafe { std::ptr::copy(src, dst, n) };
+        }
+        let len = self.result.shape.element_count() as usize;
+        let ups = u.shape.element_count() as usize;
+        unsafe {
+            if t == ElementType::F32 {
+                let out = std::slice::from_raw_parts_mut(dst as *mut f32, len);
+                let ups = std::slice::from_raw_parts(upd as *const f32, ups);
+                scatter_add_rows(rows, idx, ups, out, swapped);
+            } else {
+                let out = std::slice::from_raw_parts_mut(dst as *mut f64, len);
+                let ups = std::slice::from_raw_parts(upd as *const f64, ups);
+                scatter_add_rows(rows, idx, ups, out, swapped);
+            }
+        }
+        true
     }
 }
 
