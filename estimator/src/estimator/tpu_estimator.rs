@@ -9,7 +9,7 @@ use crate::model::Mode;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use tessel_runtime::session::{Backend, Device};
+use tessel_runtime::session::{Backend, Device, ThreadBudget};
 
 /// TPUEstimator's `TPUEstimator(model_fn, config, params, use_tpu, train_batch_size,
 /// eval_batch_size, predict_batch_size)`.
@@ -23,6 +23,9 @@ pub struct TpuEstimator {
     pub(crate) predict_batch_size: Option<usize>,
     pub(crate) model_dir: PathBuf,
     pub(crate) backend: Backend,
+    /// Compute threads of every program (`TESSEL_THREADS`, else every core), as for
+    /// `tessel run`.
+    pub(crate) threads: ThreadBudget,
     /// Raised by [`TpuEstimator::stop_flag`]'s holder (a program's Ctrl-C or SIGTERM
     /// handler): training stops after the running loop, with a checkpoint.
     pub(crate) stop: Arc<AtomicBool>,
@@ -91,6 +94,7 @@ impl TpuEstimator {
                 }
             }
         }
+        let threads = ThreadBudget::from_env().map_err(|e| EstimatorError::value(e.to_string()))?;
         let (model_dir, temporary) = match &config.model_dir {
             Some(dir) => (dir.clone(), false),
             None => (temporary_model_dir()?, true),
@@ -105,6 +109,7 @@ impl TpuEstimator {
             predict_batch_size,
             model_dir,
             backend: Backend::Jit,
+            threads,
             stop: Arc::new(AtomicBool::new(false)),
             quiet: false,
             warm_start: None,
@@ -187,6 +192,7 @@ impl TpuEstimator {
     /// The device the programs run on.
     pub(crate) fn device(&self) -> Device {
         let mut device = Device::new(self.backend).with_replicas(self.replicas());
+        device.threads = self.threads;
         // XLA_FLAGS=--xla_dump_to: the device dumps its passes and CLIF there too.
         device.dump_to = super::dump::dump_dir();
         device
