@@ -2,8 +2,8 @@
 //! and activation. Traced as the Keras builder traces Conv1D: a `conv2d` of height 1 on the
 //! input reshaped to `[batch, 1, width, channels]`, reshaped back.
 
+use super::kernel_and_bias::kernel_and_bias;
 use super::{fixed_dim, layer_name, rank_error, Activation, LayerError};
-use crate::model::get_variable::{get_variable, variable_scope, Reuse};
 use crate::model::graph::Graph;
 use crate::model::variables::Initializer;
 use tessel_compiler::trace::{Padding, Tensor};
@@ -71,28 +71,14 @@ pub fn conv1d(
     let width = fixed_dim(inputs, 1, "conv1d", &name, "a width")?;
     let channels = fixed_dim(inputs, 2, "conv1d", &name, "channels")?;
     let ty = inputs.element_type().expect("a traced tensor has a type");
-    let (kernel, bias) = variable_scope(g, &name, Reuse::Inherit, |g| {
-        let kernel = get_variable(
-            g,
-            "kernel",
-            &[kernel_size, channels, filters],
-            ty,
-            options.kernel_initializer,
-            true,
-        )?;
-        let bias = match options.use_bias {
-            true => Some(get_variable(
-                g,
-                "bias",
-                &[filters],
-                ty,
-                options.bias_initializer,
-                true,
-            )?),
-            false => None,
-        };
-        Ok::<_, LayerError>((kernel, bias))
-    })?;
+    let (kernel, bias) = kernel_and_bias(
+        g,
+        &name,
+        &[kernel_size, channels, filters],
+        ty,
+        (options.kernel_initializer, options.bias_initializer),
+        options.use_bias,
+    )?;
     g.tracer.push_scope(&name);
     let lifted = inputs.reshape(&[-1, 1, width, channels]);
     let kernel_2d = kernel.reshape(&[1, kernel_size, channels, filters]);

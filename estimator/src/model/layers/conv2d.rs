@@ -1,7 +1,7 @@
 //! `tf.layers.conv2d`: NHWC input, HWIO kernel, optional bias and activation.
 
+use super::kernel_and_bias::kernel_and_bias;
 use super::{fixed_dim, layer_name, rank_error, Activation, LayerError};
-use crate::model::get_variable::{get_variable, variable_scope, Reuse};
 use crate::model::graph::Graph;
 use crate::model::variables::Initializer;
 use tessel_compiler::trace::{Padding, Tensor};
@@ -59,28 +59,14 @@ pub fn conv2d(
     let channels = fixed_dim(inputs, 3, "conv2d", &name, "channels")?;
     let ty = inputs.element_type().expect("a traced tensor has a type");
     let kernel_dims = [kernel_size[0], kernel_size[1], channels, filters];
-    let (kernel, bias) = variable_scope(g, &name, Reuse::Inherit, |g| {
-        let kernel = get_variable(
-            g,
-            "kernel",
-            &kernel_dims,
-            ty,
-            options.kernel_initializer,
-            true,
-        )?;
-        let bias = match options.use_bias {
-            true => Some(get_variable(
-                g,
-                "bias",
-                &[filters],
-                ty,
-                options.bias_initializer,
-                true,
-            )?),
-            false => None,
-        };
-        Ok::<_, LayerError>((kernel, bias))
-    })?;
+    let (kernel, bias) = kernel_and_bias(
+        g,
+        &name,
+        &kernel_dims,
+        ty,
+        (options.kernel_initializer, options.bias_initializer),
+        options.use_bias,
+    )?;
     g.tracer.push_scope(&name);
     let y = inputs.conv2d(&kernel, options.strides, options.padding);
     let y = match bias {

@@ -1,7 +1,7 @@
 //! `tf.layers.dense`: `activation(inputs · kernel + bias)` over the last dimension.
 
+use super::kernel_and_bias::kernel_and_bias;
 use super::{fixed_dim, layer_name, Activation, LayerError};
-use crate::model::get_variable::{get_variable, variable_scope, Reuse};
 use crate::model::graph::Graph;
 use crate::model::variables::Initializer;
 use tessel_compiler::trace::Tensor;
@@ -44,28 +44,14 @@ pub fn dense(
     let name = layer_name(g, &options.name, "dense");
     let fan_in = fixed_dim(inputs, -1, "dense", &name, "the last dimension")?;
     let ty = inputs.element_type().expect("a traced tensor has a type");
-    let (kernel, bias) = variable_scope(g, &name, Reuse::Inherit, |g| {
-        let kernel = get_variable(
-            g,
-            "kernel",
-            &[fan_in, units],
-            ty,
-            options.kernel_initializer,
-            true,
-        )?;
-        let bias = match options.use_bias {
-            true => Some(get_variable(
-                g,
-                "bias",
-                &[units],
-                ty,
-                options.bias_initializer,
-                true,
-            )?),
-            false => None,
-        };
-        Ok::<_, LayerError>((kernel, bias))
-    })?;
+    let (kernel, bias) = kernel_and_bias(
+        g,
+        &name,
+        &[fan_in, units],
+        ty,
+        (options.kernel_initializer, options.bias_initializer),
+        options.use_bias,
+    )?;
     g.tracer.push_scope(&name);
     // TF's dense contracts the last dimension (a tensordot for rank > 2); this flattens the
     // leading dimensions, multiplies, and restores them.

@@ -26,6 +26,7 @@ mod dropout;
 mod embedding;
 mod flatten;
 mod global_pooling;
+mod kernel_and_bias;
 mod max_pooling2d;
 
 pub use average_pooling2d::average_pooling2d;
