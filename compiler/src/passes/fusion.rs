@@ -29,6 +29,7 @@
 //! elementwise ops shared between the forward and backward passes); it used to fail with
 //! "neither fused before it nor an input of its fusion" after an earlier fusion had made a cycle.
 
+use super::fusion_concat;
 use super::util::{add_named, code_computations, name_base, pin_roots, remove_if_dead};
 use super::{Pass, PassError};
 use crate::ir::{Computation, ComputationId, InstrId, Instruction, Metadata, Module, Op, Shape};
@@ -275,15 +276,32 @@ fn form_groups(c: &Computation) -> Vec<Group> {
         {
             continue;
         }
-        let mut g = Group {
-            members: HashSet::from_iter([start]),
-            copies: HashSet::new(),
-            roots: vec![start],
+        // An expensive operand of a concatenate is stored, together with the concatenate's
+        // other expensive operands (`fusion_concat.rs`).
+        let eligible = |o: InstrId| {
+            !grouped.contains(&o)
+                && o != root
+                && is_loop_fusible(&c.get(o).op)
+                && c.get(o).shape.is_array()
+                && !matches!(c.get(o).op, Op::Iota { .. })
         };
-        let mut work = vec![start];
+        let mut roots = fusion_concat::stored_siblings(c, start, &eligible);
+        if roots.is_empty() {
+            roots.push(start);
+        }
+        let mut g = Group {
+            members: HashSet::from_iter(roots.iter().copied()),
+            copies: HashSet::new(),
+            roots: roots.clone(),
+        };
+        let mut work = roots;
         while let Some(x) = work.pop() {
+            let concat = matches!(c.get(x).op, Op::Concatenate { .. });
             for &p in c.get(x).operands() {
                 if g.members.contains(&p) || g.copies.contains(&p) || grouped.contains(&p) {
+                    continue;
+                }
+                if concat && fusion_concat::is_expensive_operand(c, p) {
                     continue;
                 }
                 let pi = c.get(p);
@@ -306,6 +324,13 @@ fn form_groups(c: &Computation) -> Vec<Group> {
                     work.push(p);
                 } else if is_cheap_copy(c, p) {
                     g.copies.insert(p);
+                    // A broadcast scalar constant comes along: the JIT then sees its value
+                    // (a shift by a constant amount needs no test for shifts past the width).
+                    if matches!(pi.op, Op::Broadcast { .. })
+                        && is_scalar_constant(c.get(pi.operand(0)))
+                    {
+                        g.copies.insert(pi.operand(0));
+                    }
                     if is_cheap_elementwise(c, p) {
                         // Its constant operands come along (a ReLU's broadcast zero).
                         for &q in c.get(p).operands() {

@@ -12,6 +12,7 @@ pub mod constant_folding;
 pub mod cse;
 pub mod dce;
 pub mod fusion;
+mod fusion_concat;
 pub mod pipeline;
 mod result_transpose;
 pub mod scheduling;

@@ -441,6 +441,33 @@ pub(crate) fn shift_by_scalar(
     let t = fb.func.dfg.value_type(x);
     let lane = t.lane_type();
     let w = lane.bits() as i64;
+    if let Some(n) = constant_amount(fb, amount) {
+        // A constant amount (Threefry's rotations): the shift alone, or its known result.
+        let amount_type = fb.func.dfg.value_type(amount);
+        let by = |fb: &mut FunctionBuilder, k: u64| fb.ins().iconst(amount_type, k as i64);
+        return match b {
+            BinaryOp::ShiftRightArithmetic => {
+                let k = by(fb, n.min(w as u64 - 1));
+                fb.ins().sshr(x, k)
+            }
+            _ if n >= w as u64 => {
+                let zero = fb.ins().iconst(lane, 0);
+                if t.is_vector() {
+                    fb.ins().splat(t, zero)
+                } else {
+                    zero
+                }
+            }
+            BinaryOp::ShiftLeft => {
+                let k = by(fb, n);
+                fb.ins().ishl(x, k)
+            }
+            _ => {
+                let k = by(fb, n);
+                fb.ins().ushr(x, k)
+            }
+        };
+    }
     let big = fb
         .ins()
         .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, amount, w);
@@ -462,6 +489,28 @@ pub(crate) fn shift_by_scalar(
         zero
     };
     fb.ins().select(big, zero, shifted)
+}
+
+/// The value of `v`, unsigned in its type's width, when it is an `iconst`.
+fn constant_amount(fb: &FunctionBuilder, v: Value) -> Option<u64> {
+    use cranelift_codegen::ir::{InstructionData, Opcode, ValueDef};
+    let ValueDef::Result(inst, _) = fb.func.dfg.value_def(v) else {
+        return None;
+    };
+    let InstructionData::UnaryImm {
+        opcode: Opcode::Iconst,
+        imm,
+    } = fb.func.dfg.insts[inst]
+    else {
+        return None;
+    };
+    let bits = fb.func.dfg.value_type(v).bits();
+    let raw = imm.bits() as u64;
+    Some(if bits < 64 {
+        raw & ((1u64 << bits) - 1)
+    } else {
+        raw
+    })
 }
 
 /// Integer division / remainder with XLA's results where the hardware would trap:
