@@ -324,10 +324,12 @@ fn form_groups(c: &Computation) -> Vec<Group> {
                     work.push(p);
                 } else if is_cheap_copy(c, p) {
                     g.copies.insert(p);
-                    // A broadcast scalar constant comes along: the JIT then sees its value
-                    // (a shift by a constant amount needs no test for shifts past the width).
+                    // A broadcast integer constant comes along: the JIT then sees its value
+                    // (Threefry's rotations: a shift by a constant needs no test for amounts
+                    // past the width). Float constants stay inputs.
                     if matches!(pi.op, Op::Broadcast { .. })
                         && is_scalar_constant(c.get(pi.operand(0)))
+                        && pi.shape.element_type().is_some_and(|t| t.is_integer())
                     {
                         g.copies.insert(pi.operand(0));
                     }

@@ -72,9 +72,7 @@ pub(super) fn stored_siblings(
         for &o in c.get(u).operands() {
             if !out.contains(&o)
                 && (o == p
-                    || (eligible(o)
-                        && c.get(o).shape.dims() == dims
-                        && is_expensive_operand(c, o)))
+                    || (eligible(o) && c.get(o).shape.dims() == dims && is_expensive_operand(c, o)))
             {
                 out.push(o);
             }

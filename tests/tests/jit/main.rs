@@ -21,6 +21,7 @@ mod parallel_kernels;
 mod pool_choices;
 mod pool_gradient_fusion;
 mod pool_routines;
+mod random_bits;
 mod random_graphs;
 mod reduce_parallel;
 mod row_gather_scatter;

@@ -1,0 +1,189 @@
+//! Random bits as device dropout draws them: Threefry-2x32's two words, concatenated. The
+//! fusion pass stores the concatenate's operands from one multi-output fusion
+//! (`compiler/src/passes/fusion_concat.rs`), and the JIT shifts by constant amounts without
+//! a range test (`jit/clif/element_ops.rs`). Both must leave the bits as the interpreter
+//! computes them, on one thread and on two.
+
+use tessel_compiler::compile::{optimize, CompileOptions};
+use tessel_compiler::hlo_text::parse_module;
+use tessel_compiler::interpreter::evaluate;
+use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType, Literal, Module, Op};
+use tessel_runtime::jit::{compile, JitOptions};
+use tessel_tests::numerics::pseudo_random_f32;
+
+fn bits(l: &Literal) -> Vec<Vec<u8>> {
+    l.leaves().iter().map(|a| a.data.to_le_bytes()).collect()
+}
+
+fn optimized(text: &str) -> Module {
+    let mut module = parse_module(text, None).unwrap();
+    optimize(&mut module, &CompileOptions::default()).unwrap();
+    module
+}
+
+/// The optimized module on the JIT with 1 and 2 threads equals the interpreter, bit for bit.
+fn check_bitwise(module: &Module, args: &[Literal]) {
+    let want = evaluate(module, args).unwrap();
+    for threads in [1, 2] {
+        let options = JitOptions {
+            gemm_threads: threads,
+            ..Default::default()
+        };
+        let got = compile(module, &options).unwrap().run(args).unwrap();
+        assert!(
+            bits(&got) == bits(&want),
+            "{threads} thread(s): the JIT's bits differ from the interpreter's"
+        );
+    }
+}
+
+/// Threefry-2x32-20 on `half` counters (the key words are parameters), its two words
+/// concatenated into `[rows, cols]` (with `rows * cols == 2 * half`) and turned into uniform
+/// floats, as `estimator/src/model/random.rs` traces it.
+fn threefry_dropout_module(half: i64, rows: i64, cols: i64) -> String {
+    const ROTATIONS: [[u32; 4]; 2] = [[13, 15, 26, 6], [17, 29, 16, 24]];
+    let mut s = String::from("HloModule threefry\nENTRY e {\n");
+    s += "  key0 = u32[] parameter(0)\n  key1 = u32[] parameter(1)\n";
+    s += "  parity = u32[] constant(466688986)\n  kx = u32[] xor(key0, key1)\n  key2 = u32[] xor(kx, parity)\n";
+    for k in 0..3 {
+        s += &format!("  ks{k} = u32[{half}] broadcast(key{k}), dimensions={{}}\n");
+    }
+    s += &format!("  i = u32[{half}] iota(), iota_dimension=0\n");
+    s += &format!("  op = u32[] constant(1)\n  opb = u32[{half}] broadcast(op), dimensions={{}}\n");
+    s += &format!("  x0_0 = u32[{half}] add(i, ks0)\n  x1_0 = u32[{half}] add(opb, ks1)\n");
+    let mut n = 0;
+    let (mut x0, mut x1) = ("x0_0".to_string(), "x1_0".to_string());
+    for round in 0..5 {
+        for &r in &ROTATIONS[round % 2] {
+            n += 1;
+            let v = |name: &str| format!("{name}_{n}");
+            s += &format!("  {} = u32[] constant({r})\n", v("r"));
+            s += &format!("  {} = u32[] constant({})\n", v("q"), 32 - r);
+            s += &format!(
+                "  {} = u32[{half}] broadcast({}), dimensions={{}}\n",
+                v("rb"),
+                v("r")
+            );
+            s += &format!(
+                "  {} = u32[{half}] broadcast({}), dimensions={{}}\n",
+                v("qb"),
+                v("q")
+            );
+            s += &format!("  {} = u32[{half}] add({x0}, {x1})\n", v("a"));
+            s += &format!("  {} = u32[{half}] shift-left({x1}, {})\n", v("l"), v("rb"));
+            s += &format!(
+                "  {} = u32[{half}] shift-right-logical({x1}, {})\n",
+                v("h"),
+                v("qb")
+            );
+            s += &format!("  {} = u32[{half}] or({}, {})\n", v("o"), v("l"), v("h"));
+            s += &format!("  {} = u32[{half}] xor({}, {})\n", v("b"), v("o"), v("a"));
+            (x0, x1) = (v("a"), v("b"));
+        }
+        let (p, q) = ((round + 1) % 3, (round + 2) % 3);
+        s += &format!("  inj_{round} = u32[] constant({})\n", round + 1);
+        s += &format!("  kq_{round} = u32[] add(key{q}, inj_{round})\n");
+        s += &format!("  kqb_{round} = u32[{half}] broadcast(kq_{round}), dimensions={{}}\n");
+        s += &format!("  y0_{round} = u32[{half}] add({x0}, ks{p})\n");
+        s += &format!("  y1_{round} = u32[{half}] add({x1}, kqb_{round})\n");
+        (x0, x1) = (format!("y0_{round}"), format!("y1_{round}"));
+    }
+    let n2 = 2 * half;
+    s += &format!("  words = u32[{n2}] concatenate({x0}, {x1}), dimensions={{0}}\n");
+    s += &format!("  grid = u32[{rows},{cols}] reshape(words)\n");
+    s += "  nine = u32[] constant(9)\n  one_bits = u32[] constant(1065353216)\n";
+    s += &format!("  nb = u32[{rows},{cols}] broadcast(nine), dimensions={{}}\n");
+    s += &format!("  ob = u32[{rows},{cols}] broadcast(one_bits), dimensions={{}}\n");
+    s += &format!("  m = u32[{rows},{cols}] shift-right-logical(grid, nb)\n");
+    s += &format!("  f = u32[{rows},{cols}] or(m, ob)\n");
+    s += &format!("  g = f32[{rows},{cols}] bitcast-convert(f)\n");
+    s += "  onef = f32[] constant(1)\n";
+    s += &format!("  onefb = f32[{rows},{cols}] broadcast(onef), dimensions={{}}\n");
+    s += &format!("  ROOT u = f32[{rows},{cols}] subtract(g, onefb)\n}}\n");
+    s
+}
+
+fn keys() -> [Literal; 2] {
+    let word = |w: u32| {
+        Literal::Array(Array::new(
+            ArrayShape::scalar(ElementType::U32),
+            ArrayData::U32(vec![w]),
+        ))
+    };
+    [word(0x1319_8a2e), word(0x0370_7344)]
+}
+
+/// The chain is computed once per counter, by a two-output fusion whose outputs the
+/// concatenate reads; no fused computation holds both the concatenate and the chain.
+fn assert_words_are_stored(module: &Module) {
+    for id in module.computation_ids() {
+        let c = module.computation(id);
+        let order = c.post_order();
+        let concat = order
+            .iter()
+            .any(|&x| matches!(c.get(x).op, Op::Concatenate { .. }));
+        let binary = order
+            .iter()
+            .filter(|&&x| matches!(c.get(x).op, Op::Binary(_)))
+            .count();
+        assert!(
+            !(concat && binary > 20),
+            "the Threefry chain ({binary} ops) was fused into the concatenate's kernel"
+        );
+    }
+    let entry = module.entry();
+    assert!(entry.post_order().iter().any(|&x| {
+        matches!(entry.get(x).op, Op::Fusion { .. })
+            && matches!(&entry.get(x).shape, tessel_compiler::ir::Shape::Tuple(t) if t.len() == 2)
+    }));
+}
+
+#[test]
+fn threefry_words_concatenated_into_a_dropout_mask() {
+    let module = optimized(&threefry_dropout_module(131_072, 256, 1024));
+    assert_words_are_stored(&module);
+    check_bitwise(&module, &keys());
+}
+
+/// An odd number of words per half: the vector loops end in scalar tails, and the
+/// concatenate's boundary falls inside a row of the mask.
+#[test]
+fn threefry_words_with_scalar_tails() {
+    let module = optimized(&threefry_dropout_module(10_001, 2, 10_001));
+    check_bitwise(&module, &keys());
+}
+
+/// Shifts by constant amounts, in vector code and in the scalar tail, with XLA's results
+/// for amounts at or past the width: 0 for the logical shifts, the sign for the arithmetic one.
+#[test]
+fn shifts_by_constant_amounts_match_the_interpreter() {
+    let amounts: [u32; 7] = [0, 1, 5, 31, 32, 33, u32::MAX];
+    let mut s = String::from("HloModule shifts\nENTRY e {\n  p = f32[1027] parameter(0)\n");
+    s += "  x = u32[1027] bitcast-convert(p)\n  y = s32[1027] bitcast-convert(p)\n";
+    let mut outs = Vec::new();
+    for (k, a) in amounts.iter().enumerate() {
+        s += &format!("  au{k} = u32[] constant({a})\n");
+        s += &format!("  as{k} = s32[] constant({})\n", *a as i32);
+        s += &format!("  bu{k} = u32[1027] broadcast(au{k}), dimensions={{}}\n");
+        s += &format!("  bs{k} = s32[1027] broadcast(as{k}), dimensions={{}}\n");
+        for (op, name, ty, b) in [
+            ("shift-left", "l", "u32", "bu"),
+            ("shift-right-logical", "r", "u32", "bu"),
+            ("shift-right-arithmetic", "a", "s32", "bs"),
+            ("shift-right-logical", "rs", "s32", "bs"),
+        ] {
+            let operand = if ty == "u32" { "x" } else { "y" };
+            s += &format!("  {name}{k} = {ty}[1027] {op}({operand}, {b}{k})\n");
+            outs.push((format!("{name}{k}"), ty));
+        }
+    }
+    let shapes: Vec<String> = outs.iter().map(|(_, t)| format!("{t}[1027]")).collect();
+    let names: Vec<String> = outs.iter().map(|(n, _)| n.clone()).collect();
+    s += &format!(
+        "  ROOT out = ({}) tuple({})\n}}\n",
+        shapes.join(", "),
+        names.join(", ")
+    );
+    let module = optimized(&s);
+    check_bitwise(&module, &[pseudo_random_f32(&[1027], 21, 0)]);
+}
