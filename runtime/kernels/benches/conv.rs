@@ -489,7 +489,7 @@ fn bench_phase(peaks: &Peaks, name: &str, r: usize, [size, c, o]: [usize; 3], fl
     let (dy, k) = (values(128 * half * half * o, 1), values(r * r * c * o, 2));
     let mut dx = vec![0f32; 128 * size * size * c];
     for threads in THREADS {
-        let plan = PhaseConv::new(g, layout, GemmBackend::Gemm, threads).unwrap();
+        let plan = PhaseConv::new(g, layout, threads).unwrap();
         let mut scratch = scratch_block(plan.scratch_bytes());
         let ms = median_ms(10, || unsafe {
             plan.run(

@@ -10,28 +10,25 @@
 //! 2, the four phases take 2x2, 2x1, 1x2 and 1x1 taps, and no product touches a hole. A phase
 //! with no tap (a 1x1 window at stride 2 reaches a quarter of the outputs) is zero.
 //!
-//! Each phase runs as a patch GEMM: in chunks of its output pixels, the taps' input channels
-//! are gathered into a `[rows, taps * C]` matrix, multiplied by the phase's kernel (packed
-//! once per call as `[taps * C, O]`) into the worker's buffer, and each row stored at its
-//! output pixel. The chunks depend on the shape only and each output is one GEMM's dot
-//! product, so the result is the same on any number of threads.
+//! Each phase's taps of the kernel are packed once per call as `[taps, C, O]`; then each line
+//! of a phase's outputs (one image row of it) runs on the direct convolutions' register tiles
+//! (`conv_direct::tile`): a tile's rows are consecutive output pixels of the line, which read
+//! input pixels `C` floats apart, its steps the taps' input rows (outer) and the taps'
+//! columns and channels, contiguous in NHWC (inner), and it stores each row at its output
+//! pixel, `s * O` floats apart. Nothing is gathered or copied. Pixels whose taps leave the
+//! input (the padding) take the tile with only the taps inside. Each output is summed by one
+//! tile in a fixed order, so the result is the same on any number of threads.
 
 #[cfg(test)]
 mod tests;
 
-use crate::gemm::{sgemm, GemmBackend};
-use crate::parallel::{for_each_share_on_slots, Shared};
+use crate::conv_direct::channel_blocks;
+use crate::conv_direct::tile::{run_tile, Tile};
+use crate::cpu::Isa;
+use crate::parallel::{chunk_len, for_each_range, Shared};
 use crate::scratch::{floats, Scratch};
 use crate::winograd::KernelLayout;
 use crate::KernelError;
-
-/// Largest patch matrix chunk one worker gathers at once, in elements (fits in L2 cache).
-const PATCH_ELEMS: usize = 1 << 16;
-
-/// Fewest rows a chunk is cut to (below it the GEMM's overhead shows), and the chunks per
-/// phase aimed for when the phase is small, so that two threads share it.
-const MIN_CHUNK_ROWS: usize = 64;
-const CHUNKS_PER_PHASE: usize = 8;
 
 /// A 2-D convolution of an NHWC input dilated by `dilation`, at stride 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,32 +49,36 @@ pub struct DilatedInputGeometry {
     pub pad_low: [isize; 2],
 }
 
-/// One window tap of a phase in one spatial dimension: the kernel index it reads (after any
-/// reversal) and the input offset from the phase's output index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Tap {
-    kernel: usize,
+/// One spatial dimension of a phase: its first output, how many outputs it has (every
+/// `dilation`-th), and its taps: the kernel index of each (after any reversal) and the input
+/// offset of the first from the phase's output index (the next taps read the next pixels).
+#[derive(Clone, Debug)]
+struct PhaseDim {
+    first: usize,
+    count: usize,
+    kernel: Vec<usize>,
     offset: isize,
 }
 
-/// The outputs of one phase: every `dilation`-th output from `first`, and the taps that reach
-/// input pixels.
-#[derive(Clone, Debug)]
-struct Phase {
-    first: [usize; 2],
-    /// Outputs of the phase per spatial dimension.
-    count: [usize; 2],
-    taps: [Vec<Tap>; 2],
-    /// The packed kernel `[taps * C, O]` (a float offset into the packed-kernel region).
-    packed: usize,
-    rows_per_chunk: usize,
-    chunks: usize,
+impl PhaseDim {
+    /// The taps `[lo, hi)` that fall inside an input of `size` for output index `q`.
+    fn inside(&self, q: usize, size: usize) -> (usize, usize) {
+        let at = q as isize + self.offset;
+        let taps = self.kernel.len() as isize;
+        let lo = (-at).clamp(0, taps);
+        let hi = (size as isize - at).clamp(lo, taps);
+        (lo as usize, hi as usize)
+    }
 }
 
-impl Phase {
-    fn cols(&self, channels: usize) -> usize {
-        self.taps[0].len() * self.taps[1].len() * channels
-    }
+/// The outputs of one phase.
+#[derive(Clone, Debug)]
+struct Phase {
+    dims: [PhaseDim; 2],
+    /// The packed kernel `[taps_y, taps_x, C, O]` (a float offset into the packed region).
+    packed: usize,
+    /// The phase's first line (image row of its outputs) among all phases' lines.
+    line0: usize,
 }
 
 /// A planned convolution of a dilated input.
@@ -86,39 +87,40 @@ pub struct PhaseConv {
     g: DilatedInputGeometry,
     layout: KernelLayout,
     phases: Vec<Phase>,
-    /// Scratch offsets: the packed kernels, and per worker a patch chunk and a result chunk.
+    lines: usize,
+    /// Scratch offset of the packed kernels.
     packed: usize,
-    patches: usize,
-    patch_elems: usize,
-    results: usize,
-    result_elems: usize,
-    workers: usize,
-    backend: GemmBackend,
+    threads: usize,
+    isa: Isa,
     scratch: Scratch,
 }
 
-/// The taps of phase `first` in one dimension of `window` over an input of `size` dilated by
-/// `s` and padded low by `pad` (the window reversed when `reversed`).
-fn taps(first: usize, window: usize, s: usize, pad: isize, reversed: bool) -> Vec<Tap> {
-    (0..window)
-        .filter_map(|k| {
-            let at = first as isize + k as isize - pad;
-            (at.rem_euclid(s as isize) == 0).then(|| Tap {
-                kernel: if reversed { window - 1 - k } else { k },
-                offset: at.div_euclid(s as isize),
-            })
-        })
-        .collect()
+/// The phase of dimension `d` whose first output is `first`.
+fn phase_dim(g: &DilatedInputGeometry, reversed: bool, d: usize, first: usize) -> PhaseDim {
+    let (window, s, pad) = (g.window[d], g.dilation[d] as isize, g.pad_low[d]);
+    let taps: Vec<usize> = (0..window)
+        .filter(|&k| (first as isize + k as isize - pad).rem_euclid(s) == 0)
+        .collect();
+    PhaseDim {
+        first,
+        count: (g.out_size[d] - first).div_ceil(g.dilation[d]),
+        offset: taps
+            .first()
+            .map_or(0, |&k| (first as isize + k as isize - pad).div_euclid(s)),
+        kernel: taps
+            .iter()
+            .map(|&k| if reversed { window - 1 - k } else { k })
+            .collect(),
+    }
 }
 
 impl PhaseConv {
     /// Plans `geometry` with the kernel in `layout` (strides of `[kh, kw, in, out]`) on
-    /// `threads` workers with GEMM library `backend`. Declines an input that is not dilated
-    /// (the stride-1 routines are better there) and an empty one.
+    /// `threads` workers. Declines an input that is not dilated (the stride-1 routines are
+    /// better there) and an empty one.
     pub fn new(
         geometry: DilatedInputGeometry,
         layout: KernelLayout,
-        backend: GemmBackend,
         threads: usize,
     ) -> Result<PhaseConv, KernelError> {
         let g = geometry;
@@ -142,58 +144,33 @@ impl PhaseConv {
         if g.dilation == [1, 1] {
             return Err(KernelError::declined("phase_conv", "an undilated input"));
         }
-        let mut phases = Vec::new();
-        let mut packed_elems = 0;
-        let (mut patch_elems, mut result_elems) = (0, 0);
+        let (mut phases, mut packed_elems, mut lines) = (Vec::new(), 0, 0);
         for ry in 0..g.dilation[0].min(g.out_size[0]) {
             for rx in 0..g.dilation[1].min(g.out_size[1]) {
-                let first = [ry, rx];
-                let count = [0, 1].map(|d| (g.out_size[d] - first[d]).div_ceil(g.dilation[d]));
-                let taps = [0, 1].map(|d| {
-                    taps(
-                        first[d],
-                        g.window[d],
-                        g.dilation[d],
-                        g.pad_low[d],
-                        layout.reversed[d],
-                    )
-                });
-                let rows = g.batch * count[0] * count[1];
-                let mut phase = Phase {
-                    first,
-                    count,
-                    taps,
+                let dims = [
+                    phase_dim(&g, layout.reversed[0], 0, ry),
+                    phase_dim(&g, layout.reversed[1], 1, rx),
+                ];
+                let taps = dims[0].kernel.len() * dims[1].kernel.len();
+                phases.push(Phase {
                     packed: packed_elems,
-                    rows_per_chunk: 0,
-                    chunks: 0,
-                };
-                let cols = phase.cols(g.channels).max(1);
-                let most = rows.div_ceil(CHUNKS_PER_PHASE).max(MIN_CHUNK_ROWS);
-                phase.rows_per_chunk = (PATCH_ELEMS / cols).clamp(1, most).min(rows);
-                phase.chunks = rows.div_ceil(phase.rows_per_chunk);
-                packed_elems += phase.cols(g.channels) * g.out_channels;
-                patch_elems = patch_elems.max(phase.rows_per_chunk * cols);
-                result_elems = result_elems.max(phase.rows_per_chunk * g.out_channels);
-                phases.push(phase);
+                    line0: lines,
+                    dims,
+                });
+                packed_elems += taps * g.channels * g.out_channels;
+                lines += g.batch * phases.last().map_or(0, |p| p.dims[0].count);
             }
         }
-        let items: usize = phases.iter().map(|p| p.chunks).sum();
-        let workers = threads.clamp(1, items.max(1));
         let mut scratch = Scratch::default();
         let packed = scratch.region(packed_elems * 4);
-        let patches = scratch.region(patch_elems * workers * 4);
-        let results = scratch.region(result_elems * workers * 4);
         Ok(PhaseConv {
             g,
             layout,
             phases,
+            lines,
             packed,
-            patches,
-            patch_elems,
-            results,
-            result_elems,
-            workers,
-            backend,
+            threads: threads.max(1),
+            isa: Isa::detect(),
             scratch,
         })
     }
@@ -217,44 +194,30 @@ impl PhaseConv {
     ) {
         let packed = floats(scratch, self.packed);
         self.pack_kernels(kernel, packed);
-        let (patches, results) = (floats(scratch, self.patches), floats(scratch, self.results));
-        let items: Vec<(usize, usize)> = self
-            .phases
-            .iter()
-            .enumerate()
-            .flat_map(|(p, phase)| (0..phase.chunks).map(move |c| (p, c)))
-            .collect();
-        let (input, packed, output, patches, results) = (
-            Shared(input as *mut f32),
-            Shared(packed),
-            Shared(output),
-            Shared(patches),
-            Shared(results),
-        );
-        for_each_share_on_slots(items.len(), self.workers, |slot, item| {
-            let (p, chunk) = items[item];
-            self.run_chunk(
-                &self.phases[p],
-                chunk,
-                input.get(),
-                packed.get(),
-                output.get(),
-                patches.get().add(slot * self.patch_elems),
-                results.get().add(slot * self.result_elems),
-            );
+        let (input, packed, output) = (Shared(input as *mut f32), Shared(packed), Shared(output));
+        let chunk = chunk_len(self.lines, self.threads, 1);
+        for_each_range(self.lines, chunk, self.threads, |l0, l1| {
+            for line in l0..l1 {
+                // The phase holding `line`: the last one starting at or before it.
+                let p = self.phases.partition_point(|ph| ph.line0 <= line) - 1;
+                let phase = &self.phases[p];
+                let at = line - phase.line0;
+                let (n, qy) = (at / phase.dims[0].count, at % phase.dims[0].count);
+                self.run_line(phase, n, qy, input.get(), packed.get(), output.get());
+            }
         });
     }
 
-    /// Packs each phase's taps of `kernel` as a `[taps * C, O]` matrix.
+    /// Packs each phase's taps of `kernel` as a `[taps_y, taps_x, C, O]` array.
     unsafe fn pack_kernels(&self, kernel: *const f32, packed: *mut f32) {
         let (c, o) = (self.g.channels, self.g.out_channels);
         let s = self.layout.strides;
         for phase in &self.phases {
             let mut to = packed.add(phase.packed);
-            for ty in &phase.taps[0] {
-                for tx in &phase.taps[1] {
+            for &ky in &phase.dims[0].kernel {
+                for &kx in &phase.dims[1].kernel {
                     for ci in 0..c {
-                        let from = kernel.add(ty.kernel * s[0] + tx.kernel * s[1] + ci * s[2]);
+                        let from = kernel.add(ky * s[0] + kx * s[1] + ci * s[2]);
                         for oi in 0..o {
                             *to.add(oi) = *from.add(oi * s[3]);
                         }
@@ -265,78 +228,79 @@ impl PhaseConv {
         }
     }
 
-    /// Chunk `chunk` of `phase`: gathers its patches, multiplies them by the phase's kernel
-    /// and stores the rows at their output pixels (zeros for a phase with no tap).
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn run_chunk(
+    /// Output row `qy` of `phase` in image `n`: runs of pixels whose taps inside the input are
+    /// the same, each on tiles of up to the instruction set's rows.
+    unsafe fn run_line(
         &self,
         phase: &Phase,
-        chunk: usize,
+        n: usize,
+        qy: usize,
         input: *const f32,
         packed: *const f32,
         output: *mut f32,
-        patch: *mut f32,
-        result: *mut f32,
     ) {
         let g = &self.g;
         let (c, o) = (g.channels, g.out_channels);
-        let [qh, qw] = phase.count;
-        let row0 = chunk * phase.rows_per_chunk;
-        let rows = phase.rows_per_chunk.min(g.batch * qh * qw - row0);
-        let cols = phase.cols(c);
-        let pixel = |row: usize| {
-            let (n, q) = (row / (qh * qw), row % (qh * qw));
-            (n, q / qw, q % qw)
-        };
-        if cols > 0 {
-            for r in 0..rows {
-                let (n, qy, qx) = pixel(row0 + r);
-                let image = input.add(n * g.height * g.width * c);
-                let mut to = patch.add(r * cols);
-                for ty in &phase.taps[0] {
-                    let iy = qy as isize + ty.offset;
-                    let row_in = (0..g.height as isize).contains(&iy);
-                    for tx in &phase.taps[1] {
-                        let ix = qx as isize + tx.offset;
-                        if row_in && (0..g.width as isize).contains(&ix) {
-                            let from = image.add((iy as usize * g.width + ix as usize) * c);
-                            std::ptr::copy_nonoverlapping(from, to, c);
-                        } else {
-                            std::ptr::write_bytes(to, 0, c);
-                        }
-                        to = to.add(c);
-                    }
+        let [dy, dx] = &phase.dims;
+        let [oh, ow] = g.out_size;
+        let (sx, taps_x) = (g.dilation[1], dx.kernel.len());
+        let y = dy.first + qy * g.dilation[0];
+        let line = output.add(((n * oh + y) * ow + dx.first) * o);
+        let (ty0, ty1) = dy.inside(qy, g.height);
+        let most_rows = self.isa.max_rows();
+        let mut qa = 0;
+        while qa < dx.count {
+            let (tx0, tx1) = dx.inside(qa, g.width);
+            let mut qb = qa + 1;
+            while qb < dx.count && dx.inside(qb, g.width) == (tx0, tx1) {
+                qb += 1;
+            }
+            let dst = line.add(qa * sx * o);
+            if ty0 == ty1 || tx0 == tx1 {
+                for q in 0..qb - qa {
+                    std::ptr::write_bytes(dst.add(q * sx * o), 0, o);
+                }
+                qa = qb;
+                continue;
+            }
+            let iy = (qy as isize + dy.offset) as usize + ty0;
+            let ix = (qa as isize + dx.offset) as usize + tx0;
+            let a = input.add(((n * g.height + iy) * g.width + ix) * c);
+            let b = packed.add(phase.packed + (ty0 * taps_x + tx0) * c * o);
+            let pixels = qb - qa;
+            for (o0, lanes) in channel_blocks(o, self.isa.max_lanes()) {
+                let tile = |a: *const f32, dst: *mut f32, rows: usize, blocks: usize| Tile {
+                    a,
+                    a_row: c as isize,
+                    b: b.add(o0),
+                    outer: ty1 - ty0,
+                    a_outer: (g.width * c) as isize,
+                    b_outer: (taps_x * c * o) as isize,
+                    inner: (tx1 - tx0) * c,
+                    a_inner: 1,
+                    b_inner: o as isize,
+                    dst: dst.add(o0),
+                    dst_row: (sx * o) as isize,
+                    rows,
+                    lanes,
+                    accumulate: false,
+                    bias: None,
+                    blocks,
+                    a_block: (rows * c) as isize,
+                    dst_block: (rows * sx * o) as isize,
+                };
+                let full = pixels / most_rows;
+                if full > 0 {
+                    run_tile(self.isa, &tile(a, dst, most_rows, full));
+                }
+                let rest = pixels % most_rows;
+                if rest > 0 {
+                    let done = full * most_rows;
+                    let t = tile(a.add(done * c), dst.add(done * sx * o), rest, 1);
+                    run_tile(self.isa, &t);
                 }
             }
-            sgemm(
-                self.backend,
-                1,
-                rows,
-                o,
-                cols,
-                patch,
-                cols as isize,
-                1,
-                packed.add(phase.packed),
-                o as isize,
-                1,
-                result,
-                o as isize,
-                1,
-                false,
-            );
-        }
-        let [oh, ow] = g.out_size;
-        for r in 0..rows {
-            let (n, qy, qx) = pixel(row0 + r);
-            let y = phase.first[0] + qy * g.dilation[0];
-            let x = phase.first[1] + qx * g.dilation[1];
-            let to = output.add(((n * oh + y) * ow + x) * o);
-            if cols > 0 {
-                std::ptr::copy_nonoverlapping(result.add(r * o), to, o);
-            } else {
-                std::ptr::write_bytes(to, 0, o);
-            }
+            qa = qb;
         }
     }
 }

@@ -73,8 +73,8 @@ fn run(plan: &PhaseConv, x: &[f32], k: &[f32], out_len: usize) -> Vec<f32> {
 
 /// Data gradients of strided convolutions (3x3 and 1x1 at stride 2, as XLA writes them for
 /// TF's `same` padding and for `valid`), odd sizes, stride 3, uneven strides, 1 channel and
-/// many, a reversed kernel, negative padding: every output matches the definition, and 1, 2
-/// and 3 threads give the same bits.
+/// many, a reversed kernel, negative padding: on every instruction set, every output matches
+/// the definition, and 1, 2 and 3 threads give the same bits.
 #[test]
 fn matches_the_definition_on_one_and_more_threads() {
     // (batch, h, w, c, window, o, out_size, dilation, pad_low, reversed)
@@ -205,7 +205,7 @@ fn matches_the_definition_on_one_and_more_threads() {
         };
         let want = reference(&g, reversed, &x, &k);
         let out_len = batch * out_size[0] * out_size[1] * o;
-        let plan = |threads| PhaseConv::new(g, layout, GemmBackend::Gemm, threads).unwrap();
+        let plan = |threads| PhaseConv::new(g, layout, threads).unwrap();
         let one = run(&plan(1), &x, &k, out_len);
         for (i, (&got, &(v, m))) in one.iter().zip(&want).enumerate() {
             assert!(
@@ -263,14 +263,9 @@ fn reads_the_kernel_in_any_layout() {
         reversed: [false, false],
     };
     let out_len = 2 * 10 * 10 * o;
-    let a = run(
-        &PhaseConv::new(g, plain, GemmBackend::Gemm, 2).unwrap(),
-        &x,
-        &hwio,
-        out_len,
-    );
+    let a = run(&PhaseConv::new(g, plain, 2).unwrap(), &x, &hwio, out_len);
     let b = run(
-        &PhaseConv::new(g, transposed, GemmBackend::Gemm, 2).unwrap(),
+        &PhaseConv::new(g, transposed, 2).unwrap(),
         &x,
         &iohw,
         out_len,
@@ -297,7 +292,7 @@ fn declines_undilated_and_empty_inputs() {
         reversed: [false, false],
     };
     assert!(matches!(
-        PhaseConv::new(g, layout, GemmBackend::Gemm, 1),
+        PhaseConv::new(g, layout, 1),
         Err(KernelError::Declined { .. })
     ));
     let empty = DilatedInputGeometry {
@@ -306,7 +301,7 @@ fn declines_undilated_and_empty_inputs() {
         ..g
     };
     assert!(matches!(
-        PhaseConv::new(empty, layout, GemmBackend::Gemm, 1),
+        PhaseConv::new(empty, layout, 1),
         Err(KernelError::Declined { .. })
     ));
 }

@@ -8,7 +8,6 @@ use super::conv_shape::f32_dims;
 use crate::jit::buffer::Addr;
 use crate::jit::host::{guarded, resolve, Status};
 use tessel_compiler::ir::{ArrayShape, Convolution};
-use tessel_kernels::gemm::GemmBackend;
 use tessel_kernels::phase_conv::{DilatedInputGeometry, PhaseConv};
 use tessel_kernels::winograd::KernelLayout;
 
@@ -42,7 +41,6 @@ impl PhaseConvPlan {
         input: (Addr, &ArrayShape),
         kernel: (Addr, &ArrayShape),
         output: (Addr, &ArrayShape),
-        backend: GemmBackend,
         threads: usize,
         alloc: &mut dyn FnMut(usize) -> Addr,
     ) -> Option<PhaseConvPlan> {
@@ -103,7 +101,7 @@ impl PhaseConvPlan {
             strides: ks.map(|k| kstrides[k]),
             reversed: [win[0].reversal, win[1].reversal],
         };
-        let routine = PhaseConv::new(geometry, layout, backend, threads).ok()?;
+        let routine = PhaseConv::new(geometry, layout, threads).ok()?;
         Some(PhaseConvPlan {
             name: name.to_string(),
             scratch: alloc(routine.scratch_bytes()),
