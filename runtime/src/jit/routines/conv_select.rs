@@ -172,16 +172,7 @@ pub fn plan_convolution(
             let routine = direct_weight_grad_routine as *const () as usize;
             return Ok(ConvRoutine::new(routine, p));
         }
-        if let Some(p) = PhaseConvPlan::new(
-            name,
-            conv,
-            input,
-            kernel,
-            output,
-            options.gemm,
-            threads,
-            alloc,
-        ) {
+        if let Some(p) = PhaseConvPlan::new(name, conv, input, kernel, output, threads, alloc) {
             return Ok(ConvRoutine::new(
                 phase_conv_routine as *const () as usize,
                 p,
