@@ -11,8 +11,9 @@
 //! layer (14x14, 32 -> 64, `same`) and ResNet-20's three stages at b128 (32x32x16, 16x16x32,
 //! 8x8x64), forward, data and weight gradient on Winograd F(2x2) and F(4x4) and on the patch
 //! GEMM; and ResNet-20's down-sampling, a stride-2 3x3 and a stride-2 1x1 projection, on the
-//! patch GEMM. `cargo bench -p tessel-kernels --bench conv -- 3x3` runs only those, `-- mnist`
-//! only the MNIST lines.
+//! patch GEMM and their data gradients on the phase split. `cargo bench -p tessel-kernels
+//! --bench conv -- 3x3` runs only those, `-- stride2` only the down-sampling, `-- mnist` only
+//! the MNIST lines.
 
 mod common;
 
@@ -20,6 +21,7 @@ use common::{header, median_ms, median_ms_cold, report, scratch_block, values, P
 use tessel_kernels::conv_direct::{DirectConv, DirectWeightGradient};
 use tessel_kernels::gemm::GemmBackend;
 use tessel_kernels::patch_gemm::{ConvGeometry, PatchConv};
+use tessel_kernels::phase_conv::{DilatedInputGeometry, PhaseConv};
 use tessel_kernels::pooling::{MaxPool, PoolEpilogue, PoolGeometry};
 use tessel_kernels::winograd::{
     KernelLayout, TransformOrder, WinogradConv, WinogradFilterGradient,
@@ -179,6 +181,9 @@ fn main() {
     if runs("3x3") {
         three_by_three(&peaks);
     }
+    if runs("3x3 stride2") {
+        down_sampling(&peaks);
+    }
 }
 
 /// The MNIST step's 5x5 convolutions.
@@ -323,7 +328,7 @@ fn same_3x3(size: usize, channels: usize, out_channels: usize) -> Conv2dGeometry
 }
 
 /// The 3x3 convolutions of the Fashion-MNIST CNN and ResNet-20, each use on Winograd F(2x2)
-/// and F(4x4) and on the patch GEMM, then ResNet-20's stride-2 convolutions on the patch GEMM.
+/// and F(4x4) and on the patch GEMM.
 fn three_by_three(peaks: &Peaks) {
     for (name, g) in [
         ("3x3 fashion 14x14x32->64", same_3x3(14, 32, 64)),
@@ -394,63 +399,106 @@ fn three_by_three(peaks: &Peaks) {
         let (geometry, sizes) = (patch_weight_gradient(&g), [xs, ys, ks]);
         bench_patch(peaks, &format!("{name} weight grad"), geometry, sizes, f);
     }
-    // ResNet-20's down-sampling from 32x32x16 to 16x16x32: the stride-2 3x3 of the block's
-    // first convolution and the stride-2 1x1 projection of its shortcut (TF's `same`: no low
-    // padding), forward and both gradients as JAX emits them: the data gradient dilates dY by
-    // the stride (3/4 of its patch entries are holes), the weight gradient dilates the window.
-    for (name, r) in [
-        ("3x3 resnet s2 32x32x16->32", 3usize),
-        ("1x1 resnet s2 32x32x16->32", 1),
-    ] {
-        let forward = ConvGeometry {
-            window: vec![r; 2],
-            out_features: 32,
-            out_spatial: vec![16, 16],
-            stride: vec![2, 2],
-            pad_low: vec![0; 2],
-            ..patch_forward(&mnist_conv(32, 16, 32))
-        };
-        let data_grad = ConvGeometry {
-            channels: 32,
-            spatial: vec![16, 16],
-            in_per_group: 32,
-            out_features: 16,
-            out_spatial: vec![32, 32],
-            stride: vec![1, 1],
-            pad_low: vec![r as i64 - 1; 2],
-            base_dilation: vec![2, 2],
-            reversal: vec![true, true],
-            ..forward.clone()
-        };
-        let weight_grad = ConvGeometry {
-            batch: 16,
-            channels: 128,
-            spatial: vec![32, 32],
-            window: vec![16, 16],
-            in_per_group: 128,
-            out_features: 32,
-            out_batch: 16,
-            out_spatial: vec![r; 2],
-            stride: vec![1, 1],
-            window_dilation: vec![2, 2],
-            ..forward.clone()
-        };
-        let [xs, ks, ys] = [128 * 32 * 32 * 16, r * r * 16 * 32, 128 * 16 * 16 * 32];
-        let f = 2.0 * (128 * 16 * 16 * 32 * r * r * 16) as f64;
-        bench_patch(peaks, &format!("{name} forward"), forward, [xs, ks, ys], f);
-        bench_patch(
-            peaks,
-            &format!("{name} data grad"),
-            data_grad,
-            [ys, ks, xs],
-            f,
-        );
-        bench_patch(
-            peaks,
-            &format!("{name} weight grad"),
-            weight_grad,
-            [xs, ys, ks],
-            f,
-        );
+}
+
+/// ResNet-20's down-sampling (32x32x16 -> 16x16x32 and 16x16x32 -> 8x8x64): the stride-2 3x3
+/// of the block's first convolution and the stride-2 1x1 projection of its shortcut (TF's
+/// `same`: no low padding), forward and both gradients as XLA writes them: the data gradient
+/// dilates dY by the stride (3/4 of the patch GEMM's entries are holes; the phase split skips
+/// them), the weight gradient dilates the window.
+fn down_sampling(peaks: &Peaks) {
+    for (size, c, o) in [(32usize, 16usize, 32usize), (16, 32, 64)] {
+        let half = size / 2;
+        for r in [3usize, 1] {
+            let name = format!("{r}x{r} resnet s2 {size}x{size}x{c}->{o}");
+            let forward = ConvGeometry {
+                window: vec![r; 2],
+                out_features: o,
+                out_spatial: vec![half, half],
+                stride: vec![2, 2],
+                pad_low: vec![0; 2],
+                ..patch_forward(&mnist_conv(size, c, o))
+            };
+            let data_grad = ConvGeometry {
+                channels: o,
+                spatial: vec![half, half],
+                in_per_group: o,
+                out_features: c,
+                out_spatial: vec![size, size],
+                stride: vec![1, 1],
+                pad_low: vec![r as i64 - 1; 2],
+                base_dilation: vec![2, 2],
+                reversal: vec![true, true],
+                ..forward.clone()
+            };
+            let weight_grad = ConvGeometry {
+                batch: c,
+                channels: 128,
+                spatial: vec![size, size],
+                window: vec![half, half],
+                in_per_group: 128,
+                out_features: o,
+                out_batch: c,
+                out_spatial: vec![r; 2],
+                stride: vec![1, 1],
+                window_dilation: vec![2, 2],
+                ..forward.clone()
+            };
+            let [xs, ks, ys] = [128 * size * size * c, r * r * c * o, 128 * half * half * o];
+            let f = 2.0 * (128 * half * half * o * r * r * c) as f64;
+            bench_patch(peaks, &format!("{name} forward"), forward, [xs, ks, ys], f);
+            bench_patch(
+                peaks,
+                &format!("{name} data grad"),
+                data_grad,
+                [ys, ks, xs],
+                f,
+            );
+            bench_phase(peaks, &format!("{name} data grad"), r, [size, c, o], f);
+            bench_patch(
+                peaks,
+                &format!("{name} weight grad"),
+                weight_grad,
+                [xs, ys, ks],
+                f,
+            );
+        }
+    }
+}
+
+/// Times the phase split ([`PhaseConv`]) on the data gradient of a stride-2 `r x r`
+/// convolution of `size x size x c` images into `o` channels (`dY` dilated by 2 and padded
+/// `r - 1` low, the HWIO kernel reversed), as XLA writes it.
+fn bench_phase(peaks: &Peaks, name: &str, r: usize, [size, c, o]: [usize; 3], flop: f64) {
+    let half = size / 2;
+    let g = DilatedInputGeometry {
+        batch: 128,
+        height: half,
+        width: half,
+        channels: o,
+        window: [r, r],
+        out_channels: c,
+        out_size: [size, size],
+        dilation: [2, 2],
+        pad_low: [r as isize - 1; 2],
+    };
+    let layout = KernelLayout {
+        strides: [r * c * o, c * o, 1, o],
+        reversed: [true, true],
+    };
+    let (dy, k) = (values(128 * half * half * o, 1), values(r * r * c * o, 2));
+    let mut dx = vec![0f32; 128 * size * size * c];
+    for threads in THREADS {
+        let plan = PhaseConv::new(g, layout, threads).unwrap();
+        let mut scratch = scratch_block(plan.scratch_bytes());
+        let ms = median_ms(10, || unsafe {
+            plan.run(
+                dy.as_ptr(),
+                k.as_ptr(),
+                dx.as_mut_ptr(),
+                scratch.as_mut_ptr() as *mut u8,
+            )
+        });
+        report(peaks, &format!("{name} [phase split]"), threads, flop, ms);
     }
 }

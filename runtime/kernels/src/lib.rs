@@ -5,6 +5,8 @@
 //! - [`gemm`]: the choice between the `gemm` and `matrixmultiply` crates and their threading,
 //!   and the register-blocked small GEMM of the Winograd routines.
 //! - [`patch_gemm`]: convolution as patch matrix + GEMM, for any window (the general case).
+//! - [`phase_conv`]: convolution of a stride-dilated input (a strided convolution's data
+//!   gradient) split by output phase into stride-1 patch GEMMs that skip the holes.
 //! - [`conv_direct`]: direct convolution loops for few input channels (forward and weight
 //!   gradient) over register tiles in AVX-512 / AVX2 / portable code.
 //! - [`winograd`]: Winograd F(2x2, r x r) convolution and its weight gradient.
@@ -24,6 +26,7 @@ pub mod gemm;
 pub mod geometry;
 pub mod parallel;
 pub mod patch_gemm;
+pub mod phase_conv;
 pub mod pooling;
 pub mod prefetch;
 pub mod scratch;

@@ -9,6 +9,7 @@ mod batch_norm_fusion;
 mod conv_bias;
 mod conv_direct;
 mod conv_pair;
+mod conv_phase;
 mod conv_pool;
 mod corpus;
 mod fast_paths;

@@ -9,6 +9,7 @@ use super::conv_direct::{
     direct_conv_routine, direct_weight_grad_routine, DirectConvPlan, DirectWeightGradPlan,
 };
 use super::conv_epilogue::PoolTargets;
+use super::conv_phase::{phase_conv_routine, PhaseConvPlan};
 use super::convolution::{conv_routine, ConvPlan};
 use super::winograd::{
     winograd_filter_routine, winograd_routine, WinogradFilterPlan, WinogradPlan,
@@ -120,7 +121,7 @@ impl ConvRoutine {
     }
 
     /// Which algorithm was chosen: `direct`, `direct-weight-grad`, `winograd`,
-    /// `winograd-filter` or `gemm` (for tests and reports).
+    /// `winograd-filter`, `phase` or `gemm` (for tests and reports).
     pub fn algorithm(&self) -> &'static str {
         if self.plan.is::<DirectConvPlan>() {
             "direct"
@@ -130,6 +131,8 @@ impl ConvRoutine {
             "winograd"
         } else if self.plan.is::<WinogradFilterPlan>() {
             "winograd-filter"
+        } else if self.plan.is::<PhaseConvPlan>() {
+            "phase"
         } else {
             "gemm"
         }
@@ -141,8 +144,9 @@ impl ConvRoutine {
 ///
 /// Under [`ConvAlgorithm::Auto`] the specialized routines are tried in order: the direct loops
 /// for few input channels (at most `tessel_kernels::conv_direct::MAX_CHANNELS`, where Winograd's transforms
-/// cost more than they save), then, at [`ConvPrecision::Fast`], Winograd for stride-1 3x3 and
-/// 5x5 windows.
+/// cost more than they save), the split by output phase for a stride-dilated input (a strided
+/// convolution's data gradient, summed directly like the patch GEMM but without the holes),
+/// then, at [`ConvPrecision::Fast`], Winograd for stride-1 3x3 and 5x5 windows.
 #[allow(clippy::too_many_arguments)]
 pub fn plan_convolution(
     name: &str,
@@ -167,6 +171,12 @@ pub fn plan_convolution(
         {
             let routine = direct_weight_grad_routine as *const () as usize;
             return Ok(ConvRoutine::new(routine, p));
+        }
+        if let Some(p) = PhaseConvPlan::new(name, conv, input, kernel, output, threads, alloc) {
+            return Ok(ConvRoutine::new(
+                phase_conv_routine as *const () as usize,
+                p,
+            ));
         }
     }
     if options.conv_algorithm == ConvAlgorithm::Auto && precision == ConvPrecision::Fast {

@@ -8,7 +8,7 @@
 //! - `bias_match.rs`: the bias add after a convolution, which the direct and Winograd
 //!   routines then do in their stores.
 //! - `convolution.rs`: the general patch-matrix GEMM, any convolution.
-//! - `conv_direct.rs`, `winograd.rs`: the specialized convolutions;
+//! - `conv_direct.rs`, `winograd.rs`, `conv_phase.rs`: the specialized convolutions;
 //!   `conv_epilogue.rs`: the bias and max-pool they compute as they store their output.
 //! - `pool_match.rs`, `pooling.rs`: max-pool fusions (forward; gradient with ReLU gate and bias
 //!   sum) recognized and run by the pooling routines.
@@ -23,6 +23,7 @@ pub mod bias_match;
 pub mod conv_direct;
 pub(crate) mod conv_epilogue;
 pub mod conv_pair;
+pub(crate) mod conv_phase;
 pub mod conv_select;
 pub(crate) mod conv_shape;
 pub mod convolution;
