@@ -17,6 +17,14 @@ pub struct Hosts {
 impl Hosts {
     /// Joins the MPI job this process was started in, if any.
     pub fn join() -> Result<Hosts, String> {
+        let hosts = Hosts::join_job()?;
+        if let Some(warning) = tessel_runtime::session::alone_under_launcher() {
+            log::warn!(target: "tessel", "{warning}");
+        }
+        Ok(hosts)
+    }
+
+    fn join_job() -> Result<Hosts, String> {
         #[cfg(feature = "mpi")]
         {
             use tessel_runtime::session::{timeout_from_env, MpiWorld as World};

@@ -10,5 +10,6 @@ mod jit_run;
 mod keras;
 mod keras_escape_hatch;
 mod keras_tfrecord;
+mod launcher_warning;
 mod limits;
 mod predict;

@@ -12,7 +12,7 @@ use crate::error::EstimatorError;
 use std::ops::Range;
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType, Literal};
 use tessel_runtime::feed::{unstack, FeedSource};
-use tessel_runtime::session::{from_chief, job_hosts, SessionError};
+use tessel_runtime::session::{alone_under_launcher, from_chief, job_hosts, SessionError};
 
 /// This process's place among the hosts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +25,7 @@ pub(crate) struct Hosts {
 impl Hosts {
     /// The job this process joined, or one host.
     pub(crate) fn of_job() -> Hosts {
+        warn_once_if_alone_under_launcher();
         match job_hosts() {
             Some((index, count)) => Hosts { index, count },
             None => Hosts::one(),
@@ -72,6 +73,15 @@ impl Hosts {
                 },
             )
             .collect()
+    }
+}
+
+/// Warns (once) when an MPI launcher started this process among several but it takes no
+/// part in their job, so it would train a model of its own.
+fn warn_once_if_alone_under_launcher() {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    if let Some(warning) = alone_under_launcher() {
+        WARNED.call_once(|| log::warn!(target: "tessel", "{warning}"));
     }
 }
 

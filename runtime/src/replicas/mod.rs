@@ -14,6 +14,7 @@
 //! failure that was not itself a consequence of another replica stopping, naming its replica.
 
 pub mod faults;
+pub mod launcher;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod placement;

@@ -38,6 +38,7 @@ pub use crate::trace::{
 pub use compile::{compile, compile_loop, compile_with_report, optimize_for_device, Compiled};
 pub use device::{Backend, Device};
 // A run split over the hosts of an MPI job (the `mpi` feature): this host's place in it.
+pub use crate::replicas::launcher::alone_under_launcher;
 #[cfg(feature = "mpi")]
 pub use crate::replicas::mpi::{timeout_from_env, World as MpiWorld};
 pub use crate::replicas::placement::hosts as job_hosts;

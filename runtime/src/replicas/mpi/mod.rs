@@ -35,12 +35,7 @@ pub struct World {
 
 static WORLD: OnceLock<World> = OnceLock::new();
 
-/// Whether a launcher (`mpirun`, `srun` with PMI) started this process.
-pub fn launched_by_mpi() -> bool {
-    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some())
-}
+pub use crate::replicas::launcher::launched_by_mpi;
 
 /// The heartbeat timeout: `TESSEL_MPI_TIMEOUT_SECS`, or [`DEFAULT_TIMEOUT`].
 pub fn timeout_from_env() -> Result<Duration, String> {
