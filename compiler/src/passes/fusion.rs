@@ -454,7 +454,13 @@ fn absorb_reduce_groups(c: &Computation, groups: &mut Vec<Group>) {
                 && c.get(c.get(r).operand(0)).shape.dims() == x_dims.as_slice()
         };
         let own: Vec<InstrId> = groups[g].roots[1..].to_vec();
-        if !is_loop_fusible(&c.get(x).op) || !own.iter().all(|&r| fits(r)) {
+        // A fusion reading a max-pool gradient loops over its windows, which the JIT does for
+        // one reduce only: a second one would make it evaluate the gradient point by point.
+        let reads_pool_gradient = groups[g]
+            .members
+            .iter()
+            .any(|&y| matches!(c.get(y).op, Op::SelectAndScatter { .. }));
+        if !is_loop_fusible(&c.get(x).op) || reads_pool_gradient || !own.iter().all(|&r| fits(r)) {
             g += 1;
             continue;
         }
