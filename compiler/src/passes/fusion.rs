@@ -66,6 +66,7 @@ impl Pass for Fusion {
             let mut groups = form_groups(m.computation(cid));
             if self.multi_output {
                 absorb_reduces(m.computation(cid), &mut groups);
+                absorb_reduce_groups(m.computation(cid), &mut groups);
                 merge_siblings(m.computation(cid), &mut groups);
             }
             for mut g in groups {
@@ -452,6 +453,96 @@ fn absorb_reduces(c: &Computation, groups: &mut [Group]) {
         }
         g.members.insert(r);
         g.roots.push(r);
+    }
+}
+
+/// Moves a fused reduce of leading dimensions that reads the first output of a loop fusion
+/// into that fusion, as one more output: batch normalization's gradient sums `dy` (absorbed
+/// by [`absorb_reduces`]) and `dy * (x - mean)` in the loop that computes `dy`, instead of a
+/// second pass that reads `dy` back. The reduce's group must reduce the same dimensions as
+/// the fusion's reduces, of an operand of the same dimensions, and neither group may depend
+/// on the other but through that output.
+fn absorb_reduce_groups(c: &Computation, groups: &mut Vec<Group>) {
+    let order = Positions::of(c);
+    let mut g = 0;
+    while g < groups.len() {
+        let Some(&x) = groups[g].roots.first() else {
+            g += 1;
+            continue;
+        };
+        let x_dims = c.get(x).shape.dims().to_vec();
+        let reduced = |r: InstrId| match &c.get(r).op {
+            Op::Reduce { dimensions, .. } => Some(dimensions.clone()),
+            _ => None,
+        };
+        let fits = |r: InstrId| {
+            is_fusible_reduce(c, r)
+                && reduces_leading_dims(c, r)
+                && c.get(c.get(r).operand(0)).shape.dims() == x_dims.as_slice()
+        };
+        let own: Vec<InstrId> = groups[g].roots[1..].to_vec();
+        // A fusion reading a max-pool gradient loops over its windows, which the JIT does for
+        // one reduce only: a second one would make it evaluate the gradient point by point.
+        let reads_pool_gradient = groups[g]
+            .members
+            .iter()
+            .any(|&y| matches!(c.get(y).op, Op::SelectAndScatter { .. }));
+        if !is_loop_fusible(&c.get(x).op) || reads_pool_gradient || !own.iter().all(|&r| fits(r)) {
+            g += 1;
+            continue;
+        }
+        let mut dims = own.first().and_then(|&r| reduced(r));
+        let mut k = 0;
+        while k < groups.len() {
+            let candidate = &groups[k];
+            let [r] = candidate.roots[..] else {
+                k += 1;
+                continue;
+            };
+            let same_dims = dims.is_none() || reduced(r) == dims;
+            let target = &groups[g];
+            let mergeable = k != g
+                && fits(r)
+                && same_dims
+                && candidate
+                    .members
+                    .iter()
+                    .any(|&y| c.get(y).operands().contains(&x))
+                && !candidate.members.contains(&x)
+                && !candidate.copies.iter().any(|y| target.members.contains(y))
+                && !target.copies.iter().any(|y| candidate.members.contains(y))
+                && {
+                    let others: Vec<InstrId> = inputs(c, candidate, &order)
+                        .into_iter()
+                        .filter(|i| *i != x)
+                        .collect();
+                    !depends_on(c, &others, &target.members)
+                        && !depends_on(c, &inputs(c, target, &order), &candidate.members)
+                };
+            if !mergeable {
+                k += 1;
+                continue;
+            }
+            let taken = groups.remove(k);
+            if k < g {
+                g -= 1;
+            }
+            let target = &mut groups[g];
+            target.members.extend(taken.members);
+            target.copies.extend(taken.copies);
+            target.roots.push(r);
+            dims = reduced(r);
+            if k < g {
+                // The merged group takes the earlier place: a group of a cheap instruction
+                // copied into the reduce's group comes after it, and is dropped only if every
+                // reader has its copy by then (`x - mean` would be stored otherwise).
+                let merged = groups.remove(g);
+                groups.insert(k, merged);
+                g = k;
+                k += 1;
+            }
+        }
+        g += 1;
     }
 }
 

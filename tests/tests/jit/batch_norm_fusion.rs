@@ -4,6 +4,9 @@
 //! `dy * scale`) into their readers, so neither the broadcast scale nor the centred input is
 //! stored. Checked against the interpreter, and one thread against two (bitwise), on odd
 //! shapes and on one large enough for the reduces to be split over two workers.
+//!
+//! When `dy` is computed (a ReLU gradient), the loop computing it also folds both gradient
+//! sums, of `dy` and of `dy * (x - mean)`: one pass instead of a second one reading `dy` back.
 
 use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module;
@@ -16,6 +19,15 @@ use tessel_tests::numerics::pseudo_random_f32;
 fn module(n: i64, h: i64, c: i64) -> Module {
     let text = include_str!("../../golden/passes/fusion/batch_norm.hlo")
         .replace("f32[4,6,6,8]", &format!("f32[{n},{h},{h},{c}]"))
+        .replace("f32[8]", &format!("f32[{c}]"))
+        .replace("constant(144)", &format!("constant({})", n * h * h));
+    parse_module(&text, None).unwrap()
+}
+
+/// The golden case `batch_norm_relu_grad.hlo`: `dy` is a ReLU gradient, at another shape.
+fn relu_grad_module(n: i64, h: i64, c: i64) -> Module {
+    let text = include_str!("../../golden/passes/fusion/batch_norm_relu_grad.hlo")
+        .replace("[4,6,6,8]", &format!("[{n},{h},{h},{c}]"))
         .replace("f32[8]", &format!("f32[{c}]"))
         .replace("constant(144)", &format!("constant({})", n * h * h));
     parse_module(&text, None).unwrap()
@@ -57,7 +69,6 @@ fn stored_full_size(m: &Module, dims: &[i64]) -> usize {
 fn check(n: i64, h: i64, c: i64) {
     let parsed = module(n, h, c);
     let args = args(n, h, c);
-    let want = evaluate(&parsed, &args).unwrap();
     let mut m = parsed.clone();
     optimize(&mut m, &CompileOptions::default()).unwrap();
     // Stored at that shape: the outputs `y` and `dx`, and the gradient reaching `x - mean`
@@ -68,13 +79,19 @@ fn check(n: i64, h: i64, c: i64) {
     if n * h * h > 1 {
         assert_eq!(stored_full_size(&m, &[n, h, h, c]), 3, "{n}x{h}x{h}x{c}");
     }
+    check_values(&parsed, &args, &format!("{n}x{h}x{h}x{c}"));
+}
+
+/// The JIT's outputs against the interpreter's, on 1 and 2 threads, and bitwise equal on both.
+fn check_values(parsed: &Module, args: &[Literal], case: &str) {
+    let want = evaluate(parsed, args).unwrap();
     let mut outputs = Vec::new();
     for threads in [1, 2] {
         let options = JitOptions {
             gemm_threads: threads,
             ..Default::default()
         };
-        let got = compile(&parsed, &options).unwrap().run(&args).unwrap();
+        let got = compile(parsed, &options).unwrap().run(args).unwrap();
         for (g, w) in got.leaves().iter().zip(want.leaves()) {
             let scale = (0..w.len())
                 .map(|i| w.data.get_f64(i).abs())
@@ -83,14 +100,51 @@ fn check(n: i64, h: i64, c: i64) {
                 let (a, b) = (g.data.get_f64(i), w.data.get_f64(i));
                 assert!(
                     (a - b).abs() <= 1e-4 * scale,
-                    "{n}x{h}x{h}x{c}, {threads} threads, element {i}: jit {a}, interpreter {b}"
+                    "{case}, {threads} threads, element {i}: jit {a}, interpreter {b}"
                 );
             }
         }
         let bits: Vec<Vec<u8>> = got.leaves().iter().map(|a| a.data.to_le_bytes()).collect();
         outputs.push(bits);
     }
-    assert!(outputs[0] == outputs[1], "1 and 2 threads differ");
+    assert!(outputs[0] == outputs[1], "{case}: 1 and 2 threads differ");
+}
+
+/// The most reduces among the outputs of one fusion of the optimized entry.
+fn most_reduces_in_one_fusion(m: &Module) -> usize {
+    let entry = m.entry();
+    entry
+        .ids()
+        .iter()
+        .filter_map(|&id| match entry.get(id).op {
+            Op::Fusion { calls, .. } => Some(m.computation(calls)),
+            _ => None,
+        })
+        .map(|f| {
+            let root = f.get(f.root());
+            let outs = match root.op {
+                Op::Tuple => root.operands().to_vec(),
+                _ => vec![f.root()],
+            };
+            outs.iter()
+                .filter(|&&o| matches!(f.get(o).op, Op::Reduce { .. }))
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+fn check_relu_grad(n: i64, h: i64, c: i64) {
+    let parsed = relu_grad_module(n, h, c);
+    let mut args = args(n, h, c);
+    args.push(pseudo_random_f32(&[n, h, h, c], 5, 0));
+    let mut m = parsed.clone();
+    optimize(&mut m, &CompileOptions::default()).unwrap();
+    if n * h * h > 1 {
+        // `dy` stored with both of its sums: `sum(dy)` and `sum(dy * (x - mean))`.
+        assert_eq!(most_reduces_in_one_fusion(&m), 2, "{n}x{h}x{h}x{c}");
+    }
+    check_values(&parsed, &args, &format!("relu gradient {n}x{h}x{h}x{c}"));
 }
 
 #[test]
@@ -104,4 +158,17 @@ fn batch_norm_forward_and_backward_store_no_broadcast_on_odd_shapes() {
 fn batch_norm_split_over_two_workers_matches_the_interpreter() {
     // 75,264 elements: the reduces are built in two parts.
     check(16, 14, 24);
+}
+
+#[test]
+fn batch_norm_gradient_sums_share_the_pass_computing_dy() {
+    check_relu_grad(3, 7, 5);
+    check_relu_grad(2, 5, 17);
+    check_relu_grad(1, 1, 1);
+}
+
+#[test]
+fn batch_norm_gradient_sums_split_over_two_workers_match_the_interpreter() {
+    // 75,264 elements: both reduces are built in two parts and combined.
+    check_relu_grad(16, 14, 24);
 }

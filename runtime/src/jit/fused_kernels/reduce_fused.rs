@@ -1,7 +1,8 @@
-//! A multi-output fusion of elementwise outputs and a reduce of one of them (the fusion pass's
-//! `absorb_reduces`: a ReLU gradient and the bias gradient summed from it) as one loop nest:
-//! each point stores the elementwise outputs and folds the reduce's operand, computed once for
-//! both, into the reduce's output, which stays in the cache.
+//! A multi-output fusion of elementwise outputs and reduces over their dimensions (the fusion
+//! pass's `absorb_reduces`: a ReLU gradient and the bias gradient summed from it, or batch
+//! normalization's two gradient sums) as one loop nest: each point stores the elementwise
+//! outputs and folds each reduce's operand, computed once for all, into that reduce's output,
+//! which stays in the cache.
 //!
 //! The reduce must reduce the leading operand dimensions and keep the trailing ones, so the
 //! output element a point folds into is its index in the kept dimensions. The nest is split
@@ -41,37 +42,63 @@ pub(crate) fn leading_reduce(comp: &Computation, red: InstrId, dims: &[i64]) -> 
 }
 
 /// Emits the fused kernel over all rows (`part = None`) or rows `[lo, hi)` of the first
-/// dimension: `outputs` are stored at every point, and `red` (see [`leading_reduce`]) is
-/// folded into `acc`, which is first filled with its init value.
+/// dimension: `outputs` are stored at every point, and each reduce of `reds` (see
+/// [`leading_reduce`]; all of the same operand dimensions and reducing the same leading
+/// ones) is folded into its accumulator, which is first filled with its init value. Several
+/// reduces share one pass: batch normalization's gradient sums `dy` and `dy * (x - mean)`
+/// while the loop computes `dy`.
 pub(crate) fn emit_elementwise_reduce_part(
     e: &mut Elemental,
     outputs: &[KernelOutput],
-    red: InstrId,
-    acc: Addr,
+    reds: &[(InstrId, Addr)],
     allow_vector: bool,
     part: Option<(i64, i64)>,
 ) -> Result<(), JitError> {
-    let instr = e.comp.get(red);
-    let Op::Reduce { to_apply, .. } = &instr.op else {
-        return Err(JitError::Invalid(format!("{} is not a reduce", instr.name)));
+    struct Fold {
+        region: tessel_compiler::ir::ComputationId,
+        operand: InstrId,
+        acc: Addr,
+        ty: tessel_compiler::ir::ElementType,
+    }
+    let Some(&(first, _)) = reds.first() else {
+        return Err(JitError::Invalid(
+            "a fused reduce kernel without a reduce".into(),
+        ));
     };
-    let region = *to_apply;
-    let (operand, init) = (instr.operands()[0], instr.operands()[1]);
-    let shape = e.shape(operand)?.clone();
-    let ty = e.shape(red)?.element_type;
-    let leading = leading_reduce(e.comp, red, &shape.dims).ok_or_else(|| {
-        JitError::Invalid(format!(
-            "{}: not a reduce of leading dimensions to fuse",
-            instr.name
-        ))
-    })?;
-    let rank = shape.rank();
+    let shape = e.shape(e.comp.get(first).operands()[0])?.clone();
+    let mut folds = Vec::with_capacity(reds.len());
+    let mut leading = None;
     let mut roots: Vec<InstrId> = outputs.iter().map(|o| o.root).collect();
-    roots.extend([operand, init]);
+    for &(red, acc) in reds {
+        let instr = e.comp.get(red);
+        let Op::Reduce { to_apply, .. } = &instr.op else {
+            return Err(JitError::Invalid(format!("{} is not a reduce", instr.name)));
+        };
+        let (operand, init) = (instr.operands()[0], instr.operands()[1]);
+        let l = leading_reduce(e.comp, red, &shape.dims);
+        if l.is_none() || (leading.is_some() && leading != l) {
+            return Err(JitError::Invalid(format!(
+                "{}: not a reduce of leading dimensions to fuse",
+                instr.name
+            )));
+        }
+        leading = l;
+        folds.push(Fold {
+            region: *to_apply,
+            operand,
+            acc,
+            ty: e.shape(red)?.element_type,
+        });
+        roots.extend([operand, init]);
+    }
+    let leading = leading.unwrap_or(0);
+    let rank = shape.rank();
     let instrs = kernel_instructions(e, &roots);
     let vec_ok = allow_vector && can_vectorize(e, &instrs);
 
-    fill_accumulators(e, red, acc, vec_ok)?;
+    for &(red, acc) in reds {
+        fill_accumulators(e, red, acc, vec_ok)?;
+    }
 
     let strides = shape.strides();
     let inner = shape.dims[rank - 1];
@@ -81,7 +108,7 @@ pub(crate) fn emit_elementwise_reduce_part(
         0
     };
     let mut row = |e: &mut Elemental, outer: &[Value]| -> Result<(), JitError> {
-        // Linear offsets of the row in the operand and in the reduce's output.
+        // Linear offsets of the row in the operand and in the reduces' outputs.
         let mut row_base = e.iconst(0);
         let mut acc_base = e.iconst(0);
         for (d, &v) in outer.iter().enumerate() {
@@ -101,11 +128,14 @@ pub(crate) fn emit_elementwise_reduce_part(
                 let oty = e.shape(o.root)?.element_type;
                 e.store(o.addr, oty, lin, v, lanes)?;
             }
-            let x = e.emit(operand, &idx, lanes)?;
             let alin = e.fb.ins().iadd(acc_base, j);
-            let a = e.load(acc, ty, (alin, 1), lanes)?;
-            let r = e.emit_region(region, &[a, x], lanes)?[0];
-            e.store(acc, ty, alin, r, lanes)
+            for f in &folds {
+                let x = e.emit(f.operand, &idx, lanes)?;
+                let a = e.load(f.acc, f.ty, (alin, 1), lanes)?;
+                let r = e.emit_region(f.region, &[a, x], lanes)?[0];
+                e.store(f.acc, f.ty, alin, r, lanes)?;
+            }
+            Ok(())
         };
         counted_loop(e, 0, vec_end, 4, &mut |e, j| point(e, j, 4))?;
         counted_loop(e, vec_end, inner, 1, &mut |e, j| point(e, j, 1))

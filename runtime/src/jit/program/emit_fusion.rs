@@ -10,8 +10,9 @@ use crate::jit::clif::value_at_index::{Elemental, Leaf};
 use crate::jit::fused_kernels::elementwise::{emit_elementwise_part, split_point, KernelOutput};
 use crate::jit::fused_kernels::{reduce, reduce_fused, window, window_tiled};
 use crate::jit::JitError;
-use cranelift_codegen::ir::Value;
+use cranelift_codegen::ir::{InstBuilder, Value};
 use cranelift_frontend::FunctionBuilder;
+use cranelift_module::Module as _;
 use std::collections::HashMap;
 use tessel_compiler::ir::{Computation, ComputationId, InstrId, Op};
 
@@ -168,11 +169,11 @@ impl ProgramCx<'_> {
         Ok(out)
     }
 
-    /// A multi-output fusion of elementwise outputs and one reduce of their dimensions that
-    /// reduces the leading ones (`reduce_fused`): one loop nest stores the elementwise outputs
-    /// and folds the reduce, in two parts when the reduce alone would be split
-    /// (`reduce::reduce_split`), combined at the end. Returns false, emitting nothing, for any
-    /// other fusion.
+    /// A multi-output fusion of elementwise outputs and reduces of their dimensions that
+    /// reduce the same leading ones (`reduce_fused`): one loop nest stores the elementwise
+    /// outputs and folds every reduce, in two parts when the reduces alone would be split
+    /// (`reduce::reduce_split`, the same cut for each), combined at the end. Returns false,
+    /// emitting nothing, for any other fusion.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn elementwise_with_reduce(
         &mut self,
@@ -188,11 +189,10 @@ impl ProgramCx<'_> {
         let reduces: Vec<usize> = (0..elems.len())
             .filter(|&k| matches!(comp.get(elems[k]).op, Op::Reduce { .. }))
             .collect();
-        let [r] = reduces[..] else {
+        let Some(&r0) = reduces.first() else {
             return Ok(false);
         };
-        let red = elems[r];
-        let Some(dims) = comp.get(comp.get(red).operands()[0]).shape.as_array() else {
+        let Some(dims) = comp.get(comp.get(elems[r0]).operands()[0]).shape.as_array() else {
             return Ok(false);
         };
         if dims.element_count() == 0 {
@@ -201,7 +201,7 @@ impl ProgramCx<'_> {
         }
         let mut plain = Vec::new();
         for (k, &el) in elems.iter().enumerate() {
-            if k == r {
+            if reduces.contains(&k) {
                 continue;
             }
             let same = comp
@@ -220,20 +220,30 @@ impl ProgramCx<'_> {
                 addr: b.addr,
             });
         }
-        let Some(acc) = outs.get(r).and_then(|l| l.as_array()).cloned() else {
-            return Ok(false);
-        };
-        if reduce_fused::leading_reduce(comp, red, &dims.dims).is_none() {
-            return Ok(false);
+        let cut = reduce::reduce_split(self.module, comp, elems[r0]);
+        let leading = reduce_fused::leading_reduce(comp, elems[r0], &dims.dims);
+        let mut reds = Vec::with_capacity(reduces.len());
+        for &r in &reduces {
+            let red = elems[r];
+            let Some(acc) = outs.get(r).and_then(|l| l.as_array()).cloned() else {
+                return Ok(false);
+            };
+            if leading.is_none()
+                || reduce_fused::leading_reduce(comp, red, &dims.dims) != leading
+                || reduce::reduce_split(self.module, comp, red) != cut
+            {
+                return Ok(false);
+            }
+            reds.push((red, acc));
         }
         let vec = self.options.vectorize;
-        let cut = reduce::reduce_split(self.module, comp, red);
-        // One part (or all) folding into `acc`: over the windows of a max-pool gradient read by
-        // the single output (when its windows cut the first dimension as the reduce does),
-        // else over the output's indices.
-        let emit_part = |e: &mut Elemental, acc: Addr, part: Option<Part>| {
+        // One part (or all) folding into `accs`: over the windows of a max-pool gradient read
+        // by the single output when there is one reduce (and its windows cut the first
+        // dimension as the reduce does), else over the outputs' indices.
+        let one_reduce = reds.len() == 1;
+        let emit_part = |e: &mut Elemental, accs: &[(InstrId, Addr)], part: Option<Part>| {
             let tiled = match &plain[..] {
-                [one] => window_tiled::tiled_consumer(e, one.root)
+                [one] if one_reduce => window_tiled::tiled_consumer(e, one.root)
                     .filter(|&ss| cut.is_none() || window::select_and_scatter_split(e, ss) == cut),
                 _ => None,
             };
@@ -243,43 +253,56 @@ impl ProgramCx<'_> {
                     ss,
                     plain[0].root,
                     plain[0].addr,
-                    red,
-                    acc,
+                    accs[0].0,
+                    accs[0].1,
                     vec,
                     part,
                 ),
-                None => reduce_fused::emit_elementwise_reduce_part(e, &plain, red, acc, vec, part),
+                None => reduce_fused::emit_elementwise_reduce_part(e, &plain, accs, vec, part),
             }
         };
         let mut addrs: Vec<Addr> = plain.iter().map(|o| o.addr).collect();
+        let whole: Vec<(InstrId, Addr)> = reds.iter().map(|(r, b)| (*r, b.addr)).collect();
         let Some((mid, end)) = cut else {
-            addrs.push(acc.addr);
+            addrs.extend(whole.iter().map(|w| w.1));
             self.kernel(fb, arena, name, calls, leaves.clone(), &addrs, &mut |e| {
-                emit_part(e, acc.addr, None)
+                emit_part(e, &whole, None)
             })?;
             return Ok(true);
         };
-        let partial = self.take_scratch(acc.byte_size())?;
+        let mut partials = Vec::with_capacity(reds.len());
+        for (red, acc) in &reds {
+            partials.push((*red, self.take_scratch(acc.byte_size())?));
+        }
         let mut first_addrs = addrs.clone();
-        first_addrs.push(acc.addr);
+        first_addrs.extend(whole.iter().map(|w| w.1));
         let (first, fname) =
             self.build_kernel(name, calls, leaves.clone(), &first_addrs, &mut |e| {
-                emit_part(e, acc.addr, Some((0, mid)))
+                emit_part(e, &whole, Some((0, mid)))
             })?;
-        addrs.push(partial);
+        addrs.extend(partials.iter().map(|p| p.1));
         let (second, _) = self.build_kernel(name, calls, leaves.clone(), &addrs, &mut |e| {
-            emit_part(e, partial, Some((mid, end)))
+            emit_part(e, &partials, Some((mid, end)))
         })?;
         self.call_parts_and_combine(
             fb,
             arena,
             name,
             calls,
-            red,
+            whole[0].0,
             [first, second],
-            &[acc.addr],
-            &[partial],
+            &[whole[0].1],
+            &[partials[0].1],
         )?;
+        // The other reduces' parts are combined after the parts have run.
+        for (w, p) in whole.iter().zip(&partials).skip(1) {
+            let both = [w.1, p.1];
+            let (combine, _) = self.build_kernel(name, calls, HashMap::new(), &both, &mut |e| {
+                reduce::emit_reduce_combine(e, w.0, &[w.1], &[p.1], vec)
+            })?;
+            let f = self.jit.declare_func_in_func(combine, fb.func);
+            fb.ins().call(f, &[arena]);
+        }
         if let Some(p) = &mut self.profile {
             let slot = p.add_slot(&fname, self.current_op);
             self.profile_mark(fb, slot);
