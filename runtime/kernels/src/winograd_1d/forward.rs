@@ -61,6 +61,23 @@ fn flat<const R: usize, const C: usize>(rows: &[[f32; C]; R]) -> Vec<f32> {
     rows.iter().flatten().copied().collect()
 }
 
+/// `A^T`, `B^T` and `G` of F(m, 5), row-major, for the tiles this module implements.
+pub(super) fn transforms(m: usize) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>), KernelError> {
+    match m {
+        2 => {
+            let t = const { Matrices::<6, 2, 5>::standard() };
+            Ok((flat(&t.at), flat(&t.bt), flat(&t.g)))
+        }
+        4 => {
+            let t = const { Matrices::<8, 4, 5>::standard() };
+            Ok((flat(&t.at), flat(&t.bt), flat(&t.g)))
+        }
+        _ => Err(KernelError::Invalid(format!(
+            "1-D Winograd: no F({m}, {WIDTH}) (tiles 2 and 4)"
+        ))),
+    }
+}
+
 impl Winograd1d {
     /// Plans the convolution with output tile `m` (2 or 4). The output length must be what
     /// the input length and padding give for a width-5 window with padding `pad_high`.
@@ -89,21 +106,7 @@ impl Winograd1d {
                 "1-D Winograd: an empty dimension".into(),
             ));
         }
-        let (at, bt, g) = match m {
-            2 => {
-                let t = const { Matrices::<6, 2, 5>::standard() };
-                (flat(&t.at), flat(&t.bt), flat(&t.g))
-            }
-            4 => {
-                let t = const { Matrices::<8, 4, 5>::standard() };
-                (flat(&t.at), flat(&t.bt), flat(&t.g))
-            }
-            _ => {
-                return Err(KernelError::Invalid(format!(
-                    "1-D Winograd: no F({m}, {WIDTH}) (tiles 2 and 4)"
-                )))
-            }
-        };
+        let (at, bt, g) = transforms(m)?;
         let n = m + WIDTH - 1;
         let threads = threads.max(1);
         let mut scratch = Scratch::default();

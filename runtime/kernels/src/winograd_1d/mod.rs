@@ -5,10 +5,13 @@
 //!
 //! The transforms are the 2-D routines' (`winograd::matrices`), applied along the length
 //! only; the products of each transform point are one matrix product over the channels
-//! ([`crate::gemm::sgemm`]).
+//! ([`crate::gemm::sgemm`]). The weight gradient ([`filter_gradient`]) runs the same
+//! transforms transposed.
 
+pub mod filter_gradient;
 pub mod forward;
 
+pub use filter_gradient::Winograd1dFilterGradient;
 pub use forward::{KernelStrides, Winograd1d};
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! channels, valid, same, asymmetric and negative padding, both tiles, reversed and permuted
 //! kernels; and the same bits on 1 and 3 threads.
 
+use super::filter_gradient::Winograd1dFilterGradient;
 use super::forward::{KernelStrides, Winograd1d, WIDTH};
 use crate::gemm::GemmBackend;
 
@@ -203,4 +204,136 @@ fn declines_what_it_does_not_implement() {
     assert!(plan(10, (0, 0), 7, 4).is_err(), "wrong output length");
     assert!(plan(10, (0, 0), 6, 3).is_err(), "no F(3, 5) here");
     assert!(plan(3, (0, 0), 0, 4).is_err(), "empty output");
+}
+
+/// The weight gradient of `case`'s forward convolution (its kernel layout is the output's),
+/// against the direct sum over batch and positions in f64; returns dW and the largest error
+/// relative to the sum of |terms|.
+fn run_filter_gradient(case: &Case, threads: usize) -> (Vec<f32>, f64) {
+    let out_len = (case.len as isize + case.pads.0 + case.pads.1 - 4) as usize;
+    let x = random(case.batch * case.len * case.c, 3 + case.len as u64);
+    let dy = random(case.batch * out_len * case.o, 5 + case.o as u64);
+    let strides = if case.transposed {
+        [1, WIDTH as isize, (WIDTH * case.c) as isize]
+    } else {
+        [(case.c * case.o) as isize, case.o as isize, 1]
+    };
+    let plan = Winograd1dFilterGradient::new(
+        case.batch,
+        case.len,
+        case.c,
+        case.o,
+        case.pads,
+        out_len,
+        strides,
+        case.m,
+        GemmBackend::Gemm,
+        threads,
+    )
+    .expect("plan");
+    assert_eq!(plan.tile(), case.m);
+    let mut dw = vec![f32::NAN; WIDTH * case.c * case.o];
+    let mut scratch = vec![0u8; plan.scratch_bytes() + 64];
+    let block = scratch.as_mut_ptr();
+    let aligned = block.wrapping_add(block.align_offset(64));
+    unsafe { plan.run(x.as_ptr(), dy.as_ptr(), dw.as_mut_ptr(), aligned) };
+    let mut worst = 0.0f64;
+    for k in 0..WIDTH {
+        for c in 0..case.c {
+            for o in 0..case.o {
+                let (mut sum, mut mag) = (0.0f64, 0.0f64);
+                for b in 0..case.batch {
+                    for t in 0..out_len {
+                        let pos = t as isize + k as isize - case.pads.0;
+                        if pos < 0 || pos >= case.len as isize {
+                            continue;
+                        }
+                        let term = x[(b * case.len + pos as usize) * case.c + c] as f64
+                            * dy[(b * out_len + t) * case.o + o] as f64;
+                        sum += term;
+                        mag += term.abs();
+                    }
+                }
+                let at =
+                    k as isize * strides[0] + c as isize * strides[1] + o as isize * strides[2];
+                let got = dw[at as usize] as f64;
+                let err = (got - sum).abs();
+                assert!(
+                    err <= 1e-5 * mag + 1e-30,
+                    "k{k} c{c} o{o}: {got} vs {sum} (sum |terms| {mag})"
+                );
+                if mag > 0.0 {
+                    worst = worst.max(err / mag);
+                }
+            }
+        }
+    }
+    (dw, worst)
+}
+
+#[test]
+fn filter_gradient_matches_the_direct_sum_on_any_thread_count() {
+    let cases = [
+        Case {
+            batch: 2,
+            len: 200,
+            c: 128,
+            o: 64,
+            pads: (0, 0),
+            m: 4,
+            transposed: false,
+            reversed: false,
+        },
+        Case {
+            batch: 3,
+            len: 37,
+            c: 17,
+            o: 9,
+            pads: (2, 2),
+            m: 4,
+            transposed: true,
+            reversed: false,
+        },
+        Case {
+            batch: 1,
+            len: 5,
+            c: 1,
+            o: 1,
+            pads: (0, 0),
+            m: 4,
+            transposed: false,
+            reversed: false,
+        },
+        Case {
+            batch: 5,
+            len: 19,
+            c: 1,
+            o: 7,
+            pads: (3, 1),
+            m: 2,
+            transposed: false,
+            reversed: false,
+        },
+        Case {
+            batch: 2,
+            len: 30,
+            c: 33,
+            o: 3,
+            pads: (-1, 2),
+            m: 2,
+            transposed: true,
+            reversed: false,
+        },
+    ];
+    for case in &cases {
+        let (one, e1) = run_filter_gradient(case, 1);
+        let (three, e3) = run_filter_gradient(case, 3);
+        assert!(
+            one.iter()
+                .zip(&three)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "1 and 3 threads differ"
+        );
+        assert!(e1 < 1e-5 && e3 < 1e-5);
+    }
 }
