@@ -10,6 +10,7 @@
 //! - [`conv_direct`]: direct convolution loops for few input channels (forward and weight
 //!   gradient) over register tiles in AVX-512 / AVX2 / portable code.
 //! - [`winograd`]: Winograd F(2x2, r x r) convolution and its weight gradient.
+//! - [`winograd_1d`]: Winograd F(m, 5) along one dimension, for width-5 `Conv1D` layers.
 //! - [`pooling`]: NHWC max-pool forward and its fused gradient (ReLU gate, bias sum).
 //! - [`parallel`]: the fixed worker split the routines share.
 //! - [`fma_peak`]: this machine's measured FMA peak, for the benches.
@@ -31,6 +32,7 @@ pub mod pooling;
 pub mod prefetch;
 pub mod scratch;
 pub mod winograd;
+pub mod winograd_1d;
 
 pub use error::KernelError;
 pub use geometry::Conv2dGeometry;

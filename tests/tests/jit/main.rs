@@ -1,5 +1,5 @@
 //! The JIT on one replica against the interpreter and JAX: hand-built modules, the corpus,
-//! random graphs, gather and scatter (and their row paths), the convolution routines (direct, Winograd, patch
+//! random graphs, gather and scatter (and their row paths), the convolution routines (direct, Winograd, 1-D Winograd, patch
 //! GEMM), the fast paths, kernels split over threads, vector math, and in-place `while`
 //! updates.
 
@@ -30,4 +30,5 @@ mod thread_counts;
 mod vector_math;
 mod while_in_place;
 mod winograd;
+mod winograd_1d;
 mod zero_size;

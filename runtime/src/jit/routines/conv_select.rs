@@ -14,6 +14,9 @@ use super::convolution::{conv_routine, ConvPlan};
 use super::winograd::{
     winograd_filter_routine, winograd_routine, WinogradFilterPlan, WinogradPlan,
 };
+use super::winograd_1d::{
+    winograd_1d_filter_routine, winograd_1d_routine, Winograd1dFilterPlan, Winograd1dPlan,
+};
 use crate::jit::buffer::Addr;
 use crate::jit::{ConvAlgorithm, JitError, JitOptions};
 use std::any::Any;
@@ -113,6 +116,10 @@ impl ConvRoutine {
     pub fn winograd_tile(&self) -> Option<usize> {
         if let Some(p) = self.plan.downcast_ref::<WinogradPlan>() {
             Some(p.tile())
+        } else if let Some(p) = self.plan.downcast_ref::<Winograd1dPlan>() {
+            Some(p.tile())
+        } else if let Some(p) = self.plan.downcast_ref::<Winograd1dFilterPlan>() {
+            Some(p.tile())
         } else {
             self.plan
                 .downcast_ref::<WinogradFilterPlan>()
@@ -121,7 +128,8 @@ impl ConvRoutine {
     }
 
     /// Which algorithm was chosen: `direct`, `direct-weight-grad`, `winograd`,
-    /// `winograd-filter`, `phase` or `gemm` (for tests and reports).
+    /// `winograd-filter`, `phase`, `winograd-1d`, `winograd-1d-filter` or `gemm` (for tests and
+    /// reports).
     pub fn algorithm(&self) -> &'static str {
         if self.plan.is::<DirectConvPlan>() {
             "direct"
@@ -133,6 +141,10 @@ impl ConvRoutine {
             "winograd-filter"
         } else if self.plan.is::<PhaseConvPlan>() {
             "phase"
+        } else if self.plan.is::<Winograd1dPlan>() {
+            "winograd-1d"
+        } else if self.plan.is::<Winograd1dFilterPlan>() {
+            "winograd-1d-filter"
         } else {
             "gemm"
         }
@@ -146,7 +158,8 @@ impl ConvRoutine {
 /// for few input channels (at most `tessel_kernels::conv_direct::MAX_CHANNELS`, where Winograd's transforms
 /// cost more than they save), the split by output phase for a stride-dilated input (a strided
 /// convolution's data gradient, summed directly like the patch GEMM but without the holes),
-/// then, at [`ConvPrecision::Fast`], Winograd for stride-1 3x3 and 5x5 windows.
+/// then, at [`ConvPrecision::Fast`], Winograd for stride-1 3x3 and 5x5 windows, and 1-D
+/// Winograd F(4, 5) for width-5 windows along one dimension (`Conv1D`) and its weight gradient.
 #[allow(clippy::too_many_arguments)]
 pub fn plan_convolution(
     name: &str,
@@ -187,6 +200,32 @@ pub fn plan_convolution(
         if let Some(p) = WinogradFilterPlan::new(name, conv, input, kernel, output, threads, alloc)
         {
             let routine = winograd_filter_routine as *const () as usize;
+            return Ok(ConvRoutine::new(routine, p));
+        }
+        if let Some(p) = Winograd1dPlan::new(
+            name,
+            conv,
+            input,
+            kernel,
+            output,
+            options.gemm,
+            threads,
+            alloc,
+        ) {
+            let routine = winograd_1d_routine as *const () as usize;
+            return Ok(ConvRoutine::new(routine, p));
+        }
+        if let Some(p) = Winograd1dFilterPlan::new(
+            name,
+            conv,
+            input,
+            kernel,
+            output,
+            options.gemm,
+            threads,
+            alloc,
+        ) {
+            let routine = winograd_1d_filter_routine as *const () as usize;
             return Ok(ConvRoutine::new(routine, p));
         }
     }

@@ -8,7 +8,8 @@
 //! - `bias_match.rs`: the bias add after a convolution, which the direct and Winograd
 //!   routines then do in their stores.
 //! - `convolution.rs`: the general patch-matrix GEMM, any convolution.
-//! - `conv_direct.rs`, `winograd.rs`, `conv_phase.rs`: the specialized convolutions;
+//! - `conv_direct.rs`, `winograd.rs`, `winograd_1d.rs`, `conv_phase.rs`: the specialized
+//!   convolutions;
 //!   `conv_epilogue.rs`: the bias and max-pool they compute as they store their output.
 //! - `pool_match.rs`, `pooling.rs`: max-pool fusions (forward; gradient with ReLU gate and bias
 //!   sum) recognized and run by the pooling routines.
@@ -34,3 +35,4 @@ pub mod pool_fold;
 pub mod pool_match;
 pub mod pooling;
 pub mod winograd;
+pub(crate) mod winograd_1d;
