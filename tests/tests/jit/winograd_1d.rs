@@ -71,7 +71,7 @@ fn abs(l: &Literal) -> Literal {
     let v: Vec<f32> = (0..a.len())
         .map(|i| a.data.get_f64(i).abs() as f32)
         .collect();
-    Literal::Array(Array::f32(&a.shape.dims.to_vec(), v))
+    Literal::Array(Array::f32(&a.shape.dims, v))
 }
 
 fn bits(l: &Literal) -> Vec<u32> {
@@ -155,7 +155,8 @@ fn io01() -> ConvDimensionNumbers {
 fn conv1d_matches_the_interpreter() {
     let mut worst = 0.0f64;
     // (batch, length, channels, outputs, padding)
-    let cases: &[(i64, i64, i64, i64, (i64, i64))] = &[
+    type Case = (i64, i64, i64, i64, (i64, i64));
+    let cases: &[Case] = &[
         (2, 40, 128, 128, (0, 0)),
         (3, 23, 8, 5, (2, 2)),
         (1, 9, 17, 33, (0, 3)),

@@ -61,8 +61,11 @@ fn flat<const R: usize, const C: usize>(rows: &[[f32; C]; R]) -> Vec<f32> {
     rows.iter().flatten().copied().collect()
 }
 
+/// `A^T`, `B^T` and `G` of a 1-D Winograd tile, each row-major.
+pub(super) type Transforms = (Vec<f32>, Vec<f32>, Vec<f32>);
+
 /// `A^T`, `B^T` and `G` of F(m, 5), row-major, for the tiles this module implements.
-pub(super) fn transforms(m: usize) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>), KernelError> {
+pub(super) fn transforms(m: usize) -> Result<Transforms, KernelError> {
     match m {
         2 => {
             let t = const { Matrices::<6, 2, 5>::standard() };
