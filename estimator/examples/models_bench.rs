@@ -16,6 +16,16 @@
 //! between loops included), C the time spent compiling the train loop. Checkpoints (beyond
 //! TF's first and last), summaries and step logs are off. Threads: `TESSEL_THREADS`.
 //! `tests/benches/models_vs_tf.sh` runs it against the TF twins.
+//!
+//! With `--accuracy --data-dir DIR` it instead trains `--steps` steps from a fresh model_dir
+//! on the real training set of `models/real_data.rs` (shuffled with a 1024-example buffer,
+//! seed 7, as the TF twin does; initializers and dropout unseeded unless `--random-seed`),
+//! evaluates the whole test set and prints
+//!
+//! ```text
+//! accuracy NAME A train_s T steps N
+//! ```
+//! `tests/benches/models_accuracy.sh` runs it against the TF twins' `--accuracy`.
 
 #[path = "models/mod.rs"]
 pub mod models;
@@ -46,6 +56,105 @@ pub struct Flags {
     /// Synthetic examples, cycled.
     #[arg(long, default_value_t = 4096)]
     pub examples: usize,
+    /// Train `--steps` steps on real data, then print the test set's accuracy.
+    #[arg(long, requires = "data_dir")]
+    pub accuracy: bool,
+    /// The real data's IDX files, for `--accuracy`.
+    #[arg(long, requires = "accuracy")]
+    pub data_dir: Option<std::path::PathBuf>,
+    /// TF's `tf_random_seed` for `--accuracy` (default: none, so runs differ as TF's do).
+    #[arg(long, requires = "accuracy")]
+    pub random_seed: Option<i64>,
+}
+
+/// What one accuracy run measured.
+pub struct Accuracy {
+    pub accuracy: f64,
+    pub train_secs: f64,
+    pub steps: i64,
+}
+
+/// Trains `flags.steps` steps on the real training set of `flags.model`, then evaluates the
+/// whole test set.
+pub fn run_accuracy(flags: &Flags) -> Result<Accuracy, EstimatorError> {
+    let model = models::model(&flags.model).ok_or_else(|| {
+        EstimatorError::Value(format!(
+            "unknown --model {}: one of {}",
+            flags.model,
+            models::NAMES.join(", ")
+        ))
+    })?;
+    let dir = flags
+        .data_dir
+        .clone()
+        .ok_or_else(|| EstimatorError::Value("--accuracy needs --data-dir".into()))?;
+    if flags.steps == 0 || flags.iterations == 0 || flags.batch == Some(0) {
+        return Err(EstimatorError::Value(
+            "--steps, --iterations and --batch must be at least 1".into(),
+        ));
+    }
+    let batch = flags.batch.unwrap_or(model.batch);
+    let model_dir = tempfile::tempdir()
+        .map_err(|e| EstimatorError::Value(format!("cannot make a model_dir: {e}")))?;
+    let config = RunConfig {
+        model_dir: Some(model_dir.path().to_path_buf()),
+        save_checkpoints_steps: Some(1_000_000_000),
+        save_summary_steps: 1_000_000_000,
+        log_step_count_steps: 1_000_000_000,
+        tf_random_seed: flags.random_seed,
+        tpu_config: TpuConfig {
+            iterations_per_loop: flags.iterations,
+            ..TpuConfig::default()
+        },
+        ..RunConfig::default()
+    };
+    let estimator = TpuEstimator::new(
+        model.model_fn,
+        config,
+        (model.params)(flags.steps),
+        true,
+        batch,
+        Some(batch),
+        Some(batch),
+    )?
+    .quiet();
+    // Each split is read once and kept: the input_fn is called again for every evaluation.
+    let name = flags.model.clone();
+    let train_set = models::real_data::split(&name, &dir, true)?.cache();
+    let test_set = models::real_data::split(&name, &dir, false)?.cache();
+    let started = Instant::now();
+    let trained = estimator.train(
+        |params: &Params| {
+            let ds = train_set
+                .clone()
+                .shuffle(1024, 7)?
+                .repeat(None)
+                .batch(params.batch_size() as u64, true)?
+                .prefetch(4);
+            Ok(Input::new(ds, "label"))
+        },
+        None,
+        Some(flags.steps),
+    )?;
+    let train_secs = started.elapsed().as_secs_f64();
+    // The short last batch is padded and masked by the estimator, as TF's evaluate does.
+    let result = estimator.evaluate(
+        |params: &Params| {
+            let ds = test_set
+                .clone()
+                .batch(params.batch_size() as u64, false)?
+                .prefetch(4);
+            Ok(Input::new(ds, "label"))
+        },
+        None,
+    )?;
+    Ok(Accuracy {
+        accuracy: result
+            .metric("accuracy")
+            .ok_or_else(|| EstimatorError::Value("the evaluation has no accuracy".into()))?,
+        train_secs,
+        steps: trained.global_step,
+    })
 }
 
 /// One loop as the clock saw it.
@@ -206,6 +315,19 @@ pub fn run(flags: &Flags) -> Result<Measured, EstimatorError> {
 #[allow(dead_code)] // the suite's test includes this file as a module and calls `run`
 fn main() {
     let flags = Flags::parse();
+    if flags.accuracy {
+        match run_accuracy(&flags) {
+            Ok(a) => println!(
+                "accuracy {} {:.4} train_s {:.1} steps {}",
+                flags.model, a.accuracy, a.train_secs, a.steps
+            ),
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
     match run(&flags) {
         Ok(m) => {
             println!(

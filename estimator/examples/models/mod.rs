@@ -11,10 +11,12 @@
 //! | `mlp.rs` | 784-1024-1024-10 with dropout, Adam | 256 |
 //! | `textcnn.rs` | embedding 20k x 128, conv1d, global max pool, Adam | 64 |
 //! | `synthetic.rs` | fixed-seed random examples, cycled |  |
+//! | `real_data.rs` | the real data of the accuracy runs |  |
 
 mod fashion;
 mod mlp;
 mod mnist;
+pub mod real_data;
 mod resnet20;
 pub mod synthetic;
 mod textcnn;

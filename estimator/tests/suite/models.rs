@@ -3,7 +3,7 @@
 
 #[allow(dead_code)] // the test calls `run`, not `main`
 #[path = "../../examples/models_bench.rs"]
-mod models_bench;
+pub(crate) mod models_bench;
 
 use clap::Parser;
 use models_bench::models::NAMES;

@@ -26,14 +26,20 @@ Dataset.from_tensor_slices(...).repeat().batch(B, drop_remainder=True).prefetch(
 defaults, as the peer does.
 The model_dir is a temporary directory, removed when the script ends.
 
-Accuracy (fashion and resnet20):
+Accuracy (every model):
     python tests/benches/tf/models.py NAME --accuracy --data-dir DIR --steps N [--batch B]
-trains N steps from a fresh model_dir on Fashion-MNIST's training set (DIR holds the IDX files,
-gzipped or not; shuffled with a 1024-example buffer, seed 7, as estimator/examples/fashion_mnist.rs
-does) and prints `accuracy=A` on the whole test set (10,000 images). Images:
-  fashion:  pixel / 255, shape [28, 28, 1] (as tests/tf/fashion_twin.py and fashion_mnist.rs);
-  resnet20: the 28x28 image padded with 2 black pixels on each side to 32x32, then pixel / 255
-            - 0.5 (so the border is -0.5, the background's value), repeated to 3 channels.
+trains N steps from a fresh model_dir on the training set in DIR (IDX files, gzipped or not;
+shuffled with a 1024-example buffer, seed 7, as estimator/examples/fashion_mnist.rs does) and
+prints `accuracy=A` on the whole test set. The data and features, as tessel's side
+(estimator/examples/models/real_data.rs) makes them:
+  mnist:    MNIST, pixel / 255 flattened to [784];
+  mlp:      Fashion-MNIST, pixel / 255 flattened to [784];
+  fashion:  Fashion-MNIST, pixel / 255, shape [28, 28, 1] (as tests/tf/fashion_twin.py and
+            fashion_mnist.rs);
+  resnet20: Fashion-MNIST, the 28x28 image padded with 2 black pixels on each side to 32x32,
+            then pixel / 255 - 0.5 (so the border is -0.5, the background's value), repeated
+            to 3 channels;
+  textcnn:  the keyword task that text_task.py writes ({train,t10k}-{ids,labels}-idx*-int).
 fashion's cosine decay runs to 0 over N steps (over I + S steps when timing). Variables are
 initialized without a fixed seed, so repeated runs show the run-to-run spread.
 """
@@ -55,7 +61,7 @@ from model_fns import CLASSES, MODELS, TEXT_LEN, TEXT_VOCAB  # noqa: E402
 
 tf.disable_v2_behavior()
 
-ACCURACY_MODELS = ("fashion", "resnet20")
+ACCURACY_MODELS = ("mnist", "fashion", "resnet20", "mlp", "textcnn")
 
 
 def log(*args):
@@ -89,13 +95,19 @@ def read_idx(data_dir, name):
         raise FileNotFoundError(f"{data_dir} has neither {name} nor {name}.gz")
     ndim = raw[3]
     dims = struct.unpack(">" + "I" * ndim, raw[4:4 + 4 * ndim])
-    return np.frombuffer(raw[4 + 4 * ndim:], np.uint8).reshape(dims)
+    dtype = {0x08: np.uint8, 0x0C: np.dtype(">i4")}.get(raw[2])
+    if dtype is None:
+        raise ValueError(f"{path}: IDX type {raw[2]:#x} is neither u8 nor int32")
+    return np.frombuffer(raw[4 + 4 * ndim:], dtype).reshape(dims)
 
 
-def fashion_mnist(data_dir, split):
-    images = read_idx(data_dir, f"{split}-images-idx3-ubyte")
-    labels = read_idx(data_dir, f"{split}-labels-idx1-ubyte").astype(np.int32)
-    return images, labels
+def real_data(name, data_dir, split):
+    """The split's features (before `preprocess`) and int32 labels."""
+    kind = "ids-idx2-int" if name == "textcnn" else "images-idx3-ubyte"
+    label_kind = "labels-idx1-int" if name == "textcnn" else "labels-idx1-ubyte"
+    x = read_idx(data_dir, f"{split}-{kind}")
+    y = read_idx(data_dir, f"{split}-{label_kind}").astype(np.int32)
+    return (x.astype(np.int32) if name == "textcnn" else x), y
 
 
 def preprocess(name):
@@ -108,7 +120,14 @@ def preprocess(name):
         x = tf.cast(padded, tf.float32) / 255.0 - 0.5
         return tf.tile(x, [1, 1, 1, 3]), labels
 
-    return {"fashion": fashion, "resnet20": resnet20}[name]
+    def flat(images, labels):
+        return tf.reshape(tf.cast(images, tf.float32) / 255.0, [-1, 784]), labels
+
+    def ids(x, labels):
+        return x, labels
+
+    return {"mnist": flat, "mlp": flat, "fashion": fashion, "resnet20": resnet20,
+            "textcnn": ids}[name]
 
 
 def make_estimator(args, model_fn, batch, params, model_dir):
@@ -169,8 +188,8 @@ def time_steps(args, model_fn, batch, model_dir):
 
 
 def accuracy(args, model_fn, batch, model_dir):
-    train_x, train_y = fashion_mnist(args.data_dir, "train")
-    test_x, test_y = fashion_mnist(args.data_dir, "t10k")
+    train_x, train_y = real_data(args.name, args.data_dir, "train")
+    test_x, test_y = real_data(args.name, args.data_dir, "t10k")
     prep = preprocess(args.name)
 
     def train_input_fn(params):
@@ -210,9 +229,8 @@ def parse_args(argv):
     parser.add_argument("--threads", type=positive,
                         help="TF's intra- and inter-op parallelism (default: TF's own)")
     parser.add_argument("--accuracy", action="store_true",
-                        help="train on Fashion-MNIST and print test accuracy "
-                             f"({', '.join(ACCURACY_MODELS)})")
-    parser.add_argument("--data-dir", help="Fashion-MNIST's IDX files, for --accuracy")
+                        help="train on real data and print test accuracy")
+    parser.add_argument("--data-dir", help="the real data's IDX files, for --accuracy")
     args = parser.parse_args(argv)
     if args.accuracy:
         if args.name not in ACCURACY_MODELS:
