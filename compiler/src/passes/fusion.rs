@@ -697,13 +697,18 @@ impl Reach {
 }
 
 /// The checks of a sibling merge short of dependencies: both loop fusions (no reduce or
-/// reduce-window root), every root with the same dimensions, and an array input in common.
-/// Each group comes with its inputs.
+/// reduce-window root), every root with the same dimensions, and an array input in common;
+/// or both reduce fusions ([`reduce_siblings`]). Each group comes with its inputs.
 fn may_merge(
     c: &Computation,
     (a, ia): (&Group, &[InstrId]),
     (b, ib): (&Group, &[InstrId]),
 ) -> bool {
+    if let Some(dims) = reduce_siblings(c, a, b) {
+        return ia
+            .iter()
+            .any(|x| ib.contains(x) && c.get(*x).shape.dims() == dims.as_slice());
+    }
     let loop_kind = |g: &Group| {
         g.roots
             .iter()
@@ -722,6 +727,34 @@ fn may_merge(
     }
     ia.iter()
         .any(|x| ib.contains(x) && c.get(*x).shape.rank() > 0)
+}
+
+/// When every root of both groups is a reduce of the same leading dimensions of an operand of
+/// the same dimensions, those dimensions: the two fusions may become one pass folding all
+/// the reduces (batch normalization's gradient sums `sum(dy * (x - mean))` and
+/// `sum(-(dy * scale))` where `dy` is a max-pool gradient, whose own fusion keeps its one
+/// reduce). A group reading a max-pool gradient is left alone for the same reason.
+fn reduce_siblings(c: &Computation, a: &Group, b: &Group) -> Option<Vec<i64>> {
+    let first = *a.roots.first()?;
+    let Op::Reduce { dimensions, .. } = &c.get(first).op else {
+        return None;
+    };
+    let dims = c.get(c.get(first).operand(0)).shape.dims().to_vec();
+    let fits = |r: InstrId| {
+        is_fusible_reduce(c, r)
+            && reduces_leading_dims(c, r)
+            && matches!(&c.get(r).op, Op::Reduce { dimensions: d, .. } if d == dimensions)
+            && c.get(c.get(r).operand(0)).shape.dims() == dims.as_slice()
+    };
+    let reads_pool_gradient = |g: &Group| {
+        g.members
+            .iter()
+            .any(|&y| matches!(c.get(y).op, Op::SelectAndScatter { .. }))
+    };
+    let both = [a, b];
+    (both.iter().all(|g| g.roots.iter().all(|&r| fits(r)))
+        && !both.iter().any(|g| reads_pool_gradient(g)))
+    .then_some(dims)
 }
 
 /// Replaces group `g` of computation `cid` by a fusion; `order` is the computation's post

@@ -92,6 +92,9 @@ fn check(n: i64, h: i64, c: i64) {
     // every `[1, 1, 1, 1]` value counts: only the values are checked there.)
     if n * h * h > 1 {
         assert_eq!(stored_full_size(&m, &[n, h, h, c]), 3, "{n}x{h}x{h}x{c}");
+        // `dy` is an input here: the variance's sum and `sum(dy * (x - mean))` read `x` in
+        // one pass (sibling reduce fusions), not two.
+        assert_eq!(most_reduces_in_one_fusion(&m), 2, "{n}x{h}x{h}x{c}");
     }
     check_values(&parsed, &args, &format!("{n}x{h}x{h}x{c}"));
 }
