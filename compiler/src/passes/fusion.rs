@@ -178,7 +178,7 @@ fn is_cheap_copy(c: &Computation, id: InstrId) -> bool {
                 Op::Parameter(_) | Op::Constant(_)
             ) || is_small_computed_broadcast(c, id)
         }
-        _ => is_cheap_elementwise(c, id),
+        _ => cheap_chain(c, id).is_some(),
     }
 }
 
@@ -215,38 +215,84 @@ fn is_small_computed_broadcast(c: &Computation, id: InstrId) -> bool {
         )
 }
 
-/// One add, subtract, multiply, maximum, minimum, negate or abs of a single array with
-/// constants (a ReLU: `maximum(z, broadcast(0))`) or with small computed broadcasts
-/// ([`is_small_computed_broadcast`]: batch normalization's `x - mean` and `dy * scale`).
-/// Copying it into every fusion that reads it costs one instruction per element there, and
-/// saves storing it: in the MNIST step each ReLU is then computed inside the max-pool and
-/// inside the max-pool gradient, and never written to memory. A bias add of a variable
-/// (`z + broadcast(bias)`) stays a kernel of its own: the convolution routines fold it into
-/// their stores.
-fn is_cheap_elementwise(c: &Computation, id: InstrId) -> bool {
+/// Most ops of a chain copied into its readers ([`cheap_chain`]).
+const CHEAP_CHAIN_OPS: usize = 3;
+
+/// A chain of at most [`CHEAP_CHAIN_OPS`] adds, subtracts, multiplies, maximums, minimums,
+/// negates or abses over a single array, their other operands constants (a ReLU:
+/// `maximum(z, broadcast(0))`) or small computed broadcasts ([`is_small_computed_broadcast`]:
+/// batch normalization's `x - mean` and `dy * scale`). Copying it into every fusion that reads
+/// it costs a few instructions per element there, and saves storing it: in the MNIST step
+/// each ReLU is then computed inside the max-pool and inside the max-pool gradient, and never
+/// written to memory; batch normalization's variance gradient term `t + t` with
+/// `t = c * (x - mean)`, read by the mean's gradient sum and by `dx`, is computed twice from
+/// `x` instead of stored and read back. A bias add of a variable (`z + broadcast(bias)`) is
+/// no link: it stays a kernel of its own, which the convolution routines fold into their
+/// stores. Returns the chain's ops, the last one first.
+fn cheap_chain(c: &Computation, id: InstrId) -> Option<Vec<InstrId>> {
+    let mut ops = Vec::new();
+    let leaf = chain_links(c, id, &mut ops)?;
+    (c.get(leaf).shape.dims() == c.get(id).shape.dims()).then_some(ops)
+}
+
+/// Adds `id` and the cheap ops below it to `ops` (see [`cheap_chain`]) and returns the one
+/// array they read; `None`, leaving `ops` as it was, when they read more than one. An
+/// operand that is no link (or would make the chain too long) is the array read.
+fn chain_links(c: &Computation, id: InstrId, ops: &mut Vec<InstrId>) -> Option<InstrId> {
+    if ops.len() >= CHEAP_CHAIN_OPS || !is_cheap_op_of_chains(c, id) {
+        return None;
+    }
+    let before = ops.len();
+    ops.push(id);
+    let mut leaf: Option<InstrId> = None;
+    for &o in c.get(id).operands() {
+        if is_constant_like(c, o) || ops.contains(&o) || leaf == Some(o) {
+            continue;
+        }
+        let mark = ops.len();
+        let read = match chain_links(c, o, ops) {
+            Some(l) if leaf.is_none() || leaf == Some(l) => l,
+            Some(_) => {
+                ops.truncate(mark);
+                o
+            }
+            None => o,
+        };
+        if leaf.is_some_and(|l| l != read) {
+            ops.truncate(before);
+            return None;
+        }
+        leaf = Some(read);
+    }
+    if leaf.is_none() {
+        ops.truncate(before);
+    }
+    leaf
+}
+
+/// A scalar constant, a broadcast of one, or a small computed broadcast
+/// ([`is_small_computed_broadcast`]): an operand that does not count as an array read.
+fn is_constant_like(c: &Computation, o: InstrId) -> bool {
+    let oi = c.get(o);
+    is_scalar_constant(oi)
+        || (matches!(oi.op, Op::Broadcast { .. }) && is_scalar_constant(c.get(oi.operand(0))))
+        || is_small_computed_broadcast(c, o)
+}
+
+/// A cheap op (one of [`cheap_chain`]'s kinds) whose array operands are all of its own
+/// dimensions: a link of [`cheap_chain`] that may read the same value twice (`t + t`).
+fn is_cheap_op_of_chains(c: &Computation, id: InstrId) -> bool {
     use crate::ir::{BinaryOp as B, UnaryOp as U};
     let instr = c.get(id);
-    let cheap_op = matches!(
+    matches!(
         instr.op,
         Op::Binary(B::Add | B::Subtract | B::Multiply | B::Maximum | B::Minimum)
             | Op::Unary(U::Negate | U::Abs)
-    );
-    let constant = |o: InstrId| {
-        let oi = c.get(o);
-        is_scalar_constant(oi)
-            || (matches!(oi.op, Op::Broadcast { .. }) && is_scalar_constant(c.get(oi.operand(0))))
-            || is_small_computed_broadcast(c, o)
-    };
-    let arrays: Vec<InstrId> = instr
-        .operands()
-        .iter()
-        .copied()
-        .filter(|&o| !constant(o))
-        .collect();
-    cheap_op
-        && arrays.len() == 1
-        && c.get(arrays[0]).shape.dims() == instr.shape.dims()
-        && instr.shape.is_array()
+    ) && instr.shape.is_array()
+        && instr
+            .operands()
+            .iter()
+            .all(|&o| is_constant_like(c, o) || c.get(o).shape.dims() == instr.shape.dims())
 }
 
 /// A single-array reduce-window, which may end a fusion like a reduce (its operand's
@@ -334,9 +380,11 @@ fn form_groups(c: &Computation) -> Vec<Group> {
                     {
                         g.copies.insert(pi.operand(0));
                     }
-                    if is_cheap_elementwise(c, p) {
-                        // Its constant operands come along (a ReLU's broadcast zero).
-                        for &q in c.get(p).operands() {
+                    // A chain's ops come along, and their constant operands (a ReLU's
+                    // broadcast zero).
+                    for x in cheap_chain(c, p).unwrap_or_default() {
+                        g.copies.insert(x);
+                        for &q in c.get(x).operands() {
                             let qi = c.get(q);
                             if is_scalar_constant(qi) {
                                 g.copies.insert(q);
@@ -458,8 +506,9 @@ fn absorb_reduces(c: &Computation, groups: &mut [Group]) {
 
 /// Moves a fused reduce of leading dimensions that reads the first output of a loop fusion
 /// into that fusion, as one more output: batch normalization's gradient sums `dy` (absorbed
-/// by [`absorb_reduces`]) and `dy * (x - mean)` in the loop that computes `dy`, instead of a
-/// second pass that reads `dy` back. The reduce's group must reduce the same dimensions as
+/// by [`absorb_reduces`]), `dy * (x - mean)` and `-(dy * scale)` in the loop that computes
+/// `dy`, instead of passes that read `dy` back. The reduce's group may read that output
+/// through a copied cheap op (`dy * scale` is copied into the gradient's other readers too). The reduce's group must reduce the same dimensions as
 /// the fusion's reduces, of an operand of the same dimensions, and neither group may depend
 /// on the other but through that output.
 fn absorb_reduce_groups(c: &Computation, groups: &mut Vec<Group>) {
@@ -507,6 +556,7 @@ fn absorb_reduce_groups(c: &Computation, groups: &mut Vec<Group>) {
                 && candidate
                     .members
                     .iter()
+                    .chain(&candidate.copies)
                     .any(|&y| c.get(y).operands().contains(&x))
                 && !candidate.members.contains(&x)
                 && !candidate.copies.iter().any(|y| target.members.contains(y))
@@ -647,13 +697,18 @@ impl Reach {
 }
 
 /// The checks of a sibling merge short of dependencies: both loop fusions (no reduce or
-/// reduce-window root), every root with the same dimensions, and an array input in common.
-/// Each group comes with its inputs.
+/// reduce-window root), every root with the same dimensions, and an array input in common;
+/// or both reduce fusions ([`reduce_siblings`]). Each group comes with its inputs.
 fn may_merge(
     c: &Computation,
     (a, ia): (&Group, &[InstrId]),
     (b, ib): (&Group, &[InstrId]),
 ) -> bool {
+    if let Some(dims) = reduce_siblings(c, a, b) {
+        return ia
+            .iter()
+            .any(|x| ib.contains(x) && c.get(*x).shape.dims() == dims.as_slice());
+    }
     let loop_kind = |g: &Group| {
         g.roots
             .iter()
@@ -672,6 +727,34 @@ fn may_merge(
     }
     ia.iter()
         .any(|x| ib.contains(x) && c.get(*x).shape.rank() > 0)
+}
+
+/// When every root of both groups is a reduce of the same leading dimensions of an operand of
+/// the same dimensions, those dimensions: the two fusions may become one pass folding all
+/// the reduces (batch normalization's gradient sums `sum(dy * (x - mean))` and
+/// `sum(-(dy * scale))` where `dy` is a max-pool gradient, whose own fusion keeps its one
+/// reduce). A group reading a max-pool gradient is left alone for the same reason.
+fn reduce_siblings(c: &Computation, a: &Group, b: &Group) -> Option<Vec<i64>> {
+    let first = *a.roots.first()?;
+    let Op::Reduce { dimensions, .. } = &c.get(first).op else {
+        return None;
+    };
+    let dims = c.get(c.get(first).operand(0)).shape.dims().to_vec();
+    let fits = |r: InstrId| {
+        is_fusible_reduce(c, r)
+            && reduces_leading_dims(c, r)
+            && matches!(&c.get(r).op, Op::Reduce { dimensions: d, .. } if d == dimensions)
+            && c.get(c.get(r).operand(0)).shape.dims() == dims.as_slice()
+    };
+    let reads_pool_gradient = |g: &Group| {
+        g.members
+            .iter()
+            .any(|&y| matches!(c.get(y).op, Op::SelectAndScatter { .. }))
+    };
+    let both = [a, b];
+    (both.iter().all(|g| g.roots.iter().all(|&r| fits(r)))
+        && !both.iter().any(|g| reads_pool_gradient(g)))
+    .then_some(dims)
 }
 
 /// Replaces group `g` of computation `cid` by a fusion; `order` is the computation's post

@@ -7,6 +7,9 @@
 //!
 //! When `dy` is computed (a ReLU gradient), the loop computing it also folds both gradient
 //! sums, of `dy` and of `dy * (x - mean)`: one pass instead of a second one reading `dy` back.
+//! With the mean's gradient split in two sums, as the estimator traces it, that loop folds
+//! `-(dy * scale)` too, and the variance term `2 * c * (x - mean)` (a chain of three cheap
+//! ops over `x`) is computed by its two readers instead of stored.
 
 use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module;
@@ -27,6 +30,17 @@ fn module(n: i64, h: i64, c: i64) -> Module {
 /// The golden case `batch_norm_relu_grad.hlo`: `dy` is a ReLU gradient, at another shape.
 fn relu_grad_module(n: i64, h: i64, c: i64) -> Module {
     let text = include_str!("../../golden/passes/fusion/batch_norm_relu_grad.hlo")
+        .replace("[4,6,6,8]", &format!("[{n},{h},{h},{c}]"))
+        .replace("f32[8]", &format!("f32[{c}]"))
+        .replace("constant(144)", &format!("constant({})", n * h * h));
+    parse_module(&text, None).unwrap()
+}
+
+/// The golden case `batch_norm_split_mean_grad.hlo`: the mean's gradient as the estimator's
+/// trace has it, two sums (of `-(dy * scale)` and of the variance term's negation), at
+/// another shape.
+fn split_mean_grad_module(n: i64, h: i64, c: i64) -> Module {
+    let text = include_str!("../../golden/passes/fusion/batch_norm_split_mean_grad.hlo")
         .replace("[4,6,6,8]", &format!("[{n},{h},{h},{c}]"))
         .replace("f32[8]", &format!("f32[{c}]"))
         .replace("constant(144)", &format!("constant({})", n * h * h));
@@ -78,6 +92,9 @@ fn check(n: i64, h: i64, c: i64) {
     // every `[1, 1, 1, 1]` value counts: only the values are checked there.)
     if n * h * h > 1 {
         assert_eq!(stored_full_size(&m, &[n, h, h, c]), 3, "{n}x{h}x{h}x{c}");
+        // `dy` is an input here: the variance's sum and `sum(dy * (x - mean))` read `x` in
+        // one pass (sibling reduce fusions), not two.
+        assert_eq!(most_reduces_in_one_fusion(&m), 2, "{n}x{h}x{h}x{c}");
     }
     check_values(&parsed, &args, &format!("{n}x{h}x{h}x{c}"));
 }
@@ -171,4 +188,35 @@ fn batch_norm_gradient_sums_share_the_pass_computing_dy() {
 fn batch_norm_gradient_sums_split_over_two_workers_match_the_interpreter() {
     // 75,264 elements: both reduces are built in two parts and combined.
     check_relu_grad(16, 14, 24);
+}
+
+fn check_split_mean_grad(n: i64, h: i64, c: i64) {
+    let parsed = split_mean_grad_module(n, h, c);
+    let mut args = args(n, h, c);
+    args.push(pseudo_random_f32(&[n, h, h, c], 5, 0));
+    let mut m = parsed.clone();
+    optimize(&mut m, &CompileOptions::default()).unwrap();
+    if n * h * h > 1 {
+        let case = format!("{n}x{h}x{h}x{c}");
+        // The pass computing `dy` folds its three sums: `dy`, `dy * (x - mean)` and
+        // `-(dy * scale)` (the last read `dy` back in a pass of its own).
+        assert_eq!(most_reduces_in_one_fusion(&m), 3, "{case}");
+        // Stored at that shape: `y`, `dy` and `dx`. The variance term `2 * c * (x - mean)` is
+        // computed from `x` by its two readers (it was stored too: 4 arrays).
+        assert_eq!(stored_full_size(&m, &[n, h, h, c]), 3, "{case}");
+    }
+    check_values(
+        &parsed,
+        &args,
+        &format!("split mean gradient {n}x{h}x{h}x{c}"),
+    );
+}
+
+#[test]
+fn batch_norm_mean_gradient_sums_and_variance_term_need_no_extra_pass() {
+    check_split_mean_grad(3, 7, 5);
+    check_split_mean_grad(2, 5, 17);
+    check_split_mean_grad(1, 1, 1);
+    // 75,264 elements: the three reduces are built in two parts and combined.
+    check_split_mean_grad(16, 14, 24);
 }
