@@ -4,7 +4,10 @@
 use super::literal_text::literal_to_text;
 use super::printer::print_instruction;
 use super::*;
-use crate::ir::{ArrayData, CollectiveAttrs, ComparisonDirection, ComparisonType, ElementType, Literal, Op, Shape};
+use crate::ir::{
+    ArrayData, CollectiveAttrs, ComparisonDirection, ComparisonType, ElementType, Literal, Op,
+    Shape,
+};
 
 fn parse(text: &str) -> Module {
     parse_module(text, Some("t.hlo")).unwrap_or_else(|e| panic!("{e}"))
@@ -156,7 +159,8 @@ fn all_to_all_in_array_and_tuple_forms() {
     let e = m.entry();
     let printed = print_instruction(&m, m.entry, e.find("a").unwrap());
     assert!(
-        printed.contains("all-to-all(x), channel_id=3, replica_groups={{0,1},{2,3}}, dimensions={0}"),
+        printed
+            .contains("all-to-all(x), channel_id=3, replica_groups={{0,1},{2,3}}, dimensions={0}"),
         "{printed}"
     );
     let two_dims = parse_module(
@@ -167,7 +171,10 @@ fn all_to_all_in_array_and_tuple_forms() {
         None,
     )
     .unwrap_err();
-    assert!(two_dims.to_string().contains("exactly one dimension"), "{two_dims}");
+    assert!(
+        two_dims.to_string().contains("exactly one dimension"),
+        "{two_dims}"
+    );
     let two_operands = parse_module(
         &entry_with(
             "  x = f32[4]{0} parameter(0)\n  \
@@ -176,7 +183,12 @@ fn all_to_all_in_array_and_tuple_forms() {
         None,
     )
     .unwrap_err();
-    assert!(two_operands.to_string().contains("takes 1 operand, found 2"), "{two_operands}");
+    assert!(
+        two_operands
+            .to_string()
+            .contains("takes 1 operand, found 2"),
+        "{two_operands}"
+    );
 }
 
 #[test]

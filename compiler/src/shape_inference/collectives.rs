@@ -493,7 +493,10 @@ mod tests {
         assert_eq!(all_to_all(&m, &channel, Some(0), &[&x]).unwrap(), x);
         // No groups: every replica (2 of them) takes part.
         let e = all_to_all(&m, &groups(&[]), Some(0), &[&s(F32, &[5])]).unwrap_err();
-        assert!(e.message.contains("does not divide by the group size 2"), "{e}");
+        assert!(
+            e.message.contains("does not divide by the group size 2"),
+            "{e}"
+        );
         let global = CollectiveAttrs {
             use_global_device_ids: true,
             ..channel
