@@ -123,11 +123,11 @@ fn check(out: &[Literal], what: &str) {
         (&[&[0, 3], &[1, 4], &[2, 5]], 2),
         (&[&[5, 0, 3], &[1, 4, 2]], 3),
     ];
-    for r in 0..6 {
+    for (r, got) in leaves.iter().enumerate() {
         for (groups, leaf) in layouts {
             let (g, p) = group_of(groups, r);
             assert_eq!(
-                f32_data(leaves[r][leaf]),
+                f32_data(got[leaf]),
                 split_rows(&g, p),
                 "{what}: output {leaf}, replica {r}"
             );
@@ -136,11 +136,7 @@ fn check(out: &[Literal], what: &str) {
         for (q, &m) in g.iter().enumerate() {
             let sent = x(m);
             let half = &f32_data(&sent)[6 * p..6 * p + 6];
-            assert_eq!(
-                f32_data(leaves[r][5 + q]),
-                half,
-                "{what}: pair{q}, replica {r}"
-            );
+            assert_eq!(f32_data(got[5 + q]), half, "{what}: pair{q}, replica {r}");
         }
     }
 }
