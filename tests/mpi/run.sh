@@ -50,6 +50,17 @@ for backend in interp jit; do
       --inputs "$here/collectives.inputs.safetensors" --replicas 4 --backend "$backend"
   done
 done
+# all-to-all on 6 replicas: 1-D and 2-D groups, groups spanning the hosts unevenly
+# ({5,0,3} on 2 x 3 and 3 x 2), the inner dimension, the tuple form; then JAX's shard_map
+# all-to-all (4 partitions).
+for backend in interp jit; do
+  same "all_to_all_${backend}" 2 "$here/all_to_all.hlo" \
+    --inputs "$here/all_to_all.inputs.safetensors" --replicas 6 --backend "$backend"
+done
+same all_to_all_3 3 "$here/all_to_all.hlo" \
+  --inputs "$here/all_to_all.inputs.safetensors" --replicas 6 --backend jit
+same sm_all_to_all 2 "$here/sm_all_to_all_r4.hlo" \
+  --inputs "$here/sm_all_to_all_r4.inputs.safetensors" --replicas 4 --backend jit
 # The replicas tests' data-parallel conformance modules (shard_map, global arrays).
 same dp_tanh 2 "$corpus/dp_tanh_regression_r4.hlo" \
   --inputs "$corpus/dp_tanh_regression_r4.inputs.safetensors" --replicas 4 --backend jit

@@ -374,6 +374,26 @@ impl<'a> OpBuilder<'a, '_> {
                     source_target_pairs,
                 }
             }
+            "all-to-all" => Op::AllToAll {
+                collective: self.collective(bag)?,
+                dimension: match bag.take("dimensions") {
+                    None => None,
+                    Some(v) => {
+                        let at = v.pos;
+                        let dims = whole(v, "dimensions", |c| c.int_list_braced())?;
+                        match dims[..] {
+                            [d] => Some(d),
+                            _ => {
+                                return Err(c.error_at(
+                                    at,
+                                    "`all-to-all` takes exactly one dimension (its split and \
+                                     concat dimension), or none in the tuple form",
+                                ))
+                            }
+                        }
+                    }
+                },
+            },
             "replica-id" => Op::ReplicaId,
             "partition-id" => Op::PartitionId,
             "infeed" => Op::Infeed {
@@ -490,6 +510,7 @@ pub(crate) fn check_opcode(name: &str) -> Result<(), String> {
         "all-gather",
         "reduce-scatter",
         "collective-permute",
+        "all-to-all",
         "replica-id",
         "partition-id",
         "infeed",
@@ -535,7 +556,6 @@ const XLA_OPCODES_NOT_SUPPORTED: &[&str] = &[
     "set-dimension-size",
     "add-dependency",
     "optimization-barrier",
-    "all-to-all",
     "collective-broadcast",
     "send",
     "send-done",
@@ -617,6 +637,10 @@ fn check_arity(op: &Op, n: usize) -> Result<(), String> {
         Op::Select | Op::Clamp | Op::SelectAndScatter { .. } => exactly(3),
         Op::DynamicSlice { .. } | Op::Concatenate { .. } | Op::AllGather { .. } => at_least(1),
         Op::AllReduce { .. } | Op::ReduceScatter { .. } | Op::Sort { .. } => at_least(1),
+        Op::AllToAll { dimension, .. } => match dimension {
+            Some(_) => exactly(1),
+            None => at_least(1),
+        },
         Op::DynamicUpdateSlice => at_least(2),
         Op::Reduce { .. } | Op::ReduceWindow { .. } => {
             if n >= 2 && n.is_multiple_of(2) {

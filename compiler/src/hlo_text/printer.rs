@@ -467,6 +467,15 @@ fn op_attributes(comp: &Computation, id: InstrId, names: &Names) -> Vec<String> 
                 .collect();
             a.push(format!("source_target_pairs={{{}}}", pairs.join(",")));
         }
+        Op::AllToAll {
+            collective,
+            dimension,
+        } => {
+            collective_attrs(&mut a, collective);
+            if let Some(d) = dimension {
+                a.push(format!("dimensions={{{d}}}"));
+            }
+        }
         Op::Infeed { config } => {
             if !config.is_empty() {
                 a.push(format!("infeed_config={}", quote(config)));

@@ -267,6 +267,17 @@ fn arb_op(r: ComputationId) -> impl Strategy<Value = (Op, usize)> {
                 },
                 1
             )),
+        (arb_collective(), proptest::option::of(0i64..3), 1usize..4).prop_map(|(c, d, n)| (
+            Op::AllToAll {
+                // all-to-all has no use_global_device_ids attribute.
+                collective: CollectiveAttrs {
+                    use_global_device_ids: false,
+                    ..c
+                },
+                dimension: d
+            },
+            if d.is_some() { 1 } else { n }
+        )),
         Just((Op::ReplicaId, 0)),
         arb_text().prop_map(|s| (Op::Infeed { config: s }, 1)),
         arb_text().prop_map(|s| (Op::Outfeed { config: s }, 2)),

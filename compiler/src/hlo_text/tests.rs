@@ -4,7 +4,10 @@
 use super::literal_text::literal_to_text;
 use super::printer::print_instruction;
 use super::*;
-use crate::ir::{ArrayData, ComparisonDirection, ComparisonType, ElementType, Literal, Op, Shape};
+use crate::ir::{
+    ArrayData, CollectiveAttrs, ComparisonDirection, ComparisonType, ElementType, Literal, Op,
+    Shape,
+};
 
 fn parse(text: &str) -> Module {
     parse_module(text, Some("t.hlo")).unwrap_or_else(|e| panic!("{e}"))
@@ -122,6 +125,69 @@ fn replica_groups_in_both_forms() {
             channel_id: None,
             source_target_pairs: vec![(0, 1), (1, 0)]
         }
+    );
+}
+
+#[test]
+fn all_to_all_in_array_and_tuple_forms() {
+    let m = parse(&entry_with(
+        "  x = f32[4,2]{1,0} parameter(0)\n  \
+         a = f32[4,2]{1,0} all-to-all(x), channel_id=3, replica_groups={{0,1},{2,3}}, dimensions={0}\n  \
+         ROOT t = (f32[4,2]{1,0}, f32[4,2]{1,0}) all-to-all(x, a), replica_groups={{1,0}}",
+    ));
+    assert_eq!(
+        op_of(&m, "a"),
+        &Op::AllToAll {
+            collective: CollectiveAttrs {
+                replica_groups: vec![vec![0, 1], vec![2, 3]],
+                channel_id: Some(3),
+                use_global_device_ids: false,
+            },
+            dimension: Some(0),
+        }
+    );
+    assert_eq!(
+        op_of(&m, "t"),
+        &Op::AllToAll {
+            collective: CollectiveAttrs {
+                replica_groups: vec![vec![1, 0]],
+                ..Default::default()
+            },
+            dimension: None,
+        }
+    );
+    let e = m.entry();
+    let printed = print_instruction(&m, m.entry, e.find("a").unwrap());
+    assert!(
+        printed
+            .contains("all-to-all(x), channel_id=3, replica_groups={{0,1},{2,3}}, dimensions={0}"),
+        "{printed}"
+    );
+    let two_dims = parse_module(
+        &entry_with(
+            "  x = f32[4,2]{1,0} parameter(0)\n  \
+             ROOT a = f32[4,2]{1,0} all-to-all(x), replica_groups={{0,1}}, dimensions={0,1}",
+        ),
+        None,
+    )
+    .unwrap_err();
+    assert!(
+        two_dims.to_string().contains("exactly one dimension"),
+        "{two_dims}"
+    );
+    let two_operands = parse_module(
+        &entry_with(
+            "  x = f32[4]{0} parameter(0)\n  \
+             ROOT a = f32[4]{0} all-to-all(x, x), replica_groups={{0,1}}, dimensions={0}",
+        ),
+        None,
+    )
+    .unwrap_err();
+    assert!(
+        two_operands
+            .to_string()
+            .contains("takes 1 operand, found 2"),
+        "{two_operands}"
     );
 }
 

@@ -172,6 +172,7 @@ impl CollectiveStep {
             Op::AllReduce { to_apply, .. } | Op::ReduceScatter { to_apply, .. } => Some(*to_apply),
             Op::AllGather { .. }
             | Op::CollectivePermute { .. }
+            | Op::AllToAll { .. }
             | Op::ReplicaId
             | Op::PartitionId => None,
             other => return err(format!("{} is not a collective", other.opcode_name())),
@@ -338,8 +339,88 @@ fn collective(
                 None => Literal::Array(Array::zeros(x.shape.clone())),
             })
         }
+        Op::AllToAll {
+            collective,
+            dimension,
+        } => {
+            // XLA's modes for all-to-all: a channel makes the ids partitions, else replicas.
+            let mode = if collective.use_global_device_ids {
+                return err("all-to-all has no use_global_device_ids");
+            } else if collective.channel_id.is_some() {
+                GroupMode::CrossPartition
+            } else {
+                GroupMode::CrossReplica
+            };
+            let group = group_of(link, mode, &collective.replica_groups)?;
+            let position = group
+                .iter()
+                .position(|&d| d == link.device_id())
+                .ok_or_else(|| EvalError::new("all-to-all: this device is not in its group"))?;
+            let parts = link.exchange(site, &group, owned)?;
+            all_to_all(*dimension, position, &parts)
+        }
         other => err(format!("{} is not a collective", other.opcode_name())),
     }
+}
+
+/// The all-to-all result of the member at `position` of its group, from every member's
+/// operands (`parts`, in group order): chunk `position` of each member's operand along
+/// `dimension`, concatenated in group order (the array form), or operand `position` of each
+/// member as a tuple (the tuple form).
+fn all_to_all(
+    dimension: Option<i64>,
+    position: usize,
+    parts: &[Arc<Vec<Literal>>],
+) -> EvalResult<Literal> {
+    let n = parts.len();
+    let Some(dimension) = dimension else {
+        let out = parts
+            .iter()
+            .map(|p| {
+                if p.len() != n {
+                    return err(format!(
+                        "all-to-all: the tuple form needs one operand per group member ({n}), \
+                         found {}",
+                        p.len()
+                    ));
+                }
+                leaf(p, position).map(|a| Literal::Array(a.clone()))
+            })
+            .collect::<EvalResult<Vec<_>>>()?;
+        return Ok(Literal::Tuple(out));
+    };
+    let d = dimension as usize;
+    let pieces = parts
+        .iter()
+        .map(|p| {
+            let x = leaf(p, 0)?;
+            if dimension < 0 || d >= x.shape.rank() || x.shape.dims[d] % n as i64 != 0 {
+                return err(format!(
+                    "all-to-all: dimension {dimension} of {} does not split {n} ways",
+                    x.shape
+                ));
+            }
+            let chunk = x.shape.dims[d] / n as i64;
+            let dims: Vec<crate::ir::SliceDim> = x
+                .shape
+                .dims
+                .iter()
+                .enumerate()
+                .map(|(i, &size)| crate::ir::SliceDim {
+                    start: if i == d { chunk * position as i64 } else { 0 },
+                    limit: if i == d {
+                        chunk * (position as i64 + 1)
+                    } else {
+                        size
+                    },
+                    stride: 1,
+                })
+                .collect();
+            super::shape_ops::slice(x, &dims)
+        })
+        .collect::<EvalResult<Vec<_>>>()?;
+    let refs: Vec<&Array> = pieces.iter().collect();
+    concatenate(&refs, dimension).map(Literal::Array)
 }
 
 fn u32_scalar(v: u32) -> Literal {

@@ -399,6 +399,7 @@ impl<'m> Evaluator<'m> {
             | AllGather { .. }
             | ReduceScatter { .. }
             | CollectivePermute { .. }
+            | AllToAll { .. }
             | ReplicaId
             | PartitionId => collectives::eval_collective(self, comp, id, op, operands)?,
         };

@@ -518,6 +518,16 @@ pub enum Op {
         channel_id: Option<i64>,
         source_target_pairs: Vec<(i64, i64)>,
     },
+    /// XLA's all-to-all. The array form (`dimension` given, `dimensions={d}`): one operand,
+    /// split along d into one chunk per group member; chunk i goes to member i, and the
+    /// chunks received are concatenated along d in group order. The tuple form (no
+    /// dimension): one operand per group member, operand i goes to member i, and the result is
+    /// the tuple of what each member sent here. With a `channel_id` the groups name
+    /// partitions, else replicas (XLA's modes for all-to-all).
+    AllToAll {
+        collective: CollectiveAttrs,
+        dimension: Option<i64>,
+    },
     ReplicaId,
     PartitionId,
     /// Operand: a token. Result: `(data, token)`.
@@ -599,6 +609,7 @@ impl Op {
             AllGather { .. } => "all-gather",
             ReduceScatter { .. } => "reduce-scatter",
             CollectivePermute { .. } => "collective-permute",
+            AllToAll { .. } => "all-to-all",
             ReplicaId => "replica-id",
             PartitionId => "partition-id",
             Infeed { .. } => "infeed",
@@ -698,6 +709,7 @@ impl Op {
                 | Op::AllGather { .. }
                 | Op::ReduceScatter { .. }
                 | Op::CollectivePermute { .. }
+                | Op::AllToAll { .. }
         )
     }
 }

@@ -33,7 +33,8 @@ fn mergeable(op: &Op) -> bool {
         Op::Parameter(_) | Op::AfterAll | Op::Infeed { .. } | Op::Outfeed { .. } => false,
         Op::AllReduce { collective, .. }
         | Op::AllGather { collective, .. }
-        | Op::ReduceScatter { collective, .. } => collective.channel_id.is_none(),
+        | Op::ReduceScatter { collective, .. }
+        | Op::AllToAll { collective, .. } => collective.channel_id.is_none(),
         Op::CollectivePermute { channel_id, .. } => channel_id.is_none(),
         other => !other.has_side_effect(),
     }

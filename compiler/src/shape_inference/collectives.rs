@@ -1,4 +1,4 @@
-//! Collectives: all-reduce, all-gather, reduce-scatter, collective-permute.
+//! Collectives: all-reduce, all-gather, reduce-scatter, collective-permute, all-to-all.
 
 use super::util::{
     check_reducer, dim, err, expect_array, expect_operands, list, make_array, text, Result,
@@ -29,6 +29,16 @@ fn device_count(module: &Module, attrs: &CollectiveAttrs) -> Option<i64> {
 /// Replica groups: non-empty, ids in range, no id twice. With `uniform`, all groups must be
 /// the same size (the result shape depends on it).
 fn check_groups(name: &str, module: &Module, attrs: &CollectiveAttrs, uniform: bool) -> Result<()> {
+    check_groups_of(name, attrs, device_count(module, attrs), uniform)
+}
+
+/// [`check_groups`] for groups whose ids may name `count` devices (unknown: `None`).
+fn check_groups_of(
+    name: &str,
+    attrs: &CollectiveAttrs,
+    count: Option<i64>,
+    uniform: bool,
+) -> Result<()> {
     let groups = &attrs.replica_groups;
     // XLA's group modes: global device ids (flattened ids) need a channel and explicit groups.
     if attrs.use_global_device_ids && attrs.channel_id.is_none() {
@@ -43,7 +53,6 @@ fn check_groups(name: &str, module: &Module, attrs: &CollectiveAttrs, uniform: b
             groups_text(groups)
         ));
     }
-    let count = device_count(module, attrs);
     let mut seen = std::collections::HashSet::new();
     for g in groups {
         if g.is_empty() {
@@ -79,10 +88,15 @@ fn check_groups(name: &str, module: &Module, attrs: &CollectiveAttrs, uniform: b
 
 /// The number of participants in each group.
 fn group_size(name: &str, module: &Module, attrs: &CollectiveAttrs) -> Result<i64> {
+    group_size_of(name, attrs, device_count(module, attrs))
+}
+
+/// [`group_size`] when `count` devices (unknown: `None`) take part in an empty group list.
+fn group_size_of(name: &str, attrs: &CollectiveAttrs, count: Option<i64>) -> Result<i64> {
     if let Some(first) = attrs.replica_groups.first() {
         return Ok(first.len() as i64);
     }
-    let size = device_count(module, attrs).ok_or_else(|| {
+    let size = count.ok_or_else(|| {
         super::ShapeError::new(format!(
             "{name}: replica_groups={{}} means all replicas, but the module does not give \
              replica_count, so the result shape is unknown; give replica_groups or \
@@ -260,6 +274,76 @@ pub(crate) fn collective_permute(
     Ok(Shape::Array(super::util::canonical(a)))
 }
 
+/// all-to-all: the array form (`dimension`) keeps the operand's shape, its dimension split
+/// into one chunk per group member; the tuple form takes one operand per member, all of one
+/// shape, and gives a tuple of them.
+pub(crate) fn all_to_all(
+    module: &Module,
+    attrs: &CollectiveAttrs,
+    dimension: Option<i64>,
+    operands: &[&Shape],
+) -> Result<Shape> {
+    let name = "all-to-all";
+    let arrays = arrays(name, operands)?;
+    if attrs.use_global_device_ids {
+        return err(format!(
+            "{name}: use_global_device_ids is not an attribute of all-to-all (with a \
+             channel_id its groups name partitions, without one replicas)"
+        ));
+    }
+    // XLA's modes for all-to-all: a channel makes the ids partitions, else replicas.
+    let count = if attrs.channel_id.is_some() {
+        module.num_partitions
+    } else {
+        module.replica_count
+    };
+    check_groups_of(name, attrs, count, true)?;
+    let size = group_size_of(name, attrs, count)?;
+    match dimension {
+        Some(d) => {
+            if arrays.len() != 1 {
+                return err(format!(
+                    "{name}: dimensions={{{d}}} (the array form) takes one operand, found {} \
+                     ({})",
+                    arrays.len(),
+                    list(operands)
+                ));
+            }
+            // Checks that d splits `size` ways; the chunks are concatenated back along d,
+            // so the result has the operand's shape.
+            resize_dimension(name, d, size, false, operands, &arrays)?;
+            Ok(Shape::Array(super::util::canonical(arrays[0])))
+        }
+        None => {
+            if arrays.len() as i64 != size {
+                return err(format!(
+                    "{name}: the tuple form takes one operand per group member ({size}), found \
+                     {} ({})",
+                    arrays.len(),
+                    list(operands)
+                ));
+            }
+            let first = super::util::canonical(arrays[0]);
+            for (i, a) in arrays.iter().enumerate().skip(1) {
+                if super::util::canonical(a) != first {
+                    return err(format!(
+                        "{name}: operands must have one shape, but operand 0 is {} and \
+                         operand {i} is {}",
+                        text(operands[0]),
+                        text(operands[i])
+                    ));
+                }
+            }
+            Ok(Shape::Tuple(
+                arrays
+                    .iter()
+                    .map(|a| Shape::Array(super::util::canonical(a)))
+                    .collect(),
+            ))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,6 +444,65 @@ mod tests {
                 .contains("size 3, which does not divide by the group size 4"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn all_to_all_array_and_tuple_forms() {
+        let mut m = Module::new("t");
+        let x = s(F32, &[4, 3]);
+        let attrs = groups(&[&[0, 1], &[2, 3]]);
+        assert_eq!(all_to_all(&m, &attrs, Some(0), &[&x]).unwrap(), x);
+        let e = all_to_all(&m, &attrs, Some(1), &[&x]).unwrap_err();
+        assert!(
+            e.message
+                .contains("f32[4,3] has size 3, which does not divide by the group size 2"),
+            "{e}"
+        );
+        let e = all_to_all(&m, &attrs, Some(2), &[&x]).unwrap_err();
+        assert!(e.message.contains("dimensions={2} is out of range"), "{e}");
+        let e = all_to_all(&m, &attrs, Some(0), &[&x, &x]).unwrap_err();
+        assert!(e.message.contains("takes one operand, found 2"), "{e}");
+        assert_eq!(
+            all_to_all(&m, &attrs, None, &[&x, &x]).unwrap(),
+            Shape::Tuple(vec![x.clone(), x.clone()])
+        );
+        let e = all_to_all(&m, &attrs, None, &[&x]).unwrap_err();
+        assert!(
+            e.message
+                .contains("one operand per group member (2), found 1"),
+            "{e}"
+        );
+        let y = s(F32, &[4, 2]);
+        let e = all_to_all(&m, &attrs, None, &[&x, &y]).unwrap_err();
+        assert!(
+            e.message
+                .contains("operand 0 is f32[4,3] and operand 1 is f32[4,2]"),
+            "{e}"
+        );
+        let e = all_to_all(&m, &groups(&[&[0, 1, 2], &[3]]), Some(0), &[&x]).unwrap_err();
+        assert!(e.message.contains("groups of one size"), "{e}");
+        // Without a channel the ids are replicas; with one, partitions.
+        m.replica_count = Some(2);
+        let e = all_to_all(&m, &attrs, Some(0), &[&x]).unwrap_err();
+        assert!(e.message.contains("names device 2"), "{e}");
+        let channel = CollectiveAttrs {
+            channel_id: Some(1),
+            ..attrs.clone()
+        };
+        m.num_partitions = Some(4);
+        assert_eq!(all_to_all(&m, &channel, Some(0), &[&x]).unwrap(), x);
+        // No groups: every replica (2 of them) takes part.
+        let e = all_to_all(&m, &groups(&[]), Some(0), &[&s(F32, &[5])]).unwrap_err();
+        assert!(
+            e.message.contains("does not divide by the group size 2"),
+            "{e}"
+        );
+        let global = CollectiveAttrs {
+            use_global_device_ids: true,
+            ..channel
+        };
+        let e = all_to_all(&m, &global, Some(0), &[&x]).unwrap_err();
+        assert!(e.message.contains("not an attribute of all-to-all"), "{e}");
     }
 
     #[test]

@@ -132,6 +132,10 @@ pub(crate) fn infer_shape(
             source_target_pairs,
             ..
         } => collectives::collective_permute(module, source_target_pairs, operands),
+        AllToAll {
+            collective,
+            dimension,
+        } => collectives::all_to_all(module, collective, *dimension, operands),
         ReplicaId => io::device_id("replica-id", operands),
         PartitionId => io::device_id("partition-id", operands),
         AfterAll => io::after_all(operands),

@@ -1,7 +1,7 @@
 //! Hubs of a run split over two hosts, joined in one process by a link that hands each
 //! host's deposits straight to the other hub (what the MPI transport does across processes):
-//! every collective gives bitwise the results of one hub holding all replicas, and a failure
-//! on one host stops the replicas waiting on the other.
+//! every collective (all-to-all too) gives bitwise the results of one hub holding all
+//! replicas, and a failure on one host stops the replicas waiting on the other.
 
 use super::rendezvous::{Hub, RemoteHosts, ReplicaContext, SlotKey};
 use super::{evaluate_replicated, Numbering};
@@ -98,6 +98,26 @@ fn every_collective_split_over_hosts_is_bitwise_the_one_process_result() {
     // 2 + 2, and the uneven 1 + 3 and 3 + 1.
     for split in [2, 1, 3] {
         let got = run_split(&m, &args, &two_hosts(4, split));
+        for (r, g) in got.iter().enumerate() {
+            let g = g.as_ref().unwrap_or_else(|e| panic!("split {split}: {e}"));
+            assert_eq!(bits(g), bits(&want[r]), "split {split}, replica {r}");
+        }
+    }
+}
+
+#[test]
+fn all_to_all_split_over_hosts_is_bitwise_the_one_process_result() {
+    let m = parse_module(include_str!("../../../tests/mpi/all_to_all.hlo"), None).unwrap();
+    let args: Vec<Vec<Literal>> = (0..6)
+        .map(|r| {
+            let v = (0..12).map(|i| (100 * r + i) as f32).collect();
+            vec![Literal::Array(Array::f32(&[6, 2], v))]
+        })
+        .collect();
+    let want = evaluate_replicated(&m, args.clone()).unwrap();
+    // 3 + 3 (groups {5,0,3} and {1,4,2} span the hosts unevenly), 1 + 5 and 4 + 2.
+    for split in [3, 1, 4] {
+        let got = run_split(&m, &args, &two_hosts(6, split));
         for (r, g) in got.iter().enumerate() {
             let g = g.as_ref().unwrap_or_else(|e| panic!("split {split}: {e}"));
             assert_eq!(bits(g), bits(&want[r]), "split {split}, replica {r}");

@@ -1,6 +1,7 @@
 //! One compiled program on N replicas: collectives against the interpreter, faults on one
 //! replica stopping the others, and the data-parallel corpus modules against JAX.
 
+mod all_to_all;
 mod corpus;
 mod jit;
 mod numbering;

@@ -1,5 +1,5 @@
 //! Collectives in compiled code: all-reduce, all-gather, reduce-scatter, collective-permute,
-//! replica-id and partition-id are host routines.
+//! all-to-all, replica-id and partition-id are host routines.
 //!
 //! The program calls `collective_routine(plan, arena)`. The routine reads the operand buffers,
 //! hands them to the interpreter's [`CollectiveStep`] with the calling thread's replica

@@ -191,6 +191,7 @@ impl ProgramCx<'_> {
             | Op::AllGather { .. }
             | Op::ReduceScatter { .. }
             | Op::CollectivePermute { .. }
+            | Op::AllToAll { .. }
             | Op::ReplicaId
             | Op::PartitionId => self.emit_collective(fb, arena, walk, id),
             Op::Call { to_apply } => {
