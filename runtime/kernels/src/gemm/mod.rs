@@ -1,11 +1,13 @@
 //! Matrix products: the choice between the `gemm` and `matrixmultiply` crates and the
 //! threading ([`sgemm`], [`dgemm`]), the integer product ([`igemm_wrapping`]), and the
-//! register-blocked small GEMM of the Winograd routines ([`small`]).
+//! register-blocked small GEMM of the Winograd routines ([`small`]), and products whose right
+//! operand is stored transposed ([`transposed_rhs`]).
 //!
 //! Matrices are given by a pointer and two strides in elements (row, column), so a transposed
 //! or strided operand costs nothing.
 
 pub mod small;
+pub mod transposed_rhs;
 
 use crate::parallel::Shared;
 
