@@ -11,7 +11,9 @@
 //! - in-place writes only where the kernel reads the overwritten buffer at the index it
 //!   writes ([`reads_only_aligned`]: every path from the kernel's root to it goes through
 //!   elementwise ops of the output's dimensions; a kernel loads an element's inputs before it
-//!   stores it, also 4 lanes at a time);
+//!   stores it, also 4 lanes at a time, and a multi-output elementwise fusion computes every
+//!   output at an index before it stores any, so each output may overwrite such a buffer:
+//!   Adam's two moments updated in place in a training loop's state);
 //! - the forward max-pools a convolution computes in its epilogue (`routines/pool_fold.rs`):
 //!   their values are written at the convolution's position;
 //! - the window choices a forward max-pool writes for its gradient (`routines/pool_choices.rs`):
@@ -117,7 +119,13 @@ impl BufferNeeds for JitBufferNeeds {
                     _ => false,
                 };
                 let params: HashSet<InstrId> = f.parameters().iter().copied().collect();
-                reads_only_aligned(f, f.root(), &|v| params.contains(&v), &param_holds)
+                let is_param = |v: InstrId| params.contains(&v);
+                match shared_loop_outputs(f) {
+                    Some(elems) => elems
+                        .iter()
+                        .all(|&el| reads_only_aligned(f, el, &is_param, &param_holds)),
+                    None => reads_only_aligned(f, f.root(), &is_param, &param_holds),
+                }
             }
             op if fusion_plan::is_kernel_op(op) => {
                 let materialized = |v: InstrId| v != id && !recomputed(v);
@@ -126,6 +134,33 @@ impl BufferNeeds for JitBufferNeeds {
             _ => false,
         }
     }
+}
+
+/// The outputs of a multi-output fusion `f` that the JIT computes in one elementwise loop
+/// nest (`emit_fusion`), which computes every output at an index before it stores any: each
+/// is an array of the first one's dimensions and none is a parameter or a reduce, window or
+/// tuple. `None` for any other fusion, or one whose root is not a tuple.
+fn shared_loop_outputs(f: &Computation) -> Option<Vec<InstrId>> {
+    let root = f.get(f.root());
+    if !matches!(root.op, Op::Tuple) {
+        return None;
+    }
+    let elems = root.operands().to_vec();
+    let dims = &f.get(*elems.first()?).shape.as_array()?.dims;
+    elems
+        .iter()
+        .all(|&el| {
+            let i = f.get(el);
+            !matches!(
+                i.op,
+                Op::Parameter(_)
+                    | Op::Reduce { .. }
+                    | Op::ReduceWindow { .. }
+                    | Op::SelectAndScatter { .. }
+                    | Op::Tuple
+            ) && i.shape.as_array().is_some_and(|a| &a.dims == dims)
+        })
+        .then_some(elems)
 }
 
 /// Whether the kernel computing `root` of `comp` reads the buffer `holds` names only at the

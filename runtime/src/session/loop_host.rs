@@ -86,8 +86,7 @@ pub(crate) fn run_host_loop(
     };
     for (local, (state, values)) in finals.into_iter().zip(outfed).enumerate() {
         let r = first + local;
-        out.carried
-            .push(state.leaves().into_iter().cloned().collect());
+        out.carried.push(into_arrays(state));
         out.per_iteration.push(match values {
             Some(values) => stack_outputs(signature, r, values)?,
             None => Vec::new(),
@@ -98,6 +97,21 @@ pub(crate) fn run_host_loop(
         check_nan(signature, parameter_names, &out)?;
     }
     Ok(out)
+}
+
+/// The array leaves of `l` depth-first, as [`Literal::leaves`] orders them, moved out: the
+/// carried state (an embedding table and its moments, tens of MB) is not copied again.
+fn into_arrays(l: Literal) -> Vec<Array> {
+    fn walk(l: Literal, out: &mut Vec<Array>) {
+        match l {
+            Literal::Array(a) => out.push(a),
+            Literal::Tuple(t) => t.into_iter().for_each(|l| walk(l, out)),
+            Literal::Token => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(l, &mut out);
+    out
 }
 
 /// The outfeed thread's work: every value until all senders are gone, grouped by replica in

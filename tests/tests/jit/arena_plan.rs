@@ -214,3 +214,25 @@ fn loop_copies_through_planned_temporaries() {
         plan.loop_copy_temps
     );
 }
+
+#[test]
+fn a_multi_output_fusion_updates_loop_state_in_place() {
+    // Adam's two moments as a training loop updates them: one fusion computes both new state
+    // elements, each from both old ones (so each output reads at its index a buffer the other
+    // output overwrites). Both outputs take the old elements' buffers: no copy back per
+    // iteration, and the results are the interpreter's.
+    let a: Vec<f32> = (0..67).map(|i| (i % 9) as f32 * 0.25 - 1.0).collect();
+    let b: Vec<f32> = (0..67).map(|i| (i % 5) as f32 * 0.5 + 0.125).collect();
+    let plan = against_interpreter(
+        "HloModule moments\n\nupd {\n  x = f32[67] parameter(0)\n  y = f32[67] parameter(1)\n  h = f32[] constant(0.5)\n  hb = f32[67] broadcast(h), dimensions={}\n  q = f32[] constant(0.25)\n  qb = f32[67] broadcast(q), dimensions={}\n  x2 = f32[67] multiply(x, hb)\n  n0 = f32[67] add(x2, y)\n  y2 = f32[67] multiply(y, qb)\n  n1 = f32[67] subtract(y2, x)\n  ROOT r = (f32[67], f32[67]) tuple(n0, n1)\n}\n\ncond {\n  cp = (s32[], f32[67], f32[67]) parameter(0)\n  ci = s32[] get-tuple-element(cp), index=0\n  ck = s32[] constant(3)\n  ROOT lt = pred[] compare(ci, ck), direction=LT\n}\n\nbody {\n  p = (s32[], f32[67], f32[67]) parameter(0)\n  i = s32[] get-tuple-element(p), index=0\n  a = f32[67] get-tuple-element(p), index=1\n  b = f32[67] get-tuple-element(p), index=2\n  one = s32[] constant(1)\n  i2 = s32[] add(i, one)\n  f = (f32[67], f32[67]) fusion(a, b), kind=kLoop, calls=upd\n  f0 = f32[67] get-tuple-element(f), index=0\n  f1 = f32[67] get-tuple-element(f), index=1\n  ROOT t = (s32[], f32[67], f32[67]) tuple(i2, f0, f1)\n}\n\nENTRY main {\n  a0 = f32[67] parameter(0)\n  b0 = f32[67] parameter(1)\n  x = f32[67] add(a0, a0)\n  y = f32[67] add(b0, b0)\n  zero = s32[] constant(0)\n  init = (s32[], f32[67], f32[67]) tuple(zero, x, y)\n  w = (s32[], f32[67], f32[67]) while(init), condition=cond, body=body\n  ra = f32[67] get-tuple-element(w), index=1\n  rb = f32[67] get-tuple-element(w), index=2\n  ROOT r = (f32[67], f32[67]) tuple(ra, rb)\n}\n",
+        &[f32s(&a), f32s(&b)],
+    );
+    for k in 1..=2 {
+        let (old, new) = (format!("w{{{k}}}"), format!("f{{{}}}", k - 1));
+        assert!(
+            share(&plan, &old, &new),
+            "{new} must overwrite {old}:\n{}",
+            plan.to_text()
+        );
+    }
+}

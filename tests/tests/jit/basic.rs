@@ -668,3 +668,64 @@ fn integer_division_by_zero_follows_xla() {
     ));
     check(&m, &[xs, ys], 0.0);
 }
+
+#[test]
+fn arguments_of_every_element_type_reach_the_program() {
+    // Each argument is written into the arena as its little-endian bytes; the program returns
+    // it unchanged and converted to f64 (a kernel reading the typed elements).
+    let types = [
+        ElementType::Pred,
+        ElementType::S8,
+        ElementType::U8,
+        ElementType::S16,
+        ElementType::U16,
+        ElementType::S32,
+        ElementType::U32,
+        ElementType::S64,
+        ElementType::U64,
+        ElementType::F16,
+        ElementType::BF16,
+        ElementType::F32,
+        ElementType::F64,
+    ];
+    let mut text = String::from("HloModule types\n\nENTRY main {\n");
+    let mut outs = Vec::new();
+    let mut args = Vec::new();
+    for (k, ty) in types.iter().enumerate() {
+        let name = ty.name();
+        text += &format!("  p{k} = {name}[5] parameter({k})\n");
+        text += &format!("  c{k} = f64[5] convert(p{k})\n");
+        outs.push((format!("p{k}"), format!("{name}[5]")));
+        outs.push((format!("c{k}"), "f64[5]".to_string()));
+        // Small values, exact in every type: 0, 1, 2, 3, 1 (pred: 0, 1, 0, 1, 1).
+        let w = ty.byte_size();
+        let mut bytes = vec![0u8; 5 * w];
+        for (i, v) in [0.0f64, 1.0, 2.0, 3.0, 1.0].iter().enumerate() {
+            let e: Vec<u8> = match ty {
+                ElementType::Pred => vec![(i % 2 == 1 || i == 4) as u8],
+                ElementType::F16 => half::f16::from_f64(*v).to_le_bytes().to_vec(),
+                ElementType::BF16 => half::bf16::from_f64(*v).to_le_bytes().to_vec(),
+                ElementType::F32 => (*v as f32).to_le_bytes().to_vec(),
+                ElementType::F64 => v.to_le_bytes().to_vec(),
+                _ => (*v as u64).to_le_bytes()[..w].to_vec(),
+            };
+            bytes[i * w..(i + 1) * w].copy_from_slice(&e);
+        }
+        let data = ArrayData::from_le_bytes(*ty, &bytes).unwrap();
+        args.push(Literal::Array(Array::new(ArrayShape::new(*ty, &[5]), data)));
+    }
+    let (names, shapes): (Vec<String>, Vec<String>) = outs.into_iter().unzip();
+    text += &format!(
+        "  ROOT t = ({}) tuple({})\n}}\n",
+        shapes.join(", "),
+        names.join(", ")
+    );
+    let m = tessel_compiler::hlo_text::parse_module(&text, None).unwrap();
+    let want = evaluate(&m, &args).unwrap();
+    let exe = compile(&m, &JitOptions::default()).unwrap();
+    let got = exe.run(&args).unwrap();
+    assert_eq!(got, want);
+    for (k, a) in args.iter().enumerate() {
+        assert_eq!(got.leaves()[2 * k], a.leaves()[0], "{}", types[k]);
+    }
+}

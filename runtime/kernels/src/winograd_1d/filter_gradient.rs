@@ -7,6 +7,7 @@
 //! `M[p]` (one matrix product summing over every tile) are one share's, and the points are
 //! combined in a fixed order, so the result is the same bits on any thread count.
 
+use crate::cpu::Isa;
 use crate::gemm::{sgemm, GemmBackend};
 use crate::parallel::{for_each_share_on_slots, Shared};
 use crate::scratch::{floats, Scratch};
@@ -31,6 +32,8 @@ pub struct Winograd1dFilterGradient {
     bt: Vec<f32>,
     g: Vec<f32>,
     backend: GemmBackend,
+    /// The vector instructions the transforms are compiled for (`Isa::detect`).
+    isa: Isa,
     /// Scratch: the `n` products `M[p]`, then per thread slot (at most `n`; one thread per
     /// point at most) the point's `V` and `Y`.
     products_at: usize,
@@ -89,6 +92,7 @@ impl Winograd1dFilterGradient {
             bt,
             g,
             backend,
+            isa: Isa::detect(),
             products_at,
             slots_at,
             scratch,
@@ -126,7 +130,7 @@ impl Winograd1dFilterGradient {
         let slots = self.slots_at.len();
         for_each_share_on_slots(self.n, slots, |slot, p| unsafe {
             let v = floats(blk.get(), self.slots_at[slot]);
-            self.point(p, x.get(), dy.get(), v, prod.get().add(p * c_n * o_n));
+            self.point_on_isa(p, x.get(), dy.get(), v, prod.get().add(p * c_n * o_n));
         });
         let [st, sc, so] = self.out_strides;
         for k in 0..WIDTH {
@@ -142,7 +146,38 @@ impl Winograd1dFilterGradient {
         }
     }
 
+    /// [`Winograd1dFilterGradient::point`] compiled for the best vector instructions this
+    /// machine has; multiplies and adds only, so the same bits on every instruction set.
+    unsafe fn point_on_isa(
+        &self,
+        p: usize,
+        x: *const f32,
+        dy: *const f32,
+        v: *mut f32,
+        out: *mut f32,
+    ) {
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2Fma | Isa::Avx512 => self.point_avx2(p, x, dy, v, out),
+            _ => self.point(p, x, dy, v, out),
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn point_avx2(
+        &self,
+        p: usize,
+        x: *const f32,
+        dy: *const f32,
+        v: *mut f32,
+        out: *mut f32,
+    ) {
+        self.point(p, x, dy, v, out)
+    }
+
     /// Point `p`: `V[p]` and `Y[p]` of every tile into `v`, then `M[p] = V[p]^T Y[p]`.
+    #[inline(always)]
     unsafe fn point(&self, p: usize, x: *const f32, dy: *const f32, v: *mut f32, out: *mut f32) {
         let (n, m, c_n, o_n) = (self.n, self.m, self.channels, self.out_features);
         let tiles_per_row = self.out_len.div_ceil(m);

@@ -8,6 +8,7 @@
 //! `y_i = sum_p A^T[i][p] M[p]`. Every output is computed by one share whatever the thread
 //! count, so the result is the same bits on any number of threads.
 
+use crate::cpu::Isa;
 use crate::gemm::{sgemm, GemmBackend};
 use crate::parallel::{for_each_share, for_each_share_on_slots, Shared};
 use crate::scratch::{floats, Scratch};
@@ -50,6 +51,8 @@ pub struct Winograd1d {
     bt: Vec<f32>,
     g: Vec<f32>,
     backend: GemmBackend,
+    /// The vector instructions the transforms are compiled for (`Isa::detect`).
+    isa: Isa,
     threads: usize,
     /// Scratch: the transformed kernel, then per thread slot the share's `V` and `M`.
     kernel_at: usize,
@@ -132,6 +135,7 @@ impl Winograd1d {
             bt,
             g,
             backend,
+            isa: Isa::detect(),
             threads,
             kernel_at,
             slots_at,
@@ -173,7 +177,7 @@ impl Winograd1d {
             let count = TILES_PER_SHARE.min(tiles - first);
             let v = floats(blk.get(), self.slots_at[slot]);
             let prod = v.add(self.n * TILES_PER_SHARE * self.channels);
-            self.share(
+            self.share_on_isa(
                 first,
                 count,
                 tiles_per_row,
@@ -208,9 +212,51 @@ impl Winograd1d {
         }
     }
 
+    /// [`Winograd1d::share`] compiled for the best vector instructions this machine has. The
+    /// transforms are multiplies and adds (no fused multiply-add: Rust does not contract
+    /// them), so every instruction set gives the same bits.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn share_on_isa(
+        &self,
+        first: usize,
+        count: usize,
+        tiles_per_row: usize,
+        x: *const f32,
+        u: *const f32,
+        v: *mut f32,
+        prod: *mut f32,
+        y: *mut f32,
+    ) {
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2Fma | Isa::Avx512 => {
+                self.share_avx2(first, count, tiles_per_row, x, u, v, prod, y)
+            }
+            _ => self.share(first, count, tiles_per_row, x, u, v, prod, y),
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn share_avx2(
+        &self,
+        first: usize,
+        count: usize,
+        tiles_per_row: usize,
+        x: *const f32,
+        u: *const f32,
+        v: *mut f32,
+        prod: *mut f32,
+        y: *mut f32,
+    ) {
+        self.share(first, count, tiles_per_row, x, u, v, prod, y)
+    }
+
     /// Tiles `first..first + count`: input transform into `v`, the `n` products into `prod`,
     /// output transform into `y`.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     unsafe fn share(
         &self,
         first: usize,

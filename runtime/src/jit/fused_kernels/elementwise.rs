@@ -107,10 +107,16 @@ pub(crate) fn emit_elementwise_part(
     let instrs = kernel_instructions(e, &roots);
     let count = shape.element_count();
     let lanes_ok = allow_vector && count >= 4 && can_vectorize(e, &instrs);
+    // Every output's value is computed before any is stored: an output may be written over a
+    // buffer another output reads at the same index (a loop's state updated in place,
+    // `arena_plan::may_write_over`).
     let store_point =
         |e: &mut Elemental, idx: &Index, lin: Value, lanes: u32| -> Result<(), JitError> {
+            let mut values: SmallVec<[Value; 4]> = SmallVec::new();
             for o in outputs {
-                let v = e.emit(o.root, idx, lanes)?;
+                values.push(e.emit(o.root, idx, lanes)?);
+            }
+            for (o, v) in outputs.iter().zip(values) {
                 let ty = e.shape(o.root)?.element_type;
                 e.store(o.addr, ty, lin, v, lanes)?;
             }

@@ -338,8 +338,7 @@ fn write_arg(arena: &mut Arena, loc: &Loc, lit: &Literal) -> Result<(), String> 
             let Addr::Arena(off) = b.addr else {
                 return Err("parameter buffer outside the arena".into());
             };
-            let bytes = a.data.to_le_bytes();
-            arena.bytes_mut(off, bytes.len()).copy_from_slice(&bytes);
+            write_le(arena.bytes_mut(off, b.byte_size()), &a.data);
             Ok(())
         }
         (Loc::Tuple(ls), Literal::Tuple(ts)) if ls.len() == ts.len() => ls
@@ -348,6 +347,37 @@ fn write_arg(arena: &mut Arena, loc: &Loc, lit: &Literal) -> Result<(), String> 
             .try_for_each(|(l, t)| write_arg(arena, l, t)),
         (Loc::Token, Literal::Token) => Ok(()),
         _ => Err(format!("expected a value shaped like {:?}", loc_kind(loc))),
+    }
+}
+
+/// Writes `data`'s elements into `dst` as little-endian bytes (`pred` as one byte 0/1, as
+/// [`ArrayData::to_le_bytes`] lays them out), element by element with no temporary: a
+/// training loop's carried state (an embedding table and its Adam moments, 10 MB each) is
+/// written at every run.
+fn write_le(dst: &mut [u8], data: &ArrayData) {
+    macro_rules! le {
+        ($v:expr) => {{
+            let w = std::mem::size_of_val(&$v[0]);
+            for (d, x) in dst.chunks_exact_mut(w).zip($v.iter()) {
+                d.copy_from_slice(&x.to_le_bytes());
+            }
+        }};
+    }
+    match data {
+        ArrayData::Pred(v) => dst.iter_mut().zip(v).for_each(|(d, &b)| *d = b as u8),
+        ArrayData::S8(v) => dst.iter_mut().zip(v).for_each(|(d, &x)| *d = x as u8),
+        ArrayData::U8(v) => dst.iter_mut().zip(v).for_each(|(d, &x)| *d = x),
+        ArrayData::S16(v) if !v.is_empty() => le!(v),
+        ArrayData::U16(v) if !v.is_empty() => le!(v),
+        ArrayData::S32(v) if !v.is_empty() => le!(v),
+        ArrayData::U32(v) if !v.is_empty() => le!(v),
+        ArrayData::S64(v) if !v.is_empty() => le!(v),
+        ArrayData::U64(v) if !v.is_empty() => le!(v),
+        ArrayData::F16(v) if !v.is_empty() => le!(v),
+        ArrayData::BF16(v) if !v.is_empty() => le!(v),
+        ArrayData::F32(v) if !v.is_empty() => le!(v),
+        ArrayData::F64(v) if !v.is_empty() => le!(v),
+        _ => {}
     }
 }
 
