@@ -1,12 +1,16 @@
 //! Matrix products for `dot`: the generated program calls [`dot_routine`] with a plan made at
 //! compile time. Operands whose batch / free / contracting dimensions are not each one
 //! strided run are first permuted into scratch space; everything else goes to the kernels
-//! crate's GEMM (`tessel_kernels::gemm`) with strides, no copies.
+//! crate's GEMM (`tessel_kernels::gemm`) with strides, no copies, except a large f32 right
+//! operand stored transposed (contracted along its rows, as a dense layer's data gradient
+//! reads its kernel): the `gemm` crate gathers it with a cache-hostile stride, so it is copied
+//! to `[k, n]` first (`gemm::transposed_rhs`).
 
 use crate::jit::buffer::Addr;
 use crate::jit::host::{guarded, permute_copy, resolve, Status};
 use crate::jit::JitError;
 use tessel_compiler::ir::{ArrayShape, DotDimensionNumbers, ElementType};
+use tessel_kernels::gemm::transposed_rhs::{sgemm_transposed_rhs, COPY_TRANSPOSED_RHS};
 use tessel_kernels::gemm::{dgemm, igemm_wrapping, sgemm, GemmBackend};
 
 /// One dot operand: where it is, and how to see it as [batch, rows, cols].
@@ -35,6 +39,9 @@ pub(crate) struct DotPlan {
     out: Addr,
     backend: GemmBackend,
     threads: usize,
+    /// Scratch for `k * n` floats when the right operand is copied from `[n, k]` to `[k, n]`
+    /// before each product (see the module doc).
+    rhs_copy: Option<Addr>,
 }
 
 /// The stride of a group of dimensions seen as one (row-major `strides`), or `None` when the
@@ -145,6 +152,13 @@ impl DotPlan {
         }
         let lhs_op = plan_operand(lhs.0, lhs.1, [&lb, &lfree, &lc], alloc);
         let rhs_op = plan_operand(rhs.0, rhs.1, [&rb, &rc, &rfree], alloc);
+        let transposed_rhs =
+            rhs_op.permute.is_none() && rhs_op.rs == 1 && rhs_op.cs >= k as isize && n > 1;
+        let rhs_copy = (ty == ElementType::F32
+            && backend == GemmBackend::Gemm
+            && transposed_rhs
+            && m * n * k >= COPY_TRANSPOSED_RHS)
+            .then(|| alloc(k * n * 4));
         Ok(DotPlan {
             name: name.to_string(),
             ty,
@@ -157,6 +171,7 @@ impl DotPlan {
             out,
             backend,
             threads,
+            rhs_copy,
         })
     }
 
@@ -185,8 +200,24 @@ impl DotPlan {
             let ab = bi as isize * self.lhs.batch_stride;
             let bb = bi as isize * self.rhs.batch_stride;
             let cb = (bi * m * n) as isize;
-            match self.ty {
-                ElementType::F32 => sgemm(
+            match (self.ty, self.rhs_copy) {
+                (ElementType::F32, Some(copy)) => sgemm_transposed_rhs(
+                    self.threads,
+                    m,
+                    n,
+                    k,
+                    (a as *const f32).offset(ab),
+                    self.lhs.rs,
+                    self.lhs.cs,
+                    (b as *const f32).offset(bb),
+                    self.rhs.cs as usize,
+                    (c as *mut f32).offset(cb),
+                    n as isize,
+                    1,
+                    false,
+                    resolve(copy, arena) as *mut f32,
+                ),
+                (ElementType::F32, None) => sgemm(
                     self.backend,
                     self.threads,
                     m,
@@ -203,7 +234,7 @@ impl DotPlan {
                     1,
                     false,
                 ),
-                ElementType::F64 => dgemm(
+                (ElementType::F64, _) => dgemm(
                     m,
                     n,
                     k,
@@ -241,4 +272,60 @@ impl DotPlan {
 pub(crate) unsafe extern "C" fn dot_routine(plan: *const DotPlan, arena: *mut u8) -> Status {
     let plan = unsafe { &*plan };
     guarded(&plan.name, || unsafe { plan.run(arena) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scratch each plan asks for, with the dense layer's data gradient's layout
+    /// (`[m, k] x [n, k]`, contracting both dimension 1) and its untransposed twin.
+    fn scratch_of(m: i64, n: i64, k: i64, rhs_transposed: bool, backend: GemmBackend) -> usize {
+        let dnums = DotDimensionNumbers {
+            lhs_batch: vec![],
+            rhs_batch: vec![],
+            lhs_contracting: vec![1],
+            rhs_contracting: vec![if rhs_transposed { 1 } else { 0 }],
+        };
+        let lhs = ArrayShape::new(ElementType::F32, &[m, k]);
+        let rhs_dims = if rhs_transposed {
+            vec![n, k]
+        } else {
+            vec![k, n]
+        };
+        let rhs = ArrayShape::new(ElementType::F32, &rhs_dims);
+        let mut asked = 0;
+        let mut alloc = |bytes: usize| {
+            asked += bytes;
+            Addr::Arena(0)
+        };
+        let at = Addr::Arena(0);
+        DotPlan::new(
+            "d",
+            &dnums,
+            (at, &lhs),
+            (at, &rhs),
+            at,
+            backend,
+            2,
+            &mut alloc,
+        )
+        .unwrap();
+        asked
+    }
+
+    /// A large f32 product with a transposed right operand copies it (`k * n` floats of
+    /// scratch); a small one, an untransposed one and one on `matrixmultiply` do not.
+    #[test]
+    fn a_large_transposed_rhs_is_copied() {
+        let gemm = GemmBackend::Gemm;
+        assert_eq!(scratch_of(256, 1024, 1024, true, gemm), 1024 * 1024 * 4);
+        assert_eq!(scratch_of(33, 70, 257, true, gemm), 257 * 70 * 4);
+        assert_eq!(scratch_of(256, 1024, 1024, false, gemm), 0);
+        assert_eq!(scratch_of(8, 8, 8, true, gemm), 0);
+        assert_eq!(
+            scratch_of(256, 1024, 1024, true, GemmBackend::MatrixMultiply),
+            0
+        );
+    }
 }
