@@ -11,7 +11,8 @@
 //! layer (14x14, 32 -> 64, `same`) and ResNet-20's three stages at b128 (32x32x16, 16x16x32,
 //! 8x8x64), forward, data and weight gradient on Winograd F(2x2) and F(4x4) and on the patch
 //! GEMM; and ResNet-20's down-sampling, a stride-2 3x3 and a stride-2 1x1 projection, on the
-//! patch GEMM and their data gradients on the phase split. `cargo bench -p tessel-kernels
+//! patch GEMM, their data gradients on the phase split and their weight gradients on the
+//! strided weight gradient (one GEMM per tap). `cargo bench -p tessel-kernels
 //! --bench conv -- 3x3` runs only those, `-- stride2` only the down-sampling, `-- mnist` only
 //! the MNIST lines.
 
@@ -23,6 +24,7 @@ use tessel_kernels::gemm::GemmBackend;
 use tessel_kernels::patch_gemm::{ConvGeometry, PatchConv};
 use tessel_kernels::phase_conv::{DilatedInputGeometry, PhaseConv};
 use tessel_kernels::pooling::{MaxPool, PoolEpilogue, PoolGeometry};
+use tessel_kernels::strided_weight_grad::{StridedWeightGradGeometry, StridedWeightGradient};
 use tessel_kernels::winograd::{
     KernelLayout, TransformOrder, WinogradConv, WinogradFilterGradient,
 };
@@ -462,7 +464,49 @@ fn down_sampling(peaks: &Peaks) {
                 [xs, ys, ks],
                 f,
             );
+            bench_strided_wgrad(peaks, &format!("{name} weight grad"), r, [size, c, o], f);
         }
+    }
+}
+
+/// Times the strided weight gradient ([`StridedWeightGradient`]) of a stride-2 `r x r`
+/// convolution of `size x size x c` images into `o` channels as XLA writes it: TF's `same`
+/// pads a 3x3 window 0_1, and a 1x1 window's gradient is a 2x2 window of which the step
+/// slices one tap (`flop` counts that one).
+fn bench_strided_wgrad(peaks: &Peaks, name: &str, r: usize, [size, c, o]: [usize; 3], flop: f64) {
+    let half = size / 2;
+    let pad = if r == 3 { (0, 1) } else { (0, 0) };
+    let window = StridedWeightGradGeometry::window_for(size, pad, 2, half).unwrap();
+    let g = StridedWeightGradGeometry {
+        images: 128,
+        height: size,
+        width: size,
+        channels: c,
+        out_channels: o,
+        window: [window; 2],
+        stride: [2, 2],
+        padding: [pad; 2],
+        grad: [half, half],
+    };
+    let (x, dy) = (
+        values(128 * size * size * c, 1),
+        values(128 * half * half * o, 2),
+    );
+    let mut dw = vec![0f32; window * window * c * o];
+    let strides = [window * c * o, c * o, o, 1];
+    for threads in THREADS {
+        let plan = StridedWeightGradient::new(&g, strides, threads).unwrap();
+        let mut scratch = scratch_block(plan.scratch_bytes());
+        let ms = median_ms(10, || unsafe {
+            plan.run(
+                x.as_ptr(),
+                dy.as_ptr(),
+                dw.as_mut_ptr(),
+                scratch.as_mut_ptr() as *mut u8,
+            )
+        });
+        let label = format!("{name} [strided, {window}x{window} taps]");
+        report(peaks, &label, threads, flop, ms);
     }
 }
 

@@ -9,6 +9,8 @@
 //!   gradient) split by output phase into stride-1 patch GEMMs that skip the holes.
 //! - [`conv_direct`]: direct convolution loops for few input channels (forward and weight
 //!   gradient) over register tiles in AVX-512 / AVX2 / portable code.
+//! - [`strided_weight_grad`]: the weight gradient of a strided convolution as one small GEMM
+//!   per tap over the pixels it reads, without the patch GEMM's holes.
 //! - [`winograd`]: Winograd F(2x2, r x r) convolution and its weight gradient.
 //! - [`winograd_1d`]: Winograd F(m, 5) along one dimension, for width-5 `Conv1D` layers.
 //! - [`pooling`]: NHWC max-pool forward and its fused gradient (ReLU gate, bias sum).
@@ -31,6 +33,7 @@ pub mod phase_conv;
 pub mod pooling;
 pub mod prefetch;
 pub mod scratch;
+pub mod strided_weight_grad;
 pub mod winograd;
 pub mod winograd_1d;
 

@@ -11,6 +11,7 @@ mod conv_direct;
 mod conv_pair;
 mod conv_phase;
 mod conv_pool;
+mod conv_strided_wgrad;
 mod corpus;
 mod fast_paths;
 mod fold;

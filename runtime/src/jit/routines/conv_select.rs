@@ -10,6 +10,7 @@ use super::conv_direct::{
 };
 use super::conv_epilogue::PoolTargets;
 use super::conv_phase::{phase_conv_routine, PhaseConvPlan};
+use super::conv_strided_wgrad::{strided_weight_grad_routine, StridedWeightGradPlan};
 use super::convolution::{conv_routine, ConvPlan};
 use super::winograd::{
     winograd_filter_routine, winograd_routine, WinogradFilterPlan, WinogradPlan,
@@ -128,8 +129,8 @@ impl ConvRoutine {
     }
 
     /// Which algorithm was chosen: `direct`, `direct-weight-grad`, `winograd`,
-    /// `winograd-filter`, `phase`, `winograd-1d`, `winograd-1d-filter` or `gemm` (for tests and
-    /// reports).
+    /// `winograd-filter`, `phase`, `winograd-1d`, `winograd-1d-filter`, `strided-weight-grad` or
+    /// `gemm` (for tests and reports).
     pub fn algorithm(&self) -> &'static str {
         if self.plan.is::<DirectConvPlan>() {
             "direct"
@@ -145,6 +146,8 @@ impl ConvRoutine {
             "winograd-1d"
         } else if self.plan.is::<Winograd1dFilterPlan>() {
             "winograd-1d-filter"
+        } else if self.plan.is::<StridedWeightGradPlan>() {
+            "strided-weight-grad"
         } else {
             "gemm"
         }
@@ -190,6 +193,12 @@ pub fn plan_convolution(
                 phase_conv_routine as *const () as usize,
                 p,
             ));
+        }
+        if let Some(p) =
+            StridedWeightGradPlan::new(name, conv, input, kernel, output, threads, alloc)
+        {
+            let routine = strided_weight_grad_routine as *const () as usize;
+            return Ok(ConvRoutine::new(routine, p));
         }
     }
     if options.conv_algorithm == ConvAlgorithm::Auto && precision == ConvPrecision::Fast {

@@ -8,8 +8,8 @@
 //! - `bias_match.rs`: the bias add after a convolution, which the direct and Winograd
 //!   routines then do in their stores.
 //! - `convolution.rs`: the general patch-matrix GEMM, any convolution.
-//! - `conv_direct.rs`, `winograd.rs`, `winograd_1d.rs`, `conv_phase.rs`: the specialized
-//!   convolutions;
+//! - `conv_direct.rs`, `winograd.rs`, `winograd_1d.rs`, `conv_phase.rs`,
+//!   `conv_strided_wgrad.rs`: the specialized convolutions;
 //!   `conv_epilogue.rs`: the bias and max-pool they compute as they store their output.
 //! - `pool_match.rs`, `pooling.rs`: max-pool fusions (forward; gradient with ReLU gate and bias
 //!   sum) recognized and run by the pooling routines.
@@ -27,6 +27,7 @@ pub mod conv_pair;
 pub(crate) mod conv_phase;
 pub mod conv_select;
 pub(crate) mod conv_shape;
+pub(crate) mod conv_strided_wgrad;
 pub mod convolution;
 pub mod dot;
 pub(crate) mod kernel_pair;
