@@ -52,6 +52,10 @@ pub struct RunArgs {
     /// (the warm-up run is not counted when --repeat is given).
     #[arg(long)]
     pub profile: bool,
+    /// With --profile: rows of the per-kernel table before the cheaper rest is summed in one
+    /// line (0: every kernel).
+    #[arg(long, default_value_t = 30)]
+    pub profile_rows: usize,
     /// With --backend jit: `auto` (specialized convolution routines where they fit) or `gemm`
     /// (always the general patch-matrix GEMM).
     #[arg(long, default_value = "auto")]
@@ -144,6 +148,7 @@ pub(super) fn execute(args: &RunArgs) -> Result<(), String> {
         repeat: args.repeat,
         compile_ms,
         iterations: None,
+        profile_rows: args.profile_rows,
     };
     timing.print(program.profile(), || {
         program.run(&inputs).map(drop).map_err(describe)

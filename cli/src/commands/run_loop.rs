@@ -47,6 +47,7 @@ pub fn run_loop(
         repeat: args.repeat,
         compile_ms,
         iterations: Some(iterations),
+        profile_rows: args.profile_rows,
     };
     timing.print(lp.profile(), || {
         lp.run_bound(&inputs, &options).map(drop).map_err(describe)

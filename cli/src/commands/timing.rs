@@ -2,7 +2,7 @@
 //! per-kernel table.
 
 use std::time::Instant;
-use tessel_runtime::session::profile::{render, ProfileCounters};
+use tessel_runtime::session::profile::{render_rows, ProfileCounters};
 
 /// `--repeat R` and `--profile`: R more runs after the one made, their median, and the JIT's
 /// per-kernel table (leaving out the first run when R is given).
@@ -11,6 +11,8 @@ pub struct Timing {
     pub compile_ms: f64,
     /// For a loop: its K, to print the time per iteration and the table per iteration.
     pub iterations: Option<usize>,
+    /// Rows of the per-kernel table before the rest is summed (`--profile-rows`; 0: all).
+    pub profile_rows: usize,
 }
 
 impl Timing {
@@ -46,7 +48,11 @@ impl Timing {
             if self.iterations.is_some() {
                 println!("per iteration:");
             }
-            print!("{}", render(&profile.times(), runs));
+            let rows = match self.profile_rows {
+                0 => usize::MAX,
+                n => n,
+            };
+            print!("{}", render_rows(&profile.times(), runs, rows));
         }
         Ok(())
     }

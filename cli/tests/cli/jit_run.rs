@@ -105,6 +105,58 @@ fn profile_lists_the_convolutions_and_kernels_of_a_train_step() {
     std::fs::remove_file(&out_path).unwrap();
 }
 
+/// `--profile-rows N` keeps N rows before the summed rest; `--profile-rows 0` lists every
+/// kernel, with no summed line.
+#[test]
+fn profile_rows_sets_the_table_length() {
+    let out_path = std::env::temp_dir().join(format!(
+        "tessel_jit_prof_rows_{}.safetensors",
+        std::process::id()
+    ));
+    let table = |rows: &str| -> Vec<String> {
+        let out = Command::new(env!("CARGO_BIN_EXE_tessel"))
+            .args([
+                "run",
+                corpus("mnist_cnn_train_step_b8.hlo").to_str().unwrap(),
+                "--inputs",
+                corpus("mnist_cnn_train_step_b8.inputs.safetensors")
+                    .to_str()
+                    .unwrap(),
+                "--outputs",
+                out_path.to_str().unwrap(),
+                "--backend",
+                "jit",
+                "--profile",
+                "--profile-rows",
+                rows,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .skip_while(|l| !l.contains("ms/run"))
+            .skip(1)
+            .map(str::to_string)
+            .collect()
+    };
+    let three = table("3");
+    // 3 rows, the summed rest, the total.
+    assert_eq!(three.len(), 5, "{three:?}");
+    assert!(three[3].contains("more kernels and routines"), "{three:?}");
+    let all = table("0");
+    assert!(all.iter().all(|r| !r.contains("more kernels")), "{all:?}");
+    let rest: usize = three[3].split_whitespace().nth(2).unwrap().parse().unwrap();
+    // Every kernel called: the 3 shown, the rest, and the total line.
+    assert_eq!(all.len(), 3 + rest + 1, "{all:?}");
+    std::fs::remove_file(&out_path).unwrap();
+}
+
 #[test]
 fn profile_needs_the_jit() {
     let out = Command::new(env!("CARGO_BIN_EXE_tessel"))

@@ -111,11 +111,16 @@ impl ProfileCounters {
 }
 
 /// Rows of [`render`]'s table; the cheaper rest is summed in one line.
-const SHOWN: usize = 30;
+pub const SHOWN: usize = 30;
 
 /// Renders a profile as a table: per-run milliseconds and share of the total, per slot, the
-/// most expensive first.
+/// most expensive first; the [`SHOWN`] most expensive rows, the rest summed in one line.
 pub fn render(times: &[SlotTime], runs: u64) -> String {
+    render_rows(times, runs, SHOWN)
+}
+
+/// [`render`] with `rows` rows before the summed rest (`usize::MAX`: every kernel called).
+pub fn render_rows(times: &[SlotTime], runs: u64, rows: usize) -> String {
     let runs = runs.max(1) as f64;
     let total: f64 = times.iter().map(|t| t.total_ms).sum::<f64>() / runs;
     let mut out = format!(
@@ -123,7 +128,7 @@ pub fn render(times: &[SlotTime], runs: u64) -> String {
         "ms/run", "%", "calls", "kind", "kernel"
     );
     let called: Vec<&SlotTime> = times.iter().filter(|t| t.calls > 0).collect();
-    for t in called.iter().take(SHOWN) {
+    for t in called.iter().take(rows) {
         let ms = t.total_ms / runs;
         let share = if total > 0.0 { 100.0 * ms / total } else { 0.0 };
         out.push_str(&format!(
@@ -133,8 +138,8 @@ pub fn render(times: &[SlotTime], runs: u64) -> String {
             t.name
         ));
     }
-    if called.len() > SHOWN {
-        let rest = &called[SHOWN..];
+    if called.len() > rows {
+        let rest = &called[rows..];
         let ms = rest.iter().map(|t| t.total_ms).sum::<f64>() / runs;
         let share = if total > 0.0 { 100.0 * ms / total } else { 0.0 };
         out.push_str(&format!(
@@ -202,6 +207,15 @@ mod tests {
         assert!(
             table.contains("k0_sleep") && table.contains("total"),
             "{table}"
+        );
+        // One row, then the rest summed; or every kernel.
+        let one = render_rows(&t, 1, 1);
+        assert!(one.contains("k0_sleep") && !one.contains("dot.1"), "{one}");
+        assert!(one.contains("1 more kernels and routines"), "{one}");
+        let all = render_rows(&t, 1, usize::MAX);
+        assert!(
+            all.contains("dot.1") && !all.contains("more kernels"),
+            "{all}"
         );
         c.reset();
         assert!(c.times().iter().all(|s| s.calls == 0));
