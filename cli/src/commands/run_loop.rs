@@ -129,6 +129,7 @@ ENTRY step {
             nan_check: true,
             infeed_depth: None,
             profile: false,
+            profile_rows: 30,
             conv_algorithm: ConvAlgorithm::Auto,
             trace_dir: trace.map(|t| dir.join(t)),
         };

@@ -33,6 +33,7 @@ fn args(file: PathBuf, inputs: PathBuf, outputs: PathBuf, replicas: usize) -> Ru
         nan_check: false,
         infeed_depth: None,
         profile: false,
+        profile_rows: 30,
         conv_algorithm: ConvAlgorithm::Auto,
         trace_dir: None,
     }
