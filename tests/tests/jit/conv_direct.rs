@@ -17,9 +17,7 @@
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::*;
 use tessel_runtime::jit::buffer::Addr;
-use tessel_runtime::jit::routines::conv_direct::{direct_conv_routine, direct_weight_grad_routine};
 use tessel_runtime::jit::routines::conv_select::{plan_convolution, ConvPrecision};
-use tessel_runtime::jit::routines::convolution::conv_routine;
 use tessel_runtime::jit::{compile, ConvAlgorithm, JitOptions};
 use tessel_tests::numerics::pseudo_random_f32;
 
@@ -123,8 +121,12 @@ fn conv_module(conv: &Convolution, dims: &[Vec<i64>; 3]) -> Module {
     m
 }
 
-/// The routine `plan_convolution` picks for `conv` with `algorithm`.
-fn planned_routine(conv: &Convolution, dims: &[Vec<i64>; 3], algorithm: ConvAlgorithm) -> usize {
+/// The routine `plan_convolution` picks for `conv` with `algorithm`, by name.
+fn planned_routine(
+    conv: &Convolution,
+    dims: &[Vec<i64>; 3],
+    algorithm: ConvAlgorithm,
+) -> &'static str {
     let shapes: Vec<ArrayShape> = dims
         .iter()
         .map(|d| ArrayShape::new(ElementType::F32, d))
@@ -149,7 +151,7 @@ fn planned_routine(conv: &Convolution, dims: &[Vec<i64>; 3], algorithm: ConvAlgo
         &mut alloc,
     )
     .expect("plan");
-    routine.routine
+    routine.algorithm()
 }
 
 fn abs_values(lit: &Literal) -> Literal {
@@ -169,7 +171,7 @@ fn check(
     conv: &Convolution,
     dims: &[Vec<i64>; 3],
     terms: i64,
-    direct: usize,
+    direct: &str,
     seed: u32,
 ) {
     assert_eq!(
@@ -179,7 +181,7 @@ fn check(
     );
     assert_eq!(
         planned_routine(conv, dims, ConvAlgorithm::Gemm),
-        conv_routine as *const () as usize,
+        "gemm",
         "{what}: Gemm did not choose the patch GEMM"
     );
     let m = conv_module(conv, dims);
@@ -237,7 +239,7 @@ fn check(
 fn check_case(case: Case, seed: u32) {
     let (oh, ow) = case.out();
     let (conv, dims) = case.forward();
-    let direct = direct_conv_routine as *const () as usize;
+    let direct = "direct";
     check(
         &format!("forward {case:?}"),
         &conv,
@@ -247,7 +249,7 @@ fn check_case(case: Case, seed: u32) {
         seed,
     );
     let (conv, dims) = case.weight_gradient();
-    let direct = direct_weight_grad_routine as *const () as usize;
+    let direct = "direct-weight-grad";
     check(
         &format!("weight gradient {case:?}"),
         &conv,
@@ -360,7 +362,7 @@ fn cropping_padding_and_wide_tiles() {
 
 #[test]
 fn other_convolutions_are_left_to_the_other_routines() {
-    let gemm = conv_routine as *const () as usize;
+    let gemm = "gemm";
     // Five input channels, a stride of 2, a dilated window: outside the preconditions.
     let wide = Case {
         n: 1,
@@ -374,10 +376,7 @@ fn other_convolutions_are_left_to_the_other_routines() {
         pad_w: (1, 1),
     };
     // Five channels are beyond the direct loops; Winograd takes these 3x3 windows.
-    let direct = [
-        direct_conv_routine as *const () as usize,
-        direct_weight_grad_routine as *const () as usize,
-    ];
+    let direct = ["direct", "direct-weight-grad"];
     let (conv, dims) = wide.forward();
     assert!(!direct.contains(&planned_routine(&conv, &dims, ConvAlgorithm::Auto)));
     let (conv, dims) = wide.weight_gradient();

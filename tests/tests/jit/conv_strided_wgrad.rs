@@ -4,45 +4,13 @@
 //! 1x1 down-sampling gradients, odd sizes, stride 2 and 3, 1 channel and many; bitwise the
 //! same on 1 and 2 threads; and what it must leave to the other routines.
 
-use tessel_compiler::interpreter::evaluate;
+use super::conv_check::{check_routine, chosen as chosen_at};
 use tessel_compiler::ir::*;
-use tessel_runtime::jit::buffer::Addr;
-use tessel_runtime::jit::routines::conv_select::{plan_convolution, ConvPrecision};
-use tessel_runtime::jit::{compile, JitOptions};
-use tessel_tests::numerics::pseudo_random_f32;
+use tessel_runtime::jit::routines::conv_select::ConvPrecision;
 
-fn module(dims: [&[i64]; 3], conv: &Convolution) -> Module {
-    let mut m = Module::new("strided_wgrad");
-    let c = m.entry_mut();
-    let shape = |d: &[i64]| Shape::array(ElementType::F32, d);
-    let x = c.add(Instruction::new("x", Op::Parameter(0), shape(dims[0])), &[]);
-    let g = c.add(
-        Instruction::new("dy", Op::Parameter(1), shape(dims[1])),
-        &[],
-    );
-    let y = c.add(
-        Instruction::new("conv", Op::Convolution(conv.clone()), shape(dims[2])),
-        &[x, g],
-    );
-    c.set_root(y);
-    m
-}
-
+/// The algorithm picked at `HIGHEST` precision (a direct sum).
 fn chosen(conv: &Convolution, dims: [&[i64]; 3]) -> &'static str {
-    let s = dims.map(|d| ArrayShape::new(ElementType::F32, d));
-    let a = Addr::Arena(0);
-    plan_convolution(
-        "conv",
-        conv,
-        ConvPrecision::Exact,
-        (a, &s[0]),
-        (a, &s[1]),
-        (a, &s[2]),
-        &JitOptions::default(),
-        &mut |_| a,
-    )
-    .expect("plan")
-    .algorithm()
+    chosen_at(conv, dims, ConvPrecision::Exact)
 }
 
 /// `f01b_i01o->01bf`, or `->fb01` when `fb01`.
@@ -84,48 +52,13 @@ fn conv(dims: [(i64, i64, i64, i64); 2], fb01: bool) -> Convolution {
 /// gradient is chosen, its result is within 1e-5 of the interpreter's sum of |terms|, and
 /// both thread counts give the same bits.
 fn check(conv: &Convolution, dims: [&[i64]; 3], seed: u32) {
-    assert_eq!(chosen(conv, dims), "strided-weight-grad", "{dims:?}");
-    let m = module(dims, conv);
-    let args = [
-        pseudo_random_f32(dims[0], seed, 0),
-        pseudo_random_f32(dims[1], seed + 1, 0),
-    ];
-    let abs = |l: &Literal| {
-        let a = &l.leaves()[0];
-        let v: Vec<f32> = (0..a.len())
-            .map(|i| a.data.get_f64(i).abs() as f32)
-            .collect();
-        Literal::Array(Array::f32(&a.shape.dims, v))
-    };
-    let want = evaluate(&m, &args).expect("interpreter");
-    let mag = evaluate(&m, &[abs(&args[0]), abs(&args[1])]).expect("interpreter");
-    let mut first: Option<Vec<u32>> = None;
-    for threads in [1, 2] {
-        let opts = JitOptions {
-            gemm_threads: threads,
-            ..JitOptions::default()
-        };
-        let got = compile(&m, &opts)
-            .expect("compile")
-            .run(&args)
-            .expect("run");
-        let (g, w, s) = (&got.leaves()[0], &want.leaves()[0], &mag.leaves()[0]);
-        assert_eq!(g.shape, w.shape);
-        for i in 0..g.len() {
-            let (p, q, t) = (g.data.get_f64(i), w.data.get_f64(i), s.data.get_f64(i));
-            assert!(
-                (p - q).abs() <= 1e-5 * t + 1e-30,
-                "{dims:?} element {i}: jit {p} vs interpreter {q} (sum |terms| {t})"
-            );
-        }
-        let bits: Vec<u32> = (0..g.len())
-            .map(|i| (g.data.get_f64(i) as f32).to_bits())
-            .collect();
-        match &first {
-            None => first = Some(bits),
-            Some(one) => assert!(one == &bits, "{dims:?}: 2 threads differ from 1"),
-        }
-    }
+    check_routine(
+        conv,
+        dims,
+        seed,
+        ("strided-weight-grad", ConvPrecision::Exact),
+        1e-5,
+    );
 }
 
 /// ResNet-20's stride-2 weight gradients as JAX writes them, at a small batch: the 3x3

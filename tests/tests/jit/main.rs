@@ -7,6 +7,7 @@ mod arena_plan;
 mod basic;
 mod batch_norm_fusion;
 mod conv_bias;
+mod conv_check;
 mod conv_direct;
 mod conv_pair;
 mod conv_phase;

@@ -9,77 +9,11 @@
 //! convolution of |input| and |kernel|). One F(4, 5) tile transforms along one dimension
 //! only, so its error is below the 2-D F(4x4, 5x5)'s that `winograd.rs` bounds by the same 1e-5.
 
-use tessel_compiler::interpreter::evaluate;
+use super::conv_check::{check_routine, chosen};
 use tessel_compiler::ir::*;
-use tessel_runtime::jit::buffer::Addr;
-use tessel_runtime::jit::routines::conv_select::{plan_convolution, ConvPrecision};
-use tessel_runtime::jit::{compile, JitOptions};
-use tessel_tests::numerics::pseudo_random_f32;
+use tessel_runtime::jit::routines::conv_select::ConvPrecision;
 
 const TOL: f64 = 1e-5;
-
-fn module(dims: [&[i64]; 3], conv: &Convolution) -> Module {
-    let mut m = Module::new("winograd_1d");
-    let c = m.entry_mut();
-    let x = c.add(
-        Instruction::new(
-            "x",
-            Op::Parameter(0),
-            Shape::array(ElementType::F32, dims[0]),
-        ),
-        &[],
-    );
-    let k = c.add(
-        Instruction::new(
-            "k",
-            Op::Parameter(1),
-            Shape::array(ElementType::F32, dims[1]),
-        ),
-        &[],
-    );
-    let y = c.add(
-        Instruction::new(
-            "conv",
-            Op::Convolution(conv.clone()),
-            Shape::array(ElementType::F32, dims[2]),
-        ),
-        &[x, k],
-    );
-    c.set_root(y);
-    m
-}
-
-fn chosen(conv: &Convolution, dims: [&[i64]; 3], precision: ConvPrecision) -> &'static str {
-    let s = dims.map(|d| ArrayShape::new(ElementType::F32, d));
-    let a = Addr::Arena(0);
-    plan_convolution(
-        "conv",
-        conv,
-        precision,
-        (a, &s[0]),
-        (a, &s[1]),
-        (a, &s[2]),
-        &JitOptions::default(),
-        &mut |_| a,
-    )
-    .expect("plan")
-    .algorithm()
-}
-
-fn abs(l: &Literal) -> Literal {
-    let a = &l.leaves()[0];
-    let v: Vec<f32> = (0..a.len())
-        .map(|i| a.data.get_f64(i).abs() as f32)
-        .collect();
-    Literal::Array(Array::f32(&a.shape.dims, v))
-}
-
-fn bits(l: &Literal) -> Vec<u32> {
-    let a = &l.leaves()[0];
-    (0..a.len())
-        .map(|i| (a.data.get_f64(i) as f32).to_bits())
-        .collect()
-}
 
 /// Runs the convolution with the JIT on 1 and 2 threads and the interpreter; asserts the
 /// 1-D Winograd forward routine was chosen, the error bound, and the same bits on both thread
@@ -90,44 +24,7 @@ fn check(conv: &Convolution, dims: [&[i64]; 3], seed: u32) -> f64 {
 
 /// [`check`], with the algorithm `expect` asserted.
 fn check_as(conv: &Convolution, dims: [&[i64]; 3], seed: u32, expect: &str) -> f64 {
-    assert_eq!(chosen(conv, dims, ConvPrecision::Fast), expect, "{dims:?}");
-    let m = module(dims, conv);
-    let args = [
-        pseudo_random_f32(dims[0], seed, 0),
-        pseudo_random_f32(dims[1], seed + 1, 0),
-    ];
-    let want = evaluate(&m, &args).expect("interpreter");
-    let mag = evaluate(&m, &[abs(&args[0]), abs(&args[1])]).expect("interpreter");
-    let mut worst = 0.0f64;
-    let mut first: Option<Vec<u32>> = None;
-    for threads in [1, 2] {
-        let opts = JitOptions {
-            gemm_threads: threads,
-            ..JitOptions::default()
-        };
-        let got = compile(&m, &opts)
-            .expect("compile")
-            .run(&args)
-            .expect("run");
-        match &first {
-            None => first = Some(bits(&got)),
-            Some(one) => assert!(one == &bits(&got), "{dims:?}: 2 threads differ from 1"),
-        }
-        let (g, w, s) = (&got.leaves()[0], &want.leaves()[0], &mag.leaves()[0]);
-        assert_eq!(g.shape, w.shape);
-        for i in 0..g.len() {
-            let (p, q, t) = (g.data.get_f64(i), w.data.get_f64(i), s.data.get_f64(i));
-            let err = (p - q).abs();
-            assert!(
-                err <= TOL * t + 1e-30,
-                "{dims:?} element {i}: jit {p} vs interpreter {q} (sum |terms| {t})"
-            );
-            if t > 0.0 {
-                worst = worst.max(err / t);
-            }
-        }
-    }
-    worst
+    check_routine(conv, dims, seed, (expect, ConvPrecision::Fast), TOL)
 }
 
 /// A `1 x 5` window (TensorFlow's `Conv1D`) padded `pad` along the length.

@@ -4,17 +4,18 @@
 //! declined (`None`), and `conv_select` tries the next routine.
 
 use super::conv_epilogue::{ConvEpilogue, PoolTargets};
-use super::conv_shape::{f32_dims, nhwc_geometry, plain_window};
+use super::conv_shape::{f32_dims, nhwc_geometry, plain_window, ConvOperands};
+use super::operand_plan::OperandPlan;
 use crate::jit::buffer::Addr;
 use crate::jit::host::{guarded, resolve, Status};
-use tessel_compiler::ir::{ArrayShape, ConvDimensionNumbers, Convolution};
+use tessel_compiler::ir::{ConvDimensionNumbers, Convolution};
 use tessel_kernels::geometry::window_output;
 use tessel_kernels::pooling::PoolEpilogue;
 use tessel_kernels::{conv_direct, Conv2dGeometry};
 
 /// A forward convolution on the direct loops, with its buffers.
 #[derive(Clone, Debug)]
-pub struct DirectConvPlan {
+pub(crate) struct DirectConvPlan {
     name: String,
     routine: conv_direct::DirectConv,
     input: Addr,
@@ -28,15 +29,13 @@ pub struct DirectConvPlan {
 impl DirectConvPlan {
     /// Plans convolution `name` if it is an NHWC / HWIO forward convolution the direct loops
     /// take, else `None` (nothing is allocated then).
-    pub fn new(
-        name: &str,
-        conv: &Convolution,
-        input: (Addr, &ArrayShape),
-        kernel: (Addr, &ArrayShape),
-        output: (Addr, &ArrayShape),
+    pub(crate) fn new(
+        ops: &ConvOperands,
         threads: usize,
         alloc: &mut dyn FnMut(usize) -> Addr,
     ) -> Option<DirectConvPlan> {
+        let (name, conv) = (ops.name, ops.conv);
+        let (input, kernel, output) = (ops.input, ops.kernel, ops.output);
         if conv.dims != ConvDimensionNumbers::nhwc_hwio() {
             return None;
         }
@@ -91,7 +90,7 @@ impl DirectConvPlan {
 ///
 /// # Safety
 /// `plan` must point to a live `DirectConvPlan` and `arena` be the program's arena.
-pub unsafe extern "C" fn direct_conv_routine(
+pub(crate) unsafe extern "C" fn direct_conv_routine(
     plan: *const DirectConvPlan,
     arena: *mut u8,
 ) -> Status {
@@ -152,69 +151,23 @@ pub(crate) fn weight_gradient_geometry(
     })
 }
 
-/// A weight gradient on the direct loops, with its buffers.
-#[derive(Clone, Debug)]
-pub struct DirectWeightGradPlan {
-    name: String,
-    routine: conv_direct::DirectWeightGradient,
-    input: Addr,
-    grad: Addr,
-    output: Addr,
-    scratch: Addr,
-}
-
-impl DirectWeightGradPlan {
-    /// Plans convolution `name` if it is a weight gradient in `f01b_i01o->01bf` labels the
-    /// direct loops take, else `None` (nothing is allocated then).
-    pub fn new(
-        name: &str,
-        conv: &Convolution,
-        input: (Addr, &ArrayShape),
-        grad: (Addr, &ArrayShape),
-        output: (Addr, &ArrayShape),
-        threads: usize,
-        alloc: &mut dyn FnMut(usize) -> Addr,
-    ) -> Option<DirectWeightGradPlan> {
-        if conv.dims != weight_gradient_labels() {
-            return None;
-        }
-        let (i, g, o) = (f32_dims(input.1)?, f32_dims(grad.1)?, f32_dims(output.1)?);
-        let geometry = weight_gradient_geometry(conv, &i, &g, &o)?;
-        let routine = conv_direct::DirectWeightGradient::new(&geometry, threads).ok()?;
-        Some(DirectWeightGradPlan {
-            name: name.to_string(),
-            scratch: alloc(routine.scratch_bytes()),
-            routine,
-            input: input.0,
-            grad: grad.0,
-            output: output.0,
-        })
+/// Plans convolution `ops` if it is a weight gradient in `f01b_i01o->01bf` labels the direct
+/// loops take (the kernel operand is the output gradient), else `None` (nothing is allocated
+/// then).
+pub(crate) fn plan_direct_weight_grad(
+    ops: &ConvOperands,
+    threads: usize,
+    alloc: &mut dyn FnMut(usize) -> Addr,
+) -> Option<OperandPlan<conv_direct::DirectWeightGradient>> {
+    if ops.conv.dims != weight_gradient_labels() {
+        return None;
     }
-
-    /// # Safety
-    /// `arena` must be the program's arena.
-    unsafe fn run(&self, arena: *mut u8) {
-        self.routine.run(
-            resolve(self.input, arena) as *const f32,
-            resolve(self.grad, arena) as *const f32,
-            resolve(self.output, arena) as *mut f32,
-            resolve(self.scratch, arena),
-        )
-    }
-}
-
-/// Called by generated code: `plan` is a `*const DirectWeightGradPlan` the executable keeps
-/// alive.
-///
-/// # Safety
-/// `plan` must point to a live `DirectWeightGradPlan` and `arena` be the program's arena.
-pub unsafe extern "C" fn direct_weight_grad_routine(
-    plan: *const DirectWeightGradPlan,
-    arena: *mut u8,
-) -> Status {
-    let plan = unsafe { &*plan };
-    guarded(&plan.name, || {
-        unsafe { plan.run(arena) };
-        Ok(())
-    })
+    let (i, g, o) = (
+        f32_dims(ops.input.1)?,
+        f32_dims(ops.kernel.1)?,
+        f32_dims(ops.output.1)?,
+    );
+    let geometry = weight_gradient_geometry(ops.conv, &i, &g, &o)?;
+    let routine = conv_direct::DirectWeightGradient::new(&geometry, threads).ok()?;
+    Some(OperandPlan::new(ops.name, routine, ops.addrs(), alloc))
 }

@@ -5,19 +5,17 @@
 //! Every specialized routine checks its own preconditions and declines (returns `None`) for
 //! anything else, so adding one never changes which convolutions compile.
 
-use super::conv_direct::{
-    direct_conv_routine, direct_weight_grad_routine, DirectConvPlan, DirectWeightGradPlan,
-};
+use super::conv_direct::{direct_conv_routine, plan_direct_weight_grad, DirectConvPlan};
 use super::conv_epilogue::PoolTargets;
-use super::conv_phase::{phase_conv_routine, PhaseConvPlan};
-use super::conv_strided_wgrad::{strided_weight_grad_routine, StridedWeightGradPlan};
+use super::conv_phase::plan_phase_conv;
+use super::conv_shape::ConvOperands;
+use super::conv_strided_wgrad::plan_strided_weight_grad;
 use super::convolution::{conv_routine, ConvPlan};
+use super::operand_plan::{operand_routine, OperandPlan, OperandRoutine};
 use super::winograd::{
     winograd_filter_routine, winograd_routine, WinogradFilterPlan, WinogradPlan,
 };
-use super::winograd_1d::{
-    winograd_1d_filter_routine, winograd_1d_routine, Winograd1dFilterPlan, Winograd1dPlan,
-};
+use super::winograd_1d::{plan_winograd_1d, plan_winograd_1d_filter};
 use crate::jit::buffer::Addr;
 use crate::jit::{ConvAlgorithm, JitError, JitOptions};
 use std::any::Any;
@@ -64,14 +62,29 @@ pub struct ConvRoutine {
     pub routine: usize,
     /// The routine's plan `P`, kept alive as long as the program.
     pub plan: Box<dyn Any + Send + Sync>,
+    algorithm: &'static str,
+    tile: Option<usize>,
 }
 
 impl ConvRoutine {
-    fn new<P: Any + Send + Sync>(routine: usize, plan: P) -> ConvRoutine {
+    fn new<P: Any + Send + Sync>(
+        routine: usize,
+        plan: P,
+        algorithm: &'static str,
+        tile: Option<usize>,
+    ) -> ConvRoutine {
         ConvRoutine {
             routine,
             plan: Box::new(plan),
+            algorithm,
+            tile,
         }
+    }
+
+    fn of_operands<R: OperandRoutine>(plan: OperandPlan<R>) -> ConvRoutine {
+        let routine = operand_routine::<R> as *const () as usize;
+        let tile = plan.routine.tile();
+        ConvRoutine::new(routine, plan, R::ALGORITHM, tile)
     }
 }
 
@@ -115,42 +128,14 @@ impl ConvRoutine {
     /// The output tile `m` of F(m x m, r x r) when a Winograd routine was chosen (for tests
     /// and reports).
     pub fn winograd_tile(&self) -> Option<usize> {
-        if let Some(p) = self.plan.downcast_ref::<WinogradPlan>() {
-            Some(p.tile())
-        } else if let Some(p) = self.plan.downcast_ref::<Winograd1dPlan>() {
-            Some(p.tile())
-        } else if let Some(p) = self.plan.downcast_ref::<Winograd1dFilterPlan>() {
-            Some(p.tile())
-        } else {
-            self.plan
-                .downcast_ref::<WinogradFilterPlan>()
-                .map(|p| p.tile())
-        }
+        self.tile
     }
 
     /// Which algorithm was chosen: `direct`, `direct-weight-grad`, `winograd`,
     /// `winograd-filter`, `phase`, `winograd-1d`, `winograd-1d-filter`, `strided-weight-grad` or
     /// `gemm` (for tests and reports).
     pub fn algorithm(&self) -> &'static str {
-        if self.plan.is::<DirectConvPlan>() {
-            "direct"
-        } else if self.plan.is::<DirectWeightGradPlan>() {
-            "direct-weight-grad"
-        } else if self.plan.is::<WinogradPlan>() {
-            "winograd"
-        } else if self.plan.is::<WinogradFilterPlan>() {
-            "winograd-filter"
-        } else if self.plan.is::<PhaseConvPlan>() {
-            "phase"
-        } else if self.plan.is::<Winograd1dPlan>() {
-            "winograd-1d"
-        } else if self.plan.is::<Winograd1dFilterPlan>() {
-            "winograd-1d-filter"
-        } else if self.plan.is::<StridedWeightGradPlan>() {
-            "strided-weight-grad"
-        } else {
-            "gemm"
-        }
+        self.algorithm
     }
 }
 
@@ -174,68 +159,47 @@ pub fn plan_convolution(
     options: &JitOptions,
     alloc: &mut dyn FnMut(usize) -> Addr,
 ) -> Result<ConvRoutine, JitError> {
+    let ops = ConvOperands {
+        name,
+        conv,
+        input,
+        kernel,
+        output,
+    };
+    let threads = options.gemm_threads;
     if options.conv_algorithm == ConvAlgorithm::Auto {
-        let threads = options.gemm_threads;
-        if let Some(p) = DirectConvPlan::new(name, conv, input, kernel, output, threads, alloc) {
-            return Ok(ConvRoutine::new(
-                direct_conv_routine as *const () as usize,
-                p,
-            ));
+        if let Some(p) = DirectConvPlan::new(&ops, threads, alloc) {
+            let routine = direct_conv_routine as *const () as usize;
+            return Ok(ConvRoutine::new(routine, p, "direct", None));
         }
-        if let Some(p) =
-            DirectWeightGradPlan::new(name, conv, input, kernel, output, threads, alloc)
-        {
-            let routine = direct_weight_grad_routine as *const () as usize;
-            return Ok(ConvRoutine::new(routine, p));
-        }
-        if let Some(p) = PhaseConvPlan::new(name, conv, input, kernel, output, threads, alloc) {
-            return Ok(ConvRoutine::new(
-                phase_conv_routine as *const () as usize,
-                p,
-            ));
-        }
-        if let Some(p) =
-            StridedWeightGradPlan::new(name, conv, input, kernel, output, threads, alloc)
-        {
-            let routine = strided_weight_grad_routine as *const () as usize;
-            return Ok(ConvRoutine::new(routine, p));
+        let exact = plan_direct_weight_grad(&ops, threads, alloc)
+            .map(ConvRoutine::of_operands)
+            .or_else(|| plan_phase_conv(&ops, threads, alloc).map(ConvRoutine::of_operands))
+            .or_else(|| {
+                plan_strided_weight_grad(&ops, threads, alloc).map(ConvRoutine::of_operands)
+            });
+        if let Some(chosen) = exact {
+            return Ok(chosen);
         }
     }
     if options.conv_algorithm == ConvAlgorithm::Auto && precision == ConvPrecision::Fast {
-        let threads = options.gemm_threads;
         if let Some(p) = WinogradPlan::new(name, conv, input, kernel, output, threads, alloc) {
-            return Ok(ConvRoutine::new(winograd_routine as *const () as usize, p));
+            let (routine, tile) = (winograd_routine as *const () as usize, p.tile());
+            return Ok(ConvRoutine::new(routine, p, "winograd", Some(tile)));
         }
         if let Some(p) = WinogradFilterPlan::new(name, conv, input, kernel, output, threads, alloc)
         {
-            let routine = winograd_filter_routine as *const () as usize;
-            return Ok(ConvRoutine::new(routine, p));
+            let (routine, tile) = (winograd_filter_routine as *const () as usize, p.tile());
+            return Ok(ConvRoutine::new(routine, p, "winograd-filter", Some(tile)));
         }
-        if let Some(p) = Winograd1dPlan::new(
-            name,
-            conv,
-            input,
-            kernel,
-            output,
-            options.gemm,
-            threads,
-            alloc,
-        ) {
-            let routine = winograd_1d_routine as *const () as usize;
-            return Ok(ConvRoutine::new(routine, p));
-        }
-        if let Some(p) = Winograd1dFilterPlan::new(
-            name,
-            conv,
-            input,
-            kernel,
-            output,
-            options.gemm,
-            threads,
-            alloc,
-        ) {
-            let routine = winograd_1d_filter_routine as *const () as usize;
-            return Ok(ConvRoutine::new(routine, p));
+        let backend = options.gemm;
+        let fast = plan_winograd_1d(&ops, backend, threads, alloc)
+            .map(ConvRoutine::of_operands)
+            .or_else(|| {
+                plan_winograd_1d_filter(&ops, backend, threads, alloc).map(ConvRoutine::of_operands)
+            });
+        if let Some(chosen) = fast {
+            return Ok(chosen);
         }
     }
     let plan = ConvPlan::new(
@@ -248,5 +212,6 @@ pub fn plan_convolution(
         options.gemm_threads,
         alloc,
     )?;
-    Ok(ConvRoutine::new(conv_routine as *const () as usize, plan))
+    let routine = conv_routine as *const () as usize;
+    Ok(ConvRoutine::new(routine, plan, "gemm", None))
 }

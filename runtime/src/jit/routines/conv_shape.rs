@@ -1,9 +1,38 @@
-//! Shape facts the specialized convolution routines (`conv_direct.rs`, `winograd.rs`) check
-//! before they hand a convolution to the kernels crate.
+//! Shape facts the specialized convolution routines (`conv_direct.rs`, `winograd.rs`, ...)
+//! check before they hand a convolution to the kernels crate, and the operands every one of
+//! them is planned from.
 
+use crate::jit::buffer::Addr;
 use tessel_compiler::ir::{ArrayShape, Convolution, ElementType};
 use tessel_kernels::geometry::window_output;
 use tessel_kernels::Conv2dGeometry;
+
+/// A convolution instruction to plan: its name (for errors), its attributes, and the arena
+/// address and shape of its two operands and its result.
+#[derive(Clone, Copy)]
+pub(crate) struct ConvOperands<'a> {
+    pub name: &'a str,
+    pub conv: &'a Convolution,
+    pub input: (Addr, &'a ArrayShape),
+    pub kernel: (Addr, &'a ArrayShape),
+    pub output: (Addr, &'a ArrayShape),
+}
+
+impl ConvOperands<'_> {
+    /// The arena addresses of the input, the kernel and the output.
+    pub(crate) fn addrs(&self) -> [Addr; 3] {
+        [self.input.0, self.kernel.0, self.output.0]
+    }
+}
+
+/// Row-major strides of `dims`, in elements.
+pub(crate) fn row_major_strides(dims: &[usize]) -> Vec<usize> {
+    let mut s = vec![1usize; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * dims[i + 1];
+    }
+    s
+}
 
 /// The spatial sizes and padding of a 2-D stride-1 window with no dilation or reversal, one
 /// group: `Some([(pad_low, pad_high); 2])`, else `None`.

@@ -31,6 +31,7 @@ pub(crate) mod conv_strided_wgrad;
 pub mod convolution;
 pub mod dot;
 pub(crate) mod kernel_pair;
+pub(crate) mod operand_plan;
 pub mod pool_choices;
 pub mod pool_fold;
 pub mod pool_match;

@@ -7,10 +7,9 @@
 //! `f01b_i01o->01bf` (the batch contracted as the feature), the output in any layout.
 //! Anything else is declined (`None`), and `conv_select` tries the next routine.
 
-use super::conv_shape::f32_dims;
+use super::conv_shape::{f32_dims, row_major_strides, ConvOperands};
+use super::operand_plan::OperandPlan;
 use crate::jit::buffer::Addr;
-use crate::jit::host::{guarded, resolve, Status};
-use tessel_compiler::ir::{ArrayShape, Convolution};
 use tessel_kernels::gemm::GemmBackend;
 use tessel_kernels::winograd_1d::forward::WIDTH;
 use tessel_kernels::winograd_1d::{KernelStrides, Winograd1d, Winograd1dFilterGradient};
@@ -23,274 +22,166 @@ const MIN_CHANNELS: usize = 8;
 /// measured in the kernels crate's tests and in docs/jit.md.
 const TILE: usize = 4;
 
-/// A 1-D convolution on Winograd F(4, 5), with its buffers.
-#[derive(Clone, Debug)]
-pub(crate) struct Winograd1dPlan {
-    pub name: String,
-    routine: Winograd1d,
-    input: Addr,
-    kernel: Addr,
-    output: Addr,
-    scratch: Addr,
-}
-
-/// Row-major strides of `dims`, in elements.
-fn row_major_strides(dims: &[usize]) -> Vec<isize> {
-    let mut strides = vec![1isize; dims.len()];
-    for i in (0..dims.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1] * dims[i + 1] as isize;
-    }
-    strides
-}
-
 /// True when `labels` are `[batch, spatial.., feature]` in that order.
 fn rows_layout(batch: i64, spatial: &[i64], feature: i64) -> bool {
     let rank = spatial.len() as i64 + 2;
     batch == 0 && feature == rank - 1 && spatial.iter().enumerate().all(|(i, &s)| s == i as i64 + 1)
 }
 
-impl Winograd1dPlan {
-    /// Plans `output = conv(input, kernel)` if it has the shape this routine handles;
-    /// `None` otherwise (nothing is allocated then).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        name: &str,
-        conv: &Convolution,
-        input: (Addr, &ArrayShape),
-        kernel: (Addr, &ArrayShape),
-        output: (Addr, &ArrayShape),
-        backend: GemmBackend,
-        threads: usize,
-        alloc: &mut dyn FnMut(usize) -> Addr,
-    ) -> Option<Winograd1dPlan> {
-        let (idims, kdims, odims) = (f32_dims(input.1)?, f32_dims(kernel.1)?, f32_dims(output.1)?);
-        let d = &conv.dims;
-        let win = &conv.window.dims;
-        let rank = idims.len();
-        if rank < 3
-            || kdims.len() != rank
-            || odims.len() != rank
-            || win.len() != rank - 2
-            || conv.feature_group_count > 1
-            || conv.batch_group_count > 1
-            || !rows_layout(d.input_batch, &d.input_spatial, d.input_feature)
-            || !rows_layout(d.output_batch, &d.output_spatial, d.output_feature)
-            || d.kernel_spatial.len() != rank - 2
-        {
-            return None;
-        }
-        // The one spatial dimension the window slides along; the others are size 1 throughout.
-        let long: Vec<usize> = (0..win.len()).filter(|&i| win[i].size != 1).collect();
-        let [s] = long[..] else { return None };
-        let plain = win
-            .iter()
-            .all(|w| w.stride == 1 && w.window_dilation == 1 && w.base_dilation == 1);
-        let others_unit = (0..win.len()).filter(|&i| i != s).all(|i| {
-            idims[i + 1] == 1
-                && odims[i + 1] == 1
-                && kdims[d.kernel_spatial[i] as usize] == 1
-                && win[i].pad_low == 0
-                && win[i].pad_high == 0
-        });
-        let (batch, len, c) = (idims[0], idims[s + 1], idims[rank - 1]);
-        let (out_len, o) = (odims[s + 1], odims[rank - 1]);
-        let (ki, ko, kt) = (
-            d.kernel_input_feature as usize,
-            d.kernel_output_feature as usize,
-            d.kernel_spatial[s] as usize,
-        );
-        if !plain
-            || !others_unit
-            || win[s].size as usize != WIDTH
-            || kdims[kt] != WIDTH
-            || kdims[ki] != c
-            || kdims[ko] != o
-            || odims[0] != batch
-            || c < MIN_CHANNELS
-        {
-            return None;
-        }
-        let strides = row_major_strides(&kdims);
-        let layout = KernelStrides {
-            tap: strides[kt],
-            input: strides[ki],
-            output: strides[ko],
-            reversed: win[s].reversal,
-        };
-        let pads = (win[s].pad_low as isize, win[s].pad_high as isize);
-        let routine = Winograd1d::new(
-            batch, len, c, o, pads, out_len, layout, TILE, backend, threads,
-        )
-        .ok()?;
-        Some(Winograd1dPlan {
-            name: name.to_string(),
-            scratch: alloc(routine.scratch_bytes()),
-            routine,
-            input: input.0,
-            kernel: kernel.0,
-            output: output.0,
-        })
+/// Plans `output = conv(input, kernel)` if it has the shape the 1-D Winograd forward
+/// handles; `None` otherwise (nothing is allocated then).
+pub(crate) fn plan_winograd_1d(
+    ops: &ConvOperands,
+    backend: GemmBackend,
+    threads: usize,
+    alloc: &mut dyn FnMut(usize) -> Addr,
+) -> Option<OperandPlan<Winograd1d>> {
+    let conv = ops.conv;
+    let (input, kernel, output) = (ops.input, ops.kernel, ops.output);
+    let (idims, kdims, odims) = (f32_dims(input.1)?, f32_dims(kernel.1)?, f32_dims(output.1)?);
+    let d = &conv.dims;
+    let win = &conv.window.dims;
+    let rank = idims.len();
+    if rank < 3
+        || kdims.len() != rank
+        || odims.len() != rank
+        || win.len() != rank - 2
+        || conv.feature_group_count > 1
+        || conv.batch_group_count > 1
+        || !rows_layout(d.input_batch, &d.input_spatial, d.input_feature)
+        || !rows_layout(d.output_batch, &d.output_spatial, d.output_feature)
+        || d.kernel_spatial.len() != rank - 2
+    {
+        return None;
     }
-
-    /// The output tile `m` of F(m, 5) it runs.
-    pub(crate) fn tile(&self) -> usize {
-        self.routine.tile()
+    // The one spatial dimension the window slides along; the others are size 1 throughout.
+    let long: Vec<usize> = (0..win.len()).filter(|&i| win[i].size != 1).collect();
+    let [s] = long[..] else { return None };
+    let plain = win
+        .iter()
+        .all(|w| w.stride == 1 && w.window_dilation == 1 && w.base_dilation == 1);
+    let others_unit = (0..win.len()).filter(|&i| i != s).all(|i| {
+        idims[i + 1] == 1
+            && odims[i + 1] == 1
+            && kdims[d.kernel_spatial[i] as usize] == 1
+            && win[i].pad_low == 0
+            && win[i].pad_high == 0
+    });
+    let (batch, len, c) = (idims[0], idims[s + 1], idims[rank - 1]);
+    let (out_len, o) = (odims[s + 1], odims[rank - 1]);
+    let (ki, ko, kt) = (
+        d.kernel_input_feature as usize,
+        d.kernel_output_feature as usize,
+        d.kernel_spatial[s] as usize,
+    );
+    if !plain
+        || !others_unit
+        || win[s].size as usize != WIDTH
+        || kdims[kt] != WIDTH
+        || kdims[ki] != c
+        || kdims[ko] != o
+        || odims[0] != batch
+        || c < MIN_CHANNELS
+    {
+        return None;
     }
-
-    /// # Safety
-    /// `arena` must be the program's arena.
-    pub(crate) unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
-        self.routine.run(
-            resolve(self.input, arena) as *const f32,
-            resolve(self.kernel, arena) as *const f32,
-            resolve(self.output, arena) as *mut f32,
-            resolve(self.scratch, arena),
-        );
-        Ok(())
-    }
+    let strides: Vec<isize> = row_major_strides(&kdims)
+        .iter()
+        .map(|&s| s as isize)
+        .collect();
+    let layout = KernelStrides {
+        tap: strides[kt],
+        input: strides[ki],
+        output: strides[ko],
+        reversed: win[s].reversal,
+    };
+    let pads = (win[s].pad_low as isize, win[s].pad_high as isize);
+    let routine = Winograd1d::new(
+        batch, len, c, o, pads, out_len, layout, TILE, backend, threads,
+    )
+    .ok()?;
+    Some(OperandPlan::new(ops.name, routine, ops.addrs(), alloc))
 }
 
-/// Called by generated code: `plan` is a `*const Winograd1dPlan` the executable keeps alive.
-///
-/// # Safety
-/// `plan` must point to a live `Winograd1dPlan` and `arena` be the program's arena.
-pub(crate) unsafe extern "C" fn winograd_1d_routine(
-    plan: *const Winograd1dPlan,
-    arena: *mut u8,
-) -> Status {
-    let plan = unsafe { &*plan };
-    guarded(&plan.name, || unsafe { plan.run(arena) })
-}
-
-/// A 1-D weight gradient on the transposed Winograd F(4, 5), with its buffers.
-#[derive(Clone, Debug)]
-pub(crate) struct Winograd1dFilterPlan {
-    pub name: String,
-    routine: Winograd1dFilterGradient,
-    input: Addr,
-    grad: Addr,
-    output: Addr,
-    scratch: Addr,
-}
-
-impl Winograd1dFilterPlan {
-    /// Plans `output = conv(input, grad)` if it is the weight gradient of a convolution the
-    /// forward plan above takes, in `f01b_i01o->01bf` labels (`X` as `[N, 1.., L, C]`, `dY`
-    /// as `[N, 1.., OL, K]`, the window spanning all of `dY` and sliding over 5 positions);
-    /// `None` otherwise (nothing is allocated then).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        name: &str,
-        conv: &Convolution,
-        input: (Addr, &ArrayShape),
-        grad: (Addr, &ArrayShape),
-        output: (Addr, &ArrayShape),
-        backend: GemmBackend,
-        threads: usize,
-        alloc: &mut dyn FnMut(usize) -> Addr,
-    ) -> Option<Winograd1dFilterPlan> {
-        let (idims, gdims, odims) = (f32_dims(input.1)?, f32_dims(grad.1)?, f32_dims(output.1)?);
-        let d = &conv.dims;
-        let win = &conv.window.dims;
-        let rank = idims.len();
-        let last = rank as i64 - 1;
-        if rank < 3
-            || gdims.len() != rank
-            || odims.len() != rank
-            || win.len() != rank - 2
-            || conv.feature_group_count > 1
-            || conv.batch_group_count > 1
-            || (d.input_feature, d.input_batch) != (0, last)
-            || (d.kernel_input_feature, d.kernel_output_feature) != (0, last)
-            || !rows_layout(0, &d.input_spatial, last)
-            || !rows_layout(0, &d.kernel_spatial, last)
-            || d.output_spatial.len() != rank - 2
-        {
-            return None;
-        }
-        let long: Vec<usize> = (0..win.len())
-            .filter(|&i| gdims[i + 1] != 1 || idims[i + 1] != 1)
-            .collect();
-        let [s] = long[..] else { return None };
-        let plain = win.iter().all(|w| {
-            w.stride == 1 && w.window_dilation == 1 && w.base_dilation == 1 && !w.reversal
-        });
-        let others_unit = (0..win.len()).filter(|&i| i != s).all(|i| {
-            win[i].size == 1
-                && odims[d.output_spatial[i] as usize] == 1
-                && win[i].pad_low == 0
-                && win[i].pad_high == 0
-        });
-        let (batch, len, c) = (idims[0], idims[s + 1], idims[rank - 1]);
-        let (out_len, k) = (gdims[s + 1], gdims[rank - 1]);
-        let (ot, oc, ok) = (
-            d.output_spatial[s] as usize,
-            d.output_batch as usize,
-            d.output_feature as usize,
-        );
-        if !plain
-            || !others_unit
-            || win[s].size as usize != out_len
-            || gdims[0] != batch
-            || odims[ot] != WIDTH
-            || odims[oc] != c
-            || odims[ok] != k
-            || c < MIN_CHANNELS
-        {
-            return None;
-        }
-        let strides = row_major_strides(&odims);
-        let pads = (win[s].pad_low as isize, win[s].pad_high as isize);
-        let routine = Winograd1dFilterGradient::new(
-            batch,
-            len,
-            c,
-            k,
-            pads,
-            out_len,
-            [strides[ot], strides[oc], strides[ok]],
-            TILE,
-            backend,
-            threads,
-        )
-        .ok()?;
-        Some(Winograd1dFilterPlan {
-            name: name.to_string(),
-            scratch: alloc(routine.scratch_bytes()),
-            routine,
-            input: input.0,
-            grad: grad.0,
-            output: output.0,
-        })
+/// Plans `output = conv(input, grad)` if it is the weight gradient of a convolution the
+/// forward plan above takes, in `f01b_i01o->01bf` labels (`X` as `[N, 1.., L, C]`, `dY`
+/// as `[N, 1.., OL, K]`, the window spanning all of `dY` and sliding over 5 positions);
+/// `None` otherwise (nothing is allocated then).
+pub(crate) fn plan_winograd_1d_filter(
+    ops: &ConvOperands,
+    backend: GemmBackend,
+    threads: usize,
+    alloc: &mut dyn FnMut(usize) -> Addr,
+) -> Option<OperandPlan<Winograd1dFilterGradient>> {
+    let conv = ops.conv;
+    let (input, grad, output) = (ops.input, ops.kernel, ops.output);
+    let (idims, gdims, odims) = (f32_dims(input.1)?, f32_dims(grad.1)?, f32_dims(output.1)?);
+    let d = &conv.dims;
+    let win = &conv.window.dims;
+    let rank = idims.len();
+    let last = rank as i64 - 1;
+    if rank < 3
+        || gdims.len() != rank
+        || odims.len() != rank
+        || win.len() != rank - 2
+        || conv.feature_group_count > 1
+        || conv.batch_group_count > 1
+        || (d.input_feature, d.input_batch) != (0, last)
+        || (d.kernel_input_feature, d.kernel_output_feature) != (0, last)
+        || !rows_layout(0, &d.input_spatial, last)
+        || !rows_layout(0, &d.kernel_spatial, last)
+        || d.output_spatial.len() != rank - 2
+    {
+        return None;
     }
-
-    /// The tile `m` of dY it runs.
-    pub(crate) fn tile(&self) -> usize {
-        self.routine.tile()
+    let long: Vec<usize> = (0..win.len())
+        .filter(|&i| gdims[i + 1] != 1 || idims[i + 1] != 1)
+        .collect();
+    let [s] = long[..] else { return None };
+    let plain = win
+        .iter()
+        .all(|w| w.stride == 1 && w.window_dilation == 1 && w.base_dilation == 1 && !w.reversal);
+    let others_unit = (0..win.len()).filter(|&i| i != s).all(|i| {
+        win[i].size == 1
+            && odims[d.output_spatial[i] as usize] == 1
+            && win[i].pad_low == 0
+            && win[i].pad_high == 0
+    });
+    let (batch, len, c) = (idims[0], idims[s + 1], idims[rank - 1]);
+    let (out_len, k) = (gdims[s + 1], gdims[rank - 1]);
+    let (ot, oc, ok) = (
+        d.output_spatial[s] as usize,
+        d.output_batch as usize,
+        d.output_feature as usize,
+    );
+    if !plain
+        || !others_unit
+        || win[s].size as usize != out_len
+        || gdims[0] != batch
+        || odims[ot] != WIDTH
+        || odims[oc] != c
+        || odims[ok] != k
+        || c < MIN_CHANNELS
+    {
+        return None;
     }
-
-    /// # Safety
-    /// `arena` must be the program's arena.
-    pub(crate) unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
-        self.routine.run(
-            resolve(self.input, arena) as *const f32,
-            resolve(self.grad, arena) as *const f32,
-            resolve(self.output, arena) as *mut f32,
-            resolve(self.scratch, arena),
-        );
-        Ok(())
-    }
-}
-
-/// Called by generated code: `plan` is a `*const Winograd1dFilterPlan` the executable keeps
-/// alive.
-///
-/// # Safety
-/// `plan` must point to a live `Winograd1dFilterPlan` and `arena` be the program's arena.
-pub(crate) unsafe extern "C" fn winograd_1d_filter_routine(
-    plan: *const Winograd1dFilterPlan,
-    arena: *mut u8,
-) -> Status {
-    let plan = unsafe { &*plan };
-    guarded(&plan.name, || unsafe { plan.run(arena) })
+    let strides: Vec<isize> = row_major_strides(&odims)
+        .iter()
+        .map(|&s| s as isize)
+        .collect();
+    let pads = (win[s].pad_low as isize, win[s].pad_high as isize);
+    let routine = Winograd1dFilterGradient::new(
+        batch,
+        len,
+        c,
+        k,
+        pads,
+        out_len,
+        [strides[ot], strides[oc], strides[ok]],
+        TILE,
+        backend,
+        threads,
+    )
+    .ok()?;
+    Some(OperandPlan::new(ops.name, routine, ops.addrs(), alloc))
 }
