@@ -456,11 +456,6 @@ fn run(flags: &Flags, signals: &StopSignals) -> Result<(), EstimatorError> {
         Some("predict" | "export") if !chief => return Ok(()),
         Some("predict") => return predict(&estimator, flags),
         Some("export") => return export(&estimator, flags),
-        Some("train_and_evaluate") if job::several() => {
-            return Err(EstimatorError::Value(
-                "--mode train_and_evaluate evaluates in the middle of training, which several hosts do not do: train with --mode train, then evaluate with --mode evaluate".into(),
-            ))
-        }
         _ => {}
     }
     if flags.early_stopping_steps.is_some() && job::several() {
@@ -499,6 +494,15 @@ fn run(flags: &Flags, signals: &StopSignals) -> Result<(), EstimatorError> {
                 )
             })?;
             let Some(eval) = eval else {
+                if task != TaskType::Evaluator && job::several() && !chief {
+                    // Another host of the job: the chief evaluated.
+                    println!(
+                        "{}tessel trained to step {} (the chief evaluates)",
+                        job::prefix(),
+                        flags.train_steps
+                    );
+                    return Ok(());
+                }
                 // A training task of a TF_CONFIG cluster: the evaluator task evaluates.
                 println!(
                     "tessel task={} {} trained to step {} model_dir={}",

@@ -187,4 +187,26 @@ eval_two=$(timeout 300 mpirun -np 2 "$mnist" --mode evaluate --num-shards 2 --ev
 [ "$eval_one" = "$eval_two" ] || die "MNIST evaluate on 2 hosts: $eval_two, one process: $eval_one"
 ok "MNIST evaluate on 2 hosts runs on the chief: $eval_two as in one process"
 
+# train_and_evaluate on 2 hosts: every host trains, the chief evaluates at steps 50 and 100;
+# the result is one process's (the training is bitwise the same). Run again on the trained
+# model_dir, every host follows the chief's decision to evaluate without training.
+tae=(--mode train_and_evaluate --train-steps 100 --iterations 5 --batch-size 128 --num-shards 2
+  --random-seed 7 --eval-steps 5)
+tae_one=$("$mnist" "${tae[@]}" --model-dir "$tmp/tae_one" 2>/dev/null | grep -o 'global_step=.* loss=[0-9.]*') ||
+  die "train_and_evaluate in one process failed"
+for round in train trained; do
+  timeout 600 mpirun -np 2 "$mnist" "${tae[@]}" --model-dir "$tmp/tae_two" >"$tmp/tae.out" \
+    2>"$tmp/tae.err" || die "train_and_evaluate on 2 hosts ($round): $(cat "$tmp/tae.err")"
+  tae_two=$(grep -o 'global_step=.* loss=[0-9.]*' "$tmp/tae.out") ||
+    die "train_and_evaluate on 2 hosts ($round): no evaluation: $(cat "$tmp/tae.out")"
+  [ "$tae_one" = "$tae_two" ] ||
+    die "train_and_evaluate on 2 hosts ($round): $tae_two, one process: $tae_one"
+  grep -q "host 1: tessel trained to step 100 (the chief evaluates)" "$tmp/tae.out" ||
+    die "train_and_evaluate on 2 hosts ($round): host 1 said $(cat "$tmp/tae.out")"
+  # The chief's two evaluations, written as one process writes them.
+  [ "$round" = trained ] || [ "$(files "$tmp/tae_one/eval")" = "$(files "$tmp/tae_two/eval")" ] ||
+    die "train_and_evaluate on 2 hosts: eval/ holds $(ls "$tmp/tae_two/eval" | tr '\n' ' ')"
+done
+ok "MNIST train_and_evaluate on 2 hosts: the chief evaluates, $tae_two as in one process"
+
 echo "tests/mpi/run.sh: $passed passed"

@@ -10,9 +10,15 @@
 //! and the training graph is not rebuilt. The results equal `evaluate()` of a checkpoint of
 //! the same step; they are written to `model_dir/eval/` at that global step, so TensorBoard
 //! shows the eval curve beside training.
+//!
+//! On several hosts (an MPI job without a TF_CONFIG cluster) every host trains and the chief
+//! alone evaluates at those steps, on its own device, as `evaluate` does there; the other
+//! hosts go on to their next loop, whose first collective waits for the chief (the
+//! communication thread keeps the heartbeat going meanwhile), and return `None`.
 
 use super::evaluate::EvalResult;
 use super::evaluator::ContinuousEval;
+use super::hosts::{chief_decides, Hosts};
 use super::input_fn::Input;
 use super::params::Params;
 use super::tf_config::TaskType;
@@ -65,7 +71,8 @@ where
         values: &RunValues,
     ) -> Result<(), EstimatorError> {
         let step = values.global_step();
-        if step % self.every as i64 == 0 || Some(step) == ctx.last_step() {
+        let due = step % self.every as i64 == 0 || Some(step) == ctx.last_step();
+        if due && self.estimator.is_chief() {
             let result =
                 self.estimator
                     .evaluate_run(&self.eval_spec.input_fn, self.eval_spec.steps, ctx)?;
@@ -85,8 +92,9 @@ impl TpuEstimator {
     /// last evaluation (at `max_steps`), whose log holds the whole call's lines. A model_dir
     /// already at `max_steps` trains nothing and evaluates its latest checkpoint.
     ///
-    /// With a TF_CONFIG cluster (`RunConfig::tf_config`), runs this process's task as TF
-    /// does: the chief and the workers train to `max_steps` and return `None` (the evaluator
+    /// On several hosts every host trains, the chief alone evaluates, and the others return
+    /// `None`. With a TF_CONFIG cluster (`RunConfig::tf_config`), runs this process's task as
+    /// TF does: the chief and the workers train to `max_steps` and return `None` (the evaluator
     /// task evaluates); the evaluator runs [`TpuEstimator::run_evaluator`] and returns its
     /// last evaluation, whose log holds the evaluator's lines (`None` when it timed out
     /// before any checkpoint).
@@ -147,7 +155,14 @@ impl TpuEstimator {
             // Checkpoints by time: one evaluation, at the end.
             (None, None) => train_spec.max_steps,
         };
-        if self.latest_global_step()? as u64 >= train_spec.max_steps {
+        // The chief reads the model_dir; every host follows its decision.
+        let hosts = Hosts::of_job();
+        let trained_already =
+            hosts.is_chief() && self.latest_global_step()? as u64 >= train_spec.max_steps;
+        if chief_decides(hosts, trained_already as i64)? != 0 {
+            if !hosts.is_chief() {
+                return Ok(None);
+            }
             return self
                 .evaluate(&eval_spec.input_fn, eval_spec.steps)
                 .map(Some);
@@ -169,6 +184,9 @@ impl TpuEstimator {
         let (evaluations, eval_compiles) = results
             .into_inner()
             .map_err(|_| EstimatorError::value("an evaluation failed on another thread"))?;
+        if !hosts.is_chief() {
+            return Ok(None);
+        }
         let count = evaluations.len();
         let mut last = evaluations
             .into_iter()
