@@ -458,11 +458,6 @@ fn run(flags: &Flags, signals: &StopSignals) -> Result<(), EstimatorError> {
         Some("export") => return export(&estimator, flags),
         _ => {}
     }
-    if flags.early_stopping_steps.is_some() && job::several() {
-        return Err(EstimatorError::Value(
-            "--early-stopping-steps evaluates in the middle of training, which several hosts do not do".into(),
-        ));
-    }
     let eval_steps = (flags.eval_steps > 0).then_some(flags.eval_steps);
     let train_input = || input_fn(flags.train_file.clone(), true);
     let eval_input = || input_fn(flags.eval_file.clone(), false);

@@ -209,4 +209,20 @@ for round in train trained; do
 done
 ok "MNIST train_and_evaluate on 2 hosts: the chief evaluates, $tae_two as in one process"
 
+# Early stopping on 2 hosts: the chief evaluates and its stop is every host's; training stops
+# at the step one process stops at (before --train-steps), with the same checkpoint.
+es=(--mode train --train-steps 600 --iterations 5 --batch-size 128 --num-shards 2
+  --random-seed 7 --eval-steps 2 --early-stopping-steps 20)
+"$mnist" "${es[@]}" --model-dir "$tmp/es_one" >/dev/null 2>"$tmp/es_one.err" ||
+  die "early stopping in one process: $(cat "$tmp/es_one.err")"
+timeout 600 mpirun -np 2 "$mnist" "${es[@]}" --model-dir "$tmp/es_two" >/dev/null \
+  2>"$tmp/es_two.err" || die "early stopping on 2 hosts: $(cat "$tmp/es_two.err")"
+last=$(cd "$tmp/es_one" && ls model.ckpt-*.safetensors | sort -t- -k2 -n | tail -1)
+[ "$last" != model.ckpt-600.safetensors ] || die "early stopping in one process did not stop early"
+cmp -s "$tmp/es_one/$last" "$tmp/es_two/$last" ||
+  die "early stopping on 2 hosts: $last differs from one process's ($(ls "$tmp/es_two" | tr '\n' ' '))"
+[ "$(files "$tmp/es_one")" = "$(files "$tmp/es_two")" ] ||
+  die "early stopping on 2 hosts: model_dir holds $(ls -A "$tmp/es_two" | tr '\n' ' ')"
+ok "MNIST early stopping on 2 hosts stops where one process does ($last), bitwise"
+
 echo "tests/mpi/run.sh: $passed passed"

@@ -36,7 +36,7 @@ mod evaluate;
 mod evaluator;
 mod export;
 mod exported_model;
-mod hosts;
+pub(crate) mod hosts;
 pub mod infeed;
 mod input_fn;
 pub(crate) mod log;

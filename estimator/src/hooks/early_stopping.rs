@@ -1,9 +1,11 @@
 //! TF's `tf.estimator.experimental.stop_if_no_decrease_hook` / `stop_if_no_increase_hook`,
 //! evaluating in process: the hook evaluates the variables training holds on the host, with
-//! no checkpoint read and no training graph rebuilt.
+//! no checkpoint read and no training graph rebuilt. On several hosts the chief alone
+//! evaluates and decides.
 
 use super::{Hook, RunContext, RunValues};
 use crate::error::EstimatorError;
+use crate::estimator::hosts::Hosts;
 use crate::estimator::EvalResult;
 
 /// Evaluates the variables of a running training (see
@@ -135,6 +137,11 @@ impl Hook for EarlyStoppingHook<'_> {
             return Ok(());
         }
         self.last_check = Some(step);
+        // On several hosts the chief evaluates, and its stop is every host's (the training
+        // loop sends the chief's decision after each loop).
+        if !Hosts::of_job().is_chief() {
+            return Ok(());
+        }
         let result = (self.evaluate)(ctx)?;
         let value = match self.metric_name.as_str() {
             "loss" => Some(result.loss),
