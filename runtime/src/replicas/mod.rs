@@ -18,6 +18,7 @@ pub mod launcher;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod placement;
+pub(crate) mod pool;
 pub mod rendezvous;
 #[cfg(test)]
 mod spanning_tests;

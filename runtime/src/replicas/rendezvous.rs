@@ -13,6 +13,7 @@
 //! arrive through [`Hub::deliver`]. Every member then reads all deposits in group order and
 //! computes its result with the same code as in one process, so results stay bitwise equal.
 
+use super::pool::SparePool;
 use super::Numbering;
 use crate::feed::HostFeed;
 use std::cell::RefCell;
@@ -20,7 +21,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Condvar, Mutex};
 use tessel_compiler::interpreter::{CollectiveSite, EvalError, ReplicaLink};
-use tessel_compiler::ir::{Literal, Shape};
+use tessel_compiler::ir::{Array, ArrayShape, Literal, Shape};
 
 /// The rendezvous shared by the replicas of one run.
 pub struct Hub {
@@ -30,6 +31,8 @@ pub struct Hub {
     remote: Option<Arc<dyn RemoteHosts>>,
     state: Mutex<HubState>,
     arrived: Condvar,
+    /// The arrays the run's collectives are done with, reused by the next step's.
+    pub(crate) pool: SparePool,
 }
 
 /// (site, execution count on each member, the group's first member).
@@ -76,6 +79,7 @@ impl Hub {
             remote: None,
             state: Mutex::new(HubState::default()),
             arrived: Condvar::new(),
+            pool: SparePool::default(),
         }
     }
 
@@ -279,6 +283,11 @@ impl<'f> ReplicaContext<'f> {
     pub fn count(&self) -> usize {
         self.count
     }
+
+    /// The spare arrays of this device's run (`None`: a run of one replica, which keeps none).
+    pub(crate) fn pool(&self) -> Option<&SparePool> {
+        self.hub.as_deref().map(|h| &h.pool)
+    }
 }
 
 impl ReplicaLink for ReplicaContext<'_> {
@@ -323,6 +332,16 @@ impl ReplicaLink for ReplicaContext<'_> {
                     vec![(position, operands)],
                 )
             }
+        }
+    }
+
+    fn spare(&self, shape: &ArrayShape) -> Option<Array> {
+        self.pool()?.take(shape)
+    }
+
+    fn recycle(&self, deposits: Vec<Arc<Vec<Literal>>>) {
+        if let Some(pool) = self.pool() {
+            pool.recycle(deposits);
         }
     }
 

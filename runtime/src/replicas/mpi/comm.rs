@@ -8,7 +8,8 @@
 
 use super::registry::{tag, Delivery, Registry};
 use super::wire::{Reader, Writer};
-use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
+use mpi::datatype::Equivalence;
+use mpi::point_to_point::{Destination, Source};
 use mpi::request::{Request, StaticScope};
 use mpi::topology::Communicator;
 use mpi::Threading;
@@ -24,7 +25,7 @@ pub(crate) enum Outgoing {
     Frame {
         hosts: Vec<usize>,
         tag: i32,
-        bytes: Vec<u8>,
+        bytes: Arc<Vec<u8>>,
     },
     /// The process is done (`failure`: with that error, which every other host is told);
     /// `done` is told when MPI is finalised (a failure ends the job in `MPI_Abort` instead).
@@ -41,10 +42,11 @@ const POLL: Duration = Duration::from_micros(200);
 /// the job.
 const GRACE: Duration = Duration::from_secs(2);
 
-/// A send in flight and the buffer it reads (freed once the send completes).
+/// A send in flight and the frame it reads (shared by the sends of one frame to several
+/// hosts, without a copy; released once the send completes).
 struct InFlight {
     request: Request<'static, [u8], StaticScope>,
-    buffer: *mut [u8],
+    buffer: Arc<Vec<u8>>,
 }
 
 impl InFlight {
@@ -52,11 +54,12 @@ impl InFlight {
         world: &mpi::topology::SimpleCommunicator,
         host: usize,
         tag: i32,
-        bytes: &[u8],
+        buffer: Arc<Vec<u8>>,
     ) -> Self {
-        let buffer: *mut [u8] = Box::into_raw(bytes.to_vec().into_boxed_slice());
-        // SAFETY: the buffer lives until the request completes (see `try_complete`).
-        let data: &'static [u8] = unsafe { &*buffer };
+        // SAFETY: the frame's bytes do not move or change while an `Arc` of them is held,
+        // and this send holds one until the request completes (see `try_complete`).
+        let data: &'static [u8] =
+            unsafe { std::slice::from_raw_parts(buffer.as_ptr(), buffer.len()) };
         let request =
             world
                 .process_at_rank(host as i32)
@@ -64,14 +67,10 @@ impl InFlight {
         InFlight { request, buffer }
     }
 
-    /// The send is done (its buffer freed), or still in flight.
+    /// The send is done (its frame released), or still in flight.
     fn try_complete(self) -> Result<(), InFlight> {
         match self.request.test() {
-            Ok(_) => {
-                // SAFETY: made by `Box::into_raw` in `start`; MPI no longer reads it.
-                drop(unsafe { Box::from_raw(self.buffer) });
-                Ok(())
-            }
+            Ok(_) => Ok(()),
             Err(request) => Err(InFlight {
                 request,
                 buffer: self.buffer,
@@ -117,6 +116,7 @@ pub(crate) fn serve(
         gone: vec![false; size],
     };
     let mut in_flight: Vec<InFlight> = Vec::new();
+    let mut received: Vec<u8> = Vec::new();
     let beat_every = (timeout / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut last_beat = now - beat_every;
     let mut finishing: Option<(bool, Sender<()>, Instant)> = None;
@@ -142,7 +142,7 @@ pub(crate) fn serve(
             match post {
                 Outgoing::Frame { hosts, tag, bytes } => {
                     for h in hosts {
-                        in_flight.push(InFlight::start(&world, h, tag, &bytes));
+                        in_flight.push(InFlight::start(&world, h, tag, bytes.clone()));
                     }
                 }
                 Outgoing::Finish { failure, done } => {
@@ -152,12 +152,13 @@ pub(crate) fn serve(
                         // told them already; the first message wins there).
                         let mut w = Writer::default();
                         w.str(message);
+                        let bytes = Arc::new(w.bytes);
                         for &h in &others {
-                            in_flight.push(InFlight::start(&world, h, tag::ABORT, &w.bytes));
+                            in_flight.push(InFlight::start(&world, h, tag::ABORT, bytes.clone()));
                         }
                     }
                     for &h in &others {
-                        in_flight.push(InFlight::start(&world, h, tag::BYE, &[]));
+                        in_flight.push(InFlight::start(&world, h, tag::BYE, Arc::default()));
                     }
                     finishing.get_or_insert((failure.is_some(), done, Instant::now()));
                 }
@@ -167,22 +168,27 @@ pub(crate) fn serve(
             .into_iter()
             .filter_map(|f| f.try_complete().err())
             .collect();
-        // Frames from the other hosts.
-        while let Some(probed) = world.any_process().immediate_matched_probe() {
-            let source = probed.1.source_rank() as usize;
-            let frame_tag = probed.1.tag();
-            let (bytes, _) = probed.matched_receive_vec::<u8>();
+        // Frames from the other hosts, received into one buffer kept from frame to frame.
+        while let Some((message, status)) = world.any_process().immediate_matched_probe() {
+            let source = status.source_rank() as usize;
+            let frame_tag = status.tag();
+            let len = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
+            if received.len() < len {
+                received.resize(len, 0);
+            }
+            message.matched_receive_into(&mut received[..len]);
+            let bytes = &received[..len];
             if let Some(t) = peers.last_heard.get_mut(source) {
                 *t = Instant::now();
             }
             match frame_tag {
                 tag::DATA => {
-                    if let Err(e) = deliver(&registry, &bytes) {
+                    if let Err(e) = deliver(&registry, bytes) {
                         registry.stop(format!("from {}: {e}", registry.host_name(source)));
                     }
                 }
                 tag::ABORT => {
-                    let message = Reader::new(&bytes)
+                    let message = Reader::new(bytes)
                         .str()
                         .unwrap_or_else(|e| format!("{} failed ({e})", registry.host_name(source)));
                     registry.stop(message);
@@ -199,7 +205,7 @@ pub(crate) fn serve(
                 .filter(|&h| !peers.gone[h])
                 .collect::<Vec<_>>()
             {
-                in_flight.push(InFlight::start(&world, h, tag::HEARTBEAT, &[]));
+                in_flight.push(InFlight::start(&world, h, tag::HEARTBEAT, Arc::default()));
             }
         }
         for h in peers.others() {
@@ -237,8 +243,11 @@ pub(crate) fn serve(
 
 /// Decodes a data frame and hands it to its run's hub.
 fn deliver(registry: &Registry, bytes: &[u8]) -> Result<(), String> {
-    let mut r = Reader::new(bytes);
-    let run = r.u64()?;
+    let run = Reader::new(bytes).u64()?;
+    // The arrays are decoded into the run's spares (the storage of deposits it is done with).
+    let hub = registry.hub(run);
+    let mut r = Reader::with_spares(bytes, hub.as_deref().map(|h| &h.pool));
+    r.u64()?;
     let computation = ComputationId(u32::try_from(r.u64()?).map_err(|e| e.to_string())?);
     let instruction = InstrId::new(r.u64()? as usize);
     let count = r.u64()?;

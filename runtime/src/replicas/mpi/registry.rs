@@ -84,6 +84,11 @@ impl Registry {
         hub
     }
 
+    /// The hub of run `run`, while it is under way here.
+    pub(crate) fn hub(&self, run: u64) -> Option<Arc<Hub>> {
+        self.lock().hubs.get(&run).and_then(Weak::upgrade)
+    }
+
     /// Hands another host's operands to run `run`'s hub, or keeps them until it starts.
     pub(crate) fn deliver(&self, run: u64, d: Delivery) {
         let mut s = self.lock();
@@ -171,7 +176,12 @@ pub(crate) fn data_frame(
     group_len: usize,
     parts: &[(usize, Arc<Vec<Literal>>)],
 ) -> Vec<u8> {
-    let mut w = Writer::default();
+    let size = 8 * 7
+        + parts
+            .iter()
+            .map(|(_, operands)| 8 + Writer::literals_size(operands))
+            .sum::<usize>();
+    let mut w = Writer::with_capacity(size);
     let (site, count, first) = key;
     w.u64(run);
     w.u64(u64::from(site.computation.0));
@@ -200,7 +210,7 @@ impl RemoteHosts for RunLink {
         self.post(Outgoing::Frame {
             hosts,
             tag: tag::DATA,
-            bytes,
+            bytes: Arc::new(bytes),
         });
     }
 
@@ -214,7 +224,7 @@ impl RemoteHosts for RunLink {
         self.post(Outgoing::Frame {
             hosts,
             tag: tag::ABORT,
-            bytes: w.bytes,
+            bytes: Arc::new(w.bytes),
         });
     }
 }
