@@ -136,9 +136,11 @@ pub(crate) fn eval_collective(
         };
         combine(simple_binary(ev, to_apply), &reduce, parts, k, spare)
     };
+    let adds = |to_apply| matches!(simple_binary(ev, to_apply), Some((BinaryOp::Add, _)));
     collective(
         ev.link,
         &combine,
+        &adds,
         CollectiveSite {
             computation: comp,
             instruction: id,
@@ -219,13 +221,15 @@ impl CollectiveStep {
             computation: self.comp,
             instruction: self.id,
         };
-        collective(link, &combine, site, &self.op, operands)
+        let adds = |_| matches!(self.simple, Some((BinaryOp::Add, _)));
+        collective(link, &combine, &adds, site, &self.op, operands)
     }
 }
 
 fn collective(
     link: &dyn ReplicaLink,
     combine: &Combine,
+    adds: &dyn Fn(ComputationId) -> bool,
     site: CollectiveSite,
     op: &Op,
     owned: Vec<Literal>,
@@ -251,6 +255,9 @@ fn collective(
             to_apply,
         } => {
             let group = group_of(link, GroupMode::of(collective)?, &collective.replica_groups)?;
+            if adds(*to_apply) && one_float_type(&owned) && link.sums_unordered(&group) {
+                return Ok(tuple_or_single(link.exchange_sum(site, &group, owned)?));
+            }
             let parts = link.exchange(site, &group, owned)?;
             let ordered = in_replica_order(&group, &parts);
             let out = (0..count)
@@ -446,6 +453,15 @@ fn all_to_all(
         .collect::<EvalResult<Vec<_>>>()?;
     let refs: Vec<&Array> = pieces.iter().collect();
     concatenate(&refs, dimension).map(Literal::Array)
+}
+
+/// Whether `values` are arrays, all f32 or all f64 (what an unordered sum takes).
+fn one_float_type(values: &[Literal]) -> bool {
+    let ty = |l: &Literal| l.as_array().map(|a| a.element_type());
+    match values.first().and_then(ty) {
+        Some(t @ (ElementType::F32 | ElementType::F64)) => values.iter().all(|l| ty(l) == Some(t)),
+        _ => false,
+    }
 }
 
 fn u32_scalar(v: u32) -> Literal {

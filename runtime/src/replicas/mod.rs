@@ -25,6 +25,7 @@ mod spanning_tests;
 pub mod spawn;
 #[cfg(test)]
 mod tests;
+mod unordered_sum;
 
 pub(crate) use crate::stop_message::{is_stop_message, stopped_message};
 pub(crate) use faults::PoisonOnDrop;

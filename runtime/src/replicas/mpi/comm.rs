@@ -8,6 +8,8 @@
 
 use super::registry::{tag, Delivery, Registry};
 use super::wire::{Reader, Writer};
+use crate::replicas::rendezvous::SlotKey;
+use mpi::collective::{CommunicatorCollectives, SystemOperation};
 use mpi::datatype::Equivalence;
 use mpi::point_to_point::{Destination, Source};
 use mpi::request::{Request, StaticScope};
@@ -17,7 +19,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tessel_compiler::interpreter::CollectiveSite;
-use tessel_compiler::ir::{ComputationId, InstrId};
+use tessel_compiler::ir::{Array, ArrayData, ComputationId, InstrId};
 
 /// What the rest of the process asks of the communication thread.
 pub(crate) enum Outgoing {
@@ -26,6 +28,13 @@ pub(crate) enum Outgoing {
         hosts: Vec<usize>,
         tag: i32,
         bytes: Arc<Vec<u8>>,
+    },
+    /// This host's partial sums for slot `key` of run `run`, to add up with every other
+    /// host's (`MPI_Iallreduce`); the total goes to the run's hub.
+    Sum {
+        run: u64,
+        key: SlotKey,
+        partial: Array,
     },
     /// The process is done (`failure`: with that error, which every other host is told);
     /// `done` is told when MPI is finalised (a failure ends the job in `MPI_Abort` instead).
@@ -37,6 +46,10 @@ pub(crate) enum Outgoing {
 
 /// How often the thread looks for frames when nothing is posted.
 const POLL: Duration = Duration::from_micros(200);
+
+/// How often it drives MPI while an all-reduce of partial sums is under way (MPI progresses
+/// a non-blocking collective only inside its calls).
+const POLL_SUMMING: Duration = Duration::from_micros(20);
 
 /// How long a failing host waits for the others to report their own error before it ends
 /// the job.
@@ -79,6 +92,109 @@ impl InFlight {
     }
 }
 
+/// An all-reduce of this host's partial sums in flight (`--fast-allreduce`), with the
+/// buffers it reads and writes (their storage stays put while they are held here).
+struct SumInFlight {
+    request: SumRequest,
+    partial: Array,
+    total: Array,
+    run: u64,
+    key: SlotKey,
+}
+
+enum SumRequest {
+    F32(Request<'static, [f32], StaticScope>),
+    F64(Request<'static, [f64], StaticScope>),
+}
+
+impl SumInFlight {
+    /// Starts `MPI_Iallreduce(partial -> total, MPI_SUM)` over every host. Every host starts
+    /// these in the same order: a host posts a sum over all devices only once its replicas
+    /// have the previous one's result, and the replicas run the same program.
+    fn start(
+        world: &mpi::topology::SimpleCommunicator,
+        run: u64,
+        key: SlotKey,
+        partial: Array,
+        mut total: Array,
+    ) -> Result<Self, String> {
+        // SAFETY (both arms): the vectors' storage does not move or change while `partial`
+        // and `total` are held in the returned value, which keeps them until the request
+        // completes (see `try_complete`); MPI writes only `total`'s.
+        let request = match (&partial.data, &mut total.data) {
+            (ArrayData::F32(s), ArrayData::F32(r)) if s.len() == r.len() => {
+                let (s, r) = unsafe {
+                    (
+                        std::slice::from_raw_parts(s.as_ptr(), s.len()),
+                        std::slice::from_raw_parts_mut(r.as_mut_ptr(), r.len()),
+                    )
+                };
+                SumRequest::F32(world.immediate_all_reduce_into(
+                    StaticScope,
+                    s,
+                    r,
+                    SystemOperation::sum(),
+                ))
+            }
+            (ArrayData::F64(s), ArrayData::F64(r)) if s.len() == r.len() => {
+                let (s, r) = unsafe {
+                    (
+                        std::slice::from_raw_parts(s.as_ptr(), s.len()),
+                        std::slice::from_raw_parts_mut(r.as_mut_ptr(), r.len()),
+                    )
+                };
+                SumRequest::F64(world.immediate_all_reduce_into(
+                    StaticScope,
+                    s,
+                    r,
+                    SystemOperation::sum(),
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "an unordered sum of {} values of {:?} into {} of {:?}",
+                    partial.len(),
+                    partial.element_type(),
+                    total.len(),
+                    total.element_type()
+                ))
+            }
+        };
+        Ok(SumInFlight {
+            request,
+            partial,
+            total,
+            run,
+            key,
+        })
+    }
+
+    /// The finished sum (its buffers back), or the request still in flight.
+    fn try_complete(self) -> Result<FinishedSum, SumInFlight> {
+        let request = match self.request {
+            SumRequest::F32(r) => r.test().map(drop).map_err(SumRequest::F32),
+            SumRequest::F64(r) => r.test().map(drop).map_err(SumRequest::F64),
+        };
+        match request {
+            Ok(()) => Ok(FinishedSum {
+                partial: self.partial,
+                total: self.total,
+                run: self.run,
+                key: self.key,
+            }),
+            Err(request) => Err(SumInFlight { request, ..self }),
+        }
+    }
+}
+
+/// A completed all-reduce of partial sums.
+struct FinishedSum {
+    partial: Array,
+    total: Array,
+    run: u64,
+    key: SlotKey,
+}
+
 /// The thread's state: who was heard when, who said goodbye.
 struct Peers {
     rank: usize,
@@ -117,6 +233,7 @@ pub(crate) fn serve(
     };
     let mut in_flight: Vec<InFlight> = Vec::new();
     let mut received: Vec<u8> = Vec::new();
+    let mut sums: Vec<SumInFlight> = Vec::new();
     let beat_every = (timeout / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut last_beat = now - beat_every;
     let mut finishing: Option<(bool, Sender<()>, Instant)> = None;
@@ -126,7 +243,8 @@ pub(crate) fn serve(
             std::thread::sleep(POLL);
             None
         } else {
-            match posts.recv_timeout(POLL) {
+            let wait = if sums.is_empty() { POLL } else { POLL_SUMMING };
+            match posts.recv_timeout(wait) {
                 Ok(p) => Some(p),
                 Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => Some(Outgoing::Finish {
@@ -143,6 +261,16 @@ pub(crate) fn serve(
                 Outgoing::Frame { hosts, tag, bytes } => {
                     for h in hosts {
                         in_flight.push(InFlight::start(&world, h, tag, bytes.clone()));
+                    }
+                }
+                Outgoing::Sum { run, key, partial } => {
+                    let total = registry
+                        .hub(run)
+                        .and_then(|h| h.pool.take(&partial.shape))
+                        .unwrap_or_else(|| Array::zeros(partial.shape.clone()));
+                    match SumInFlight::start(&world, run, key, partial, total) {
+                        Ok(s) => sums.push(s),
+                        Err(e) => registry.stop(e),
                     }
                 }
                 Outgoing::Finish { failure, done } => {
@@ -168,6 +296,19 @@ pub(crate) fn serve(
             .into_iter()
             .filter_map(|f| f.try_complete().err())
             .collect();
+        let mut summing = Vec::with_capacity(sums.len());
+        for s in sums {
+            match s.try_complete() {
+                Ok(done) => {
+                    if let Some(hub) = registry.hub(done.run) {
+                        hub.pool.put(done.partial);
+                        hub.deliver_sum(done.key, done.total);
+                    }
+                }
+                Err(s) => summing.push(s),
+            }
+        }
+        sums = summing;
         // Frames from the other hosts, received into one buffer kept from frame to frame.
         while let Some((message, status)) = world.any_process().immediate_matched_probe() {
             let source = status.source_rank() as usize;
@@ -228,7 +369,7 @@ pub(crate) fn serve(
                 if everyone_gone || now.duration_since(*since) > GRACE || silent_peer {
                     world.abort(1);
                 }
-            } else if everyone_gone && in_flight.is_empty() {
+            } else if everyone_gone && in_flight.is_empty() && sums.is_empty() {
                 break;
             }
         }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, Weak};
-use tessel_compiler::ir::Literal;
+use tessel_compiler::ir::{Array, Literal};
 
 /// Operands from another host for one slot of one run.
 pub(crate) struct Delivery {
@@ -56,6 +56,7 @@ impl Registry {
         devices: usize,
         local: Range<usize>,
         to_comm: Sender<Outgoing>,
+        unordered_sums: bool,
     ) -> Arc<Hub> {
         let mut s = self.lock();
         let run = s.next_run;
@@ -69,7 +70,9 @@ impl Registry {
             to_comm: Mutex::new(to_comm),
             registry: Arc::downgrade(self),
         };
-        let hub = Arc::new(Hub::spanning(devices, local, Arc::new(link)));
+        let hub = Arc::new(
+            Hub::spanning(devices, local, Arc::new(link)).summing_unordered(unordered_sums),
+        );
         s.hubs.retain(|_, h| h.strong_count() > 0);
         s.hubs.insert(run, Arc::downgrade(&hub));
         let early = s.pending.remove(&run).unwrap_or_default();
@@ -211,6 +214,14 @@ impl RemoteHosts for RunLink {
             hosts,
             tag: tag::DATA,
             bytes: Arc::new(bytes),
+        });
+    }
+
+    fn sum(&self, key: &SlotKey, partial: Array) {
+        self.post(Outgoing::Sum {
+            run: self.run,
+            key: *key,
+            partial,
         });
     }
 
