@@ -115,7 +115,7 @@ fn fill_from_le_bytes(data: &mut ArrayData, bytes: &[u8]) {
             unsafe {
                 std::ptr::copy_nonoverlapping(
                     bytes.as_ptr(),
-                    v.as_mut_ptr() as *mut u8,
+                    v.as_mut_ptr().cast::<u8>(),
                     bytes.len(),
                 )
             }
@@ -137,7 +137,7 @@ pub(crate) fn with_le_bytes<R>(data: &ArrayData, f: impl FnOnce(&[u8]) -> R) -> 
             // SAFETY: non-pred element types are plain bits (see `fill_from_le_bytes`), and
             // on a little-endian machine their in-memory bytes are the little-endian form.
             let bytes = unsafe {
-                std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v.as_slice()))
+                std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v.as_slice()))
             };
             f(bytes)
         }),

@@ -74,17 +74,16 @@ impl RemoteHosts for Direct {
     }
 }
 
+/// Two hosts' hubs and the replicas each holds.
+type TwoHosts = [(Arc<Hub>, Range<usize>); 2];
+
 /// Two hubs for replicas `0..split` and `split..n`, each the other's remote host.
-fn two_hosts(n: usize, split: usize) -> [(Arc<Hub>, Range<usize>); 2] {
+fn two_hosts(n: usize, split: usize) -> TwoHosts {
     two_hosts_summing(n, split, false).0
 }
 
 /// The same, with unordered sums when `fast`; also how many sums the hosts added up.
-fn two_hosts_summing(
-    n: usize,
-    split: usize,
-    fast: bool,
-) -> ([(Arc<Hub>, Range<usize>); 2], Arc<Sums>) {
+fn two_hosts_summing(n: usize, split: usize, fast: bool) -> (TwoHosts, Arc<Sums>) {
     let sums = Arc::new(Sums::default());
     let direct = || {
         Arc::new(Direct {

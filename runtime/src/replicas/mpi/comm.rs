@@ -170,19 +170,20 @@ impl SumInFlight {
     }
 
     /// The finished sum (its buffers back), or the request still in flight.
-    fn try_complete(self) -> Result<FinishedSum, SumInFlight> {
-        let request = match self.request {
+    fn try_complete(self: Box<Self>) -> Result<FinishedSum, Box<SumInFlight>> {
+        let this = *self;
+        let request = match this.request {
             SumRequest::F32(r) => r.test().map(drop).map_err(SumRequest::F32),
             SumRequest::F64(r) => r.test().map(drop).map_err(SumRequest::F64),
         };
         match request {
             Ok(()) => Ok(FinishedSum {
-                partial: self.partial,
-                total: self.total,
-                run: self.run,
-                key: self.key,
+                partial: this.partial,
+                total: this.total,
+                run: this.run,
+                key: this.key,
             }),
-            Err(request) => Err(SumInFlight { request, ..self }),
+            Err(request) => Err(Box::new(SumInFlight { request, ..this })),
         }
     }
 }
@@ -233,7 +234,7 @@ pub(crate) fn serve(
     };
     let mut in_flight: Vec<InFlight> = Vec::new();
     let mut received: Vec<u8> = Vec::new();
-    let mut sums: Vec<SumInFlight> = Vec::new();
+    let mut sums: Vec<Box<SumInFlight>> = Vec::new();
     let beat_every = (timeout / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut last_beat = now - beat_every;
     let mut finishing: Option<(bool, Sender<()>, Instant)> = None;
@@ -269,7 +270,7 @@ pub(crate) fn serve(
                         .and_then(|h| h.pool.take(&partial.shape))
                         .unwrap_or_else(|| Array::zeros(partial.shape.clone()));
                     match SumInFlight::start(&world, run, key, partial, total) {
-                        Ok(s) => sums.push(s),
+                        Ok(s) => sums.push(Box::new(s)),
                         Err(e) => registry.stop(e),
                     }
                 }
