@@ -19,6 +19,14 @@ use tessel_compiler::with_array_data;
 /// collective operands; beyond that the oldest are freed.
 const KEEP: usize = 64;
 
+/// How many arrays of one element type and count it keeps: a step's deposits and results
+/// of one operand on up to 4 local replicas. Arrays no collective takes back (an all-gather's
+/// results) stay few.
+const PER_CLASS: usize = 8;
+
+/// How many bytes of arrays it keeps at most.
+const KEEP_BYTES: usize = 512 << 20;
+
 /// Spare arrays of one run (see the module's note).
 #[derive(Default)]
 pub(crate) struct SparePool {
@@ -44,9 +52,18 @@ impl SparePool {
         if a.is_empty() {
             return;
         }
+        let bytes = |a: &Array| a.len() * a.element_type().byte_size();
+        if bytes(&a) > KEEP_BYTES {
+            return;
+        }
         let mut arrays = self.arrays.lock().unwrap_or_else(|p| p.into_inner());
-        if arrays.len() >= KEEP {
-            arrays.remove(0);
+        let same = |b: &&Array| b.element_type() == a.element_type() && b.len() == a.len();
+        if arrays.iter().filter(same).count() >= PER_CLASS {
+            return;
+        }
+        let mut held: usize = arrays.iter().map(bytes).sum();
+        while !arrays.is_empty() && (arrays.len() >= KEEP || held + bytes(&a) > KEEP_BYTES) {
+            held -= bytes(&arrays.remove(0));
         }
         arrays.push(a);
     }
@@ -191,10 +208,16 @@ mod tests {
     #[test]
     fn the_pool_keeps_a_bounded_number_of_arrays() {
         let pool = SparePool::default();
-        for i in 0..(KEEP + 10) {
-            pool.put(f32s(&[i as f32]));
+        for n in 1..(KEEP + 10) {
+            pool.put(f32s(&vec![0.0; n]));
         }
         assert_eq!(pool.len(), KEEP);
+        // Of one element type and count, at most PER_CLASS.
+        let pool = SparePool::default();
+        for _ in 0..(PER_CLASS + 5) {
+            pool.put(f32s(&[1.0, 2.0]));
+        }
+        assert_eq!(pool.len(), PER_CLASS);
     }
 
     #[test]
