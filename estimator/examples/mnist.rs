@@ -10,7 +10,7 @@
 //!     [--predictions-out FILE.safetensors] (predict) [--export-dir DIR] (export)
 //!     [--save-checkpoints-steps N | --save-checkpoints-secs 600] [--keep-checkpoint-max 5]
 //!     [--fall-back-to-intact-checkpoint] [--random-seed N] [--early-stopping-steps N]
-//!     [--trace-dir DIR]
+//!     [--trace-dir DIR] [--fast-allreduce]   (several hosts: MPI's own all-reduce)
 //!     [--eval-start-delay-secs 120] [--eval-throttle-secs 600] [--eval-poll-secs 1]
 //!     [--eval-timeout-secs S]   (the TF_CONFIG evaluator task's waiting)
 //! ```
@@ -123,6 +123,10 @@ struct Flags {
     /// `ProfilerHook`.
     #[arg(long)]
     trace_dir: Option<PathBuf>,
+    /// On several hosts (mpirun): the gradients' sums over the hosts use MPI's own
+    /// all-reduce (`RunConfig::fast_allreduce`: faster, not bitwise the one-process result).
+    #[arg(long)]
+    fast_allreduce: bool,
     /// The TF_CONFIG evaluator task: seconds before it first looks for a checkpoint (TF's
     /// `start_delay_secs`).
     #[arg(long, default_value_t = 120.0)]
@@ -421,6 +425,7 @@ fn run(flags: &Flags, signals: &StopSignals) -> Result<(), EstimatorError> {
         fall_back_to_intact_checkpoint: flags.fall_back_to_intact_checkpoint,
         tf_random_seed: flags.random_seed,
         checkpoint_format: flags.checkpoint_format,
+        fast_allreduce: flags.fast_allreduce,
         tpu_config: TpuConfig {
             iterations_per_loop: flags.iterations,
             num_shards: Some(flags.num_shards),

@@ -105,6 +105,11 @@ pub struct RunConfig {
     /// reads the `TF_CONFIG` environment variable, as TF's `RunConfig` does (unset: one
     /// local worker, the chief); the estimator's config then holds what it read.
     pub tf_config: Option<TfConfig>,
+    /// Training on several hosts (an MPI job): the gradients' all-reduce sums over every host
+    /// go through MPI's own all-reduce, which adds the hosts' partial sums in an order of its
+    /// own (faster; not bitwise the one-process result, so checkpoints differ in the last
+    /// bits). Off by default; every host must set the same. No effect in one process.
+    pub fast_allreduce: bool,
 }
 
 impl Default for RunConfig {
@@ -121,6 +126,7 @@ impl Default for RunConfig {
             fall_back_to_intact_checkpoint: false,
             checkpoint_format: CheckpointFormat::Safetensors,
             tf_config: None,
+            fast_allreduce: false,
         }
     }
 }

@@ -73,6 +73,38 @@ for backend in interp jit; do
     --backend "$backend"
 done
 
+# --fast-allreduce: the all-reduce sums over every replica go through MPI's all-reduce (on
+# 2 hosts x 2 replicas, (y0 + y1) + (y2 + y3) instead of ((y0 + y1) + y2) + y3). The inputs
+# (fast_sum.inputs.safetensors) put +-1e8 next to small terms, so the order shows: the outputs
+# differ from one process's, by at most 8 units of rounding of the 2e8 the terms add up to.
+# floats FILE: every 4-byte value of a safetensors file's data, one a line.
+floats() {
+  local n
+  n=$(od -A n -t u8 -N 8 "$1" | tr -d ' ')
+  od -A n -v -t f4 -j $((8 + n)) "$1" | tr -s ' ' '\n' | sed '/^$/d'
+}
+fast=("$here/collectives.hlo" --inputs "$here/fast_sum.inputs.safetensors" --replicas 4 --backend jit)
+"$bin" run "${fast[@]}" --outputs "$tmp/fast.one.safetensors" >/dev/null
+timeout 120 mpirun -np 2 "$bin" run "${fast[@]}" --fast-allreduce --outputs "$tmp/fast.mpi.safetensors" \
+  >/dev/null || die "--fast-allreduce on 2 hosts failed"
+[ "$(floats "$tmp/fast.one.safetensors" | wc -l)" -gt 0 ] || die "--fast-allreduce: no outputs read"
+if cmp -s "$tmp/fast.one.safetensors" "$tmp/fast.mpi.safetensors"; then
+  die "--fast-allreduce on 2 hosts: bitwise one process's outputs (MPI's all-reduce did not run)"
+fi
+paste <(floats "$tmp/fast.one.safetensors") <(floats "$tmp/fast.mpi.safetensors") |
+  awk 'NF != 2 { exit 1 } { d = $1 - $2; if (d < 0) d = -d; if (d > 8 * 1.2e-7 * 2e8) exit 1 }' ||
+  die "--fast-allreduce on 2 hosts: outputs beyond rounding of one process's"
+ok "--fast-allreduce on 2 hosts x 2 replicas: MPI's sum, within rounding of one process"
+# Hosts that disagree on it: an error on every host, before any collective.
+if timeout 60 mpirun -np 2 sh -c 'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$@" --fast-allreduce; fi; exec "$@"' \
+  sh "$bin" run "$here/collectives.hlo" --inputs "$here/collectives.inputs.safetensors" --replicas 4 \
+  --outputs "$tmp/x" >/dev/null 2>"$tmp/fastmix.err"; then
+  die "--fast-allreduce on one host only: the job succeeded"
+fi
+grep -q "fast-allreduce is o[nf]* on host [01] but o[nf]* on host [01]" "$tmp/fastmix.err" ||
+  die "--fast-allreduce on one host only: $(cat "$tmp/fastmix.err")"
+ok "--fast-allreduce on one host only: refused on every host"
+
 # Replicas that do not split over the hosts: a clear error.
 if timeout 60 mpirun -np 2 "$bin" run "$here/collectives.hlo" --replicas 3 \
   --inputs "$here/collectives.inputs.safetensors" --outputs "$tmp/x" 2>"$tmp/split.err" >/dev/null; then
@@ -138,6 +170,13 @@ for step in 50 200; do
     die "MNIST on 2 hosts: the checkpoint of step $step differs from one process's"
 done
 ok "MNIST on 2 hosts x 1 shard: the checkpoints of steps 50 and 200 are bitwise those of 1 x 2"
+# --fast-allreduce: MPI adds the 2 hosts' gradients; a sum of two is the same in either
+# order, so the checkpoint is still bitwise one process's.
+timeout 600 mpirun -np 2 "$mnist" "${train[@]}" --fast-allreduce --model-dir "$tmp/est_fast" >/dev/null \
+  2>"$tmp/est_fast.err" || die "MNIST on 2 hosts with --fast-allreduce: $(cat "$tmp/est_fast.err")"
+cmp -s "$tmp/est_one/model.ckpt-200.safetensors" "$tmp/est_fast/model.ckpt-200.safetensors" ||
+  die "MNIST on 2 hosts with --fast-allreduce: the checkpoint of step 200 differs from one process's"
+ok "MNIST on 2 hosts with --fast-allreduce: the step-200 checkpoint is bitwise 1 x 2's (a sum of two)"
 # The same files as one process's: one event file (the chief's), no lock left.
 files() { (cd "$1" && ls -A | sed 's/^events\.out\.tfevents\..*/events/'); }
 [ "$(files "$tmp/est_one")" = "$(files "$tmp/est_two")" ] ||

@@ -66,6 +66,11 @@ pub struct RunArgs {
     /// --repeat is given).
     #[arg(long)]
     pub trace_dir: Option<PathBuf>,
+    /// Under mpirun: all-reduce sums over every host use MPI's own all-reduce, which adds the
+    /// hosts' partial sums in an order of its own (faster; not bitwise the one-process
+    /// result). Every host must be given it.
+    #[arg(long)]
+    pub fast_allreduce: bool,
 }
 
 /// `interp` or `jit`.
@@ -84,7 +89,8 @@ pub fn run(args: &RunArgs) -> ExitCode {
         Ok(hosts) => hosts,
         Err(message) => return super::fail(message),
     };
-    hosts.finish(execute(args))
+    let fast = tessel_runtime::session::set_fast_allreduce(args.fast_allreduce);
+    hosts.finish(fast.and_then(|()| execute(args)))
 }
 
 /// The flag combinations that make no sense, rejected before any work.

@@ -132,6 +132,7 @@ ENTRY step {
             profile_rows: 30,
             conv_algorithm: ConvAlgorithm::Auto,
             trace_dir: trace.map(|t| dir.join(t)),
+            fast_allreduce: false,
         };
         let result = super::super::run::execute(&args).map(|()| {
             let written = args

@@ -36,6 +36,7 @@ fn args(file: PathBuf, inputs: PathBuf, outputs: PathBuf, replicas: usize) -> Ru
         profile_rows: 30,
         conv_algorithm: ConvAlgorithm::Auto,
         trace_dir: None,
+        fast_allreduce: false,
     }
 }
 

@@ -118,8 +118,10 @@ fn group_of(
     Ok(devices_of(link, mode, &group))
 }
 
-/// Reduces operand `k` of the deposits (in the given order) with a collective's `to_apply`.
-type Combine<'a> = dyn Fn(ComputationId, &[&[Literal]], usize) -> EvalResult<Array> + 'a;
+/// Reduces operand `k` of the deposits (in the given order) with a collective's `to_apply`,
+/// into the spare array when one is given and fits.
+type Combine<'a> =
+    dyn Fn(ComputationId, &[&[Literal]], usize, Option<Array>) -> EvalResult<Array> + 'a;
 
 pub(crate) fn eval_collective(
     ev: &Evaluator,
@@ -128,21 +130,23 @@ pub(crate) fn eval_collective(
     op: &Op,
     operands: &[&Literal],
 ) -> EvalResult<Literal> {
-    let combine = |to_apply: ComputationId, parts: &[&[Literal]], k: usize| {
+    let combine = |to_apply: ComputationId, parts: &[&[Literal]], k: usize, spare| {
         let reduce = |acc: Literal, x: Literal| -> EvalResult<Literal> {
             Ok(call_reducer(ev, to_apply, &[acc], &[x])?.pop().unwrap())
         };
-        combine(simple_binary(ev, to_apply), &reduce, parts, k)
+        combine(simple_binary(ev, to_apply), &reduce, parts, k, spare)
     };
+    let adds = |to_apply| matches!(simple_binary(ev, to_apply), Some((BinaryOp::Add, _)));
     collective(
         ev.link,
         &combine,
+        &adds,
         CollectiveSite {
             computation: comp,
             instruction: id,
         },
         op,
-        operands,
+        operands.iter().map(|l| (*l).clone()).collect(),
     )
 }
 
@@ -194,32 +198,48 @@ impl CollectiveStep {
     /// values; blocks in [`ReplicaLink::exchange`] until every member of its group has arrived
     /// (or the run was stopped).
     pub fn run(&self, link: &dyn ReplicaLink, operands: &[&Literal]) -> Result<Literal, EvalError> {
+        self.run_owned(link, operands.iter().map(|l| (*l).clone()).collect())
+    }
+
+    /// [`run`](Self::run) on operands the caller hands over: they become this device's deposit
+    /// as they are, without a copy.
+    pub fn run_owned(
+        &self,
+        link: &dyn ReplicaLink,
+        operands: Vec<Literal>,
+    ) -> Result<Literal, EvalError> {
         // A reducer that is not one binary op is evaluated by the interpreter, per element.
         let evaluator = std::cell::OnceCell::new();
-        let combine = |to_apply: ComputationId, parts: &[&[Literal]], k: usize| {
+        let combine = |to_apply: ComputationId, parts: &[&[Literal]], k: usize, spare| {
             let reduce = |acc: Literal, x: Literal| -> EvalResult<Literal> {
                 let ev = evaluator.get_or_init(|| Evaluator::new(&self.module, &LoneReplica));
                 Ok(call_reducer(ev, to_apply, &[acc], &[x])?.pop().unwrap())
             };
-            combine(self.simple, &reduce, parts, k)
+            combine(self.simple, &reduce, parts, k, spare)
         };
         let site = CollectiveSite {
             computation: self.comp,
             instruction: self.id,
         };
-        collective(link, &combine, site, &self.op, operands)
+        let adds = |_| matches!(self.simple, Some((BinaryOp::Add, _)));
+        collective(link, &combine, &adds, site, &self.op, operands)
     }
 }
 
 fn collective(
     link: &dyn ReplicaLink,
     combine: &Combine,
+    adds: &dyn Fn(ComputationId) -> bool,
     site: CollectiveSite,
     op: &Op,
-    operands: &[&Literal],
+    owned: Vec<Literal>,
 ) -> EvalResult<Literal> {
-    let arrays = super::arrays(operands)?;
-    let owned: Vec<Literal> = operands.iter().map(|l| (*l).clone()).collect();
+    // What the results need of the operands, taken before they become the deposit.
+    let (count, first_shape) = {
+        let refs: Vec<&Literal> = owned.iter().collect();
+        let arrays = super::arrays(&refs)?;
+        (arrays.len(), arrays.first().map(|a| a.shape.clone()))
+    };
     let tuple_or_single = |mut v: Vec<Literal>| {
         if v.len() == 1 {
             v.pop().unwrap()
@@ -235,12 +255,20 @@ fn collective(
             to_apply,
         } => {
             let group = group_of(link, GroupMode::of(collective)?, &collective.replica_groups)?;
+            if adds(*to_apply) && one_float_type(&owned) && link.sums_unordered(&group) {
+                return Ok(tuple_or_single(link.exchange_sum(site, &group, owned)?));
+            }
             let parts = link.exchange(site, &group, owned)?;
             let ordered = in_replica_order(&group, &parts);
-            let out = (0..arrays.len())
-                .map(|k| combine(*to_apply, &ordered, k).map(Literal::Array))
-                .collect::<EvalResult<Vec<_>>>()?;
-            Ok(tuple_or_single(out))
+            let out = (0..count)
+                .map(|k| {
+                    let spare = leaf(ordered[0], k).ok().and_then(|a| link.spare(&a.shape));
+                    combine(*to_apply, &ordered, k, spare).map(Literal::Array)
+                })
+                .collect::<EvalResult<Vec<_>>>();
+            drop(ordered);
+            link.recycle(parts);
+            Ok(tuple_or_single(out?))
         }
         Op::AllGather {
             collective,
@@ -248,7 +276,7 @@ fn collective(
         } => {
             let group = group_of(link, GroupMode::of(collective)?, &collective.replica_groups)?;
             let parts = link.exchange(site, &group, owned)?;
-            let out = (0..arrays.len())
+            let out = (0..count)
                 .map(|k| {
                     let pieces: Vec<&Array> = parts
                         .iter()
@@ -256,8 +284,9 @@ fn collective(
                         .collect::<EvalResult<_>>()?;
                     concatenate(&pieces, *dimension).map(Literal::Array)
                 })
-                .collect::<EvalResult<Vec<_>>>()?;
-            Ok(tuple_or_single(out))
+                .collect::<EvalResult<Vec<_>>>();
+            link.recycle(parts);
+            Ok(tuple_or_single(out?))
         }
         Op::ReduceScatter {
             collective,
@@ -271,9 +300,9 @@ fn collective(
                 .ok_or_else(|| EvalError::new("reduce-scatter: this device is not in its group"))?;
             let parts = link.exchange(site, &group, owned)?;
             let ordered = in_replica_order(&group, &parts);
-            let out = (0..arrays.len())
+            let out = (0..count)
                 .map(|k| {
-                    let total = combine(*to_apply, &ordered, k)?;
+                    let total = combine(*to_apply, &ordered, k, None)?;
                     let d = *dimension as usize;
                     if d >= total.shape.rank() || total.shape.dims[d] % group.len() as i64 != 0 {
                         return err(format!(
@@ -330,14 +359,15 @@ fn collective(
                 .iter()
                 .find(|&&(_, t)| t as usize == own)
                 .map(|&(s, _)| s as usize);
-            let x = arrays
-                .first()
-                .ok_or_else(|| EvalError::new("collective-permute needs an operand"))?;
-            Ok(match source {
+            let shape =
+                first_shape.ok_or_else(|| EvalError::new("collective-permute needs an operand"))?;
+            let out = match source {
                 Some(s) => Literal::Array(leaf(&parts[s], 0)?.clone()),
                 // A device nobody sends to receives zeros.
-                None => Literal::Array(Array::zeros(x.shape.clone())),
-            })
+                None => Literal::Array(Array::zeros(shape)),
+            };
+            link.recycle(parts);
+            Ok(out)
         }
         Op::AllToAll {
             collective,
@@ -357,7 +387,9 @@ fn collective(
                 .position(|&d| d == link.device_id())
                 .ok_or_else(|| EvalError::new("all-to-all: this device is not in its group"))?;
             let parts = link.exchange(site, &group, owned)?;
-            all_to_all(*dimension, position, &parts)
+            let out = all_to_all(*dimension, position, &parts);
+            link.recycle(parts);
+            out
         }
         other => err(format!("{} is not a collective", other.opcode_name())),
     }
@@ -423,6 +455,15 @@ fn all_to_all(
     concatenate(&refs, dimension).map(Literal::Array)
 }
 
+/// Whether `values` are arrays, all f32 or all f64 (what an unordered sum takes).
+fn one_float_type(values: &[Literal]) -> bool {
+    let ty = |l: &Literal| l.as_array().map(|a| a.element_type());
+    match values.first().and_then(ty) {
+        Some(t @ (ElementType::F32 | ElementType::F64)) => values.iter().all(|l| ty(l) == Some(t)),
+        _ => false,
+    }
+}
+
 fn u32_scalar(v: u32) -> Literal {
     Literal::Array(Array::new(
         ArrayShape::scalar(ElementType::U32),
@@ -454,6 +495,7 @@ fn combine(
     reduce: &dyn Fn(Literal, Literal) -> EvalResult<Literal>,
     parts: &[&[Literal]],
     k: usize,
+    spare: Option<Array>,
 ) -> EvalResult<Array> {
     let first = leaf(parts[0], k)?;
     for p in &parts[1..] {
@@ -466,14 +508,16 @@ fn combine(
         }
     }
     if let Some((op, swapped)) = simple {
-        let mut acc = first.clone();
+        // The running value, in the spare's storage when it fits (bitwise the same values).
+        let mut acc = match spare {
+            Some(mut s) if s.shape == first.shape => {
+                elementwise::copy_into(&mut s, first)?;
+                s
+            }
+            _ => first.clone(),
+        };
         for p in &parts[1..] {
-            let x = leaf(p, k)?;
-            acc = if swapped {
-                elementwise::binary(op, x, &acc)?
-            } else {
-                elementwise::binary(op, &acc, x)?
-            };
+            elementwise::binary_assign(op, &mut acc, leaf(p, k)?, swapped)?;
         }
         return Ok(acc);
     }

@@ -18,6 +18,7 @@ pub(crate) enum Scalar {
 pub(crate) trait Elem: Copy + PartialEq + Send + Sync + std::fmt::Debug + 'static {
     const TYPE: ElementType;
     fn slice(data: &ArrayData) -> Option<&[Self]>;
+    fn slice_mut(data: &mut ArrayData) -> Option<&mut [Self]>;
     fn wrap(v: Vec<Self>) -> ArrayData;
     fn to_scalar(self) -> Scalar;
     /// HLO's `convert`: integers wrap, floats to integers truncate toward zero and saturate
@@ -30,6 +31,12 @@ macro_rules! impl_int_elem {
         impl Elem for $t {
             const TYPE: ElementType = ElementType::$variant;
             fn slice(data: &ArrayData) -> Option<&[Self]> {
+                match data {
+                    ArrayData::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn slice_mut(data: &mut ArrayData) -> Option<&mut [Self]> {
                 match data {
                     ArrayData::$variant(v) => Some(v),
                     _ => None,
@@ -67,6 +74,12 @@ macro_rules! impl_float_elem {
         impl Elem for $t {
             const TYPE: ElementType = ElementType::$variant;
             fn slice(data: &ArrayData) -> Option<&[Self]> {
+                match data {
+                    ArrayData::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn slice_mut(data: &mut ArrayData) -> Option<&mut [Self]> {
                 match data {
                     ArrayData::$variant(v) => Some(v),
                     _ => None,
@@ -110,6 +123,12 @@ impl_float_elem!(
 impl Elem for bool {
     const TYPE: ElementType = ElementType::Pred;
     fn slice(data: &ArrayData) -> Option<&[Self]> {
+        match data {
+            ArrayData::Pred(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn slice_mut(data: &mut ArrayData) -> Option<&mut [Self]> {
         match data {
             ArrayData::Pred(v) => Some(v),
             _ => None,
@@ -200,6 +219,13 @@ pub(crate) fn typed<T: Elem>(a: &Array) -> EvalResult<&[T]> {
             a.element_type()
         ))
     })
+}
+
+/// The elements of `a` as `&mut [T]`; an error if `a` holds another type.
+pub(crate) fn typed_mut<T: Elem>(a: &mut Array) -> EvalResult<&mut [T]> {
+    let found = a.element_type();
+    T::slice_mut(&mut a.data)
+        .ok_or_else(|| EvalError::new(format!("expected {} elements, found {found}", T::TYPE)))
 }
 
 /// A scalar (rank-0) value as an integer index (any integer type).

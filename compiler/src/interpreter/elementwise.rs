@@ -6,7 +6,7 @@
 //! wrapping arithmetic, `x / 0 = -1` (all bits set), `x % 0 = x`, `MIN / -1 = MIN`,
 //! shifts by an amount >= the bit width give 0 (logical) or the sign fill (arithmetic).
 
-use super::element::{for_each_type, typed, Elem};
+use super::element::{for_each_type, typed, typed_mut, Elem};
 use super::{err, EvalResult};
 use crate::ir::{
     Array, ArrayData, BinaryOp, ComparisonDirection, ComparisonType, ElementType, UnaryOp,
@@ -375,6 +375,37 @@ pub(crate) fn binary(op: BinaryOp, a: &Array, b: &Array) -> EvalResult<Array> {
         T::wrap(x.iter().zip(y).map(|(&x, &y)| f(x, y)).collect())
     });
     Ok(Array::new(a.shape.clone(), data))
+}
+
+/// `acc = op(acc, x)` in place (`op(x, acc)` when `swapped`): bitwise what [`binary`] gives,
+/// without a new array (a collective's running sum reuses its buffer).
+pub(crate) fn binary_assign(
+    op: BinaryOp,
+    acc: &mut Array,
+    x: &Array,
+    swapped: bool,
+) -> EvalResult<()> {
+    same_dims(op.name(), acc, x)?;
+    for_each_type!(acc.element_type(), T => {
+        let f = binary_fn::<T>(op)?;
+        let y = typed::<T>(x)?;
+        let a = typed_mut::<T>(acc)?;
+        if swapped {
+            a.iter_mut().zip(y).for_each(|(a, &y)| *a = f(y, *a));
+        } else {
+            a.iter_mut().zip(y).for_each(|(a, &y)| *a = f(*a, y));
+        }
+    });
+    Ok(())
+}
+
+/// `dst`'s elements become `src`'s (same shape and type, else an error), in `dst`'s storage.
+pub(crate) fn copy_into(dst: &mut Array, src: &Array) -> EvalResult<()> {
+    same_dims("copy", dst, src)?;
+    for_each_type!(src.element_type(), T => {
+        typed_mut::<T>(dst)?.copy_from_slice(typed::<T>(src)?);
+    });
+    Ok(())
 }
 
 /// The function of a binary op on `T`, or an error naming op and type.

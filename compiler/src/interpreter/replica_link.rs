@@ -15,7 +15,7 @@
 //! collectives over a group of one are the identity, and `infeed`/`outfeed` are errors.
 
 use super::EvalError;
-use crate::ir::{ComputationId, InstrId, Literal, Shape};
+use crate::ir::{Array, ArrayShape, ComputationId, InstrId, Literal, Shape};
 use std::sync::Arc;
 
 /// One collective instruction of a module: what a rendezvous is keyed by, together with how
@@ -64,6 +64,40 @@ pub trait ReplicaLink {
         group: &[usize],
         operands: Vec<Literal>,
     ) -> Result<Vec<Arc<Vec<Literal>>>, EvalError>;
+
+    /// Whether this run sums the floating-point operands of an all-reduce over `group` in
+    /// an order of its own ([`exchange_sum`](Self::exchange_sum)) rather than in replica-id
+    /// order: faster across hosts, not bitwise reproducible (tessel's `--fast-allreduce`).
+    /// Every member of the group must get the same answer.
+    fn sums_unordered(&self, _group: &[usize]) -> bool {
+        false
+    }
+
+    /// The element-wise sums over every member of `group` of `operands` (f32 arrays, or f64
+    /// arrays), in an order the run chooses; only called when
+    /// [`sums_unordered`](Self::sums_unordered) said so.
+    fn exchange_sum(
+        &self,
+        _site: CollectiveSite,
+        group: &[usize],
+        _operands: Vec<Literal>,
+    ) -> Result<Vec<Literal>, EvalError> {
+        Err(EvalError::new(format!(
+            "this run has no unordered sum over replicas {group:?}"
+        )))
+    }
+
+    /// An array of `shape` whose storage the run no longer uses (its elements are whatever
+    /// they were), for a collective to write its result into; `None`: allocate a new one.
+    /// Together with [`recycle`](Self::recycle) this lets a run keep a collective's buffers
+    /// from one step to the next instead of allocating them every time.
+    fn spare(&self, _shape: &ArrayShape) -> Option<Array> {
+        None
+    }
+
+    /// Hands back the deposits an [`exchange`](Self::exchange) returned, once this device is
+    /// done with them: the last member to hand a deposit back makes its storage a spare.
+    fn recycle(&self, _deposits: Vec<Arc<Vec<Literal>>>) {}
 
     /// The next infeed value for this replica; `shape` is the data the instruction reads
     /// (without its token). Blocks until the host has a value.

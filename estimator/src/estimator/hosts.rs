@@ -87,6 +87,19 @@ fn warn_once_if_alone_under_launcher() {
 
 /// The chief's value of a decision every host must share (resume or skip, stop after this
 /// loop); the others' values are ignored.
+/// Every host of a training job takes `config.fast_allreduce` (the same on every host, else
+/// an error on each); one process ignores it.
+pub(crate) fn agree_on_fast_allreduce(
+    hosts: Hosts,
+    config: &crate::RunConfig,
+) -> Result<(), EstimatorError> {
+    if !hosts.several() {
+        return Ok(());
+    }
+    tessel_runtime::session::set_fast_allreduce(config.fast_allreduce)
+        .map_err(|e| EstimatorError::Value(format!("RunConfig.fast_allreduce: {e}")))
+}
+
 pub(crate) fn chief_decides(hosts: Hosts, value: i64) -> Result<i64, EstimatorError> {
     if !hosts.several() {
         return Ok(value);

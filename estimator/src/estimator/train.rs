@@ -13,7 +13,10 @@
 //! temporaries of saves that were killed mid-write.
 
 use super::dealer::Dealer;
-use super::hosts::{chief_decides, per_shard_components, split_batches, state_from_chief, Hosts};
+use super::hosts::{
+    agree_on_fast_allreduce, chief_decides, per_shard_components, split_batches, state_from_chief,
+    Hosts,
+};
 use super::input_fn::{batches, Input};
 use super::log::{tf_float, Log};
 use super::loop_runner::LoopRunner;
@@ -191,6 +194,7 @@ impl TpuEstimator {
         } else {
             None
         };
+        agree_on_fast_allreduce(hosts, &config)?;
         let state = state_from_chief(hosts, state)?;
         if let Some(file) = &state.restored_from {
             log.info(format!("Restoring parameters from {}", file.display()));

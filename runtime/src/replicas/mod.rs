@@ -18,12 +18,14 @@ pub mod launcher;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod placement;
+pub(crate) mod pool;
 pub mod rendezvous;
 #[cfg(test)]
 mod spanning_tests;
 pub mod spawn;
 #[cfg(test)]
 mod tests;
+mod unordered_sum;
 
 pub(crate) use crate::stop_message::{is_stop_message, stopped_message};
 pub(crate) use faults::PoisonOnDrop;

@@ -51,6 +51,22 @@ pub fn hosts() -> Option<(usize, usize)> {
     None
 }
 
+/// Makes the all-reduce sums over every host of the job's runs use the transport's own
+/// all-reduce (`--fast-allreduce`: MPI adds the hosts' partial sums in an order of its own,
+/// faster but not bitwise reproducible) when `on`, or keep the default (gather, then add in
+/// replica-id order). In a job of several hosts every host must call it at the same point
+/// and with the same `on` (else an error on every host); elsewhere it does nothing.
+pub fn set_fast_allreduce(on: bool) -> Result<(), String> {
+    #[cfg(feature = "mpi")]
+    if let Some(w) = super::mpi::world() {
+        if w.size() > 1 {
+            return w.set_fast_allreduce(on);
+        }
+    }
+    let _ = on;
+    Ok(())
+}
+
 /// The hub of a run of `local` devices here: the whole run, or this process's block of it.
 /// Returns the hub, the first local device and the run's device count.
 pub(crate) fn hub_for(

@@ -13,6 +13,8 @@
 //! arrive through [`Hub::deliver`]. Every member then reads all deposits in group order and
 //! computes its result with the same code as in one process, so results stay bitwise equal.
 
+use super::pool::SparePool;
+use super::unordered_sum::partial_sums;
 use super::Numbering;
 use crate::feed::HostFeed;
 use std::cell::RefCell;
@@ -20,7 +22,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Condvar, Mutex};
 use tessel_compiler::interpreter::{CollectiveSite, EvalError, ReplicaLink};
-use tessel_compiler::ir::{Literal, Shape};
+use tessel_compiler::ir::{Array, ArrayShape, Literal, Shape};
 
 /// The rendezvous shared by the replicas of one run.
 pub struct Hub {
@@ -30,6 +32,11 @@ pub struct Hub {
     remote: Option<Arc<dyn RemoteHosts>>,
     state: Mutex<HubState>,
     arrived: Condvar,
+    /// The arrays the run's collectives are done with, reused by the next step's.
+    pub(crate) pool: SparePool,
+    /// Whether all-reduce sums over every host go through the transport's own all-reduce
+    /// (`--fast-allreduce`), in an order it chooses.
+    unordered_sums: bool,
 }
 
 /// (site, execution count on each member, the group's first member).
@@ -42,6 +49,10 @@ pub(crate) trait RemoteHosts: Send + Sync {
     fn send(&self, key: &SlotKey, group: &[usize], parts: Vec<(usize, Arc<Vec<Literal>>)>);
     /// Stops every other host's run with `message`.
     fn abort(&self, message: &str);
+    /// Hands this host's partial sums for slot `key` (its members' operands added in
+    /// replica-id order, packed in one 1-D array) to the job's all-reduce; the total over
+    /// every host comes back through [`Hub::deliver_sum`].
+    fn sum(&self, key: &SlotKey, partial: Array);
 }
 
 #[derive(Default)]
@@ -54,8 +65,10 @@ struct Slot {
     parts: Vec<Option<Arc<Vec<Literal>>>>,
     /// Local callers still to read the slot (known once the first local caller arrives).
     readers_left: Option<usize>,
-    /// Whether this process's deposits went to the other hosts.
+    /// Whether this process's deposits (or their partial sum) went to the other hosts.
     sent: bool,
+    /// The sum over every host (an unordered sum), once it arrived.
+    total: Option<Arc<Array>>,
 }
 
 impl Slot {
@@ -64,6 +77,7 @@ impl Slot {
             parts: vec![None; group_len],
             readers_left: None,
             sent: false,
+            total: None,
         }
     }
 }
@@ -76,6 +90,8 @@ impl Hub {
             remote: None,
             state: Mutex::new(HubState::default()),
             arrived: Condvar::new(),
+            pool: SparePool::default(),
+            unordered_sums: false,
         }
     }
 
@@ -92,6 +108,126 @@ impl Hub {
             local,
             remote: Some(remote),
             ..Hub::new(replicas)
+        }
+    }
+
+    /// The same hub, whose all-reduce sums over every host go through the transport's own
+    /// all-reduce when `on` (`--fast-allreduce`).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn summing_unordered(self, on: bool) -> Hub {
+        Hub {
+            unordered_sums: on,
+            ..self
+        }
+    }
+
+    /// Whether an all-reduce sum over `group` goes through the transport's all-reduce: the
+    /// option is on and the group is every device of a run spanning hosts.
+    fn sums_unordered(&self, group: &[usize]) -> bool {
+        self.unordered_sums
+            && self.remote.is_some()
+            && group.len() == self.replicas
+            && group.iter().any(|r| !self.local.contains(r))
+    }
+
+    /// The total over every host of slot `key`'s unordered sum.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn deliver_sum(&self, key: SlotKey, total: Array) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        match s.slots.get_mut(&key) {
+            Some(slot) => slot.total = Some(Arc::new(total)),
+            None => {
+                drop(s);
+                self.poison(
+                    "another host's all-reduce arrived for a collective this host has not \
+                     reached (the hosts must run the same program)"
+                        .into(),
+                );
+                return;
+            }
+        }
+        self.arrived.notify_all();
+    }
+
+    /// Deposits `mine` (this member's f32 or f64 operands, at `position` of `group`) at slot
+    /// `key`; once every local member has, adds the local deposits up in replica-id order and
+    /// hands the partial sums to the other hosts' all-reduce. Returns the total over every
+    /// host, in arrays of `mine`'s shapes.
+    pub(crate) fn meet_sum(
+        &self,
+        key: SlotKey,
+        group: &[usize],
+        callers: usize,
+        position: usize,
+        mine: Vec<Literal>,
+    ) -> Result<Vec<Literal>, EvalError> {
+        let shapes: Vec<ArrayShape> = mine
+            .iter()
+            .map(|l| l.as_array().map(|a| a.shape.clone()))
+            .collect::<Option<_>>()
+            .ok_or_else(|| EvalError::new("an unordered sum takes arrays only"))?;
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = &s.poisoned {
+            return Err(EvalError::new(p.clone()));
+        }
+        let slot = s.slots.entry(key).or_insert_with(|| Slot::new(group.len()));
+        slot.readers_left.get_or_insert(callers);
+        slot.parts[position] = Some(Arc::new(mine));
+        let mut local: Vec<(usize, usize)> = group
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| self.local.contains(r))
+            .map(|(p, &r)| (r, p))
+            .collect();
+        let mut outgoing = None;
+        if !slot.sent && local.iter().all(|&(_, p)| slot.parts[p].is_some()) {
+            slot.sent = true;
+            local.sort_unstable();
+            let parts: Vec<Arc<Vec<Literal>>> = local
+                .iter()
+                .filter_map(|&(_, p)| slot.parts[p].clone())
+                .collect();
+            outgoing = Some(parts);
+        }
+        if let Some(parts) = outgoing {
+            // Added up and sent without the lock: the other members wait meanwhile.
+            drop(s);
+            let spare = |shape: &ArrayShape| self.pool.take(shape);
+            match (partial_sums(&parts, &spare), &self.remote) {
+                (Ok(partial), Some(remote)) => remote.sum(&key, partial),
+                (Err(e), _) => {
+                    self.poison(e.clone());
+                    return Err(EvalError::new(e));
+                }
+                (Ok(_), None) => return Err(EvalError::new("an unordered sum needs other hosts")),
+            }
+            drop(parts);
+            s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        }
+        loop {
+            if let Some(p) = &s.poisoned {
+                return Err(EvalError::new(p.clone()));
+            }
+            let slot = s
+                .slots
+                .get_mut(&key)
+                .expect("slot lives until every member read it");
+            if let Some(total) = slot.total.clone() {
+                let left = slot.readers_left.get_or_insert(1);
+                *left -= 1;
+                let finished = (*left == 0).then(|| s.slots.remove(&key)).flatten();
+                drop(s);
+                if let Some(slot) = finished {
+                    self.pool
+                        .recycle(slot.parts.into_iter().flatten().collect());
+                }
+                let out = super::unordered_sum::unpack(&total, &shapes, &self.pool);
+                if let Some(t) = Arc::into_inner(total) {
+                    self.pool.put(t);
+                }
+                return out.map_err(EvalError::new);
+            }
+            s = self.arrived.wait(s).unwrap_or_else(|p| p.into_inner());
         }
     }
 
@@ -279,6 +415,22 @@ impl<'f> ReplicaContext<'f> {
     pub fn count(&self) -> usize {
         self.count
     }
+
+    /// This device's position in `group`, and how many times it has now reached `site`.
+    fn arrive(&self, site: CollectiveSite, group: &[usize]) -> Result<(usize, u64), EvalError> {
+        let position = group.iter().position(|&r| r == self.id).ok_or_else(|| {
+            EvalError::new(format!("device {} is not in its group {group:?}", self.id))
+        })?;
+        let mut ex = self.executions.borrow_mut();
+        let c = ex.entry(site).or_insert(0);
+        *c += 1;
+        Ok((position, *c))
+    }
+
+    /// The spare arrays of this device's run (`None`: a run of one replica, which keeps none).
+    pub(crate) fn pool(&self) -> Option<&SparePool> {
+        self.hub.as_deref().map(|h| &h.pool)
+    }
 }
 
 impl ReplicaLink for ReplicaContext<'_> {
@@ -300,15 +452,7 @@ impl ReplicaLink for ReplicaContext<'_> {
         group: &[usize],
         operands: Vec<Literal>,
     ) -> Result<Vec<Arc<Vec<Literal>>>, EvalError> {
-        let position = group.iter().position(|&r| r == self.id).ok_or_else(|| {
-            EvalError::new(format!("device {} is not in its group {group:?}", self.id))
-        })?;
-        let count = {
-            let mut ex = self.executions.borrow_mut();
-            let c = ex.entry(site).or_insert(0);
-            *c += 1;
-            *c
-        };
+        let (position, count) = self.arrive(site, group)?;
         match &self.hub {
             None if group.len() == 1 => Ok(vec![Arc::new(operands)]),
             None => Err(EvalError::new(format!(
@@ -323,6 +467,36 @@ impl ReplicaLink for ReplicaContext<'_> {
                     vec![(position, operands)],
                 )
             }
+        }
+    }
+
+    fn sums_unordered(&self, group: &[usize]) -> bool {
+        self.hub.as_ref().is_some_and(|h| h.sums_unordered(group))
+    }
+
+    fn exchange_sum(
+        &self,
+        site: CollectiveSite,
+        group: &[usize],
+        operands: Vec<Literal>,
+    ) -> Result<Vec<Literal>, EvalError> {
+        let (position, count) = self.arrive(site, group)?;
+        let hub = self.hub.as_ref().ok_or_else(|| {
+            EvalError::new(format!(
+                "a collective over replicas {group:?} needs a replicated run"
+            ))
+        })?;
+        let callers = group.iter().filter(|r| hub.local.contains(r)).count();
+        hub.meet_sum((site, count, group[0]), group, callers, position, operands)
+    }
+
+    fn spare(&self, shape: &ArrayShape) -> Option<Array> {
+        self.pool()?.take(shape)
+    }
+
+    fn recycle(&self, deposits: Vec<Arc<Vec<Literal>>>) {
+        if let Some(pool) = self.pool() {
+            pool.recycle(deposits);
         }
     }
 

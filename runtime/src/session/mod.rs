@@ -42,6 +42,7 @@ pub use crate::replicas::launcher::alone_under_launcher;
 #[cfg(feature = "mpi")]
 pub use crate::replicas::mpi::{timeout_from_env, World as MpiWorld};
 pub use crate::replicas::placement::hosts as job_hosts;
+pub use crate::replicas::placement::set_fast_allreduce;
 pub use crate::replicas::Placement;
 pub use error::{BindError, ReplicaCountError, SessionError};
 pub use hosts::from_chief;

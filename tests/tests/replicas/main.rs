@@ -5,3 +5,4 @@ mod all_to_all;
 mod corpus;
 mod jit;
 mod numbering;
+mod reuse;

@@ -11,11 +11,12 @@
 //! leaves the program at once.
 
 use crate::jit::buffer::{Buffer, Loc};
-use crate::jit::host::routine_abi::{guarded, read_array, write_array, Status};
+use crate::jit::host::routine_abi::{guarded, read_array, resolve, Status};
 use crate::jit::JitError;
+use crate::replicas::pool::{array_from_le_bytes, with_le_bytes, SparePool};
 use std::sync::Arc;
 use tessel_compiler::interpreter::CollectiveStep;
-use tessel_compiler::ir::{ComputationId, InstrId, Literal, Module};
+use tessel_compiler::ir::{Array, ComputationId, InstrId, Literal, Module};
 
 /// One collective instruction: where its operands and result live.
 pub(crate) struct CollectivePlan {
@@ -48,37 +49,76 @@ impl CollectivePlan {
     /// # Safety
     /// `arena` must be the program's arena, holding every buffer of the plan.
     unsafe fn run(&self, arena: *mut u8) -> Result<(), String> {
-        let values: Vec<Literal> = self
-            .operands
-            .iter()
-            .map(|b| unsafe { read_array(b, arena) }.map(Literal::Array))
-            .collect::<Result<_, _>>()?;
-        let refs: Vec<&Literal> = values.iter().collect();
-        let out = crate::replicas::with_current(|env| {
+        crate::replicas::with_current(|env| {
             env.before_collective()?;
-            self.step
-                .run(&env.context, &refs)
-                .map_err(|e| e.to_string())
-        })?;
-        let leaves = out.leaves();
-        if leaves.len() != self.results.len() {
-            return Err(format!(
-                "gave {} values for {} result buffers",
-                leaves.len(),
-                self.results.len()
-            ));
-        }
-        for (value, buffer) in leaves.into_iter().zip(&self.results) {
-            if value.shape != buffer.shape {
+            // The operands are read into the run's spare arrays when it has some of their
+            // size, and the results go back there once written: a loop's collectives then
+            // allocate nothing after their first step.
+            let pool = env.context.pool();
+            let values: Vec<Literal> = self
+                .operands
+                .iter()
+                .map(|b| unsafe { read_into(b, arena, pool) }.map(Literal::Array))
+                .collect::<Result<_, _>>()?;
+            let out = self
+                .step
+                .run_owned(&env.context, values)
+                .map_err(|e| e.to_string())?;
+            let leaves = out.leaves();
+            if leaves.len() != self.results.len() {
                 return Err(format!(
-                    "gave {} for a result of {}",
-                    value.shape, buffer.shape
+                    "gave {} values for {} result buffers",
+                    leaves.len(),
+                    self.results.len()
                 ));
             }
-            unsafe { write_array(value, buffer, arena) }?;
-        }
-        Ok(())
+            for (value, buffer) in leaves.into_iter().zip(&self.results) {
+                if value.shape != buffer.shape {
+                    return Err(format!(
+                        "gave {} for a result of {}",
+                        value.shape, buffer.shape
+                    ));
+                }
+                unsafe { write_from(value, buffer, arena) }?;
+            }
+            if let Some(pool) = pool {
+                pool.put_literals(vec![out]);
+            }
+            Ok(())
+        })
     }
+}
+
+/// Buffer `b` of the arena as an array, in a spare of `pool` when it has one of its size.
+///
+/// # Safety
+/// `b` must be a live buffer of `arena`.
+unsafe fn read_into(b: &Buffer, arena: *mut u8, pool: Option<&SparePool>) -> Result<Array, String> {
+    let spare = pool.and_then(|p| p.take(&b.shape));
+    if spare.is_none() {
+        return unsafe { read_array(b, arena) };
+    }
+    let n = b.byte_size();
+    let bytes = unsafe { std::slice::from_raw_parts(resolve(b.addr, arena) as *const u8, n) };
+    array_from_le_bytes(&b.shape, bytes, spare)
+        .ok_or_else(|| format!("a {} buffer of {n} bytes", b.shape))
+}
+
+/// Writes `a` into the arena's buffer `out`, which must be exactly its size, without an
+/// intermediate copy.
+///
+/// # Safety
+/// `out` must be a live buffer of `arena` that nothing else reads or writes meanwhile.
+unsafe fn write_from(a: &Array, out: &Buffer, arena: *mut u8) -> Result<(), String> {
+    with_le_bytes(&a.data, |bytes| {
+        if bytes.len() != out.byte_size() {
+            return Err(format!("{} bytes for a {} buffer", bytes.len(), out.shape));
+        }
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), resolve(out.addr, arena), bytes.len())
+        };
+        Ok(())
+    })
 }
 
 /// The routine the program calls for a collective.

@@ -8,7 +8,10 @@
 
 use super::registry::{tag, Delivery, Registry};
 use super::wire::{Reader, Writer};
-use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
+use crate::replicas::rendezvous::SlotKey;
+use mpi::collective::{CommunicatorCollectives, SystemOperation};
+use mpi::datatype::Equivalence;
+use mpi::point_to_point::{Destination, Source};
 use mpi::request::{Request, StaticScope};
 use mpi::topology::Communicator;
 use mpi::Threading;
@@ -16,7 +19,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tessel_compiler::interpreter::CollectiveSite;
-use tessel_compiler::ir::{ComputationId, InstrId};
+use tessel_compiler::ir::{Array, ArrayData, ComputationId, InstrId};
 
 /// What the rest of the process asks of the communication thread.
 pub(crate) enum Outgoing {
@@ -24,7 +27,14 @@ pub(crate) enum Outgoing {
     Frame {
         hosts: Vec<usize>,
         tag: i32,
-        bytes: Vec<u8>,
+        bytes: Arc<Vec<u8>>,
+    },
+    /// This host's partial sums for slot `key` of run `run`, to add up with every other
+    /// host's (`MPI_Iallreduce`); the total goes to the run's hub.
+    Sum {
+        run: u64,
+        key: SlotKey,
+        partial: Array,
     },
     /// The process is done (`failure`: with that error, which every other host is told);
     /// `done` is told when MPI is finalised (a failure ends the job in `MPI_Abort` instead).
@@ -37,14 +47,19 @@ pub(crate) enum Outgoing {
 /// How often the thread looks for frames when nothing is posted.
 const POLL: Duration = Duration::from_micros(200);
 
+/// How often it drives MPI while an all-reduce of partial sums is under way (MPI progresses
+/// a non-blocking collective only inside its calls).
+const POLL_SUMMING: Duration = Duration::from_micros(20);
+
 /// How long a failing host waits for the others to report their own error before it ends
 /// the job.
 const GRACE: Duration = Duration::from_secs(2);
 
-/// A send in flight and the buffer it reads (freed once the send completes).
+/// A send in flight and the frame it reads (shared by the sends of one frame to several
+/// hosts, without a copy; released once the send completes).
 struct InFlight {
     request: Request<'static, [u8], StaticScope>,
-    buffer: *mut [u8],
+    buffer: Arc<Vec<u8>>,
 }
 
 impl InFlight {
@@ -52,11 +67,12 @@ impl InFlight {
         world: &mpi::topology::SimpleCommunicator,
         host: usize,
         tag: i32,
-        bytes: &[u8],
+        buffer: Arc<Vec<u8>>,
     ) -> Self {
-        let buffer: *mut [u8] = Box::into_raw(bytes.to_vec().into_boxed_slice());
-        // SAFETY: the buffer lives until the request completes (see `try_complete`).
-        let data: &'static [u8] = unsafe { &*buffer };
+        // SAFETY: the frame's bytes do not move or change while an `Arc` of them is held,
+        // and this send holds one until the request completes (see `try_complete`).
+        let data: &'static [u8] =
+            unsafe { std::slice::from_raw_parts(buffer.as_ptr(), buffer.len()) };
         let request =
             world
                 .process_at_rank(host as i32)
@@ -64,20 +80,120 @@ impl InFlight {
         InFlight { request, buffer }
     }
 
-    /// The send is done (its buffer freed), or still in flight.
+    /// The send is done (its frame released), or still in flight.
     fn try_complete(self) -> Result<(), InFlight> {
         match self.request.test() {
-            Ok(_) => {
-                // SAFETY: made by `Box::into_raw` in `start`; MPI no longer reads it.
-                drop(unsafe { Box::from_raw(self.buffer) });
-                Ok(())
-            }
+            Ok(_) => Ok(()),
             Err(request) => Err(InFlight {
                 request,
                 buffer: self.buffer,
             }),
         }
     }
+}
+
+/// An all-reduce of this host's partial sums in flight (`--fast-allreduce`), with the
+/// buffers it reads and writes (their storage stays put while they are held here).
+struct SumInFlight {
+    request: SumRequest,
+    partial: Array,
+    total: Array,
+    run: u64,
+    key: SlotKey,
+}
+
+enum SumRequest {
+    F32(Request<'static, [f32], StaticScope>),
+    F64(Request<'static, [f64], StaticScope>),
+}
+
+impl SumInFlight {
+    /// Starts `MPI_Iallreduce(partial -> total, MPI_SUM)` over every host. Every host starts
+    /// these in the same order: a host posts a sum over all devices only once its replicas
+    /// have the previous one's result, and the replicas run the same program.
+    fn start(
+        world: &mpi::topology::SimpleCommunicator,
+        run: u64,
+        key: SlotKey,
+        partial: Array,
+        mut total: Array,
+    ) -> Result<Self, String> {
+        // SAFETY (both arms): the vectors' storage does not move or change while `partial`
+        // and `total` are held in the returned value, which keeps them until the request
+        // completes (see `try_complete`); MPI writes only `total`'s.
+        let request = match (&partial.data, &mut total.data) {
+            (ArrayData::F32(s), ArrayData::F32(r)) if s.len() == r.len() => {
+                let (s, r) = unsafe {
+                    (
+                        std::slice::from_raw_parts(s.as_ptr(), s.len()),
+                        std::slice::from_raw_parts_mut(r.as_mut_ptr(), r.len()),
+                    )
+                };
+                SumRequest::F32(world.immediate_all_reduce_into(
+                    StaticScope,
+                    s,
+                    r,
+                    SystemOperation::sum(),
+                ))
+            }
+            (ArrayData::F64(s), ArrayData::F64(r)) if s.len() == r.len() => {
+                let (s, r) = unsafe {
+                    (
+                        std::slice::from_raw_parts(s.as_ptr(), s.len()),
+                        std::slice::from_raw_parts_mut(r.as_mut_ptr(), r.len()),
+                    )
+                };
+                SumRequest::F64(world.immediate_all_reduce_into(
+                    StaticScope,
+                    s,
+                    r,
+                    SystemOperation::sum(),
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "an unordered sum of {} values of {:?} into {} of {:?}",
+                    partial.len(),
+                    partial.element_type(),
+                    total.len(),
+                    total.element_type()
+                ))
+            }
+        };
+        Ok(SumInFlight {
+            request,
+            partial,
+            total,
+            run,
+            key,
+        })
+    }
+
+    /// The finished sum (its buffers back), or the request still in flight.
+    fn try_complete(self: Box<Self>) -> Result<FinishedSum, Box<SumInFlight>> {
+        let this = *self;
+        let request = match this.request {
+            SumRequest::F32(r) => r.test().map(drop).map_err(SumRequest::F32),
+            SumRequest::F64(r) => r.test().map(drop).map_err(SumRequest::F64),
+        };
+        match request {
+            Ok(()) => Ok(FinishedSum {
+                partial: this.partial,
+                total: this.total,
+                run: this.run,
+                key: this.key,
+            }),
+            Err(request) => Err(Box::new(SumInFlight { request, ..this })),
+        }
+    }
+}
+
+/// A completed all-reduce of partial sums.
+struct FinishedSum {
+    partial: Array,
+    total: Array,
+    run: u64,
+    key: SlotKey,
 }
 
 /// The thread's state: who was heard when, who said goodbye.
@@ -117,6 +233,8 @@ pub(crate) fn serve(
         gone: vec![false; size],
     };
     let mut in_flight: Vec<InFlight> = Vec::new();
+    let mut received: Vec<u8> = Vec::new();
+    let mut sums: Vec<Box<SumInFlight>> = Vec::new();
     let beat_every = (timeout / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut last_beat = now - beat_every;
     let mut finishing: Option<(bool, Sender<()>, Instant)> = None;
@@ -126,7 +244,8 @@ pub(crate) fn serve(
             std::thread::sleep(POLL);
             None
         } else {
-            match posts.recv_timeout(POLL) {
+            let wait = if sums.is_empty() { POLL } else { POLL_SUMMING };
+            match posts.recv_timeout(wait) {
                 Ok(p) => Some(p),
                 Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => Some(Outgoing::Finish {
@@ -142,7 +261,17 @@ pub(crate) fn serve(
             match post {
                 Outgoing::Frame { hosts, tag, bytes } => {
                     for h in hosts {
-                        in_flight.push(InFlight::start(&world, h, tag, &bytes));
+                        in_flight.push(InFlight::start(&world, h, tag, bytes.clone()));
+                    }
+                }
+                Outgoing::Sum { run, key, partial } => {
+                    let total = registry
+                        .hub(run)
+                        .and_then(|h| h.pool.take(&partial.shape))
+                        .unwrap_or_else(|| Array::zeros(partial.shape.clone()));
+                    match SumInFlight::start(&world, run, key, partial, total) {
+                        Ok(s) => sums.push(Box::new(s)),
+                        Err(e) => registry.stop(e),
                     }
                 }
                 Outgoing::Finish { failure, done } => {
@@ -152,12 +281,13 @@ pub(crate) fn serve(
                         // told them already; the first message wins there).
                         let mut w = Writer::default();
                         w.str(message);
+                        let bytes = Arc::new(w.bytes);
                         for &h in &others {
-                            in_flight.push(InFlight::start(&world, h, tag::ABORT, &w.bytes));
+                            in_flight.push(InFlight::start(&world, h, tag::ABORT, bytes.clone()));
                         }
                     }
                     for &h in &others {
-                        in_flight.push(InFlight::start(&world, h, tag::BYE, &[]));
+                        in_flight.push(InFlight::start(&world, h, tag::BYE, Arc::default()));
                     }
                     finishing.get_or_insert((failure.is_some(), done, Instant::now()));
                 }
@@ -167,22 +297,40 @@ pub(crate) fn serve(
             .into_iter()
             .filter_map(|f| f.try_complete().err())
             .collect();
-        // Frames from the other hosts.
-        while let Some(probed) = world.any_process().immediate_matched_probe() {
-            let source = probed.1.source_rank() as usize;
-            let frame_tag = probed.1.tag();
-            let (bytes, _) = probed.matched_receive_vec::<u8>();
+        let mut summing = Vec::with_capacity(sums.len());
+        for s in sums {
+            match s.try_complete() {
+                Ok(done) => {
+                    if let Some(hub) = registry.hub(done.run) {
+                        hub.pool.put(done.partial);
+                        hub.deliver_sum(done.key, done.total);
+                    }
+                }
+                Err(s) => summing.push(s),
+            }
+        }
+        sums = summing;
+        // Frames from the other hosts, received into one buffer kept from frame to frame.
+        while let Some((message, status)) = world.any_process().immediate_matched_probe() {
+            let source = status.source_rank() as usize;
+            let frame_tag = status.tag();
+            let len = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
+            if received.len() < len {
+                received.resize(len, 0);
+            }
+            message.matched_receive_into(&mut received[..len]);
+            let bytes = &received[..len];
             if let Some(t) = peers.last_heard.get_mut(source) {
                 *t = Instant::now();
             }
             match frame_tag {
                 tag::DATA => {
-                    if let Err(e) = deliver(&registry, &bytes) {
+                    if let Err(e) = deliver(&registry, bytes) {
                         registry.stop(format!("from {}: {e}", registry.host_name(source)));
                     }
                 }
                 tag::ABORT => {
-                    let message = Reader::new(&bytes)
+                    let message = Reader::new(bytes)
                         .str()
                         .unwrap_or_else(|e| format!("{} failed ({e})", registry.host_name(source)));
                     registry.stop(message);
@@ -199,7 +347,7 @@ pub(crate) fn serve(
                 .filter(|&h| !peers.gone[h])
                 .collect::<Vec<_>>()
             {
-                in_flight.push(InFlight::start(&world, h, tag::HEARTBEAT, &[]));
+                in_flight.push(InFlight::start(&world, h, tag::HEARTBEAT, Arc::default()));
             }
         }
         for h in peers.others() {
@@ -222,7 +370,7 @@ pub(crate) fn serve(
                 if everyone_gone || now.duration_since(*since) > GRACE || silent_peer {
                     world.abort(1);
                 }
-            } else if everyone_gone && in_flight.is_empty() {
+            } else if everyone_gone && in_flight.is_empty() && sums.is_empty() {
                 break;
             }
         }
@@ -237,8 +385,11 @@ pub(crate) fn serve(
 
 /// Decodes a data frame and hands it to its run's hub.
 fn deliver(registry: &Registry, bytes: &[u8]) -> Result<(), String> {
-    let mut r = Reader::new(bytes);
-    let run = r.u64()?;
+    let run = Reader::new(bytes).u64()?;
+    // The arrays are decoded into the run's spares (the storage of deposits it is done with).
+    let hub = registry.hub(run);
+    let mut r = Reader::with_spares(bytes, hub.as_deref().map(|h| &h.pool));
+    r.u64()?;
     let computation = ComputationId(u32::try_from(r.u64()?).map_err(|e| e.to_string())?);
     let instruction = InstrId::new(r.u64()? as usize);
     let count = r.u64()?;

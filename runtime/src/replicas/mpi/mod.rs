@@ -16,11 +16,13 @@ pub(crate) mod wire;
 use comm::Outgoing;
 use registry::Registry;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use super::rendezvous::Hub;
+use tessel_compiler::ir::Literal;
 
 /// How long a silent host is waited for before the job stops (`TESSEL_MPI_TIMEOUT_SECS`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -31,6 +33,8 @@ pub struct World {
     size: usize,
     registry: Arc<Registry>,
     to_comm: Mutex<Sender<Outgoing>>,
+    /// `--fast-allreduce`: all-reduce sums over every host through `MPI_Iallreduce`.
+    fast_allreduce: AtomicBool,
 }
 
 static WORLD: OnceLock<World> = OnceLock::new();
@@ -79,6 +83,7 @@ impl World {
             size,
             registry,
             to_comm: Mutex::new(posts_tx),
+            fast_allreduce: AtomicBool::new(false),
         };
         Ok(Some(WORLD.get_or_init(|| world)))
     }
@@ -112,6 +117,39 @@ impl World {
         }
     }
 
+    /// Makes all-reduce sums over every host use MPI's own all-reduce (`on`), which adds the
+    /// hosts' partial sums in an order of its own (faster, not bitwise reproducible), or
+    /// gather the operands and add them in replica-id order (the default). Every host must
+    /// call this at the same point of the job (it is a gather), and with the same `on`: a
+    /// host that differs is an error on every host, naming it.
+    pub fn set_fast_allreduce(&self, on: bool) -> Result<(), String> {
+        use super::placement::{gather, Placement};
+        use tessel_compiler::ir::Array;
+        let here = Placement {
+            devices: self.size,
+            first: self.rank,
+            local: 1,
+        };
+        let flag = Literal::Array(Array::scalar_s32(i32::from(on)));
+        let all = gather(here, vec![flag])?;
+        let other = all.iter().position(|l| {
+            let theirs = l.as_array().map(|a| a.data.get_i64(0) != 0);
+            theirs != Some(on)
+        });
+        if let Some(h) = other {
+            let word = |b: bool| if b { "on" } else { "off" };
+            return Err(format!(
+                "--fast-allreduce is {} on host {} but {} on host {h}: every host must run \
+                 with the same options",
+                word(on),
+                self.rank,
+                word(!on)
+            ));
+        }
+        self.fast_allreduce.store(on, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// The hub of this process's replicas `local` of the next run of `devices` replicas.
     pub(crate) fn start_run(&self, devices: usize, local: Range<usize>) -> Arc<Hub> {
         let to_comm = self
@@ -119,7 +157,8 @@ impl World {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        self.registry.start_run(devices, local, to_comm)
+        let fast = self.fast_allreduce.load(Ordering::Relaxed);
+        self.registry.start_run(devices, local, to_comm, fast)
     }
 }
 

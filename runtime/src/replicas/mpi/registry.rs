@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, Weak};
-use tessel_compiler::ir::Literal;
+use tessel_compiler::ir::{Array, Literal};
 
 /// Operands from another host for one slot of one run.
 pub(crate) struct Delivery {
@@ -56,6 +56,7 @@ impl Registry {
         devices: usize,
         local: Range<usize>,
         to_comm: Sender<Outgoing>,
+        unordered_sums: bool,
     ) -> Arc<Hub> {
         let mut s = self.lock();
         let run = s.next_run;
@@ -69,7 +70,9 @@ impl Registry {
             to_comm: Mutex::new(to_comm),
             registry: Arc::downgrade(self),
         };
-        let hub = Arc::new(Hub::spanning(devices, local, Arc::new(link)));
+        let hub = Arc::new(
+            Hub::spanning(devices, local, Arc::new(link)).summing_unordered(unordered_sums),
+        );
         s.hubs.retain(|_, h| h.strong_count() > 0);
         s.hubs.insert(run, Arc::downgrade(&hub));
         let early = s.pending.remove(&run).unwrap_or_default();
@@ -82,6 +85,11 @@ impl Registry {
             hub.stop_from_remote(message);
         }
         hub
+    }
+
+    /// The hub of run `run`, while it is under way here.
+    pub(crate) fn hub(&self, run: u64) -> Option<Arc<Hub>> {
+        self.lock().hubs.get(&run).and_then(Weak::upgrade)
     }
 
     /// Hands another host's operands to run `run`'s hub, or keeps them until it starts.
@@ -171,7 +179,12 @@ pub(crate) fn data_frame(
     group_len: usize,
     parts: &[(usize, Arc<Vec<Literal>>)],
 ) -> Vec<u8> {
-    let mut w = Writer::default();
+    let size = 8 * 7
+        + parts
+            .iter()
+            .map(|(_, operands)| 8 + Writer::literals_size(operands))
+            .sum::<usize>();
+    let mut w = Writer::with_capacity(size);
     let (site, count, first) = key;
     w.u64(run);
     w.u64(u64::from(site.computation.0));
@@ -200,7 +213,15 @@ impl RemoteHosts for RunLink {
         self.post(Outgoing::Frame {
             hosts,
             tag: tag::DATA,
-            bytes,
+            bytes: Arc::new(bytes),
+        });
+    }
+
+    fn sum(&self, key: &SlotKey, partial: Array) {
+        self.post(Outgoing::Sum {
+            run: self.run,
+            key: *key,
+            partial,
         });
     }
 
@@ -214,7 +235,7 @@ impl RemoteHosts for RunLink {
         self.post(Outgoing::Frame {
             hosts,
             tag: tag::ABORT,
-            bytes: w.bytes,
+            bytes: Arc::new(w.bytes),
         });
     }
 }

@@ -2,7 +2,8 @@
 //! frames of the communication thread. A frame that cannot be decoded is an error naming what
 //! is wrong, never a panic: it can only come from a peer that is not the same program.
 
-use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType, Literal};
+use crate::replicas::pool::{array_from_le_bytes, with_le_bytes, SparePool};
+use tessel_compiler::ir::{Array, ArrayShape, ElementType, Literal};
 
 /// Appends to a frame.
 #[derive(Default)]
@@ -11,6 +12,30 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
+    /// A writer with room for `bytes` bytes, so that a frame of that size is written without
+    /// growing its buffer.
+    pub(crate) fn with_capacity(bytes: usize) -> Writer {
+        Writer {
+            bytes: Vec::with_capacity(bytes),
+        }
+    }
+
+    /// How many bytes [`literals`](Self::literals) writes for `values`.
+    pub(crate) fn literals_size(values: &[Literal]) -> usize {
+        8 + values.iter().map(Self::literal_size).sum::<usize>()
+    }
+
+    fn literal_size(l: &Literal) -> usize {
+        1 + match l {
+            Literal::Array(a) => {
+                let s = &a.shape;
+                8 * (3 + s.dims.len()) + s.dynamic.len() + 8 + a.len() * s.element_type.byte_size()
+            }
+            Literal::Tuple(t) => Self::literals_size(t),
+            Literal::Token => 0,
+        }
+    }
+
     pub(crate) fn u64(&mut self, v: u64) {
         self.bytes.extend_from_slice(&v.to_le_bytes());
     }
@@ -50,15 +75,18 @@ impl Writer {
         self.u64(a.shape.dynamic.len() as u64);
         self.bytes
             .extend(a.shape.dynamic.iter().map(|&d| u8::from(d)));
-        let data = a.data.to_le_bytes();
-        self.u64(data.len() as u64);
-        self.bytes.extend_from_slice(&data);
+        with_le_bytes(&a.data, |data| {
+            self.u64(data.len() as u64);
+            self.bytes.extend_from_slice(data);
+        });
     }
 }
 
 /// Reads a frame.
 pub(crate) struct Reader<'b> {
     bytes: &'b [u8],
+    /// Where decoded arrays take their storage from, when it has some of their size.
+    spares: Option<&'b SparePool>,
 }
 
 fn short() -> String {
@@ -67,7 +95,15 @@ fn short() -> String {
 
 impl<'b> Reader<'b> {
     pub(crate) fn new(bytes: &'b [u8]) -> Reader<'b> {
-        Reader { bytes }
+        Reader {
+            bytes,
+            spares: None,
+        }
+    }
+
+    /// A reader whose arrays reuse `spares`' storage where it fits.
+    pub(crate) fn with_spares(bytes: &'b [u8], spares: Option<&'b SparePool>) -> Reader<'b> {
+        Reader { bytes, spares }
     }
 
     fn take(&mut self, n: usize) -> Result<&'b [u8], String> {
@@ -127,15 +163,28 @@ impl<'b> Reader<'b> {
         let flags = self.count(1)?;
         shape.dynamic = self.take(flags)?.iter().map(|&b| b != 0).collect();
         let n = self.count(1)?;
-        let data = ArrayData::from_le_bytes(ty, self.take(n)?)
-            .ok_or_else(|| format!("a message from another host holds {n} bytes of {ty:?}"))?;
-        Array::try_new(shape, data).map_err(|e| format!("a message from another host: {e}"))
+        let bytes = self.take(n)?;
+        if !shape.is_static() || shape.dims.iter().any(|&d| d < 0) {
+            return Err(format!(
+                "a message from another host holds an array of dims {:?}, not static",
+                shape.dims
+            ));
+        }
+        if shape.checked_byte_size() != Some(n as i64) {
+            return Err(format!(
+                "a message from another host holds {n} bytes for a {shape}"
+            ));
+        }
+        let spare = self.spares.and_then(|p| p.take(&shape));
+        array_from_le_bytes(&shape, bytes, spare)
+            .ok_or_else(|| format!("a message from another host holds {n} bytes of {ty:?}"))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tessel_compiler::ir::ArrayData;
 
     #[test]
     fn literals_travel_bit_for_bit() {
@@ -163,6 +212,27 @@ mod tests {
         };
         assert_eq!(bits(&back[0]), bits(&values[0]));
         assert_eq!(back[1], values[1]);
+        // The size is known before writing (a frame is written without growing its buffer).
+        assert_eq!(w.bytes.len(), Writer::literals_size(&values) + 8 + 4);
+        // Arrays decode into spares of their element type and count, bit for bit.
+        let pool = SparePool::default();
+        let spare = Array::f32(&[4], vec![7.0; 4]);
+        let spare_ptr = match &spare.data {
+            ArrayData::F32(v) => v.as_ptr(),
+            _ => unreachable!(),
+        };
+        pool.put(spare);
+        let mut r = Reader::with_spares(&w.bytes, Some(&pool));
+        let again = r.literals().unwrap();
+        assert_eq!(bits(&again[0]), bits(&values[0]));
+        assert_eq!(
+            again[0].as_array().unwrap().shape,
+            ArrayShape::new(ElementType::F32, &[2, 2])
+        );
+        match &again[0].as_array().unwrap().data {
+            ArrayData::F32(v) => assert_eq!(v.as_ptr(), spare_ptr, "the spare's storage"),
+            _ => unreachable!(),
+        }
     }
 
     #[test]
