@@ -10,6 +10,10 @@
 //! With the mean's gradient split in two sums, as the estimator traces it, that loop folds
 //! `-(dy * scale)` too, and the variance term `2 * c * (x - mean)` (a chain of three cheap
 //! ops over `x`) is computed by its two readers instead of stored.
+//!
+//! When a convolution reads the ReLU after a normalization and a residual add, the ReLU's
+//! gradient mask reads the stored ReLU, so normalization, residual add and ReLU are one pass
+//! writing `relu(z)` alone (`z` was stored too, and read back).
 
 use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module;
@@ -219,4 +223,65 @@ fn batch_norm_mean_gradient_sums_and_variance_term_need_no_extra_pass() {
     check_split_mean_grad(1, 1, 1);
     // 75,264 elements: the three reduces are built in two parts and combined.
     check_split_mean_grad(16, 14, 24);
+}
+
+/// A ResNet-20 block's second half at `[n, h, h, c]`: `z = x * scale + beta + relu(shortcut)`,
+/// `relu(z)` read by a 3x3 convolution, and the ReLU's gradient of `dy`, masked by `z > 0`.
+fn residual_relu_module(n: i64, h: i64, c: i64) -> Module {
+    let a = format!("f32[{n},{h},{h},{c}]");
+    let text = format!(
+        "HloModule residual_relu
+
+ENTRY main {{
+  x = {a} parameter(0)
+  scale = f32[{c}] parameter(1)
+  beta = f32[{c}] parameter(2)
+  w = f32[3,3,{c},{c}] parameter(3)
+  dy = {a} parameter(4)
+  shortcut = {a} parameter(5)
+  zero = f32[] constant(0)
+  zeros = {a} broadcast(zero), dimensions={{}}
+  scale_b = {a} broadcast(scale), dimensions={{3}}
+  beta_b = {a} broadcast(beta), dimensions={{3}}
+  scaled = {a} multiply(x, scale_b)
+  y = {a} add(scaled, beta_b)
+  shortcut_relu = {a} maximum(shortcut, zeros)
+  z = {a} add(y, shortcut_relu)
+  relu = {a} maximum(z, zeros)
+  next = {a} convolution(relu, w), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f
+  pos = pred[{n},{h},{h},{c}] compare(z, zeros), direction=GT
+  grad = {a} select(pos, dy, zeros)
+  ROOT r = ({a}, {a}) tuple(next, grad)
+}}
+"
+    );
+    parse_module(&text, None).unwrap()
+}
+
+fn check_residual_relu(n: i64, h: i64, c: i64) {
+    let parsed = residual_relu_module(n, h, c);
+    let args = vec![
+        pseudo_random_f32(&[n, h, h, c], 1, 0),
+        pseudo_random_f32(&[c], 2, 0),
+        pseudo_random_f32(&[c], 3, 0),
+        pseudo_random_f32(&[3, 3, c, c], 4, 0),
+        pseudo_random_f32(&[n, h, h, c], 5, 0),
+        pseudo_random_f32(&[n, h, h, c], 6, 0),
+    ];
+    let mut m = parsed.clone();
+    optimize(&mut m, &CompileOptions::default()).unwrap();
+    let case = format!("residual ReLU {n}x{h}x{h}x{c}");
+    // Stored at that shape: `relu(z)`, the convolution's output and the gradient. `z` was
+    // stored too (4 arrays), because the mask read it.
+    assert_eq!(stored_full_size(&m, &[n, h, h, c]), 3, "{case}");
+    check_values(&parsed, &args, &case);
+}
+
+#[test]
+fn a_relu_read_by_a_convolution_is_stored_once_with_its_mask_read_from_it() {
+    check_residual_relu(2, 5, 3);
+    check_residual_relu(1, 7, 1);
+    check_residual_relu(3, 6, 17);
+    // 75,264 elements: the loops are split over two workers.
+    check_residual_relu(16, 14, 24);
 }
