@@ -33,10 +33,12 @@ use super::fusion_concat;
 use super::util::{add_named, code_computations, name_base, pin_roots, remove_if_dead};
 use super::{Pass, PassError};
 use crate::ir::{Computation, ComputationId, InstrId, Instruction, Metadata, Module, Op, Shape};
+use channel_scale_sum::sum_channel_scales_once;
 use hashbrown::{HashMap, HashSet};
 use merge::{absorb_reduce_groups, absorb_reduces, absorb_stored_producers, merge_siblings};
 use relu_mask::read_masks_from_stored_relus;
 
+mod channel_scale_sum;
 mod merge;
 mod relu_mask;
 
@@ -63,6 +65,7 @@ impl Pass for Fusion {
         pin_roots(m);
         let mut changed = false;
         for cid in code_computations(m) {
+            changed |= sum_channel_scales_once(m, cid);
             changed |= read_masks_from_stored_relus(m.computation_mut(cid));
             // Instructions added by the fusions made so far. The graph reuses the slots of
             // removed instructions, so a later group's member that was removed (a cheap

@@ -9,7 +9,10 @@
 //! sums, of `dy` and of `dy * (x - mean)`: one pass instead of a second one reading `dy` back.
 //! With the mean's gradient split in two sums, as the estimator traces it, that loop folds
 //! `-(dy * scale)` too, and the variance term `2 * c * (x - mean)` (a chain of three cheap
-//! ops over `x`) is computed by its two readers instead of stored.
+//! ops over `x`) is computed by its two readers instead of stored. The mean's gradient sums
+//! `-(dy * scale)` and `-(t + t)`, `t = broadcast(c) * (x - mean)`, are per-channel multiples
+//! of `sum(dy)` and `sum(x - mean)`: the first is taken from `sum(dy)`, the second joins the
+//! variance's pass, and no pass reads `x` for it after the one computing `dy`.
 //!
 //! When a convolution reads the ReLU after a normalization and a residual add, the ReLU's
 //! gradient mask reads the stored ReLU, so normalization, residual add and ReLU are one pass
@@ -131,6 +134,23 @@ fn check_values(parsed: &Module, args: &[Literal], case: &str) {
     assert!(outputs[0] == outputs[1], "{case}: 1 and 2 threads differ");
 }
 
+/// Kernels of the optimized entry (not tuples or their elements) that read entry parameter
+/// `number`.
+fn kernels_reading_parameter(m: &Module, number: u32) -> usize {
+    let entry = m.entry();
+    let Some(p) = entry.parameter(number) else {
+        return 0;
+    };
+    entry
+        .ids()
+        .iter()
+        .filter(|&&id| {
+            !matches!(entry.get(id).op, Op::Tuple | Op::GetTupleElement { .. })
+                && entry.get(id).operands().contains(&p)
+        })
+        .count()
+}
+
 /// The most reduces among the outputs of one fusion of the optimized entry.
 fn most_reduces_in_one_fusion(m: &Module) -> usize {
     let entry = m.entry();
@@ -202,9 +222,15 @@ fn check_split_mean_grad(n: i64, h: i64, c: i64) {
     optimize(&mut m, &CompileOptions::default()).unwrap();
     if n * h * h > 1 {
         let case = format!("{n}x{h}x{h}x{c}");
-        // The pass computing `dy` folds its three sums: `dy`, `dy * (x - mean)` and
-        // `-(dy * scale)` (the last read `dy` back in a pass of its own).
-        assert_eq!(most_reduces_in_one_fusion(&m), 3, "{case}");
+        // The pass computing `dy` folds its sums `dy` and `dy * (x - mean)`; `-(dy * scale)`
+        // is `-(scale * sum(dy))` (it was a third sum there, and before that a pass reading
+        // `dy` back). The variance's pass folds `sum(x - mean)` too.
+        assert_eq!(most_reduces_in_one_fusion(&m), 2, "{case}");
+        // Kernels reading `x`: `sum(x)`, the variance's pass, the pass computing `dy`, and
+        // `dx` with `y`. The variance term's sum `sum(-(t + t))` read it in a pass of its own
+        // after the one computing `dy` (5 kernels): it is `-(c * s + c * s)` with
+        // `s = sum(x - mean)` now.
+        assert_eq!(kernels_reading_parameter(&m, 0), 4, "{case}");
         // Stored at that shape: `y`, `dy` and `dx`. The variance term `2 * c * (x - mean)` is
         // computed from `x` by its two readers (it was stored too: 4 arrays).
         assert_eq!(stored_full_size(&m, &[n, h, h, c]), 3, "{case}");
