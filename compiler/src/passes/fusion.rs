@@ -33,12 +33,16 @@ use super::fusion_concat;
 use super::util::{add_named, code_computations, name_base, pin_roots, remove_if_dead};
 use super::{Pass, PassError};
 use crate::ir::{Computation, ComputationId, InstrId, Instruction, Metadata, Module, Op, Shape};
+use channel_scale_sum::sum_channel_scales_once;
 use hashbrown::{HashMap, HashSet};
 use merge::{absorb_reduce_groups, absorb_reduces, absorb_stored_producers, merge_siblings};
+use relu_mask::read_masks_from_stored_relus;
+
+mod channel_scale_sum;
+mod merge;
+mod relu_mask;
 
 /// Most instructions moved into one fusion (see the module doc).
-mod merge;
-
 pub const MAX_FUSION_MEMBERS: usize = 256;
 
 pub struct Fusion {
@@ -61,6 +65,8 @@ impl Pass for Fusion {
         pin_roots(m);
         let mut changed = false;
         for cid in code_computations(m) {
+            changed |= sum_channel_scales_once(m, cid);
+            changed |= read_masks_from_stored_relus(m.computation_mut(cid));
             // Instructions added by the fusions made so far. The graph reuses the slots of
             // removed instructions, so a later group's member that was removed (a cheap
             // instruction copied into all its users' fusions) may share its id with one of
@@ -182,8 +188,22 @@ fn is_cheap_copy(c: &Computation, id: InstrId) -> bool {
                 Op::Parameter(_) | Op::Constant(_)
             ) || is_small_computed_broadcast(c, id)
         }
-        _ => cheap_chain(c, id).is_some(),
+        // A chain stored anyway is read, not recomputed: copying it would keep its operand
+        // stored too (ResNet-20's `relu(y)`, which a convolution reads, and `y`).
+        _ => cheap_chain(c, id).is_some() && !is_stored_anyway(c, id),
     }
+}
+
+/// Whether `id`'s value is written to memory whatever fusion does: it is the computation's
+/// root, or an instruction no fusion takes in (a convolution, a dot, a tuple) reads it.
+fn is_stored_anyway(c: &Computation, id: InstrId) -> bool {
+    id == c.root()
+        || c.users_unordered(id).any(|u| {
+            !(is_loop_fusible(&c.get(u).op)
+                || is_fusible_reduce(c, u)
+                || is_fusible_reduce_window(c, u)
+                || is_tiling_select_and_scatter(c, u))
+        })
 }
 
 /// Most elements of a computed value whose broadcast is copied into its readers.

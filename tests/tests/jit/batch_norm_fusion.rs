@@ -9,7 +9,14 @@
 //! sums, of `dy` and of `dy * (x - mean)`: one pass instead of a second one reading `dy` back.
 //! With the mean's gradient split in two sums, as the estimator traces it, that loop folds
 //! `-(dy * scale)` too, and the variance term `2 * c * (x - mean)` (a chain of three cheap
-//! ops over `x`) is computed by its two readers instead of stored.
+//! ops over `x`) is computed by its two readers instead of stored. The mean's gradient sums
+//! `-(dy * scale)` and `-(t + t)`, `t = broadcast(c) * (x - mean)`, are per-channel multiples
+//! of `sum(dy)` and `sum(x - mean)`: the first is taken from `sum(dy)`, the second joins the
+//! variance's pass, and no pass reads `x` for it after the one computing `dy`.
+//!
+//! When a convolution reads the ReLU after a normalization and a residual add, the ReLU's
+//! gradient mask reads the stored ReLU, so normalization, residual add and ReLU are one pass
+//! writing `relu(z)` alone (`z` was stored too, and read back).
 
 use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module;
@@ -127,6 +134,23 @@ fn check_values(parsed: &Module, args: &[Literal], case: &str) {
     assert!(outputs[0] == outputs[1], "{case}: 1 and 2 threads differ");
 }
 
+/// Kernels of the optimized entry (not tuples or their elements) that read entry parameter
+/// `number`.
+fn kernels_reading_parameter(m: &Module, number: u32) -> usize {
+    let entry = m.entry();
+    let Some(p) = entry.parameter(number) else {
+        return 0;
+    };
+    entry
+        .ids()
+        .iter()
+        .filter(|&&id| {
+            !matches!(entry.get(id).op, Op::Tuple | Op::GetTupleElement { .. })
+                && entry.get(id).operands().contains(&p)
+        })
+        .count()
+}
+
 /// The most reduces among the outputs of one fusion of the optimized entry.
 fn most_reduces_in_one_fusion(m: &Module) -> usize {
     let entry = m.entry();
@@ -198,9 +222,15 @@ fn check_split_mean_grad(n: i64, h: i64, c: i64) {
     optimize(&mut m, &CompileOptions::default()).unwrap();
     if n * h * h > 1 {
         let case = format!("{n}x{h}x{h}x{c}");
-        // The pass computing `dy` folds its three sums: `dy`, `dy * (x - mean)` and
-        // `-(dy * scale)` (the last read `dy` back in a pass of its own).
-        assert_eq!(most_reduces_in_one_fusion(&m), 3, "{case}");
+        // The pass computing `dy` folds its sums `dy` and `dy * (x - mean)`; `-(dy * scale)`
+        // is `-(scale * sum(dy))` (it was a third sum there, and before that a pass reading
+        // `dy` back). The variance's pass folds `sum(x - mean)` too.
+        assert_eq!(most_reduces_in_one_fusion(&m), 2, "{case}");
+        // Kernels reading `x`: `sum(x)`, the variance's pass, the pass computing `dy`, and
+        // `dx` with `y`. The variance term's sum `sum(-(t + t))` read it in a pass of its own
+        // after the one computing `dy` (5 kernels): it is `-(c * s + c * s)` with
+        // `s = sum(x - mean)` now.
+        assert_eq!(kernels_reading_parameter(&m, 0), 4, "{case}");
         // Stored at that shape: `y`, `dy` and `dx`. The variance term `2 * c * (x - mean)` is
         // computed from `x` by its two readers (it was stored too: 4 arrays).
         assert_eq!(stored_full_size(&m, &[n, h, h, c]), 3, "{case}");
@@ -219,4 +249,65 @@ fn batch_norm_mean_gradient_sums_and_variance_term_need_no_extra_pass() {
     check_split_mean_grad(1, 1, 1);
     // 75,264 elements: the three reduces are built in two parts and combined.
     check_split_mean_grad(16, 14, 24);
+}
+
+/// A ResNet-20 block's second half at `[n, h, h, c]`: `z = x * scale + beta + relu(shortcut)`,
+/// `relu(z)` read by a 3x3 convolution, and the ReLU's gradient of `dy`, masked by `z > 0`.
+fn residual_relu_module(n: i64, h: i64, c: i64) -> Module {
+    let a = format!("f32[{n},{h},{h},{c}]");
+    let text = format!(
+        "HloModule residual_relu
+
+ENTRY main {{
+  x = {a} parameter(0)
+  scale = f32[{c}] parameter(1)
+  beta = f32[{c}] parameter(2)
+  w = f32[3,3,{c},{c}] parameter(3)
+  dy = {a} parameter(4)
+  shortcut = {a} parameter(5)
+  zero = f32[] constant(0)
+  zeros = {a} broadcast(zero), dimensions={{}}
+  scale_b = {a} broadcast(scale), dimensions={{3}}
+  beta_b = {a} broadcast(beta), dimensions={{3}}
+  scaled = {a} multiply(x, scale_b)
+  y = {a} add(scaled, beta_b)
+  shortcut_relu = {a} maximum(shortcut, zeros)
+  z = {a} add(y, shortcut_relu)
+  relu = {a} maximum(z, zeros)
+  next = {a} convolution(relu, w), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f
+  pos = pred[{n},{h},{h},{c}] compare(z, zeros), direction=GT
+  grad = {a} select(pos, dy, zeros)
+  ROOT r = ({a}, {a}) tuple(next, grad)
+}}
+"
+    );
+    parse_module(&text, None).unwrap()
+}
+
+fn check_residual_relu(n: i64, h: i64, c: i64) {
+    let parsed = residual_relu_module(n, h, c);
+    let args = vec![
+        pseudo_random_f32(&[n, h, h, c], 1, 0),
+        pseudo_random_f32(&[c], 2, 0),
+        pseudo_random_f32(&[c], 3, 0),
+        pseudo_random_f32(&[3, 3, c, c], 4, 0),
+        pseudo_random_f32(&[n, h, h, c], 5, 0),
+        pseudo_random_f32(&[n, h, h, c], 6, 0),
+    ];
+    let mut m = parsed.clone();
+    optimize(&mut m, &CompileOptions::default()).unwrap();
+    let case = format!("residual ReLU {n}x{h}x{h}x{c}");
+    // Stored at that shape: `relu(z)`, the convolution's output and the gradient. `z` was
+    // stored too (4 arrays), because the mask read it.
+    assert_eq!(stored_full_size(&m, &[n, h, h, c]), 3, "{case}");
+    check_values(&parsed, &args, &case);
+}
+
+#[test]
+fn a_relu_read_by_a_convolution_is_stored_once_with_its_mask_read_from_it() {
+    check_residual_relu(2, 5, 3);
+    check_residual_relu(1, 7, 1);
+    check_residual_relu(3, 6, 17);
+    // 75,264 elements: the loops are split over two workers.
+    check_residual_relu(16, 14, 24);
 }
