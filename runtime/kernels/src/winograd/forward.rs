@@ -30,6 +30,7 @@ use crate::gemm::small::{small_gemm, COLUMN_GROUP};
 use crate::geometry::Conv2dGeometry;
 use crate::parallel::{chunk_len, for_each_range, for_each_worker, Shared};
 use crate::pooling::PoolEpilogue;
+use crate::prefetch::prefetch_part_l2;
 use crate::scratch::{floats, Scratch};
 use crate::KernelError;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -480,7 +481,18 @@ impl WinogradConv {
             let px = tile_pixels::<N>(x, img, [self.h, self.w], c, [y0, x0], zero);
             input_tile::<N, V>(mats.bt(), &px, c, v.add(tb * vt), vx);
         }
+        // The input images of the block this worker likely takes next (workers take blocks in
+        // turn), into L2 a part per product: with few channels the transforms are a large
+        // share of the time, and they waited on the input's lines.
+        let tiles_per_image = ty_n * tx_n;
+        let ahead = t0 + self.workers * tpb;
+        let next = ahead / tiles_per_image..(ahead + tpb).div_ceil(tiles_per_image);
+        let x_image = self.h * self.w * c;
+        let next_x = x.wrapping_add(next.start * x_image) as *const u8;
+        let x_end = x.wrapping_add(self.batch * x_image) as *const u8;
+        let next_bytes = next.len() * x_image * 4;
         for xi in 0..N * N {
+            prefetch_part_l2(next_x, next_bytes, x_end, xi, N * N);
             small_gemm(
                 self.simd,
                 count,
@@ -499,17 +511,16 @@ impl WinogradConv {
         for tb in 0..count {
             let t = t0 + tb;
             let (img, ty, tx) = (t / (ty_n * tx_n), t / tx_n % ty_n, t % tx_n);
-            let out: [[*mut f32; M]; M] = std::array::from_fn(|i| {
-                let oy = ty * M + i;
-                std::array::from_fn(|j| {
-                    let ox = tx * M + j;
-                    if oy < self.oh && ox < self.ow {
-                        y.add((((img - y_image) * self.oh + oy) * self.ow + ox) * self.o)
-                    } else {
-                        std::ptr::null_mut()
-                    }
-                })
-            });
+            // The tile's outputs inside the image; null past its edges.
+            let mut out = [[std::ptr::null_mut::<f32>(); M]; M];
+            let (oy, ox) = (ty * M, tx * M);
+            let first = y.add((((img - y_image) * self.oh + oy) * self.ow + ox) * self.o);
+            let (rows, cols) = ((self.oh - oy).min(M), (self.ow - ox).min(M));
+            for (i, row) in out.iter_mut().enumerate().take(rows) {
+                for (j, p) in row.iter_mut().enumerate().take(cols) {
+                    *p = first.add((i * self.ow + j) * self.o);
+                }
+            }
             output_tile::<N, M, V>(mats.at(), mm.add(tb * mt), mx, self.o, bias, &out);
         }
     }
