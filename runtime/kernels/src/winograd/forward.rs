@@ -30,7 +30,6 @@ use crate::gemm::small::{small_gemm, COLUMN_GROUP};
 use crate::geometry::Conv2dGeometry;
 use crate::parallel::{chunk_len, for_each_range, for_each_worker, Shared};
 use crate::pooling::PoolEpilogue;
-use crate::prefetch::prefetch_part_l2;
 use crate::scratch::{floats, Scratch};
 use crate::KernelError;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -481,18 +480,7 @@ impl WinogradConv {
             let px = tile_pixels::<N>(x, img, [self.h, self.w], c, [y0, x0], zero);
             input_tile::<N, V>(mats.bt(), &px, c, v.add(tb * vt), vx);
         }
-        // The input images of the block this worker likely takes next (workers take blocks in
-        // turn), into L2 a part per product: with few channels the transforms are a large
-        // share of the time, and they waited on the input's lines.
-        let tiles_per_image = ty_n * tx_n;
-        let ahead = t0 + self.workers * tpb;
-        let next = ahead / tiles_per_image..(ahead + tpb).div_ceil(tiles_per_image);
-        let x_image = self.h * self.w * c;
-        let next_x = x.wrapping_add(next.start * x_image) as *const u8;
-        let x_end = x.wrapping_add(self.batch * x_image) as *const u8;
-        let next_bytes = next.len() * x_image * 4;
         for xi in 0..N * N {
-            prefetch_part_l2(next_x, next_bytes, x_end, xi, N * N);
             small_gemm(
                 self.simd,
                 count,
