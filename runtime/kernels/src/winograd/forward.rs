@@ -499,17 +499,16 @@ impl WinogradConv {
         for tb in 0..count {
             let t = t0 + tb;
             let (img, ty, tx) = (t / (ty_n * tx_n), t / tx_n % ty_n, t % tx_n);
-            let out: [[*mut f32; M]; M] = std::array::from_fn(|i| {
-                let oy = ty * M + i;
-                std::array::from_fn(|j| {
-                    let ox = tx * M + j;
-                    if oy < self.oh && ox < self.ow {
-                        y.add((((img - y_image) * self.oh + oy) * self.ow + ox) * self.o)
-                    } else {
-                        std::ptr::null_mut()
-                    }
-                })
-            });
+            // The tile's outputs inside the image; null past its edges.
+            let mut out = [[std::ptr::null_mut::<f32>(); M]; M];
+            let (oy, ox) = (ty * M, tx * M);
+            let first = y.add((((img - y_image) * self.oh + oy) * self.ow + ox) * self.o);
+            let (rows, cols) = ((self.oh - oy).min(M), (self.ow - ox).min(M));
+            for (i, row) in out.iter_mut().enumerate().take(rows) {
+                for (j, p) in row.iter_mut().enumerate().take(cols) {
+                    *p = first.add((i * self.ow + j) * self.o);
+                }
+            }
             output_tile::<N, M, V>(mats.at(), mm.add(tb * mt), mx, self.o, bias, &out);
         }
     }

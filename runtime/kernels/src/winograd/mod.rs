@@ -134,6 +134,10 @@ pub(crate) fn tiles_per_block(n: usize, floats_per_tile: usize, budget: usize) -
 /// Pointers to the `S x S` pixels (`ch` floats each) of image `img` of an NHWC array with
 /// spatial size `hw`, starting at (`at[0]`, `at[1]`); pixels outside the image point to `zero`.
 ///
+/// Plain loops with a branch-free path for tiles inside the image (most of them): with 16
+/// channels a pixel is one AVX-512 vector, and 36 pointers per tile built through closures
+/// (`std::array::from_fn`, not inlined there) cost 7% of a 32x32x16 forward convolution.
+///
 /// # Safety
 /// `base` must address the whole array (only in-image pixels are computed from it).
 #[inline(always)]
@@ -145,15 +149,63 @@ pub(crate) unsafe fn tile_pixels<const S: usize>(
     at: [i64; 2],
     zero: *const f32,
 ) -> [[*const f32; S]; S] {
-    std::array::from_fn(|j| {
-        let y = at[0] + j as i64;
-        std::array::from_fn(|i| {
-            let x = at[1] + i as i64;
-            if y >= 0 && y < hw[0] as i64 && x >= 0 && x < hw[1] as i64 {
-                base.add(((img * hw[0] + y as usize) * hw[1] + x as usize) * ch)
-            } else {
-                zero
+    let mut px = [[zero; S]; S];
+    let (h, w) = (hw[0] as i64, hw[1] as i64);
+    let image = img * hw[0] * hw[1];
+    if at[0] >= 0 && at[0] + S as i64 <= h && at[1] >= 0 && at[1] + S as i64 <= w {
+        let first = base.add((image + at[0] as usize * hw[1] + at[1] as usize) * ch);
+        for (j, row) in px.iter_mut().enumerate() {
+            for (i, p) in row.iter_mut().enumerate() {
+                *p = first.add((j * hw[1] + i) * ch);
             }
-        })
-    })
+        }
+        return px;
+    }
+    for (j, row) in px.iter_mut().enumerate() {
+        let y = at[0] + j as i64;
+        if y < 0 || y >= h {
+            continue;
+        }
+        for (i, p) in row.iter_mut().enumerate() {
+            let x = at[1] + i as i64;
+            if x >= 0 && x < w {
+                *p = base.add((image + y as usize * hw[1] + x as usize) * ch);
+            }
+        }
+    }
+    px
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every pointer of a tile is the pixel's or `zero`, for tiles inside the image, across
+    /// each edge and corner, and larger than the image.
+    #[test]
+    fn tile_pixels_point_at_the_pixels_or_at_zero() {
+        let (n, h, w, ch) = (2usize, 5usize, 7usize, 3usize);
+        let data = vec![0f32; n * h * w * ch];
+        let zero = [0f32; 3];
+        let (base, z) = (data.as_ptr(), zero.as_ptr());
+        for img in 0..n {
+            for y0 in -7i64..=6 {
+                for x0 in -7i64..=8 {
+                    let px = unsafe { tile_pixels::<6>(base, img, [h, w], ch, [y0, x0], z) };
+                    for (j, row) in px.iter().enumerate() {
+                        for (i, &p) in row.iter().enumerate() {
+                            let (y, x) = (y0 + j as i64, x0 + i as i64);
+                            let want = if y >= 0 && y < h as i64 && x >= 0 && x < w as i64 {
+                                let at = ((img * h + y as usize) * w + x as usize) * ch;
+                                base.wrapping_add(at)
+                            } else {
+                                z
+                            };
+                            assert_eq!(p, want, "image {img} tile at ({y0}, {x0}) [{j}][{i}]");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

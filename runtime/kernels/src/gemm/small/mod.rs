@@ -131,6 +131,16 @@ mod tests {
                 (32, 56, 18),
                 (6, 48, 7),
                 (11, 104, 9),
+                // One or two vectors of columns (16- and 32-channel Winograd products): tall
+                // blocks, remainders split in two, a last short block.
+                (16, 16, 16),
+                (96, 16, 16),
+                (13, 16, 96),
+                (23, 16, 5),
+                (33, 16, 2),
+                (29, 32, 7),
+                (17, 48, 4),
+                (25, 40, 3),
             ] {
                 for transposed in [false, true] {
                     let a = data(m * k, 1);
@@ -177,6 +187,60 @@ mod tests {
                     };
                     for ((x, w), b0) in c2.iter().zip(&want).zip(&before) {
                         assert!((*x as f64 - w - *b0 as f64).abs() < 1e-4);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The AVX kernels give every element of `c` the bits of one fused multiply-add chain
+    /// over `k` in order, from zero or from `c`, whatever block of rows it falls in (so the
+    /// row blocking may change without changing a result).
+    #[test]
+    fn fused_paths_give_the_bits_of_an_in_order_chain() {
+        let fused: Vec<Isa> = Isa::available()
+            .into_iter()
+            .filter(|s| *s != Isa::Portable)
+            .collect();
+        for simd in fused {
+            for (m, n, k) in [
+                (16, 16, 16),
+                (96, 16, 16),
+                (23, 16, 5),
+                (29, 32, 7),
+                (7, 72, 9),
+            ] {
+                let (a, b) = (data(m * k, 4), data(k * n, 5));
+                for accumulate in [false, true] {
+                    let before = data(m * n, 6);
+                    let mut c = before.clone();
+                    unsafe {
+                        small_gemm(
+                            simd,
+                            m,
+                            n,
+                            k,
+                            a.as_ptr(),
+                            k as isize,
+                            1,
+                            b.as_ptr(),
+                            n,
+                            c.as_mut_ptr(),
+                            n,
+                            accumulate,
+                        )
+                    };
+                    for i in 0..m {
+                        for j in 0..n {
+                            let start = if accumulate { before[i * n + j] } else { 0.0 };
+                            let want =
+                                (0..k).fold(start, |s, p| a[i * k + p].mul_add(b[p * n + j], s));
+                            assert_eq!(
+                                c[i * n + j].to_bits(),
+                                want.to_bits(),
+                                "{simd:?} {m}x{n}x{k} [{i}][{j}] accumulate {accumulate}"
+                            );
+                        }
                     }
                 }
             }
