@@ -11,7 +11,7 @@
 //! tiles in f32 adds at most a few 1e-7 more at these sizes, so 1e-5 leaves a factor of ~5
 //! while still catching any wrong term (an error of one term of 1000 would exceed it).
 
-use tessel_compiler::interpreter::evaluate;
+use super::conv_check::{check_routine, one_conv_module};
 use tessel_compiler::ir::*;
 use tessel_runtime::jit::buffer::Addr;
 use tessel_runtime::jit::routines::conv_select::{plan_convolution, ConvPrecision};
@@ -19,37 +19,6 @@ use tessel_runtime::jit::{compile, ConvAlgorithm, JitOptions};
 use tessel_tests::numerics::pseudo_random_f32;
 
 const TOL: f64 = 1e-5;
-
-fn module(in_dims: &[i64], k_dims: &[i64], out_dims: &[i64], conv: &Convolution) -> Module {
-    let mut m = Module::new("winograd");
-    let c = m.entry_mut();
-    let x = c.add(
-        Instruction::new(
-            "x",
-            Op::Parameter(0),
-            Shape::array(ElementType::F32, in_dims),
-        ),
-        &[],
-    );
-    let k = c.add(
-        Instruction::new(
-            "k",
-            Op::Parameter(1),
-            Shape::array(ElementType::F32, k_dims),
-        ),
-        &[],
-    );
-    let y = c.add(
-        Instruction::new(
-            "conv",
-            Op::Convolution(conv.clone()),
-            Shape::array(ElementType::F32, out_dims),
-        ),
-        &[x, k],
-    );
-    c.set_root(y);
-    m
-}
 
 /// The algorithm `plan_convolution` picks under `options` at `DEFAULT` precision (scratch
 /// addresses are dummies).
@@ -79,20 +48,10 @@ fn chosen_at(
     .algorithm()
 }
 
-fn abs(l: &Literal) -> Literal {
-    let a = &l.leaves()[0];
-    let v: Vec<f32> = (0..a.len())
-        .map(|i| a.data.get_f64(i).abs() as f32)
-        .collect();
-    let dims: Vec<i64> = a.shape.dims.to_vec();
-    Literal::Array(Array::f32(&dims, v))
-}
-
-/// Runs the convolution with the JIT (Auto) and the interpreter, asserts the algorithm Auto
-/// chose and the error bound; returns the largest error / sum |terms|.
+/// Runs the convolution with the JIT (Auto) and the interpreter (`conv_check`), asserting
+/// the algorithm Auto chose, that `--conv-algorithm gemm` still picks the patch GEMM, and the
+/// error bound; returns the largest error / sum |terms|.
 fn check(conv: &Convolution, dims: [&[i64]; 3], expect: &str, seed: u32) -> f64 {
-    let options = JitOptions::default();
-    assert_eq!(chosen(conv, dims, &options), expect, "{dims:?}");
     let gemm = JitOptions {
         conv_algorithm: ConvAlgorithm::Gemm,
         ..JitOptions::default()
@@ -102,57 +61,7 @@ fn check(conv: &Convolution, dims: [&[i64]; 3], expect: &str, seed: u32) -> f64 
         "gemm",
         "--conv-algorithm gemm must not change"
     );
-    let m = module(dims[0], dims[1], dims[2], conv);
-    let args = [
-        pseudo_random_f32(dims[0], seed, 0),
-        pseudo_random_f32(dims[1], seed + 1, 0),
-    ];
-    let want = evaluate(&m, &args).expect("interpreter");
-    let mag = evaluate(&m, &[abs(&args[0]), abs(&args[1])]).expect("interpreter");
-    let mut worst = 0.0f64;
-    let mut one_thread: Option<Vec<u32>> = None;
-    for threads in [1, 2] {
-        let opts = JitOptions {
-            gemm_threads: threads,
-            ..JitOptions::default()
-        };
-        let exe = compile(&m, &opts).expect("compile");
-        let got = exe.run(&args).expect("run");
-        // Deterministic: a second run gives the same bits. The Winograd and direct routines
-        // also give the same bits on any thread count (the Winograd weight gradient's partial
-        // sums are cut into fixed shares); the patch GEMM's weight gradient still sums one
-        // partial per worker, so not it.
-        let again = exe.run(&args).expect("run");
-        let bits = |l: &Literal| {
-            let a = &l.leaves()[0];
-            (0..a.len())
-                .map(|i| (a.data.get_f64(i) as f32).to_bits())
-                .collect::<Vec<u32>>()
-        };
-        assert_eq!(bits(&got), bits(&again), "{dims:?}: two runs differ");
-        match &one_thread {
-            _ if expect == "gemm" => {}
-            None => one_thread = Some(bits(&got)),
-            Some(first) => assert!(
-                first == &bits(&got),
-                "{dims:?}: {threads} threads differ from one"
-            ),
-        }
-        let (g, w, s) = (&got.leaves()[0], &want.leaves()[0], &mag.leaves()[0]);
-        assert_eq!(g.shape, w.shape);
-        for i in 0..g.len() {
-            let (p, q, t) = (g.data.get_f64(i), w.data.get_f64(i), s.data.get_f64(i));
-            let err = (p - q).abs();
-            assert!(
-                err <= TOL * t + 1e-30,
-                "{dims:?} element {i}: jit {p} vs interpreter {q} (sum |terms| {t})"
-            );
-            if t > 0.0 {
-                worst = worst.max(err / t);
-            }
-        }
-    }
-    worst
+    check_routine(conv, dims, seed, (expect, ConvPrecision::Fast), TOL)
 }
 
 fn window(r: i64, pads: [(i64, i64); 2], reversal: bool) -> Window {
@@ -492,7 +401,7 @@ fn high_precision_convolutions_keep_a_direct_sum() {
     assert_eq!(ConvPrecision::of(&[]), ConvPrecision::Fast);
 
     // End to end: the attribute on the instruction reaches the JIT.
-    let mut m = module(shapes[0], shapes[1], shapes[2], &cv);
+    let mut m = one_conv_module(shapes, &cv);
     let root = m.entry().root();
     m.entry_mut().get_mut(root).extra_attrs =
         vec![("operand_precision".into(), "{highest,highest}".into())];

@@ -183,12 +183,11 @@ pub fn plan_convolution(
         }
     }
     if options.conv_algorithm == ConvAlgorithm::Auto && precision == ConvPrecision::Fast {
-        if let Some(p) = WinogradPlan::new(name, conv, input, kernel, output, threads, alloc) {
+        if let Some(p) = WinogradPlan::new(&ops, threads, alloc) {
             let (routine, tile) = (winograd_routine as *const () as usize, p.tile());
             return Ok(ConvRoutine::new(routine, p, "winograd", Some(tile)));
         }
-        if let Some(p) = WinogradFilterPlan::new(name, conv, input, kernel, output, threads, alloc)
-        {
+        if let Some(p) = WinogradFilterPlan::new(&ops, threads, alloc) {
             let (routine, tile) = (winograd_filter_routine as *const () as usize, p.tile());
             return Ok(ConvRoutine::new(routine, p, "winograd-filter", Some(tile)));
         }

@@ -5,10 +5,10 @@
 //! else is declined (`None`), and `conv_select` tries the next routine.
 
 use super::conv_epilogue::{ConvEpilogue, PoolTargets};
-use super::conv_shape::{f32_dims, plain_window};
+use super::conv_shape::{f32_dims, plain_window, row_major_strides, ConvOperands};
 use crate::jit::buffer::Addr;
 use crate::jit::host::{guarded, resolve, Status};
-use tessel_compiler::ir::{ArrayShape, Convolution, WindowDim};
+use tessel_compiler::ir::WindowDim;
 use tessel_kernels::geometry::window_output;
 use tessel_kernels::pooling::PoolEpilogue;
 use tessel_kernels::winograd::{
@@ -52,15 +52,6 @@ impl Use {
     }
 }
 
-/// Row-major strides of `dims`, in elements.
-fn row_major_strides(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1usize; dims.len()];
-    for i in (0..dims.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * dims[i + 1];
-    }
-    s
-}
-
 /// A forward convolution on Winograd, with its buffers.
 #[derive(Clone, Debug)]
 pub(crate) struct WinogradPlan {
@@ -78,14 +69,12 @@ impl WinogradPlan {
     /// Plans `output = conv(input, kernel)` if it has the shape this routine handles;
     /// `None` otherwise (nothing is allocated then).
     pub(crate) fn new(
-        name: &str,
-        conv: &Convolution,
-        input: (Addr, &ArrayShape),
-        kernel: (Addr, &ArrayShape),
-        output: (Addr, &ArrayShape),
+        ops: &ConvOperands,
         threads: usize,
         alloc: &mut dyn FnMut(usize) -> Addr,
     ) -> Option<WinogradPlan> {
+        let (name, conv) = (ops.name, ops.conv);
+        let (input, kernel, output) = (ops.input, ops.kernel, ops.output);
         let (idims, kdims, odims) = (f32_dims(input.1)?, f32_dims(kernel.1)?, f32_dims(output.1)?);
         let d = &conv.dims;
         let nhwc = |b: i64, sp: &[i64], f: i64| b == 0 && sp == [1, 2] && f == 3;
@@ -219,14 +208,12 @@ impl WinogradFilterPlan {
     /// K]`, the window spanning all of `dY`, the output `r x r` spatially in any layout);
     /// `None` otherwise (nothing is allocated then).
     pub(crate) fn new(
-        name: &str,
-        conv: &Convolution,
-        input: (Addr, &ArrayShape),
-        grad: (Addr, &ArrayShape),
-        output: (Addr, &ArrayShape),
+        ops: &ConvOperands,
         threads: usize,
         alloc: &mut dyn FnMut(usize) -> Addr,
     ) -> Option<WinogradFilterPlan> {
+        let (name, conv) = (ops.name, ops.conv);
+        let (input, grad, output) = (ops.input, ops.kernel, ops.output);
         let (idims, gdims, odims) = (f32_dims(input.1)?, f32_dims(grad.1)?, f32_dims(output.1)?);
         let pads = plain_window(conv)?;
         let d = &conv.dims;
