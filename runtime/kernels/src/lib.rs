@@ -34,6 +34,8 @@ pub mod pooling;
 pub mod prefetch;
 pub mod scratch;
 pub mod strided_weight_grad;
+#[cfg(test)]
+mod test_support;
 pub mod winograd;
 pub mod winograd_1d;
 

@@ -262,25 +262,9 @@ impl DirectConv {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-
-    pub(crate) fn values(n: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(2654435761) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                (s % 2000) as f32 / 500.0 - 2.0
-            })
-            .collect()
-    }
-
-    /// A scratch block of `bytes`, 64-byte aligned.
-    pub(crate) fn scratch_block(bytes: usize) -> Vec<[u64; 8]> {
-        vec![[0; 8]; bytes.div_ceil(64) + 1]
-    }
+    use crate::test_support::{scratch_block, values};
 
     /// The forward convolution by its definition, in f64: per output the sum and the sum of
     /// the products' magnitudes.

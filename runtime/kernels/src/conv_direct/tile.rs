@@ -177,18 +177,7 @@ pub(crate) unsafe fn fill_band(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn values(n: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(2654435761) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                (s % 2000) as f32 / 500.0 - 2.0
-            })
-            .collect()
-    }
+    use crate::test_support::values;
 
     /// Every instance against the portable loop, storing and accumulating, with a guard band
     /// after each destination row that must stay untouched.

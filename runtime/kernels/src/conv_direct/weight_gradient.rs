@@ -236,7 +236,7 @@ impl DirectWeightGradient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conv_direct::forward::tests::{scratch_block, values};
+    use crate::test_support::{scratch_block, values};
 
     /// The weight gradient by its definition, in f64: per output the sum and the sum of the
     /// products' magnitudes.

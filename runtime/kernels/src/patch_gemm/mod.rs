@@ -462,7 +462,7 @@ impl PatchConv {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conv_direct::forward::tests::scratch_block;
+    use crate::test_support::scratch_block;
 
     /// A weight gradient in the `Columns` form (20 images summed, 3 input channels, 5 output
     /// channels, a 7x7 window over 9x9, so a 3x3 result): its fixed shares give bitwise the

@@ -1,19 +1,11 @@
 //! [`StridedWeightGradient`] against the definition of a strided convolution's weight gradient.
 
 use super::*;
-use crate::conv_direct::forward::tests::scratch_block;
+use crate::test_support::{scratch_block, values_within};
 
 /// Deterministic values in [-1, 1).
 fn values(n: usize, seed: u32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(2654435761) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s % 2000) as f32 / 1000.0 - 1.0
-        })
-        .collect()
+    values_within(n, seed, 1.0)
 }
 
 /// The geometry of a forward convolution of `[n, h, w, c]` by a `k` window at `stride` with

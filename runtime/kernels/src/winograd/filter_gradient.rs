@@ -383,7 +383,7 @@ impl WinogradFilterGradient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conv_direct::forward::tests::{scratch_block, values};
+    use crate::test_support::{scratch_block, values};
 
     /// The partial sums are cut into fixed shares, so 1, 2 and 3 threads give the same bits
     /// (they did not before: each worker summed its own range). More blocks than shares, an

@@ -517,6 +517,7 @@ impl WinogradConv {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::scratch_block;
     use crate::winograd::WinogradFilterGradient;
 
     fn data(len: usize, seed: u32) -> Vec<f32> {
@@ -529,11 +530,6 @@ mod tests {
                 (s % 2000) as f32 / 1000.0 - 1.0
             })
             .collect()
-    }
-
-    /// A scratch block of `bytes`, 64-byte aligned.
-    fn scratch_block(bytes: usize) -> Vec<[u64; 8]> {
-        vec![[0; 8]; bytes.div_ceil(64) + 1]
     }
 
     /// The odd case the tests below use: 2 images of 7 x 9 pixels, 11 channels to 13 (tails
