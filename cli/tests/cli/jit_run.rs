@@ -52,28 +52,22 @@ fn jit_backend_writes_jax_outputs_and_timings() {
 
 /// `--profile` prints one row per kernel and GEMM call of the step, with the per-run time, and
 /// the rows add up to the total; the warm-up run is not counted (3 calls per run, not 4).
-#[test]
-fn profile_lists_the_convolutions_and_kernels_of_a_train_step() {
+/// The rows of `tessel run --backend jit --profile` on the b8 MNIST train step, with `extra`
+/// arguments: every line after the table's header.
+fn train_step_profile(name: &str, extra: &[&str]) -> Vec<String> {
     let out_path = std::env::temp_dir().join(format!(
-        "tessel_jit_prof_{}.safetensors",
+        "tessel_jit_{name}_{}.safetensors",
         std::process::id()
     ));
+    let hlo = corpus("mnist_cnn_train_step_b8.hlo");
+    let inputs = corpus("mnist_cnn_train_step_b8.inputs.safetensors");
     let out = Command::new(env!("CARGO_BIN_EXE_tessel"))
-        .args([
-            "run",
-            corpus("mnist_cnn_train_step_b8.hlo").to_str().unwrap(),
-            "--inputs",
-            corpus("mnist_cnn_train_step_b8.inputs.safetensors")
-                .to_str()
-                .unwrap(),
-            "--outputs",
-            out_path.to_str().unwrap(),
-            "--backend",
-            "jit",
-            "--repeat",
-            "3",
-            "--profile",
-        ])
+        .args(["run", hlo.to_str().unwrap(), "--inputs"])
+        .arg(&inputs)
+        .arg("--outputs")
+        .arg(&out_path)
+        .args(["--backend", "jit", "--profile"])
+        .args(extra)
         .output()
         .unwrap();
     assert!(
@@ -81,15 +75,22 @@ fn profile_lists_the_convolutions_and_kernels_of_a_train_step() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let rows: Vec<&str> = stdout
+    std::fs::remove_file(&out_path).unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
         .lines()
         .skip_while(|l| !l.contains("ms/run"))
         .skip(1)
-        .collect();
-    assert!(rows.iter().any(|r| r.contains(" convolution ")), "{stdout}");
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn profile_lists_the_convolutions_and_kernels_of_a_train_step() {
+    let rows = train_step_profile("prof", &["--repeat", "3"]);
+    assert!(rows.iter().any(|r| r.contains(" convolution ")), "{rows:?}");
     // (The max-pools and their gradients run inside fusions.)
-    assert!(rows.iter().any(|r| r.contains(" fusion ")), "{stdout}");
+    assert!(rows.iter().any(|r| r.contains(" fusion ")), "{rows:?}");
     // Each convolution runs once per step: the warm-up run was reset away.
     for r in rows.iter().filter(|r| r.contains(" convolution ")) {
         let calls: u64 = r.split_whitespace().nth(2).unwrap().parse().unwrap();
@@ -102,59 +103,21 @@ fn profile_lists_the_convolutions_and_kernels_of_a_train_step() {
         (sum - total).abs() <= 0.01 * total + 0.01,
         "rows add to {sum}, total {total}"
     );
-    std::fs::remove_file(&out_path).unwrap();
 }
 
 /// `--profile-rows N` keeps N rows before the summed rest; `--profile-rows 0` lists every
 /// kernel, with no summed line.
 #[test]
 fn profile_rows_sets_the_table_length() {
-    let out_path = std::env::temp_dir().join(format!(
-        "tessel_jit_prof_rows_{}.safetensors",
-        std::process::id()
-    ));
-    let table = |rows: &str| -> Vec<String> {
-        let out = Command::new(env!("CARGO_BIN_EXE_tessel"))
-            .args([
-                "run",
-                corpus("mnist_cnn_train_step_b8.hlo").to_str().unwrap(),
-                "--inputs",
-                corpus("mnist_cnn_train_step_b8.inputs.safetensors")
-                    .to_str()
-                    .unwrap(),
-                "--outputs",
-                out_path.to_str().unwrap(),
-                "--backend",
-                "jit",
-                "--profile",
-                "--profile-rows",
-                rows,
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .skip_while(|l| !l.contains("ms/run"))
-            .skip(1)
-            .map(str::to_string)
-            .collect()
-    };
-    let three = table("3");
+    let three = train_step_profile("prof_rows", &["--profile-rows", "3"]);
     // 3 rows, the summed rest, the total.
     assert_eq!(three.len(), 5, "{three:?}");
     assert!(three[3].contains("more kernels and routines"), "{three:?}");
-    let all = table("0");
+    let all = train_step_profile("prof_rows", &["--profile-rows", "0"]);
     assert!(all.iter().all(|r| !r.contains("more kernels")), "{all:?}");
     let rest: usize = three[3].split_whitespace().nth(2).unwrap().parse().unwrap();
     // Every kernel called: the 3 shown, the rest, and the total line.
     assert_eq!(all.len(), 3 + rest + 1, "{all:?}");
-    std::fs::remove_file(&out_path).unwrap();
 }
 
 #[test]
