@@ -38,6 +38,7 @@ use hashbrown::{HashMap, HashSet};
 use merge::{absorb_reduce_groups, absorb_reduces, absorb_stored_producers, merge_siblings};
 use relu_mask::read_masks_from_stored_relus;
 
+mod broadcast_reuse;
 mod channel_scale_sum;
 mod merge;
 mod relu_mask;
@@ -367,6 +368,10 @@ fn form_groups(c: &Computation) -> Vec<Group> {
         };
         let mut work = roots;
         while let Some(x) = work.pop() {
+            // A costly small value spread over the group's elements is computed once outside.
+            if broadcast_reuse::keeps_operand_outside(c, x) {
+                continue;
+            }
             let concat = matches!(c.get(x).op, Op::Concatenate { .. });
             for &p in c.get(x).operands() {
                 if g.members.contains(&p) || g.copies.contains(&p) || grouped.contains(&p) {
