@@ -1,5 +1,6 @@
-//! Large elementwise kernels are built as two halves that run on two threads
-//! (`JitOptions::gemm_threads >= 2`, elements times operations per element at least 2^16).
+//! Large elementwise kernels run in chunks of their outermost loop that the threads claim at
+//! run time (`JitOptions::gemm_threads >= 2`, elements times operations per element at least
+//! 2^16).
 //! Each case is checked against the
 //! same program on one thread (bitwise: every element is computed by the same code) and against
 //! the interpreter, on sizes that do not divide evenly: a flat kernel with a scalar tail, a
@@ -20,7 +21,7 @@ fn bits(l: &Literal) -> Vec<Vec<u8>> {
     l.leaves().iter().map(|a| a.data.to_le_bytes()).collect()
 }
 
-/// The program on 1 and on 2 threads: outputs and kernel counts.
+/// The program on 1 and on 2 threads: outputs and chunked kernel counts.
 fn run_on_one_and_two(text: &str, args: &[Literal]) -> [(Literal, usize); 2] {
     let mut module = parse_module(text, None).unwrap();
     optimize(&mut module, &CompileOptions::default()).unwrap();
@@ -30,7 +31,7 @@ fn run_on_one_and_two(text: &str, args: &[Literal]) -> [(Literal, usize); 2] {
             ..Default::default()
         };
         let exe = compile(&module, &options).unwrap();
-        (exe.run(args).unwrap(), exe.stats().kernels)
+        (exe.run(args).unwrap(), exe.stats().chunked_kernels)
     };
     [run(1), run(2)]
 }
@@ -39,11 +40,11 @@ fn check(text: &str, args: &[Literal]) {
     let mut module = parse_module(text, None).unwrap();
     optimize(&mut module, &CompileOptions::default()).unwrap();
     let want = evaluate(&module, args).unwrap();
-    let [(one, kernels_one), (two, kernels_two)] = run_on_one_and_two(text, args);
-    // The split path was taken: two kernel functions where one thread has one.
+    let [(one, chunked_one), (two, chunked_two)] = run_on_one_and_two(text, args);
+    // The chunked path was taken on 2 threads only.
     assert!(
-        kernels_two > kernels_one,
-        "{kernels_two} kernels on 2 threads, {kernels_one} on 1"
+        chunked_two > 0 && chunked_one == 0,
+        "{chunked_two} chunked kernels on 2 threads, {chunked_one} on 1"
     );
     assert!(bits(&one) == bits(&two), "two threads differ from one");
     for (x, y) in two.leaves().iter().zip(want.leaves()) {
@@ -161,8 +162,8 @@ ENTRY e {
     check(text, &[f32s(&[128, 128], 11), f32s(&[128, 128], 12)]);
 }
 
-/// The same 16K elements with one operation each stay one kernel: splitting them would cost
-/// more than it saves.
+/// The same 16K elements with one operation each stay one whole kernel: cutting them into
+/// chunks would cost more than it saves.
 #[test]
 fn small_kernel_with_one_operation_is_not_split() {
     let text = "HloModule m
@@ -172,8 +173,8 @@ ENTRY e {
   ROOT r = f32[128,128] add(a, b)
 }
 ";
-    let [(one, kernels_one), (two, kernels_two)] =
+    let [(one, chunked_one), (two, chunked_two)] =
         run_on_one_and_two(text, &[f32s(&[128, 128], 13), f32s(&[128, 128], 14)]);
-    assert_eq!(kernels_one, kernels_two);
+    assert_eq!((chunked_one, chunked_two), (0, 0));
     assert!(bits(&one) == bits(&two));
 }

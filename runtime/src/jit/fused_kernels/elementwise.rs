@@ -7,10 +7,11 @@
 //! index (only elementwise ops, reshapes, scalar broadcasts), the whole output is one flat loop.
 
 use crate::jit::buffer::Addr;
-use crate::jit::clif::loops::counted_loop;
+use crate::jit::clif::loops::{counted_loop, counted_loop_between};
 use crate::jit::clif::types::vectorizable_type;
 use crate::jit::clif::value_at_index::{Comp, Elemental, Index};
 use crate::jit::JitError;
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use smallvec::SmallVec;
 use std::collections::HashSet;
@@ -21,6 +22,29 @@ use tessel_compiler::ir::{ArrayShape, InstrId, Op};
 pub(crate) struct KernelOutput {
     pub root: InstrId,
     pub addr: Addr,
+}
+
+/// The part of a kernel's outermost loop (of the flat index when the kernel is one flat loop,
+/// else of the first dimension) that one kernel function covers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum OuterPart {
+    /// All of it.
+    Whole,
+    /// `[lo, hi)`, fixed when the kernel is built (one of a split's two halves).
+    Fixed(i64, i64),
+    /// `[lo, hi)`, the kernel function's arguments: a chunk claimed at run time. A chunk of
+    /// a flat loop starts at a multiple of 4, so each element is computed by the same vector
+    /// or scalar code as in the whole loop.
+    Chunk(Value, Value),
+}
+
+impl From<Option<(i64, i64)>> for OuterPart {
+    fn from(part: Option<(i64, i64)>) -> OuterPart {
+        match part {
+            None => OuterPart::Whole,
+            Some((lo, hi)) => OuterPart::Fixed(lo, hi),
+        }
+    }
 }
 
 /// Instructions the roots depend on inside the kernel (stopping at leaves).
@@ -67,10 +91,11 @@ fn is_flat(e: &Elemental, instrs: &[InstrId]) -> bool {
     })
 }
 
-/// Where an elementwise kernel may be cut in two parts that run on different threads, as
-/// `(mid, end)`: the parts `[0, mid)` and `[mid, end)` of the outermost loop, each writing only
-/// its own elements.
-pub(crate) fn split_point(
+/// How an elementwise kernel's outermost loop may be cut into chunks that run on different
+/// threads, each writing only its own elements: `(end, align)`, the loop's length and a
+/// multiple every chunk starts at (4 for a flat loop, so that each element is computed by the
+/// same vector or scalar code as in the whole loop).
+pub(crate) fn chunking(
     e: &Elemental,
     outputs: &[KernelOutput],
     shape: &ArrayShape,
@@ -82,11 +107,9 @@ pub(crate) fn split_point(
         return None;
     }
     if is_flat(e, &instrs) {
-        // A multiple of 4, so the first part has no scalar tail.
-        let mid = count / 2 / 4 * 4;
-        (mid > 0).then_some((mid, count))
+        (count >= 8).then_some((count, 4))
     } else if shape.rank() >= 2 && shape.dims[0] >= 2 {
-        Some((shape.dims[0] / 2, shape.dims[0]))
+        Some((shape.dims[0], 1))
     } else {
         None
     }
@@ -94,14 +117,13 @@ pub(crate) fn split_point(
 
 /// Emits the loop nest computing every output of an elementwise kernel (all outputs have the
 /// dimensions of `shape`), whole or over `part`, a range of the outermost loop (of the flat
-/// index when the kernel is one flat loop, else of the first dimension) cut at a
-/// [`split_point`].
+/// index when the kernel is one flat loop, else of the first dimension; see [`chunking`]).
 pub(crate) fn emit_elementwise_part(
     e: &mut Elemental,
     outputs: &[KernelOutput],
     shape: &ArrayShape,
     allow_vector: bool,
-    part: Option<(i64, i64)>,
+    part: OuterPart,
 ) -> Result<(), JitError> {
     let roots: Vec<InstrId> = outputs.iter().map(|o| o.root).collect();
     let instrs = kernel_instructions(e, &roots);
@@ -132,14 +154,26 @@ pub(crate) fn emit_elementwise_part(
         return store_point(e, &idx, zero, 1);
     }
     if is_flat(e, &instrs) {
-        let (lo, hi) = part.unwrap_or((0, count));
         let vec_end = if lanes_ok { count / 4 * 4 } else { 0 };
-        counted_loop(e, lo, vec_end.min(hi), 4, &mut |e, j| {
-            store_point(e, &Index::Linear((j, 1)), j, 4)
-        })?;
-        counted_loop(e, vec_end.max(lo), hi, 1, &mut |e, j| {
-            store_point(e, &Index::Linear((j, 0)), j, 1)
-        })?;
+        let mut vector = |e: &mut Elemental, j| store_point(e, &Index::Linear((j, 1)), j, 4);
+        let mut scalar = |e: &mut Elemental, j| store_point(e, &Index::Linear((j, 0)), j, 1);
+        match part {
+            OuterPart::Chunk(lo, hi) => {
+                let vec_end = e.iconst(vec_end);
+                let vec_hi = select_int(e, IntCC::SignedLessThan, hi, vec_end);
+                counted_loop_between(e, lo, vec_hi, 4, &mut vector)?;
+                let tail_lo = select_int(e, IntCC::SignedGreaterThan, lo, vec_end);
+                counted_loop_between(e, tail_lo, hi, 1, &mut scalar)?;
+            }
+            _ => {
+                let (lo, hi) = match part {
+                    OuterPart::Fixed(lo, hi) => (lo, hi),
+                    _ => (0, count),
+                };
+                counted_loop(e, lo, vec_end.min(hi), 4, &mut vector)?;
+                counted_loop(e, vec_end.max(lo), hi, 1, &mut scalar)?;
+            }
+        }
         return Ok(());
     }
     let rank = shape.rank();
@@ -175,29 +209,32 @@ pub(crate) fn emit_elementwise_part(
 /// The body of a loop nest: called with the induction variables, outermost first.
 pub(crate) type NestBody<'b> = dyn FnMut(&mut Elemental, &[Value]) -> Result<(), JitError> + 'b;
 
-/// [`nest`] over `dims`, or with `part = Some((lo, hi))` only over `[lo, hi)` of the first
-/// dimension (one half of a kernel split for two threads).
+/// `a` where `a cc b` holds, else `b` (`cc` less-than: the minimum; greater-than: the maximum).
+fn select_int(e: &mut Elemental, cc: IntCC, a: Value, b: Value) -> Value {
+    let keep_a = e.fb.ins().icmp(cc, a, b);
+    e.fb.ins().select(keep_a, a, b)
+}
+
+/// [`nest`] over `dims`, or only over a part of the first dimension (one half of a kernel
+/// split for two threads, or a chunk claimed at run time).
 pub(crate) fn nest_part(
     e: &mut Elemental,
     dims: &[i64],
-    part: Option<(i64, i64)>,
+    part: impl Into<OuterPart>,
     body: &mut NestBody,
 ) -> Result<(), JitError> {
-    let Some((lo, hi)) = part else {
-        return nest(e, dims, &mut Vec::new(), body);
-    };
-    if dims.is_empty() {
-        return Err(JitError::Invalid(
-            "a kernel with no outer loop cannot be split".into(),
-        ));
+    let no_outer_loop = || JitError::Invalid("a kernel with no outer loop cannot be split".into());
+    let rest = dims.get(1..).unwrap_or_default();
+    match part.into() {
+        OuterPart::Whole => nest(e, dims, &mut Vec::new(), body),
+        _ if dims.is_empty() => Err(no_outer_loop()),
+        OuterPart::Chunk(lo, hi) => counted_loop_between(e, lo, hi, 1, &mut |e, iv| {
+            nest(e, rest, &mut vec![iv], body)
+        }),
+        OuterPart::Fixed(lo, hi) => counted_loop(e, lo, hi, 1, &mut |e, iv| {
+            nest(e, rest, &mut vec![iv], body)
+        }),
     }
-    let mut ivs = Vec::new();
-    counted_loop(e, lo, hi, 1, &mut |e, iv| {
-        ivs.push(iv);
-        let r = nest(e, &dims[1..], &mut ivs, body);
-        ivs.pop();
-        r
-    })
 }
 
 /// Loops over `dims` (outermost first), calling `body` with the induction variables.

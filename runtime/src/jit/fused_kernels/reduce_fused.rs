@@ -220,5 +220,5 @@ pub(crate) fn emit_tiled_consumer_reduce_part(
         let s = e.emit_region(region, &[a, x], lanes)?[0];
         e.store(acc, ty, alin, s, lanes)
     };
-    crate::jit::fused_kernels::window_tiled::walk_windows(e, &walk, part, &mut sink)
+    crate::jit::fused_kernels::window_tiled::walk_windows(e, &walk, part.into(), &mut sink)
 }

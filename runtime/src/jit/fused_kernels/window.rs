@@ -11,7 +11,9 @@ use crate::jit::clif::lane_values::{scalar_cond_for, select_values, splat_if};
 use crate::jit::clif::loops::counted_loop;
 use crate::jit::clif::tiled_window::window_positions;
 use crate::jit::clif::value_at_index::{Comp, Elemental, Index};
-use crate::jit::fused_kernels::elementwise::{can_vectorize, kernel_instructions, nest, nest_part};
+use crate::jit::fused_kernels::elementwise::{
+    can_vectorize, kernel_instructions, nest, nest_part, OuterPart,
+};
 use crate::jit::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
@@ -120,7 +122,7 @@ pub(crate) fn emit_window_part(
     id: InstrId,
     output: Addr,
     allow_vector: bool,
-    part: Option<(i64, i64)>,
+    part: OuterPart,
 ) -> Result<(), JitError> {
     match e.comp.get(id).op {
         Op::ReduceWindow { .. } => emit_reduce_window_part(e, id, output, allow_vector, part),
@@ -143,7 +145,7 @@ pub(crate) fn emit_reduce_window_part(
     rw: InstrId,
     output: Addr,
     allow_vector: bool,
-    part: Option<(i64, i64)>,
+    part: OuterPart,
 ) -> Result<(), JitError> {
     let instr = e.comp.get(rw);
     let Op::ReduceWindow { window, to_apply } = &instr.op else {
@@ -264,7 +266,7 @@ pub(crate) fn emit_select_and_scatter_part(
     ss: InstrId,
     output: Addr,
     allow_vector: bool,
-    part: Option<(i64, i64)>,
+    part: OuterPart,
 ) -> Result<(), JitError> {
     let crate::jit::fused_kernels::window_tiled::Walk {
         operands: [operand, source, init],
@@ -295,7 +297,7 @@ pub(crate) fn emit_select_and_scatter_part(
             part,
         );
     }
-    if part.is_some() {
+    if !matches!(part, OuterPart::Whole) {
         return Err(JitError::Invalid(format!(
             "{}: only a select-and-scatter with tiling windows can be split",
             name

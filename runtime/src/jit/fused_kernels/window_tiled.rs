@@ -20,7 +20,9 @@ use crate::jit::clif::tiled_window::{
     position_value, select_step, window_positions, windows_disjoint, windows_tile,
 };
 use crate::jit::clif::value_at_index::{Comp, Elemental, Index};
-use crate::jit::fused_kernels::elementwise::{can_vectorize, kernel_instructions, nest_part};
+use crate::jit::fused_kernels::elementwise::{
+    can_vectorize, kernel_instructions, nest_part, OuterPart,
+};
 use crate::jit::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
@@ -37,7 +39,7 @@ pub(crate) fn emit_disjoint_select_and_scatter(
     regions: [ComputationId; 2],
     output: Addr,
     allow_vector: bool,
-    part: Option<(i64, i64)>,
+    part: OuterPart,
 ) -> Result<(), JitError> {
     let ty = e.shape(operands[0])?.element_type;
     let mut store = |e: &mut Elemental, lin: Value, _: &Index, v: Value, lanes: u32| {
@@ -80,7 +82,7 @@ pub(crate) fn emit_tiled_consumer_part(
     root: InstrId,
     output: Addr,
     allow_vector: bool,
-    part: Option<(i64, i64)>,
+    part: OuterPart,
 ) -> Result<(), JitError> {
     let extra = [root];
     let walk = walk_of(e, ss, &extra, allow_vector)?;
@@ -154,7 +156,7 @@ pub(crate) fn tiled_consumer(e: &Elemental, root: InstrId) -> Option<InstrId> {
 pub(super) fn walk_windows(
     e: &mut Elemental,
     walk: &Walk,
-    part: Option<(i64, i64)>,
+    part: OuterPart,
     sink: &mut Sink,
 ) -> Result<(), JitError> {
     let (window, allow_vector) = (walk.window, walk.allow_vector);

@@ -83,6 +83,8 @@ pub(super) struct ProgramCx<'m> {
     pub paired_values: HashMap<(Instance, InstrId), Loc>,
     /// Convolution pairs run side by side.
     pub paired_convolutions: usize,
+    /// Kernels run in chunks on several threads.
+    pub chunked_kernels: usize,
     /// Which convolutions are paired (`routines/conv_pair.rs`), worked out once per
     /// computation.
     pub conv_pairs: PairCache,
@@ -139,6 +141,7 @@ pub(crate) fn compile_module(
         discarded: HashSet::new(),
         paired_values: HashMap::new(),
         paired_convolutions: 0,
+        chunked_kernels: 0,
         conv_pairs: PairCache::default(),
     };
 
@@ -195,6 +198,7 @@ pub(crate) fn compile_module(
         pool_choices: cx.choices_read,
         discarded_outputs: cx.discarded.len(),
         paired_convolutions: cx.paired_convolutions,
+        chunked_kernels: cx.chunked_kernels,
     };
     Ok(Executable::new(ExecutableParts {
         jit: cx.jit,

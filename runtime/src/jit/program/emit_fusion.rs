@@ -7,7 +7,7 @@ use super::compile::ProgramCx;
 use super::emit_kernels::{ops_per_element, Part};
 use crate::jit::buffer::{Addr, Loc};
 use crate::jit::clif::value_at_index::{Elemental, Leaf};
-use crate::jit::fused_kernels::elementwise::{emit_elementwise_part, split_point, KernelOutput};
+use crate::jit::fused_kernels::elementwise::{chunking, emit_elementwise_part, KernelOutput};
 use crate::jit::fused_kernels::{reduce, reduce_fused, window, window_tiled};
 use crate::jit::JitError;
 use cranelift_codegen::ir::{InstBuilder, Value};
@@ -58,7 +58,7 @@ impl ProgramCx<'_> {
                     leaves,
                     &addrs,
                     elements,
-                    &|e| window::window_split(e, root),
+                    &|e| window::window_split(e, root).map(|(_, end)| (end, 1)),
                     &mut |e, part| window::emit_window_part(e, root, o, vec, part),
                 )
             }
@@ -87,8 +87,10 @@ impl ProgramCx<'_> {
                     &addrs,
                     shape.element_count().saturating_mul(ops),
                     &|e| match window_tiled::tiled_consumer(e, root) {
-                        Some(ss) => window::select_and_scatter_split(e, ss),
-                        None => split_point(e, &outputs, &shape),
+                        Some(ss) => {
+                            window::select_and_scatter_split(e, ss).map(|(_, end)| (end, 1))
+                        }
+                        None => chunking(e, &outputs, &shape),
                     },
                     &mut |e, part| match window_tiled::tiled_consumer(e, root) {
                         Some(ss) => {

@@ -1,14 +1,17 @@
 //! Kernel functions `kernel(arena)` built from the kernel families (`fused_kernels/`) and
-//! called from the program: whole, or as two parts on two workers when they are large, and a
-//! split reduce's two parts with the kernel combining them.
+//! called from the program: whole, or, when they are large, as `kernel(arena, lo, hi)` over
+//! chunks of their outermost loop that the threads claim at run time; and a split reduce's two
+//! parts with the kernel combining them.
 
 use super::compile::ProgramCx;
 use crate::jit::buffer::{Addr, Buffer, Loc};
 use crate::jit::clif::element_ops::Libcalls;
 use crate::jit::clif::value_at_index::{Elemental, Leaf};
-use crate::jit::fused_kernels::elementwise::{emit_elementwise_part, split_point, KernelOutput};
+use crate::jit::fused_kernels::elementwise::{
+    chunking, emit_elementwise_part, KernelOutput, OuterPart,
+};
 use crate::jit::fused_kernels::reduce;
-use crate::jit::routines::kernel_pair::tessel_run_kernel_pair;
+use crate::jit::routines::kernel_pair::{tessel_run_kernel_chunks, tessel_run_kernel_pair};
 use crate::jit::JitError;
 use cranelift_codegen::ir::{
     types, AbiParam, Function, InstBuilder, Signature, UserFuncName, Value,
@@ -21,13 +24,20 @@ use tessel_compiler::ir::{ArrayShape, Computation, ComputationId, InstrId, Op};
 /// A range `[lo, hi)` of a kernel's outermost loop.
 pub(super) type Part = (i64, i64);
 
-/// Emits a kernel's body, over all of it (`None`) or over one part.
-pub(super) type PartBody<'b> = dyn FnMut(&mut Elemental, Option<Part>) -> Result<(), JitError> + 'b;
+/// Emits a kernel's body, over all of it or over one part of its outermost loop.
+pub(super) type PartBody<'b> = dyn FnMut(&mut Elemental, OuterPart) -> Result<(), JitError> + 'b;
 
-/// Kernels with at least this much work run as two halves on two threads: elements written
-/// times the operations computing each (see [`ops_per_element`]). So a plain copy or add splits
-/// from 64K elements, and the dropout mask's Threefry rounds (16K elements, four to a dozen
-/// integer operations each, about 20 µs on one thread) split too.
+/// Emits a kernel's body, given the kernel function's arguments after the arena.
+type KernelBody<'b> = dyn FnMut(&mut Elemental, &[Value]) -> Result<(), JitError> + 'b;
+
+/// How a kernel's outermost loop may be cut into chunks: `(end, align)`, its length and a
+/// multiple every chunk starts at.
+pub(super) type Chunking = (i64, i64);
+
+/// Kernels with at least this much work run in chunks on all threads: elements written times
+/// the operations computing each (see [`ops_per_element`]). So a plain copy or add splits from
+/// 64K elements, and the dropout mask's Threefry rounds (16K elements, four to a dozen integer
+/// operations each, about 20 µs on one thread) split too.
 const PARALLEL_KERNEL_WORK: i64 = 1 << 16;
 
 /// The operations computing one element of `roots` in `comp`, at least one: the instructions
@@ -109,16 +119,18 @@ impl ProgramCx<'_> {
             leaves,
             &addrs,
             shape.element_count().saturating_mul(ops),
-            &|e| split_point(e, outputs, shape),
+            &|e| chunking(e, outputs, shape),
             &mut |e, part| emit_elementwise_part(e, outputs, shape, vec, part),
         )
     }
 
     /// A kernel doing `work` (elements written times operations each, see
-    /// [`PARALLEL_KERNEL_WORK`]). When the GEMM may use several threads, the work is large
-    /// and `split` finds a cut `(mid, end)` of its outermost loop, it is built
-    /// as two kernels, `body` over `[0, mid)` and over `[mid, end)`, which run on two threads
-    /// (`tessel_run_kernel_pair`); otherwise as one kernel, `body` with no part.
+    /// [`PARALLEL_KERNEL_WORK`]). When the GEMM may use several threads, the work is large and
+    /// `chunking` finds how to cut its outermost loop, it is built as `kernel(arena, lo, hi)`,
+    /// `body` over `[lo, hi)`, and run over chunks of the loop that the threads claim as they
+    /// become free (`tessel_run_kernel_chunks`): a thread the host deschedules holds up at most
+    /// one chunk, where a fixed half would hold up the other thread for all of its own.
+    /// Otherwise it is one kernel, `body` over the whole loop.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn split_kernel(
         &mut self,
@@ -129,28 +141,47 @@ impl ProgramCx<'_> {
         leaves: HashMap<InstrId, Leaf>,
         addrs: &[Addr],
         work: i64,
-        split: &dyn Fn(&Elemental) -> Option<Part>,
+        chunking: &dyn Fn(&Elemental) -> Option<Chunking>,
         body: &mut PartBody,
     ) -> Result<(), JitError> {
         let small = work < PARALLEL_KERNEL_WORK;
-        if self.options.gemm_threads < 2 || small {
-            return self.kernel(fb, arena, name, comp, leaves, addrs, &mut |e| body(e, None));
+        let threads = self.options.gemm_threads;
+        if threads < 2 || small {
+            return self.kernel(fb, arena, name, comp, leaves, addrs, &mut |e| {
+                body(e, OuterPart::Whole)
+            });
         }
         let mut cut = None;
-        let (first, fname) = self.build_kernel(name, comp, leaves.clone(), addrs, &mut |e| {
-            cut = split(e);
-            body(e, cut.map(|(mid, _)| (0, mid)))
-        })?;
+        let (kernel, fname) =
+            self.build_kernel_with_range(name, comp, leaves, addrs, &mut |e, lo, hi| {
+                cut = chunking(e);
+                let part = match cut {
+                    Some(_) => OuterPart::Chunk(lo, hi),
+                    None => OuterPart::Whole,
+                };
+                body(e, part)
+            })?;
+        let kernel_ref = self.jit.declare_func_in_func(kernel, fb.func);
         match cut {
             None => {
-                let first_ref = self.jit.declare_func_in_func(first, fb.func);
-                fb.ins().call(first_ref, &[arena]);
+                let zero = fb.ins().iconst(types::I64, 0);
+                fb.ins().call(kernel_ref, &[arena, zero, zero]);
             }
-            Some((mid, end)) => {
-                let (second, _) = self.build_kernel(name, comp, leaves, addrs, &mut |e| {
-                    body(e, Some((mid, end)))
-                })?;
-                self.call_kernel_pair(fb, arena, first, second);
+            Some((end, align)) => {
+                self.chunked_kernels += 1;
+                let chunk =
+                    tessel_kernels::parallel::chunk_len(end as usize, threads, align as usize);
+                let f = fb.ins().func_addr(types::I64, kernel_ref);
+                let mut sig = Signature::new(self.call_conv);
+                sig.params.extend([AbiParam::new(types::I64); 5]);
+                let sigref = fb.import_signature(sig);
+                let callee = self
+                    .symbols
+                    .function(fb, tessel_run_kernel_chunks as *const () as usize);
+                let args =
+                    [end, chunk as i64, threads as i64].map(|v| fb.ins().iconst(types::I64, v));
+                fb.ins()
+                    .call_indirect(sigref, callee, &[f, arena, args[0], args[1], args[2]]);
             }
         }
         if let Some(p) = &mut self.profile {
@@ -270,8 +301,37 @@ impl ProgramCx<'_> {
         outputs: &[Addr],
         body: &mut dyn FnMut(&mut Elemental) -> Result<(), JitError>,
     ) -> Result<(FuncId, String), JitError> {
+        self.build_kernel_of(name, comp, leaves, outputs, 0, &mut |e, _| body(e))
+    }
+
+    /// [`Self::build_kernel`] of a kernel `kernel(arena, lo, hi)`: `body` gets `lo` and `hi`.
+    fn build_kernel_with_range(
+        &mut self,
+        name: &str,
+        comp: ComputationId,
+        leaves: HashMap<InstrId, Leaf>,
+        outputs: &[Addr],
+        body: &mut dyn FnMut(&mut Elemental, Value, Value) -> Result<(), JitError>,
+    ) -> Result<(FuncId, String), JitError> {
+        self.build_kernel_of(name, comp, leaves, outputs, 2, &mut |e, range| {
+            body(e, range[0], range[1])
+        })
+    }
+
+    /// A kernel function taking the arena and `extra` more 64-bit arguments, which `body`
+    /// gets.
+    fn build_kernel_of(
+        &mut self,
+        name: &str,
+        comp: ComputationId,
+        leaves: HashMap<InstrId, Leaf>,
+        outputs: &[Addr],
+        extra: usize,
+        body: &mut KernelBody,
+    ) -> Result<(FuncId, String), JitError> {
         let mut sig = Signature::new(self.call_conv);
-        sig.params.push(AbiParam::new(types::I64));
+        sig.params
+            .extend((0..=extra).map(|_| AbiParam::new(types::I64)));
         let fname = format!("k{}_{}", self.kernels, sanitize(name));
         self.kernels += 1;
         let id = self
@@ -286,14 +346,14 @@ impl ProgramCx<'_> {
             kfb.append_block_params_for_function_params(b0);
             kfb.switch_to_block(b0);
             kfb.seal_block(b0);
-            let karena = kfb.block_params(b0)[0];
+            let params = kfb.block_params(b0).to_vec();
             let module = self.module;
             let mut e = Elemental::new(
                 &mut kfb,
                 module,
                 module.computation(comp),
                 &leaves,
-                karena,
+                params[0],
                 self.features.fma,
                 Libcalls {
                     call_conv: self.call_conv,
@@ -301,7 +361,7 @@ impl ProgramCx<'_> {
                 },
             );
             e.hoist_addresses(outputs);
-            body(&mut e).map_err(|err| err.at(name))?;
+            body(&mut e, &params[1..]).map_err(|err| err.at(name))?;
             kfb.ins().return_(&[]);
             kfb.finalize(self.isa.frontend_config());
         }

@@ -33,6 +33,9 @@ pub struct ProgramStats {
     pub discarded_outputs: usize,
     /// Convolution pairs run side by side, one per core (`routines/conv_pair.rs`).
     pub paired_convolutions: usize,
+    /// Kernels run in chunks of their outermost loop on several threads
+    /// (`program/emit_kernels.rs`).
+    pub chunked_kernels: usize,
     pub arena_bytes: usize,
     pub buffers: usize,
     pub constant_bytes: usize,
