@@ -32,6 +32,8 @@ pub(crate) struct GatherPlan {
     result: Buffer,
     /// Set when the gather takes whole rows: one copy per row.
     rows: Option<RowIndexing>,
+    /// Threads the row path may use.
+    threads: usize,
 }
 
 impl GatherPlan {
@@ -42,6 +44,7 @@ impl GatherPlan {
         operand: Buffer,
         indices: Buffer,
         result: &Loc,
+        threads: usize,
     ) -> Result<GatherPlan, JitError> {
         let result = result
             .as_array()
@@ -61,6 +64,7 @@ impl GatherPlan {
         );
         Ok(GatherPlan {
             rows,
+            threads,
             name: name.to_string(),
             dims: dims.clone(),
             slice_sizes: slice_sizes.to_vec(),
@@ -122,11 +126,11 @@ impl GatherPlan {
         if overlaps(dst, n, &self.operand, src) || overlaps(dst, n, &self.indices, idx) {
             let mut out = vec![0u8; n];
             unsafe {
-                gather_rows(rows, src, idx, out.as_mut_ptr(), row_bytes);
+                gather_rows(rows, src, idx, out.as_mut_ptr(), row_bytes, self.threads);
                 std::ptr::copy_nonoverlapping(out.as_ptr(), dst, n);
             }
         } else {
-            unsafe { gather_rows(rows, src, idx, dst, row_bytes) };
+            unsafe { gather_rows(rows, src, idx, dst, row_bytes, self.threads) };
         }
     }
 }
@@ -150,6 +154,8 @@ pub(crate) struct ScatterPlan {
     result: Buffer,
     /// Set when the scatter adds whole rows (with the combiner's operand order).
     rows: Option<(RowIndexing, bool)>,
+    /// Threads the row path may use.
+    threads: usize,
 }
 
 impl ScatterPlan {
@@ -160,6 +166,7 @@ impl ScatterPlan {
         id: InstrId,
         operands: [Buffer; 3],
         result: &Loc,
+        threads: usize,
     ) -> Result<ScatterPlan, JitError> {
         let step = ScatterStep::new(module.clone(), comp, id)
             .map_err(|e| JitError::Invalid(format!("{name}: {e}")))?;
@@ -180,6 +187,7 @@ impl ScatterPlan {
         .filter(|_| operands[0].shape == result.shape);
         Ok(ScatterPlan {
             rows,
+            threads,
             name: name.to_string(),
             step,
             operands,
@@ -242,21 +250,49 @@ impl ScatterPlan {
         if !fits {
             return false;
         }
-        if src != dst {
-            // `copy`, not `copy_nonoverlapping`: the two may overlap.
+        // Rows are copied from the operand by the threads that add into them, unless the
+        // two are one buffer; an operand that overlaps the result otherwise is copied first.
+        let operand = if src == dst {
+            None
+        } else if overlaps(dst, n, a, src) {
+            // `copy`, not `copy_nonoverlapping`: the two overlap.
             unsafe { std::ptr::copy(src, dst, n) };
-        }
+            None
+        } else {
+            Some(src)
+        };
         let len = self.result.shape.element_count() as usize;
+        let out_rows = len / rows.row_len().max(1);
         let ups = u.shape.element_count() as usize;
         unsafe {
             if t == ElementType::F32 {
-                let out = std::slice::from_raw_parts_mut(dst as *mut f32, len);
                 let ups = std::slice::from_raw_parts(upd as *const f32, ups);
-                scatter_add_rows(rows, idx, ups, out, swapped);
+                let operand = operand.map(|p| p as *const f32);
+                let out = dst as *mut f32;
+                scatter_add_rows(
+                    rows,
+                    idx,
+                    ups,
+                    operand,
+                    out,
+                    out_rows,
+                    swapped,
+                    self.threads,
+                );
             } else {
-                let out = std::slice::from_raw_parts_mut(dst as *mut f64, len);
                 let ups = std::slice::from_raw_parts(upd as *const f64, ups);
-                scatter_add_rows(rows, idx, ups, out, swapped);
+                let operand = operand.map(|p| p as *const f64);
+                let out = dst as *mut f64;
+                scatter_add_rows(
+                    rows,
+                    idx,
+                    ups,
+                    operand,
+                    out,
+                    out_rows,
+                    swapped,
+                    self.threads,
+                );
             }
         }
         true

@@ -12,11 +12,17 @@
 //! the updates, so every element sees the same additions in the same order as `ScatterStep`.
 //! The routines in `gather_scatter.rs` take these paths when the shapes match
 //! ([`row_gather`], [`row_scatter_add`]) and run the general code otherwise.
+//!
+//! From 256 KB on, both share their work between the program's threads: a gather by ranges of
+//! the rows it writes, a scatter by ranges of the operand's rows, each thread copying its range
+//! from the operand and adding the updates that fall in it in the order of the index vectors
+//! (so the bits do not depend on the thread count).
 
 use tessel_compiler::ir::{
     ArrayShape, BinaryOp, ComputationId, ElementType, GatherDimensionNumbers, Module, Op,
     ScatterDimensionNumbers,
 };
+use tessel_kernels::parallel::{chunk_len, for_each_range, Shared};
 
 /// How the index vectors of a row gather or scatter pick rows of the operand.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -282,7 +288,8 @@ fn add_combiner(module: &Module, c: ComputationId, t: ElementType) -> Option<boo
     }
 }
 
-/// Copies row `rows.clamped_row(i)` of `src` to row `i` of `dst`, for every index vector.
+/// Copies row `rows.clamped_row(i)` of `src` to row `i` of `dst`, for every index vector, on
+/// up to `threads` threads (each copies a range of the index vectors).
 ///
 /// # Safety
 /// `src` holds the operand, `indices` the index vectors, `dst` `count` rows of
@@ -293,37 +300,94 @@ pub(crate) unsafe fn gather_rows(
     indices: *const u8,
     dst: *mut u8,
     row_bytes: usize,
+    threads: usize,
 ) {
-    for i in 0..rows.count {
-        let r = unsafe { rows.clamped_row(indices, i) };
-        unsafe {
-            std::ptr::copy_nonoverlapping(src.add(r * row_bytes), dst.add(i * row_bytes), row_bytes)
-        };
+    let (src, indices, dst) = (
+        Shared(src.cast_mut()),
+        Shared(indices.cast_mut()),
+        Shared(dst),
+    );
+    let threads = threads_for(rows.count * row_bytes, threads);
+    let chunk = chunk_len(rows.count, threads, 1);
+    for_each_range(rows.count, chunk, threads, |lo, hi| {
+        for i in lo..hi {
+            let r = unsafe { rows.clamped_row(indices.get(), i) };
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    src.get().add(r * row_bytes),
+                    dst.get().add(i * row_bytes),
+                    row_bytes,
+                )
+            };
+        }
+    });
+}
+
+/// Fewest bytes a row routine moves before it uses more than one thread.
+const PARALLEL_BYTES: usize = 1 << 18;
+
+/// The threads for a row routine moving `bytes`: one when that is too little to share.
+fn threads_for(bytes: usize, threads: usize) -> usize {
+    if bytes < PARALLEL_BYTES {
+        1
+    } else {
+        threads.max(1)
     }
 }
 
-/// Adds update row `i` into row `rows.row_inside(i)` of `out` for every index vector in order,
-/// skipping rows outside the operand. `out` already holds the operand.
+/// Writes `out`, `out_rows` rows of `row_len` elements: the operand's rows (`operand`, or
+/// what `out` already holds when it is `None`) plus every update row added into its row
+/// `rows.row_inside(i)` in the order of the index vectors, skipping rows outside the operand.
+/// Up to `threads` threads each take a range of `out`'s rows, copy it and add the updates
+/// that fall in it, in order: every element sees the same additions in the same order
+/// whatever the thread count.
 ///
 /// # Safety
-/// `indices` must hold the `count` index vectors.
-pub(crate) unsafe fn scatter_add_rows<T: Copy + std::ops::Add<Output = T>>(
+/// `indices` must hold the `count` index vectors, `updates` `count` rows, `out` and `operand`
+/// `out_rows` rows each; `operand` and `out` are the same memory or do not overlap, and
+/// neither overlaps `indices` or `updates`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn scatter_add_rows<T: Copy + Sync + std::ops::Add<Output = T>>(
     rows: &RowIndexing,
     indices: *const u8,
     updates: &[T],
-    out: &mut [T],
+    operand: Option<*const T>,
+    out: *mut T,
+    out_rows: usize,
     swapped: bool,
+    threads: usize,
 ) {
-    let n = rows.row_len;
-    for (i, u) in updates.chunks_exact(n.max(1)).enumerate().take(rows.count) {
-        let Some(r) = (unsafe { rows.row_inside(indices, i) }) else {
-            continue;
-        };
-        let o = &mut out[r * n..(r + 1) * n];
-        if swapped {
-            o.iter_mut().zip(u).for_each(|(o, &u)| *o = u + *o);
-        } else {
-            o.iter_mut().zip(u).for_each(|(o, &u)| *o = *o + u);
-        }
+    if rows.row_len == 0 {
+        return;
     }
+    let n = rows.row_len;
+    let (indices, out) = (Shared(indices.cast_mut()), Shared(out));
+    let operand = operand.map(|p| Shared(p.cast_mut()));
+    let threads = threads_for(out_rows * n * std::mem::size_of::<T>(), threads);
+    let chunk = chunk_len(out_rows, threads, 1);
+    for_each_range(out_rows, chunk, threads, |lo, hi| {
+        if let Some(src) = operand {
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    src.get().add(lo * n),
+                    out.get().add(lo * n),
+                    (hi - lo) * n,
+                )
+            };
+        }
+        for (i, u) in updates.chunks_exact(n).enumerate().take(rows.count) {
+            let Some(r) = (unsafe { rows.row_inside(indices.get(), i) }) else {
+                continue;
+            };
+            if r < lo || r >= hi {
+                continue;
+            }
+            let o = unsafe { std::slice::from_raw_parts_mut(out.get().add(r * n), n) };
+            if swapped {
+                o.iter_mut().zip(u).for_each(|(o, &u)| *o = u + *o);
+            } else {
+                o.iter_mut().zip(u).for_each(|(o, &u)| *o = *o + u);
+            }
+        }
+    });
 }

@@ -145,7 +145,8 @@ impl ProgramCx<'_> {
                 dims, slice_sizes, ..
             } => {
                 let (a, i) = (walk.array(instr, 0)?, walk.array(instr, 1)?);
-                let plan = GatherPlan::new(&instr.name, dims, slice_sizes, a, i, &out)?;
+                let threads = self.options.gemm_threads;
+                let plan = GatherPlan::new(&instr.name, dims, slice_sizes, a, i, &out, threads)?;
                 self.call_plan(fb, arena, gather_routine as *const () as usize, plan);
             }
             Op::Scatter { .. } => {
@@ -161,7 +162,9 @@ impl ProgramCx<'_> {
                     walk.array(instr, 2)?,
                 ];
                 let shared = self.shared_module();
-                let plan = ScatterPlan::new(&instr.name, shared, walk.cid, id, operands, &out)?;
+                let threads = self.options.gemm_threads;
+                let plan =
+                    ScatterPlan::new(&instr.name, shared, walk.cid, id, operands, &out, threads)?;
                 self.call_plan(fb, arena, scatter_routine as *const () as usize, plan);
             }
             _ => {
