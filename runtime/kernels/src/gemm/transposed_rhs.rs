@@ -16,6 +16,7 @@
 //! product reading `b` in place sums it, so the bits are those of that product on any number
 //! of threads.
 
+use super::transpose::{transpose_rows, TILE};
 use super::{sgemm, GemmBackend, PARALLEL_PRODUCT};
 use crate::parallel::{for_each_share_on_slots, Shared};
 
@@ -23,13 +24,10 @@ use crate::parallel::{for_each_share_on_slots, Shared};
 /// ones read it in place (the transposition would cost more than the gathers it saves).
 pub const COPY_TRANSPOSED_RHS: usize = PARALLEL_PRODUCT;
 
-/// Columns of `c` in one band at most: two of the `gemm` crate's 48-row AVX-512 panels, and a
-/// `1024 x 96` buffer (384 KiB) that leaves room in a 1 MiB L2 for the panels of `a`.
-const MAX_BAND: usize = 96;
-
-/// Rows and columns of one tile of the transposition: 16 x 16 floats, one cache line per row
-/// read and per row written.
-const TILE: usize = 16;
+/// Columns of `c` in one band at most: two of the `gemm` crate's 64-row AVX-512 panels (a
+/// band that is not a multiple of 64 ends in a half-width kernel), and a `1024 x 128` buffer
+/// (512 KiB) that leaves room in a 1 MiB L2 for the panels of `a`.
+const MAX_BAND: usize = 128;
 
 /// The columns of `c` in one band for `n` columns: [`MAX_BAND`], or for a narrow `c` a quarter
 /// of it (a multiple of 16) so that two threads still share several bands. It depends on `n`
@@ -135,32 +133,6 @@ pub unsafe fn sgemm_transposed_rhs(
     });
 }
 
-/// Copies the `rows x cols` matrix `src` (row stride `lds`) to `dst`, `cols x rows`
-/// row-major, in [`TILE`]-square tiles.
-///
-/// # Safety
-/// `src` must address `rows` rows of `lds >= cols` floats and `dst` `rows * cols` floats.
-pub(crate) unsafe fn transpose_rows(
-    rows: usize,
-    cols: usize,
-    src: *const f32,
-    lds: usize,
-    dst: *mut f32,
-) {
-    for i0 in (0..rows).step_by(TILE) {
-        let i1 = (i0 + TILE).min(rows);
-        for j0 in (0..cols).step_by(TILE) {
-            let j1 = (j0 + TILE).min(cols);
-            for j in j0..j1 {
-                let out = dst.add(j * rows);
-                for i in i0..i1 {
-                    *out.add(i) = *src.add(i * lds + j);
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,34 +143,14 @@ mod tests {
             .collect()
     }
 
-    /// The transposition puts every element where the transpose has it, for sizes that are
-    /// and are not multiples of the tile, with a row stride wider than the row.
-    #[test]
-    fn transpose_rows_moves_every_element() {
-        for (rows, cols, lds) in [(1, 1, 1), (16, 16, 16), (37, 53, 60), (300, 250, 250)] {
-            let src = values(rows * lds, 1);
-            let mut dst = vec![f32::NAN; rows * cols];
-            unsafe { transpose_rows(rows, cols, src.as_ptr(), lds, dst.as_mut_ptr()) };
-            for i in 0..rows {
-                for j in 0..cols {
-                    assert_eq!(
-                        dst[j * rows + i],
-                        src[i * lds + j],
-                        "{rows}x{cols} [{i},{j}]"
-                    );
-                }
-            }
-        }
-    }
-
-    /// Bands depend on `n` only: the widest is two 48-column panels, a narrow `c` still has
+    /// Bands depend on `n` only: the widest is two 64-column panels, a narrow `c` still has
     /// four bands, and the scratch is one band's buffer per thread.
     #[test]
     fn bands_depend_on_the_columns_only() {
-        assert_eq!(band_width(1024), 96);
+        assert_eq!(band_width(1024), 128);
         assert_eq!(band_width(70), 32);
         assert_eq!(band_width(1), 16);
-        assert_eq!(transposed_rhs_scratch_len(2, 1024, 1024), 2 * 96 * 1024);
+        assert_eq!(transposed_rhs_scratch_len(2, 1024, 1024), 2 * 128 * 1024);
         assert_eq!(transposed_rhs_scratch_len(0, 70, 19), 32 * 19);
     }
 
