@@ -7,6 +7,7 @@
 //! or strided operand costs nothing.
 
 pub mod small;
+mod transpose;
 pub mod transposed_rhs;
 
 use crate::parallel::Shared;

@@ -4,28 +4,51 @@
 //! The `gemm` crate turns a row-major `c = a * b` into `c^T = b^T * a^T` and packs `b^T` in
 //! column panels; from a `[n, k]` operand each panel gathers 48 rows `k` floats apart, and with
 //! `k = 1024` those rows share their L1 sets (4 KiB apart). The MLP's `[256, 1024] x [1024,
-//! 1024]^T` product ran at 0.64 of the rate of its untransposed twin (one thread, on-CPU
-//! time). Here `b` is first copied to `[k, n]` in cache-sized tiles (a 4 MiB pass, shared by
-//! the threads), and the product runs on the copy, at 0.85 of the twin's rate: the same sums
-//! in the same order, so the same bits.
+//! 1024]^T` product ran at 0.42 of the rate of its untransposed twin (one thread, on-CPU
+//! time); copying the whole of `b` to `[k, n]` first brought it to 0.62, the copy being a
+//! memory-bound pass of its own.
+//!
+//! Here the product runs in bands of [`band_width`] columns of `c`: a band's rows of `b`
+//! (contiguous, `k` floats each) are transposed into the running thread's own `k x band`
+//! buffer, which stays in its L2 cache, and the `gemm` crate packs its panels from there. `b`
+//! is read from memory once, as the untransposed twin reads it, and the transposition costs an
+//! L2 pass. Every element of `c` is the `gemm` crate's sum over the whole of `k`, as the
+//! product reading `b` in place sums it, so the bits are those of that product on any number
+//! of threads.
 
+use super::transpose::{transpose_rows, TILE};
 use super::{sgemm, GemmBackend, PARALLEL_PRODUCT};
-use crate::parallel::{chunk_len, for_each_range, Shared};
+use crate::parallel::{for_each_share_on_slots, Shared};
 
-/// Products at least this large (`m * n * k`) copy a transposed `b` first; smaller ones read
-/// it in place (the copy would cost more than the gathers it saves).
+/// Products at least this large (`m * n * k`) transpose a transposed `b` band by band; smaller
+/// ones read it in place (the transposition would cost more than the gathers it saves).
 pub const COPY_TRANSPOSED_RHS: usize = PARALLEL_PRODUCT;
 
-/// Rows and columns of one tile of the copy: 16 x 16 floats, one cache line per row read
-/// and per row written.
-const TILE: usize = 16;
+/// Columns of `c` in one band at most: two of the `gemm` crate's 64-row AVX-512 panels (a
+/// band that is not a multiple of 64 ends in a half-width kernel), and a `1024 x 128` buffer
+/// (512 KiB) that leaves room in a 1 MiB L2 for the panels of `a`.
+const MAX_BAND: usize = 128;
+
+/// The columns of `c` in one band for `n` columns: [`MAX_BAND`], or for a narrow `c` a quarter
+/// of it (a multiple of 16) so that two threads still share several bands. It depends on `n`
+/// only, so the bands, and the bits, are the same for any number of threads.
+fn band_width(n: usize) -> usize {
+    n.div_ceil(4).next_multiple_of(TILE).min(MAX_BAND)
+}
+
+/// Floats of scratch [`sgemm_transposed_rhs`] needs on `threads` threads: one `k x band`
+/// buffer per thread.
+pub fn transposed_rhs_scratch_len(threads: usize, n: usize, k: usize) -> usize {
+    threads.max(1) * k * band_width(n)
+}
 
 /// `c = a * b` (or `c += a * b`) where `b` is stored `[n, k]` with row stride `ldb`
-/// (`b[p][j]` at `j * ldb + p`); `scratch` holds `k * n` floats for the copy of `b`.
+/// (`b[p][j]` at `j * ldb + p`); `scratch` holds [`transposed_rhs_scratch_len`]`(threads, n,
+/// k)` floats.
 ///
 /// # Safety
 /// The pointers must address `m x k` (strides `rsa`, `csa`), `n x ldb`, `m x n` (strides
-/// `rsc`, `csc`) and `k * n` floats, the last not overlapping the others.
+/// `rsc`, `csc`) and the scratch's floats, the last not overlapping the others.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn sgemm_transposed_rhs(
     threads: usize,
@@ -62,56 +85,51 @@ pub unsafe fn sgemm_transposed_rhs(
             accumulate,
         );
     }
-    transpose_rows(threads, n, k, b, ldb, scratch);
-    sgemm(
-        GemmBackend::Gemm,
-        threads,
-        m,
-        n,
-        k,
-        a,
-        rsa,
-        csa,
-        scratch,
-        n as isize,
-        1,
-        c,
-        rsc,
-        csc,
-        accumulate,
-    )
-}
-
-/// Copies the `rows x cols` matrix `src` (row stride `lds`) to `dst`, `cols x rows`
-/// row-major, in [`TILE`]-square tiles, bands of `TILE` source rows shared by the threads.
-///
-/// # Safety
-/// `src` must address `rows` rows of `lds >= cols` floats and `dst` `rows * cols` floats.
-pub(crate) unsafe fn transpose_rows(
-    threads: usize,
-    rows: usize,
-    cols: usize,
-    src: *const f32,
-    lds: usize,
-    dst: *mut f32,
-) {
-    let (src, dst) = (Shared(src as *mut f32), Shared(dst));
-    let threads = if rows * cols >= 1 << 16 { threads } else { 1 };
-    let band = chunk_len(rows, threads, TILE);
-    for_each_range(rows, band, threads, |r0, r1| {
-        let (src, dst) = (src.get() as *const f32, dst.get());
-        for i0 in (r0..r1).step_by(TILE) {
-            let i1 = (i0 + TILE).min(r1);
-            for j0 in (0..cols).step_by(TILE) {
-                let j1 = (j0 + TILE).min(cols);
-                for j in j0..j1 {
-                    let out = dst.add(j * rows);
-                    for i in i0..i1 {
-                        *out.add(i) = *src.add(i * lds + j);
-                    }
-                }
-            }
-        }
+    let band = band_width(n);
+    let bands = n.div_ceil(band);
+    let threads = if m * n * k >= PARALLEL_PRODUCT {
+        threads.max(1)
+    } else {
+        1
+    };
+    // With fewer bands than two per thread, the rows of `c` are cut too; each part
+    // transposes its band itself (`k x band` floats against `2 x rows x band x k` flops).
+    let row_parts = if bands >= 2 * threads {
+        1
+    } else {
+        (2 * threads).div_ceil(bands).min(m.div_ceil(TILE))
+    };
+    let rows = m.div_ceil(row_parts);
+    let row_parts = m.div_ceil(rows);
+    let (a, b, c, scratch) = (
+        Shared(a as *mut f32),
+        Shared(b as *mut f32),
+        Shared(c),
+        Shared(scratch),
+    );
+    for_each_share_on_slots(bands * row_parts, threads, |slot, share| {
+        let (j0, i0) = ((share / row_parts) * band, (share % row_parts) * rows);
+        let (width, height) = (band.min(n - j0), rows.min(m - i0));
+        let buffer = scratch.get().add(slot * k * band);
+        let b = b.get() as *const f32;
+        transpose_rows(width, k, b.add(j0 * ldb), ldb, buffer);
+        sgemm(
+            GemmBackend::Gemm,
+            1,
+            height,
+            width,
+            k,
+            (a.get() as *const f32).offset(i0 as isize * rsa),
+            rsa,
+            csa,
+            buffer,
+            width as isize,
+            1,
+            c.get().offset(i0 as isize * rsc + j0 as isize * csc),
+            rsc,
+            csc,
+            accumulate,
+        )
     });
 }
 
@@ -125,30 +143,21 @@ mod tests {
             .collect()
     }
 
-    /// The copy puts every element where the transpose has it, for sizes that are and are not
-    /// multiples of the tile, with a row stride wider than the row.
+    /// Bands depend on `n` only: the widest is two 64-column panels, a narrow `c` still has
+    /// four bands, and the scratch is one band's buffer per thread.
     #[test]
-    fn transpose_rows_moves_every_element() {
-        for (rows, cols, lds) in [(1, 1, 1), (16, 16, 16), (37, 53, 60), (300, 250, 250)] {
-            let src = values(rows * lds, 1);
-            for threads in [1, 2, 3] {
-                let mut dst = vec![f32::NAN; rows * cols];
-                unsafe { transpose_rows(threads, rows, cols, src.as_ptr(), lds, dst.as_mut_ptr()) };
-                for i in 0..rows {
-                    for j in 0..cols {
-                        assert_eq!(
-                            dst[j * rows + i],
-                            src[i * lds + j],
-                            "{rows}x{cols} [{i},{j}]"
-                        );
-                    }
-                }
-            }
-        }
+    fn bands_depend_on_the_columns_only() {
+        assert_eq!(band_width(1024), 128);
+        assert_eq!(band_width(70), 32);
+        assert_eq!(band_width(1), 16);
+        assert_eq!(transposed_rhs_scratch_len(2, 1024, 1024), 2 * 128 * 1024);
+        assert_eq!(transposed_rhs_scratch_len(0, 70, 19), 32 * 19);
     }
 
-    /// The product with the copied `b` gives bitwise the product reading `b` in place, on 1 and
-    /// 2 threads, storing and accumulating, including odd sizes and the MLP's data gradient.
+    /// The banded product gives bitwise the product reading `b` in place, on 1, 2 and 3
+    /// threads, storing and accumulating, for sizes that are and are not multiples of the
+    /// bands and tiles (one band cut by rows, single rows and columns, a `k` of 1) and the
+    /// MLP's data gradient.
     #[test]
     fn equals_the_product_reading_b_in_place() {
         for (m, n, k) in [
@@ -156,15 +165,19 @@ mod tests {
             (33, 70, 19),
             (5, 300, 257),
             (300, 17, 64),
+            (1, 1000, 300),
+            (700, 1, 400),
+            (129, 200, 1),
+            (2000, 40, 160),
         ] {
             let a = values(m * k, 2);
             let b = values(n * (k + 3), 3);
             let ldb = k + 3;
             for accumulate in [false, true] {
-                for threads in [1, 2] {
+                for threads in [1, 2, 3] {
                     let mut want = vec![0.5f32; m * n];
                     let mut got = want.clone();
-                    let mut scratch = vec![0f32; k * n];
+                    let mut scratch = vec![f32::NAN; transposed_rhs_scratch_len(threads, n, k)];
                     unsafe {
                         sgemm(
                             GemmBackend::Gemm,

@@ -3,14 +3,17 @@
 //! strided run are first permuted into scratch space; everything else goes to the kernels
 //! crate's GEMM (`tessel_kernels::gemm`) with strides, no copies, except a large f32 right
 //! operand stored transposed (contracted along its rows, as a dense layer's data gradient
-//! reads its kernel): the `gemm` crate gathers it with a cache-hostile stride, so it is copied
-//! to `[k, n]` first (`gemm::transposed_rhs`).
+//! reads its kernel): the `gemm` crate gathers it with a cache-hostile stride, so the product
+//! runs in column bands, each band of it transposed into a per-thread buffer that stays in
+//! cache (`gemm::transposed_rhs`).
 
 use crate::jit::buffer::Addr;
 use crate::jit::host::{guarded, permute_copy, resolve, Status};
 use crate::jit::JitError;
 use tessel_compiler::ir::{ArrayShape, DotDimensionNumbers, ElementType};
-use tessel_kernels::gemm::transposed_rhs::{sgemm_transposed_rhs, COPY_TRANSPOSED_RHS};
+use tessel_kernels::gemm::transposed_rhs::{
+    sgemm_transposed_rhs, transposed_rhs_scratch_len, COPY_TRANSPOSED_RHS,
+};
 use tessel_kernels::gemm::{dgemm, igemm_wrapping, sgemm, GemmBackend};
 
 /// One dot operand: where it is, and how to see it as [batch, rows, cols].
@@ -39,8 +42,8 @@ pub(crate) struct DotPlan {
     out: Addr,
     backend: GemmBackend,
     threads: usize,
-    /// Scratch for `k * n` floats when the right operand is copied from `[n, k]` to `[k, n]`
-    /// before each product (see the module doc).
+    /// Scratch for the bands of the right operand transposed from `[n, k]` to `[k, n]` when
+    /// it is stored transposed (see the module doc).
     rhs_copy: Option<Addr>,
 }
 
@@ -158,7 +161,7 @@ impl DotPlan {
             && backend == GemmBackend::Gemm
             && transposed_rhs
             && m * n * k >= COPY_TRANSPOSED_RHS)
-            .then(|| alloc(k * n * 4));
+            .then(|| alloc(transposed_rhs_scratch_len(threads, n, k) * 4));
         Ok(DotPlan {
             name: name.to_string(),
             ty,
@@ -314,13 +317,14 @@ mod tests {
         asked
     }
 
-    /// A large f32 product with a transposed right operand copies it (`k * n` floats of
-    /// scratch); a small one, an untransposed one and one on `matrixmultiply` do not.
+    /// A large f32 product with a transposed right operand transposes it band by band (one
+    /// `k x band` buffer per thread, 2 threads); a small one, an untransposed one and one on
+    /// `matrixmultiply` do not.
     #[test]
-    fn a_large_transposed_rhs_is_copied() {
+    fn a_large_transposed_rhs_is_transposed_in_bands() {
         let gemm = GemmBackend::Gemm;
-        assert_eq!(scratch_of(256, 1024, 1024, true, gemm), 1024 * 1024 * 4);
-        assert_eq!(scratch_of(33, 70, 257, true, gemm), 257 * 70 * 4);
+        assert_eq!(scratch_of(256, 1024, 1024, true, gemm), 2 * 1024 * 128 * 4);
+        assert_eq!(scratch_of(33, 70, 257, true, gemm), 2 * 257 * 32 * 4);
         assert_eq!(scratch_of(256, 1024, 1024, false, gemm), 0);
         assert_eq!(scratch_of(8, 8, 8, true, gemm), 0);
         assert_eq!(
