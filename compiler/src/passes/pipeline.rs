@@ -2,7 +2,7 @@
 //! every pass, a timer per pass and a hook (for dumps) after every pass.
 
 use super::{
-    AlgebraicSimplifier, CallInliner, ConstantFolding, Cse, Dce, Fusion, Pass, PassError,
+    AlgebraicSimplifier, AllReduceCombiner, CallInliner, ConstantFolding, Cse, Dce, Fusion, Pass, PassError,
     Scheduler, WhileLoopSimplifier, WhileLoopUnroller,
 };
 use crate::ir::Module;
@@ -164,8 +164,8 @@ impl Pipeline {
 pub(crate) const SIMPLIFICATION_ITERATIONS: usize = 8;
 
 /// XLA:CPU's order: a simplification fixed point (small loops unrolled, call inlining,
-/// algebraic simplifier, DCE, while-loop simplification, constant folding, CSE), fusion,
-/// DCE, scheduling. Buffer assignment runs after the pipeline (see
+/// algebraic simplifier, DCE, while-loop simplification, constant folding, CSE), all-reduce
+/// combining, fusion, DCE, scheduling. Buffer assignment runs after the pipeline (see
 /// `crate::compile::optimize`).
 pub(crate) fn default_pipeline() -> Pipeline {
     let mut p = Pipeline::new("optimize");
@@ -183,6 +183,7 @@ pub(crate) fn default_pipeline() -> Pipeline {
         ],
         SIMPLIFICATION_ITERATIONS,
     );
+    p.add_pass(AllReduceCombiner::default());
     p.add_pass(Fusion::default());
     p.add_pass(Dce);
     p.add_pass(Scheduler);
