@@ -5,7 +5,8 @@
 //! of cases is left without a test.
 
 use tessel_compiler::passes::{
-    AlgebraicSimplifier, AllReduceCombiner, CallInliner, Cse, Dce, Scheduler, WhileLoopSimplifier, WhileLoopUnroller,
+    AlgebraicSimplifier, AllReduceCombiner, CallInliner, Cse, Dce, Scheduler, WhileLoopSimplifier,
+    WhileLoopUnroller,
 };
 use tessel_tests::golden_dir;
 use tessel_tests::pass_golden::run_pass_suite;
