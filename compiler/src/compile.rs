@@ -35,6 +35,9 @@ pub struct CompileOptions {
     /// reported and dumped is made with them (the JIT's make it the arena that runs). `None`:
     /// the compiler's own report needs ([`ReportNeeds`]).
     pub buffer_needs: Option<Arc<dyn BufferNeeds + Send + Sync>>,
+    /// Passes of the pipeline not to run, by name (XLA's `--xla_disable_hlo_passes`), e.g.
+    /// `all-reduce-combiner`. A name the pipeline does not have is an error.
+    pub disabled_passes: Vec<String>,
 }
 
 impl std::fmt::Debug for CompileOptions {
@@ -42,6 +45,7 @@ impl std::fmt::Debug for CompileOptions {
         f.debug_struct("CompileOptions")
             .field("dump_to", &self.dump_to)
             .field("dump_pass_re", &self.dump_pass_re)
+            .field("disabled_passes", &self.disabled_passes)
             .field(
                 "buffer_needs",
                 &self.buffer_needs.as_ref().map(|_| "custom"),
@@ -99,6 +103,7 @@ pub fn optimize(m: &mut Module, opts: &CompileOptions) -> Result<CompileReport, 
         None => None,
     };
     let mut pipeline = default_pipeline();
+    pipeline.disable(&opts.disabled_passes)?;
     let mut dump_error: Option<DumpError> = None;
     let passes = {
         let mut hook = |r: &PassRecord, m: &Module| {

@@ -170,6 +170,15 @@ for step in 50 200; do
     die "MNIST on 2 hosts: the checkpoint of step $step differs from one process's"
 done
 ok "MNIST on 2 hosts x 1 shard: the checkpoints of steps 50 and 200 are bitwise those of 1 x 2"
+# The step's gradient all-reduces are combined into one exchange (the all-reduce-combiner
+# pass); one process with the pass turned off, an all-reduce per gradient, must leave the same
+# checkpoint as the 2 hosts' combined step.
+XLA_FLAGS=--xla_disable_hlo_passes=all-reduce-combiner "$mnist" "${train[@]}" \
+  --model-dir "$tmp/est_separate" >/dev/null 2>"$tmp/est_separate.err" ||
+  die "MNIST in one process without the combiner: $(cat "$tmp/est_separate.err")"
+cmp -s "$tmp/est_separate/model.ckpt-200.safetensors" "$tmp/est_two/model.ckpt-200.safetensors" ||
+  die "MNIST: the combined step on 2 hosts differs from separate all-reduces in one process"
+ok "MNIST: the combined step on 2 hosts x 1 shard is bitwise 1 x 2 with an all-reduce per gradient"
 # --fast-allreduce: MPI adds the 2 hosts' gradients; a sum of two is the same in either
 # order, so the checkpoint is still bitwise one process's.
 timeout 600 mpirun -np 2 "$mnist" "${train[@]}" --fast-allreduce --model-dir "$tmp/est_fast" >/dev/null \

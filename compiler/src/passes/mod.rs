@@ -6,6 +6,7 @@
 //! `crate::compile::optimize` runs it (with buffer assignment and dumps) for library callers.
 
 pub mod algebraic_simplifier;
+pub mod all_reduce_combiner;
 pub mod buffer_assignment;
 pub mod call_inliner;
 pub mod constant_folding;
@@ -24,6 +25,7 @@ pub mod while_loop_unroller;
 use crate::ir::Module;
 
 pub use algebraic_simplifier::AlgebraicSimplifier;
+pub use all_reduce_combiner::AllReduceCombiner;
 pub use buffer_assignment::{
     assign_buffers, assign_buffers_with, Buffer, BufferAssignment, BufferKind, BufferNeeds,
     Instance, LoopCopy, ReportNeeds,

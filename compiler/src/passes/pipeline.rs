@@ -2,8 +2,8 @@
 //! every pass, a timer per pass and a hook (for dumps) after every pass.
 
 use super::{
-    AlgebraicSimplifier, CallInliner, ConstantFolding, Cse, Dce, Fusion, Pass, PassError,
-    Scheduler, WhileLoopSimplifier, WhileLoopUnroller,
+    AlgebraicSimplifier, AllReduceCombiner, CallInliner, ConstantFolding, Cse, Dce, Fusion, Pass,
+    PassError, Scheduler, WhileLoopSimplifier, WhileLoopUnroller,
 };
 use crate::ir::Module;
 use crate::verifier::VerifyError;
@@ -39,6 +39,8 @@ pub struct Pipeline {
     pub name: String,
     stages: Vec<Stage>,
     verifier: Option<Verifier>,
+    /// Passes skipped wherever they stand (see [`Pipeline::disable`]).
+    disabled: Vec<String>,
 }
 
 impl Pipeline {
@@ -47,6 +49,7 @@ impl Pipeline {
             name: name.into(),
             stages: Vec::new(),
             verifier: None,
+            disabled: Vec::new(),
         }
     }
 
@@ -78,6 +81,33 @@ impl Pipeline {
         self
     }
 
+    /// Skips the passes named `names` wherever they stand (XLA's `--xla_disable_hlo_passes`).
+    /// A name that is not one of the pipeline's passes is an error.
+    pub fn disable(&mut self, names: &[String]) -> Result<&mut Pipeline, PassError> {
+        let known: Vec<&'static str> = self
+            .stages
+            .iter()
+            .flat_map(|s| match s {
+                Stage::Pass(p) => vec![p.name()],
+                Stage::FixedPoint { passes, .. } => passes.iter().map(|p| p.name()).collect(),
+            })
+            .collect();
+        for name in names {
+            if !known.contains(&name.as_str()) {
+                return Err(PassError::new(
+                    name.clone(),
+                    format!(
+                        "cannot disable it: pipeline {} has no such pass (it has {})",
+                        self.name,
+                        known.join(", ")
+                    ),
+                ));
+            }
+        }
+        self.disabled.extend(names.iter().cloned());
+        Ok(self)
+    }
+
     /// The names of the passes, in order, with fixed-point groups as `name(a, b, ...)`.
     pub fn describe(&self) -> Vec<String> {
         self.stages
@@ -104,11 +134,15 @@ impl Pipeline {
     ) -> Result<Vec<PassRecord>, PassError> {
         let mut records = Vec::new();
         let verifier = self.verifier.as_ref();
+        let disabled = &self.disabled;
         let mut run_one = |pass: &mut Box<dyn Pass>,
                            group: Option<&str>,
                            m: &mut Module,
                            records: &mut Vec<PassRecord>|
          -> Result<bool, PassError> {
+            if disabled.iter().any(|d| d == pass.name()) {
+                return Ok(false);
+            }
             let start = Instant::now();
             let changed = pass.run(m)?;
             let record = PassRecord {
@@ -164,8 +198,8 @@ impl Pipeline {
 pub(crate) const SIMPLIFICATION_ITERATIONS: usize = 8;
 
 /// XLA:CPU's order: a simplification fixed point (small loops unrolled, call inlining,
-/// algebraic simplifier, DCE, while-loop simplification, constant folding, CSE), fusion,
-/// DCE, scheduling. Buffer assignment runs after the pipeline (see
+/// algebraic simplifier, DCE, while-loop simplification, constant folding, CSE), all-reduce
+/// combining, fusion, DCE, scheduling. Buffer assignment runs after the pipeline (see
 /// `crate::compile::optimize`).
 pub(crate) fn default_pipeline() -> Pipeline {
     let mut p = Pipeline::new("optimize");
@@ -183,6 +217,7 @@ pub(crate) fn default_pipeline() -> Pipeline {
         ],
         SIMPLIFICATION_ITERATIONS,
     );
+    p.add_pass(AllReduceCombiner::default());
     p.add_pass(Fusion::default());
     p.add_pass(Dce);
     p.add_pass(Scheduler);

@@ -29,6 +29,7 @@
 //! | `log` | TF's log lines and the progress bar |
 
 mod dealer;
+mod disabled_passes;
 mod dump;
 mod eval_input;
 mod eval_progress;

@@ -195,6 +195,8 @@ impl TpuEstimator {
         device.threads = self.threads;
         // XLA_FLAGS=--xla_dump_to: the device dumps its passes and CLIF there too.
         device.dump_to = super::dump::dump_dir();
+        // XLA_FLAGS=--xla_disable_hlo_passes: passes the user turned off.
+        device.disabled_passes = super::disabled_passes::from_env();
         device
     }
 

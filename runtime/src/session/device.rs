@@ -44,6 +44,8 @@ pub struct Device {
     /// Run every replica in this process even inside an MPI job of several hosts (see
     /// [`Device::on_this_host`]).
     pub this_host_only: bool,
+    /// Optimization passes not to run, by name (`CompileOptions::disabled_passes`).
+    pub disabled_passes: Vec<String>,
 }
 
 impl Device {
@@ -61,6 +63,7 @@ impl Device {
             dump_to: None,
             dump_pass_re: None,
             this_host_only: false,
+            disabled_passes: Vec::new(),
         }
     }
 
@@ -135,6 +138,7 @@ impl Device {
             dump_to: self.dump_to.clone(),
             dump_pass_re: self.dump_pass_re.clone(),
             buffer_needs,
+            disabled_passes: self.disabled_passes.clone(),
         }
     }
 }

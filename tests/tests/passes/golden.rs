@@ -5,7 +5,8 @@
 //! of cases is left without a test.
 
 use tessel_compiler::passes::{
-    AlgebraicSimplifier, CallInliner, Cse, Dce, Scheduler, WhileLoopSimplifier, WhileLoopUnroller,
+    AlgebraicSimplifier, AllReduceCombiner, CallInliner, Cse, Dce, Scheduler, WhileLoopSimplifier,
+    WhileLoopUnroller,
 };
 use tessel_tests::golden_dir;
 use tessel_tests::pass_golden::run_pass_suite;
@@ -27,6 +28,7 @@ macro_rules! pass_golden_tests {
 
 pass_golden_tests! {
     algebraic_simplifier: "algebraic-simplifier" => AlgebraicSimplifier,
+    all_reduce_combiner: "all-reduce-combiner" => AllReduceCombiner::default(),
     call_inliner: "call-inliner" => CallInliner,
     cse: "cse" => Cse,
     dce: "dce" => Dce,

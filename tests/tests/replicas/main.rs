@@ -2,6 +2,7 @@
 //! replica stopping the others, and the data-parallel corpus modules against JAX.
 
 mod all_to_all;
+mod combined;
 mod corpus;
 mod jit;
 mod numbering;
