@@ -180,10 +180,11 @@ fn side_by_side(
 }
 
 /// A JAX program of three conv layers (`cnn_two_conv_layers_step` in the JAX corpus, which
-/// checks it against JAX's outputs): the gradients of layers 2 and 3 pair up, though the
-/// schedule puts layer 3's filter gradient last, with the same bits as one after the other.
+/// checks it against JAX's outputs): the 5x5 layer's gradients pair up, with the same bits as
+/// one after the other; the 3x3 layer's stay apart (`is_three_by_three` in
+/// `routines/conv_pair.rs`).
 #[test]
-fn a_three_layer_cnn_pairs_both_layers_gradients() {
+fn a_three_layer_cnn_pairs_its_5x5_layers_gradients() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/jax_user_programs");
     let text = std::fs::read_to_string(dir.join("cnn_two_conv_layers_step.hlo")).expect("reads");
     let args = tessel_runtime::host_io::read_safetensors(
@@ -200,7 +201,7 @@ fn a_three_layer_cnn_pairs_both_layers_gradients() {
     optimize(&mut module, &CompileOptions::default()).unwrap();
     let (on, on_pairs) = PAIR.run(&module, &args, true, 2);
     let (off, off_pairs) = PAIR.run(&module, &args, false, 2);
-    assert_eq!((on_pairs, off_pairs), (2, 0));
+    assert_eq!((on_pairs, off_pairs), (1, 0));
     assert!(on == off, "the outputs differ with the convolutions paired");
 }
 
@@ -386,7 +387,7 @@ fn a_loop_body_pairs_its_convolutions() {
 }
 
 fn check_loop_body(results: &str) {
-    let s = "(s32[], f32[2,6,7,5], f32[2,6,7,5], f32[3,3,5,5])";
+    let s = "(s32[], f32[2,6,7,5], f32[2,6,7,5], f32[5,5,5,5])";
     let x = "f32[2,6,7,5]";
     let text = format!(
         "HloModule m\n\n\
@@ -394,23 +395,36 @@ fn check_loop_body(results: &str) {
          ck = s32[] constant(3)\n  ROOT lt = pred[] compare(ci, ck), direction=NE\n}}\n\n\
          body {{\n  p = {s} parameter(0)\n  i = s32[] get-tuple-element(p), index=0\n  \
          a = {x} get-tuple-element(p), index=1\n  b = {x} get-tuple-element(p), index=2\n  \
-         k = f32[3,3,5,5] get-tuple-element(p), index=3\n  \
+         k = f32[5,5,5,5] get-tuple-element(p), index=3\n  \
          one = s32[] constant(1)\n  i2 = s32[] add(i, one)\n  \
-         ca = {x} convolution(a, k), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f\n  \
-         cb = {x} convolution(b, k), window={{size=3x3 pad=1_1x1_1 rhs_reversal=1x1}}, dim_labels=b01f_01io->b01f\n  \
+         ca = {x} convolution(a, k), window={{size=5x5 pad=2_2x2_2}}, dim_labels=b01f_01io->b01f\n  \
+         cb = {x} convolution(b, k), window={{size=5x5 pad=2_2x2_2 rhs_reversal=1x1}}, dim_labels=b01f_01io->b01f\n  \
          a2 = {x} tanh(cb)\n  b2 = {x} tanh(ca)\n  \
          ROOT t = {s} tuple(i2, {results}, k)\n}}\n\n\
          ENTRY main {{\n  a0 = {x} parameter(0)\n  b0 = {x} parameter(1)\n  \
-         k0 = f32[3,3,5,5] parameter(2)\n  \
+         k0 = f32[5,5,5,5] parameter(2)\n  \
          zero = s32[] constant(0)\n  init = {s} tuple(zero, a0, b0, k0)\n  \
          ROOT w = {s} while(init), condition=cond, body=body\n}}\n"
     );
     let args = [
         pseudo_random_f32(&[2, 6, 7, 5], 1, 0),
         pseudo_random_f32(&[2, 6, 7, 5], 2, 0),
-        pseudo_random_f32(&[3, 3, 5, 5], 3, 0),
+        small_kernel(&[5, 5, 5, 5], 3),
     ];
     check(&text, &args, 1);
+}
+
+/// A kernel of values in [-0.25, 0.25): the loop applies it three times, and the 5x5
+/// Winograd routine's rounding would otherwise grow past the interpreter comparison's
+/// tolerance.
+fn small_kernel(dims: &[i64], seed: u32) -> Literal {
+    let Literal::Array(a) = pseudo_random_f32(dims, seed, 0) else {
+        unreachable!("an array")
+    };
+    let v = (0..a.len())
+        .map(|i| a.data.get_f64(i) as f32 / 8.0)
+        .collect();
+    Literal::Array(Array::f32(dims, v))
 }
 
 /// One `JitBufferNeeds` (as a device's pipeline options hold) used for two modules in turn:
@@ -469,22 +483,22 @@ fn convolutions_in_conditional_branches_pair_and_fold() {
     let text = format!(
         "HloModule m\n\n\
          maxf {{\n  ma = f32[] parameter(0)\n  mb = f32[] parameter(1)\n  ROOT mm = f32[] maximum(ma, mb)\n}}\n\n\
-         pair {{\n  p = ({x}, {x}, f32[3,3,6,6]) parameter(0)\n  \
+         pair {{\n  p = ({x}, {x}, f32[5,5,6,6]) parameter(0)\n  \
          a = {x} get-tuple-element(p), index=0\n  b = {x} get-tuple-element(p), index=1\n  \
-         k = f32[3,3,6,6] get-tuple-element(p), index=2\n  \
-         ca = {x} convolution(a, k), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f\n  \
-         cb = {x} convolution(b, k), window={{size=3x3 pad=1_1x1_1 rhs_reversal=1x1}}, dim_labels=b01f_01io->b01f\n  \
+         k = f32[5,5,6,6] get-tuple-element(p), index=2\n  \
+         ca = {x} convolution(a, k), window={{size=5x5 pad=2_2x2_2}}, dim_labels=b01f_01io->b01f\n  \
+         cb = {x} convolution(b, k), window={{size=5x5 pad=2_2x2_2 rhs_reversal=1x1}}, dim_labels=b01f_01io->b01f\n  \
          s = {x} add(ca, cb)\n  \
          ninf = f32[] constant(-inf)\n  \
          ROOT r = f32[2,4,4,6] reduce-window(s, ninf), window={{size=1x2x2x1 stride=1x2x2x1}}, to_apply=maxf\n}}\n\n\
-         layer {{\n  p = ({x}, {x}, f32[3,3,6,6]) parameter(0)\n  \
-         a = {x} get-tuple-element(p), index=0\n  k = f32[3,3,6,6] get-tuple-element(p), index=2\n  \
-         c = {x} convolution(a, k), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f\n  \
+         layer {{\n  p = ({x}, {x}, f32[5,5,6,6]) parameter(0)\n  \
+         a = {x} get-tuple-element(p), index=0\n  k = f32[5,5,6,6] get-tuple-element(p), index=2\n  \
+         c = {x} convolution(a, k), window={{size=5x5 pad=2_2x2_2}}, dim_labels=b01f_01io->b01f\n  \
          zero = f32[] constant(0)\n  zeros = {x} broadcast(zero), dimensions={{}}\n  \
          relu = {x} maximum(c, zeros)\n  ninf = f32[] constant(-inf)\n  \
          ROOT r = f32[2,4,4,6] reduce-window(relu, ninf), window={{size=1x2x2x1 stride=1x2x2x1}}, to_apply=maxf\n}}\n\n\
          ENTRY main {{\n  which = pred[] parameter(0)\n  a = {x} parameter(1)\n  b = {x} parameter(2)\n  \
-         k = f32[3,3,6,6] parameter(3)\n  ops = ({x}, {x}, f32[3,3,6,6]) tuple(a, b, k)\n  \
+         k = f32[5,5,6,6] parameter(3)\n  ops = ({x}, {x}, f32[5,5,6,6]) tuple(a, b, k)\n  \
          ROOT c = f32[2,4,4,6] conditional(which, ops, ops), true_computation=pair, false_computation=layer\n}}\n"
     );
     for which in [true, false] {
@@ -495,7 +509,7 @@ fn convolutions_in_conditional_branches_pair_and_fold() {
             )),
             pseudo_random_f32(&[2, 8, 8, 6], 1, 0),
             pseudo_random_f32(&[2, 8, 8, 6], 2, 0),
-            pseudo_random_f32(&[3, 3, 6, 6], 3, 0),
+            pseudo_random_f32(&[5, 5, 6, 6], 3, 0),
         ];
         check(&text, &args, 1);
     }

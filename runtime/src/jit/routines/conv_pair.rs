@@ -70,7 +70,10 @@ fn conv_pairs(m: &Module, comp: &Computation, options: &JitOptions) -> Pairs {
     // The convolutions run so far that may still take a partner, in order, with their kind.
     let mut unpaired: Vec<(InstrId, Kind)> = Vec::new();
     for &id in &order {
-        if !matches!(comp.get(id).op, Op::Convolution(_)) || has_epilogue(m, comp, id) {
+        if !matches!(comp.get(id).op, Op::Convolution(_))
+            || has_epilogue(m, comp, id)
+            || is_three_by_three(comp, id)
+        {
             continue;
         }
         let Some(kind) = routine_kind(comp, id, options) else {
@@ -185,6 +188,31 @@ fn routine_kind(comp: &Computation, id: InstrId, options: &JitOptions) -> Option
         "winograd" | "winograd-filter" => Some(Kind::Winograd),
         _ => None,
     })
+}
+
+/// Whether `conv` is a 3x3 convolution or the filter gradient of one (its output is 3x3).
+/// Their routines are not paired: the Winograd F(4x4, 3x3) routines scale to two threads
+/// (1.9-2.0x), so a pair, each on one core, gains nothing by the rule's arithmetic (see
+/// [`BALANCE`]), and measured it lost. On a Zen 5 (`cpu family 26`, `model 2`) the ResNet-20
+/// step's pairs took 2.56, 1.76 and 1.26 ms per stage against 2.06, 1.44 and 1.14 ms for
+/// their two routines one after the other on both cores; the step took 75 ms with pairs and
+/// 69-71 without, and with another process competing for the cores 141-147 against
+/// 123-127 ms. The Fashion-MNIST CNN's one 3x3 pair was within the noise either way. The
+/// MNIST CNN's 5x5 pairs still gain (its step is about 4% faster with them).
+fn is_three_by_three(comp: &Computation, conv: InstrId) -> bool {
+    let instr = comp.get(conv);
+    let Op::Convolution(c) = &instr.op else {
+        return false;
+    };
+    let filter = c.window.dims.len() == 2 && c.window.dims.iter().all(|d| d.size == 3);
+    let gradient = instr.shape.as_array().is_some_and(|out| {
+        c.dims.output_spatial.len() == 2
+            && c.dims
+                .output_spatial
+                .iter()
+                .all(|&d| out.dims.get(d as usize) == Some(&3))
+    });
+    filter || gradient
 }
 
 /// A family of routines with about the same speed per direct multiply-add (Winograd does
