@@ -24,27 +24,9 @@ pub(crate) fn counted_loop(
         e.new_scope();
         return Ok(());
     }
-    let header = e.fb.create_block();
-    let body_block = e.fb.create_block();
-    let exit = e.fb.create_block();
-    e.fb.append_block_param(header, types::I64);
-    let s = e.fb.ins().iconst(types::I64, start);
-    e.fb.ins().jump(header, &[s.into()]);
-    e.fb.switch_to_block(header);
-    let iv = e.fb.block_params(header)[0];
-    let more = e.fb.ins().icmp_imm_s(IntCC::SignedLessThan, iv, end);
-    e.fb.ins().brif(more, body_block, &[], exit, &[]);
-    e.fb.seal_block(body_block);
-    e.fb.switch_to_block(body_block);
-    e.new_scope();
-    body(e, iv)?;
-    let next = e.fb.ins().iadd_imm_s(iv, step);
-    e.fb.ins().jump(header, &[next.into()]);
-    e.fb.seal_block(header);
-    e.fb.seal_block(exit);
-    e.fb.switch_to_block(exit);
-    e.new_scope();
-    Ok(())
+    let start = e.fb.ins().iconst(types::I64, start);
+    let end = e.fb.ins().iconst(types::I64, end);
+    counted_loop_between(e, start, end, step, body)
 }
 
 /// Emits `for iv in (start..end).step_by(step) { body(iv) }` with bounds known only at run
