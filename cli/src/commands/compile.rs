@@ -63,6 +63,7 @@ pub fn run(args: &CompileArgs) -> ExitCode {
         // What the routines took over (docs/jit.md): a user sees whether a layer got them.
         println!("jit_folded_pools: {}", stats.folded_pools);
         println!("jit_paired_convolutions: {}", stats.paired_convolutions);
+        println!("jit_chunked_kernels: {}", stats.chunked_kernels);
         println!("jit_pool_choices: {}", stats.pool_choices);
         println!("jit_discarded_outputs: {}", stats.discarded_outputs);
     }

@@ -108,3 +108,25 @@ fn compile_rejects_a_module_with_64_bit_values() {
     );
     assert!(out.stdout.is_empty(), "nothing is compiled");
 }
+
+/// The b128 MNIST step on two threads: its large elementwise kernels run in chunks claimed at
+/// run time, and `tessel compile` says how many.
+#[test]
+fn compile_counts_the_kernels_run_in_chunks() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessel"))
+        .env("TESSEL_THREADS", "2")
+        .args([
+            "compile",
+            corpus("mnist_cnn_train_step_b128.hlo").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let chunked: usize = value(&stdout, "jit_chunked_kernels").parse().unwrap();
+    assert!(chunked > 0, "{stdout}");
+}
