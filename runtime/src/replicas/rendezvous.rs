@@ -53,6 +53,25 @@ pub(crate) trait RemoteHosts: Send + Sync {
     /// replica-id order, packed in one 1-D array) to the job's all-reduce; the total over
     /// every host comes back through [`Hub::deliver_sum`].
     fn sum(&self, key: &SlotKey, partial: Array);
+    /// A local member starts (`true`) or stops (`false`) waiting for other hosts' operands:
+    /// while any does, the transport looks for them often.
+    fn awaiting(&self, on: bool);
+}
+
+/// Tells the transport that a member waits for other hosts' operands, for as long as it lives.
+struct AwaitingRemote<'a>(&'a dyn RemoteHosts);
+
+impl<'a> AwaitingRemote<'a> {
+    fn new(remote: &'a dyn RemoteHosts) -> Self {
+        remote.awaiting(true);
+        AwaitingRemote(remote)
+    }
+}
+
+impl Drop for AwaitingRemote<'_> {
+    fn drop(&mut self) {
+        self.0.awaiting(false);
+    }
 }
 
 #[derive(Default)]
@@ -324,6 +343,8 @@ impl Hub {
             remote.send(&key, group, parts);
             s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         }
+        let spans = group.iter().any(|r| !self.local.contains(r));
+        let mut awaiting = None;
         loop {
             if let Some(p) = &s.poisoned {
                 return Err(EvalError::new(p.clone()));
@@ -340,6 +361,9 @@ impl Hub {
                     s.slots.remove(&key);
                 }
                 return Ok(parts);
+            }
+            if let (None, Some(remote), true) = (&awaiting, &self.remote, spans) {
+                awaiting = Some(AwaitingRemote::new(remote.as_ref()));
             }
             s = self.arrived.wait(s).unwrap_or_else(|p| p.into_inner());
         }

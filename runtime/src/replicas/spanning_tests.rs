@@ -21,6 +21,10 @@ struct Direct {
     own: OnceLock<Weak<Hub>>,
     other: OnceLock<Weak<Hub>>,
     sums: Arc<Sums>,
+    /// How many of this host's members wait for the other host's operands now, and how many
+    /// waits began in all.
+    awaiting: AtomicUsize,
+    waits: AtomicUsize,
 }
 
 /// What an all-reduce of the hosts' partial sums does, in one process: the first partial of
@@ -48,6 +52,15 @@ impl RemoteHosts for Direct {
 
     fn abort(&self, message: &str) {
         self.other().stop_from_remote(message.to_string());
+    }
+
+    fn awaiting(&self, on: bool) {
+        if on {
+            self.awaiting.fetch_add(1, Ordering::SeqCst);
+            self.waits.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.awaiting.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     fn sum(&self, key: &SlotKey, partial: Array) {
@@ -157,6 +170,43 @@ fn every_collective_split_over_hosts_is_bitwise_the_one_process_result() {
             assert_eq!(bits(g), bits(&want[r]), "split {split}, replica {r}");
         }
     }
+}
+
+#[test]
+fn a_member_waiting_for_the_other_host_says_so_until_its_operands_arrive() {
+    let m = collectives();
+    let args: Vec<Vec<Literal>> = (0..4).map(x).collect();
+    let want = evaluate_replicated(&m, args.clone()).unwrap();
+    let (a, b) = (Arc::new(Direct::default()), Arc::new(Direct::default()));
+    let hub_a = Arc::new(Hub::spanning(4, 0..2, a.clone()));
+    let hub_b = Arc::new(Hub::spanning(4, 2..4, b.clone()));
+    let _ = a.other.set(Arc::downgrade(&hub_b));
+    let _ = b.other.set(Arc::downgrade(&hub_a));
+    // Host b starts late, so host a's members wait at the first collective.
+    let got: Vec<Literal> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|r| {
+                let hub = if r < 2 { hub_a.clone() } else { hub_b.clone() };
+                let args = &args[r];
+                let m = &m;
+                s.spawn(move || {
+                    if r >= 2 {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                    }
+                    let link = ReplicaContext::new(r, 4, Numbering::Replicas, hub, None);
+                    evaluate_linked(m, args, &link).unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (r, g) in got.iter().enumerate() {
+        assert_eq!(bits(g), bits(&want[r]), "replica {r}");
+    }
+    assert!(a.waits.load(Ordering::SeqCst) >= 1, "host a never waited");
+    // Every wait ended.
+    assert_eq!(a.awaiting.load(Ordering::SeqCst), 0);
+    assert_eq!(b.awaiting.load(Ordering::SeqCst), 0);
 }
 
 #[test]

@@ -44,12 +44,16 @@ pub(crate) enum Outgoing {
     },
 }
 
-/// How often the thread looks for frames when nothing is posted.
-const POLL: Duration = Duration::from_micros(200);
+/// How often the thread looks for frames while nothing is under way here: no send or sum in
+/// flight, no local replica waiting for another host. A post wakes it at once, and a replica
+/// posts its own operands before it waits for the other hosts', so this bounds only how soon
+/// an abort or a heartbeat is seen. Waking rarely matters when hosts share cores: every
+/// wake-up preempts a replica.
+const POLL_IDLE: Duration = Duration::from_millis(2);
 
-/// How often it drives MPI while an all-reduce of partial sums is under way (MPI progresses
-/// a non-blocking collective only inside its calls).
-const POLL_SUMMING: Duration = Duration::from_micros(20);
+/// How often it looks, and drives MPI, while something is under way (MPI progresses a
+/// non-blocking send or collective only inside its calls).
+const POLL_BUSY: Duration = Duration::from_micros(20);
 
 /// How long a failing host waits for the others to report their own error before it ends
 /// the job.
@@ -241,10 +245,11 @@ pub(crate) fn serve(
     loop {
         // Posts: wait a little for one when idle, then take all that are queued.
         let first = if finishing.is_some() {
-            std::thread::sleep(POLL);
+            std::thread::sleep(POLL_BUSY);
             None
         } else {
-            let wait = if sums.is_empty() { POLL } else { POLL_SUMMING };
+            let busy = !sums.is_empty() || !in_flight.is_empty() || registry.awaited();
+            let wait = if busy { POLL_BUSY } else { POLL_IDLE };
             match posts.recv_timeout(wait) {
                 Ok(p) => Some(p),
                 Err(RecvTimeoutError::Timeout) => None,

@@ -8,6 +8,7 @@ use super::wire::Writer;
 use crate::replicas::rendezvous::{Hub, RemoteHosts, SlotKey};
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, Weak};
 use tessel_compiler::ir::{Array, Literal};
@@ -35,6 +36,8 @@ pub(crate) struct Registry {
     rank: usize,
     size: usize,
     state: Mutex<State>,
+    /// How many local replicas wait for other hosts' operands right now.
+    awaiting: Arc<AtomicUsize>,
 }
 
 impl Registry {
@@ -43,6 +46,7 @@ impl Registry {
             rank,
             size,
             state: Mutex::default(),
+            awaiting: Arc::default(),
         }
     }
 
@@ -69,6 +73,7 @@ impl Registry {
             size: self.size,
             to_comm: Mutex::new(to_comm),
             registry: Arc::downgrade(self),
+            awaiting: self.awaiting.clone(),
         };
         let hub = Arc::new(
             Hub::spanning(devices, local, Arc::new(link)).summing_unordered(unordered_sums),
@@ -119,6 +124,11 @@ impl Registry {
         }
     }
 
+    /// Whether a local replica waits for other hosts' operands.
+    pub(crate) fn awaited(&self) -> bool {
+        self.awaiting.load(Ordering::Acquire) > 0
+    }
+
     /// Why the job stopped, if it did.
     pub(crate) fn stopped(&self) -> Option<String> {
         self.lock().stopped.clone()
@@ -154,6 +164,7 @@ struct RunLink {
     size: usize,
     to_comm: Mutex<Sender<Outgoing>>,
     registry: Weak<Registry>,
+    awaiting: Arc<AtomicUsize>,
 }
 
 impl RunLink {
@@ -223,6 +234,14 @@ impl RemoteHosts for RunLink {
             key: *key,
             partial,
         });
+    }
+
+    fn awaiting(&self, on: bool) {
+        if on {
+            self.awaiting.fetch_add(1, Ordering::AcqRel);
+        } else {
+            self.awaiting.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 
     fn abort(&self, message: &str) {
