@@ -188,6 +188,7 @@ fn is_cheap_copy(c: &Computation, id: InstrId) -> bool {
                 c.get(instr.operand(0)).op,
                 Op::Parameter(_) | Op::Constant(_)
             ) || is_small_computed_broadcast(c, id)
+                || is_computed_scalar_broadcast(c, id)
         }
         // A chain stored anyway is read, not recomputed: copying it would keep its operand
         // stored too (ResNet-20's `relu(y)`, which a convolution reads, and `y`).
@@ -238,6 +239,21 @@ fn is_small_computed_broadcast(c: &Computation, id: InstrId) -> bool {
             source.op,
             Op::Parameter(_) | Op::Constant(_) | Op::GetTupleElement { .. }
         )
+}
+
+/// A broadcast of a computed scalar (Threefry's key words, a decayed learning rate) read by
+/// several fusions: each of them loads the scalar, where a kernel of its own would store the
+/// broadcast array for all of them to read (8 arrays of 512 KB in the MLP's dropout step).
+/// Not a link of a [`cheap_chain`]: copied chains would keep every scalar-keyed op of a
+/// Threefry round stored.
+fn is_computed_scalar_broadcast(c: &Computation, id: InstrId) -> bool {
+    let instr = c.get(id);
+    matches!(instr.op, Op::Broadcast { .. })
+        && instr.shape.is_array()
+        && c.get(instr.operand(0))
+            .shape
+            .as_array()
+            .is_some_and(|a| a.rank() == 0)
 }
 
 /// Most ops of a chain copied into its readers ([`cheap_chain`]).
