@@ -170,6 +170,11 @@ for step in 50 200; do
     die "MNIST on 2 hosts: the checkpoint of step $step differs from one process's"
 done
 ok "MNIST on 2 hosts x 1 shard: the checkpoints of steps 50 and 200 are bitwise those of 1 x 2"
+# The logged loss is the mean over every shard of the job, on every host, as one process logs it.
+losses() { grep -o 'loss = [0-9.e+-]*, step = [0-9]*' "$1" | sort -u; }
+[ -n "$(losses "$tmp/est_one.err")" ] && [ "$(losses "$tmp/est_one.err")" = "$(losses "$tmp/est_two.err")" ] ||
+  die "MNIST on 2 hosts logs the losses $(losses "$tmp/est_two.err" | tr '\n' ' '), one process $(losses "$tmp/est_one.err" | tr '\n' ' ')"
+ok "MNIST on 2 hosts logs one process's losses ($(losses "$tmp/est_one.err" | wc -l) lines)"
 # The step's gradient all-reduces are combined into one exchange (the all-reduce-combiner
 # pass); one process with the pass turned off, an all-reduce per gradient, must leave the same
 # checkpoint as the 2 hosts' combined step.

@@ -12,7 +12,9 @@ use crate::error::EstimatorError;
 use std::ops::Range;
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType, Literal};
 use tessel_runtime::feed::{unstack, FeedSource};
-use tessel_runtime::session::{alone_under_launcher, from_chief, job_hosts, SessionError};
+use tessel_runtime::session::{
+    alone_under_launcher, from_chief, from_every_host, job_hosts, SessionError,
+};
 
 /// This process's place among the hosts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +118,55 @@ pub(crate) fn chief_decides(hosts: Hosts, value: i64) -> Result<i64, EstimatorEr
         },
         _ => Err(malformed()),
     }
+}
+
+/// The per-step sums of a loop's outfed values (`width` of them) over this host's shards,
+/// each with its number of shards, added up over every host in host order: every host then
+/// takes the mean over all the job's shards, as one process running them all does (the
+/// logged loss, the hooks' values). Without a job of several hosts, `local` itself.
+pub(crate) fn step_sums_over_hosts(
+    hosts: Hosts,
+    width: usize,
+    local: Vec<(Vec<f64>, usize)>,
+) -> Result<Vec<(Vec<f64>, usize)>, EstimatorError> {
+    if !hosts.several() {
+        return Ok(local);
+    }
+    let steps = local.len();
+    let row = width + 1;
+    let mut flat = Vec::with_capacity(steps * row);
+    for (sums, shards) in &local {
+        flat.extend((0..width).map(|i| sums.get(i).copied().unwrap_or(0.0)));
+        flat.push(*shards as f64);
+    }
+    let mine = Literal::Array(Array::new(
+        ArrayShape::new(ElementType::F64, &[steps as i64, row as i64]),
+        ArrayData::F64(flat),
+    ));
+    let mut total = vec![(vec![0.0; width], 0usize); steps];
+    for (host, theirs) in from_every_host(mine)
+        .map_err(EstimatorError::Session)?
+        .iter()
+        .enumerate()
+    {
+        let values = match theirs.as_array().map(|a| &a.data) {
+            Some(ArrayData::F64(v)) if v.len() == steps * row => v,
+            _ => {
+                return Err(EstimatorError::Session(SessionError::Run {
+                    replica: None,
+                    instruction: None,
+                    message: format!(
+                        "host {host} sent the values of a loop of another form (expected {steps} steps of {width} values)"
+                    ),
+                }))
+            }
+        };
+        for ((sums, shards), r) in total.iter_mut().zip(values.chunks_exact(row)) {
+            sums.iter_mut().zip(r).for_each(|(s, v)| *s += v);
+            *shards += r[width] as usize;
+        }
+    }
+    Ok(total)
 }
 
 /// The chief's state (its restored checkpoint or initial values, step and input position) on

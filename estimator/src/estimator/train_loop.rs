@@ -8,7 +8,7 @@
 //! saved.
 
 use super::dealer::Dealer;
-use super::hosts::{chief_decides, Hosts};
+use super::hosts::{chief_decides, step_sums_over_hosts, Hosts};
 use super::loop_runner::LoopRunner;
 use crate::error::EstimatorError;
 use crate::hooks::{HookList, RunContext, RunValues};
@@ -123,9 +123,10 @@ impl TrainLoop<'_> {
             };
             let elapsed = started.elapsed();
             end.run_time += elapsed;
-            let per_step: Vec<Vec<f64>> = gathered
-                .iter()
-                .map(|s| s.sums.iter().map(|v| v / s.shards.max(1) as f64).collect())
+            let local = gathered.into_iter().map(|s| (s.sums, s.shards)).collect();
+            let per_step: Vec<Vec<f64>> = step_sums_over_hosts(self.hosts, outfed, local)?
+                .into_iter()
+                .map(|(sums, shards)| sums.iter().map(|v| v / shards.max(1) as f64).collect())
                 .collect();
             ctx.state.values = carried[0].split_off(1);
             ctx.state.global_step = step + k as i64;

@@ -88,3 +88,18 @@ pub fn from_chief(value: Literal) -> Result<Literal, SessionError> {
         .next()
         .ok_or_else(|| SessionError::run("the chief sent no value"))
 }
+
+/// Every host's `value`, in host order, on every host of an MPI job of several hosts; `[value]`
+/// without such a job. It is a run of the job: every host calls it at the same point of its
+/// program.
+pub fn from_every_host(value: Literal) -> Result<Vec<Literal>, SessionError> {
+    let Some((rank, hosts)) = crate::replicas::placement::hosts() else {
+        return Ok(vec![value]);
+    };
+    let placement = Placement {
+        devices: hosts,
+        first: rank,
+        local: 1,
+    };
+    gather(placement, vec![value]).map_err(SessionError::run)
+}

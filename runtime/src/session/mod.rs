@@ -45,7 +45,7 @@ pub use crate::replicas::placement::hosts as job_hosts;
 pub use crate::replicas::placement::set_fast_allreduce;
 pub use crate::replicas::Placement;
 pub use error::{BindError, ReplicaCountError, SessionError};
-pub use hosts::from_chief;
+pub use hosts::{from_chief, from_every_host};
 pub use loop_host::Outfeed;
 pub use loop_program::{LoopInputs, LoopOptions, LoopOutputs, LoopProgram, LoopSpec};
 pub use program::{Inputs, Outputs, Program, ProgramForm};
