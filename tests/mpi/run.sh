@@ -278,4 +278,22 @@ cmp -s "$tmp/es_one/$last" "$tmp/es_two/$last" ||
   die "early stopping on 2 hosts: model_dir holds $(ls -A "$tmp/es_two" | tr '\n' ' ')"
 ok "MNIST early stopping on 2 hosts stops where one process does ($last), bitwise"
 
+# TF_CONFIG under mpirun (OpenMPI's MPMD form, one task per rank): the chief and a worker
+# train; tasks given to the wrong ranks stop every host with the error naming both.
+cluster='"cluster": {"chief": ["localhost:2222"], "worker": ["localhost:2223"]}'
+task() { echo "{$cluster, \"task\": {\"type\": \"$1\", \"index\": 0}}"; }
+tfc=(--mode train --train-steps 20 --iterations 10 --num-shards 2 --random-seed 7)
+timeout 300 mpirun -np 1 env TF_CONFIG="$(task chief)" "$mnist" "${tfc[@]}" --model-dir "$tmp/tfc" \
+  : -np 1 env TF_CONFIG="$(task worker)" "$mnist" "${tfc[@]}" --model-dir "$tmp/tfc" \
+  >/dev/null 2>"$tmp/tfc.err" || die "TF_CONFIG chief + worker under mpirun: $(cat "$tmp/tfc.err")"
+[ -f "$tmp/tfc/model.ckpt-20.safetensors" ] || die "TF_CONFIG chief + worker: no step-20 checkpoint"
+if timeout 300 mpirun -np 1 env TF_CONFIG="$(task worker)" "$mnist" "${tfc[@]}" --model-dir "$tmp/tfc_swapped" \
+  : -np 1 env TF_CONFIG="$(task chief)" "$mnist" "${tfc[@]}" --model-dir "$tmp/tfc_swapped" \
+  >/dev/null 2>"$tmp/tfc_swapped.err"; then
+  die "TF_CONFIG tasks on the wrong ranks trained"
+fi
+grep -q "TF_CONFIG's task is worker 0, which is MPI rank 1, but this process is rank 0 of 2" "$tmp/tfc_swapped.err" ||
+  die "TF_CONFIG tasks on the wrong ranks: $(cat "$tmp/tfc_swapped.err")"
+ok "TF_CONFIG under mpirun: chief and worker train; tasks on the wrong ranks are an error naming both"
+
 echo "tests/mpi/run.sh: $passed passed"
