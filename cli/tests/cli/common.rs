@@ -12,3 +12,13 @@ pub fn corpus(name: &str) -> PathBuf {
     );
     dir.join(name)
 }
+
+/// The stdout of a command that must have succeeded (else the test fails with its stderr).
+pub fn succeeded(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}

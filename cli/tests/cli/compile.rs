@@ -1,7 +1,7 @@
 //! `tessel compile` on the command line: the optimizer's and the JIT's figures, the JIT's CLIF
 //! dumps, and the rejection of what the device cannot run.
 
-use crate::common::corpus;
+use crate::common::{corpus, succeeded};
 
 use std::process::Command;
 
@@ -24,12 +24,7 @@ fn compile_prints_jit_figures_and_dumps_clif_per_kernel() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stdout = succeeded(&out);
     let kernels: usize = value(&stdout, "jit_kernels").parse().unwrap();
     assert!(kernels > 10, "{stdout}");
     assert!(value(&stdout, "jit_arena_bytes").parse::<usize>().unwrap() > 0);
@@ -84,12 +79,7 @@ fn compile_compiles_the_per_replica_program_of_a_shard_map_module() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stdout = succeeded(&out);
     assert!(value(&stdout, "jit_kernels").parse::<usize>().unwrap() > 0);
 }
 
@@ -121,12 +111,7 @@ fn compile_counts_the_kernels_run_in_chunks() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stdout = succeeded(&out);
     let chunked: usize = value(&stdout, "jit_chunked_kernels").parse().unwrap();
     assert!(chunked > 0, "{stdout}");
 }

@@ -1,6 +1,7 @@
 //! `tessel data`: convert-mnist on small IDX files, inspect's output, and a corrupt file
 //! exiting 1 with the file, the record and the byte offset.
 
+use crate::common::succeeded;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -84,12 +85,7 @@ fn convert_mnist_then_inspect() {
         "--limit",
         "4",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = succeeded(&out);
     let second = 12 + 875 + 4; // header, Example bytes, footer
     let expected_first = format!(
         "records: 5\nexample 0 ({}: record 0 (byte 0)):\n  depth: int64_list[1] 1\n  height: int64_list[1] 28\n  \

@@ -1,6 +1,6 @@
 //! `tessel grad` on the command line: HLO text out, errors with exit code 1.
 
-use crate::common::corpus;
+use crate::common::{corpus, succeeded};
 
 use std::process::Command;
 use tessel_compiler::hlo_text::parse_module;
@@ -17,12 +17,7 @@ fn grad_prints_a_module_returning_value_and_gradients() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = succeeded(&out);
     let m = parse_module(&text, Some("stdout")).unwrap_or_else(|e| panic!("{e}"));
     let (params, result) = m.entry_signature();
     assert_eq!(params.len(), 4);

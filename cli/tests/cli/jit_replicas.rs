@@ -2,7 +2,7 @@
 //! numbers, bitwise the same on two runs; the wrong replica count and a failing replica are
 //! explained, naming the replica; `--profile` covers a shard_map step run as a loop.
 
-use crate::common::corpus;
+use crate::common::{corpus, succeeded};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -124,12 +124,7 @@ fn profile_covers_a_shard_map_loop() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stdout = succeeded(&out);
     assert!(stdout.contains("loop_ms_per_iteration: "), "{stdout}");
     let rows: Vec<&str> = stdout
         .lines()

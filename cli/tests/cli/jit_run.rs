@@ -1,6 +1,6 @@
 //! `tessel run --backend jit` on the command line: JAX's numbers out, timings with --repeat.
 
-use crate::common::corpus;
+use crate::common::{corpus, succeeded};
 
 use std::process::Command;
 use tessel_runtime::host_io::read_safetensors;
@@ -24,12 +24,7 @@ fn jit_backend_writes_jax_outputs_and_timings() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stdout = succeeded(&out);
     assert!(
         stdout.contains("run_ms_median: ") && stdout.contains("compile_ms: "),
         "{stdout}"
