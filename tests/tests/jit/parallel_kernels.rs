@@ -9,7 +9,7 @@
 use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module;
 use tessel_compiler::interpreter::evaluate;
-use tessel_compiler::ir::Literal;
+use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType, Literal};
 use tessel_runtime::jit::{compile, JitOptions};
 use tessel_tests::numerics::pseudo_random_f32;
 
@@ -177,4 +177,35 @@ ENTRY e {
         run_on_one_and_two(text, &[f32s(&[128, 128], 13), f32s(&[128, 128], 14)]);
     assert_eq!((chunked_one, chunked_two), (0, 0));
     assert!(bits(&one) == bits(&two));
+}
+
+/// A one-dimensional kernel that reads an iota is not flat (the iota needs its index), but it
+/// is still one loop: it runs in chunks too. Regression test: the dropout masks' Threefry
+/// kernels over `u32[131072]` counters ran whole on one thread inside the training loop.
+#[test]
+fn one_dimensional_kernel_with_an_iota() {
+    let text = "HloModule m
+ENTRY e {
+  k = u32[] parameter(0)
+  a = f32[70001] parameter(1)
+  i = u32[70001] iota(), iota_dimension=0
+  kb = u32[70001] broadcast(k), dimensions={}
+  x = u32[70001] add(i, kb)
+  s = u32[] constant(13)
+  r = u32[] constant(19)
+  sb = u32[70001] broadcast(s), dimensions={}
+  rb = u32[70001] broadcast(r), dimensions={}
+  hi = u32[70001] shift-left(x, sb)
+  lo = u32[70001] shift-right-logical(x, rb)
+  rot = u32[70001] or(hi, lo)
+  y = u32[70001] xor(x, rot)
+  f = f32[70001] convert(y)
+  ROOT out = f32[70001] multiply(f, a)
+}
+";
+    let key = Literal::Array(Array::new(
+        ArrayShape::scalar(ElementType::U32),
+        ArrayData::U32(vec![0x1bd1_1bda]),
+    ));
+    check(text, &[key, f32s(&[70001], 15)]);
 }

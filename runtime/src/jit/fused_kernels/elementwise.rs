@@ -106,7 +106,9 @@ pub(crate) fn chunking(
     if shape.rank() == 0 || count <= 1 {
         return None;
     }
-    if is_flat(e, &instrs) {
+    if is_flat(e, &instrs) || shape.rank() == 1 {
+        // A rank-1 loop that is not flat (an iota, a slice) is still one loop over the
+        // elements: cut it as a flat one.
         (count >= 8).then_some((count, 4))
     } else if shape.rank() >= 2 && shape.dims[0] >= 2 {
         Some((shape.dims[0], 1))
@@ -153,30 +155,19 @@ pub(crate) fn emit_elementwise_part(
         };
         return store_point(e, &idx, zero, 1);
     }
+    let vec_end = if lanes_ok { count / 4 * 4 } else { 0 };
     if is_flat(e, &instrs) {
-        let vec_end = if lanes_ok { count / 4 * 4 } else { 0 };
         let mut vector = |e: &mut Elemental, j| store_point(e, &Index::Linear((j, 1)), j, 4);
         let mut scalar = |e: &mut Elemental, j| store_point(e, &Index::Linear((j, 0)), j, 1);
-        match part {
-            OuterPart::Chunk(lo, hi) => {
-                let vec_end = e.iconst(vec_end);
-                let vec_hi = select_int(e, IntCC::SignedLessThan, hi, vec_end);
-                counted_loop_between(e, lo, vec_hi, 4, &mut vector)?;
-                let tail_lo = select_int(e, IntCC::SignedGreaterThan, lo, vec_end);
-                counted_loop_between(e, tail_lo, hi, 1, &mut scalar)?;
-            }
-            _ => {
-                let (lo, hi) = match part {
-                    OuterPart::Fixed(lo, hi) => (lo, hi),
-                    _ => (0, count),
-                };
-                counted_loop(e, lo, vec_end.min(hi), 4, &mut vector)?;
-                counted_loop(e, vec_end.max(lo), hi, 1, &mut scalar)?;
-            }
-        }
-        return Ok(());
+        return vectors_then_scalars(e, part, count, vec_end, &mut vector, &mut scalar);
     }
     let rank = shape.rank();
+    if rank == 1 {
+        let multi = |j, lanes| Index::Multi(SmallVec::from_slice(&[(j, i64::from(lanes == 4))]));
+        let mut vector = |e: &mut Elemental, j| store_point(e, &multi(j, 4), j, 4);
+        let mut scalar = |e: &mut Elemental, j| store_point(e, &multi(j, 1), j, 1);
+        return vectors_then_scalars(e, part, count, vec_end, &mut vector, &mut scalar);
+    }
     let inner = shape.dims[rank - 1];
     let vec_end = if lanes_ok && inner >= 4 {
         inner / 4 * 4
@@ -208,6 +199,36 @@ pub(crate) fn emit_elementwise_part(
 
 /// The body of a loop nest: called with the induction variables, outermost first.
 pub(crate) type NestBody<'b> = dyn FnMut(&mut Elemental, &[Value]) -> Result<(), JitError> + 'b;
+
+/// A loop over the elements `part` covers of a one-loop kernel with `count` elements: 4-lane
+/// `vector` steps below `vec_end` (a multiple of 4), then `scalar` steps. A chunk starts at a
+/// multiple of 4, so every element is computed by the same code as in the whole loop.
+fn vectors_then_scalars(
+    e: &mut Elemental,
+    part: OuterPart,
+    count: i64,
+    vec_end: i64,
+    vector: &mut dyn FnMut(&mut Elemental, Value) -> Result<(), JitError>,
+    scalar: &mut dyn FnMut(&mut Elemental, Value) -> Result<(), JitError>,
+) -> Result<(), JitError> {
+    match part {
+        OuterPart::Chunk(lo, hi) => {
+            let vec_end = e.iconst(vec_end);
+            let vec_hi = select_int(e, IntCC::SignedLessThan, hi, vec_end);
+            counted_loop_between(e, lo, vec_hi, 4, vector)?;
+            let tail_lo = select_int(e, IntCC::SignedGreaterThan, lo, vec_end);
+            counted_loop_between(e, tail_lo, hi, 1, scalar)
+        }
+        _ => {
+            let (lo, hi) = match part {
+                OuterPart::Fixed(lo, hi) => (lo, hi),
+                _ => (0, count),
+            };
+            counted_loop(e, lo, vec_end.min(hi), 4, vector)?;
+            counted_loop(e, vec_end.max(lo), hi, 1, scalar)
+        }
+    }
+}
 
 /// `a` where `a cc b` holds, else `b` (`cc` less-than: the minimum; greater-than: the maximum).
 fn select_int(e: &mut Elemental, cc: IntCC, a: Value, b: Value) -> Value {
