@@ -11,6 +11,8 @@
 //! - broadcasts of scalars: a reshape, transpose or slice of a scalar broadcast is a
 //!   broadcast of that scalar; a unary op or convert of one runs on the scalar;
 //! - a reduce over dimensions of size 1 is its reducer applied to the reshaped operand;
+//! - a reshape of a concatenate along dimension 0 whose rows each lie in one operand is a
+//!   concatenate of the reshaped operands (picked per row, not per element);
 //! - dot and convolution read a transposed operand directly, with the transpose folded into
 //!   their dimension numbers; a transpose that is a convolution's only user folds into the
 //!   convolution's output labels (autodiff's gradients come out in their operand's layout),
@@ -163,6 +165,11 @@ fn simplify(m: &mut Module, c: ComputationId, id: InstrId) -> Option<Rewrite> {
                 let new = add_instr(m, c, Op::Reshape, shape, &[x], metadata);
                 return replace(new);
             }
+            if op == Op::Reshape {
+                if let Some(r) = reshape_of_leading_concat(m, c, id) {
+                    return Some(r);
+                }
+            }
             rebroadcast_scalar(m, c, id)
         }
         Op::Transpose { permutation } => {
@@ -273,6 +280,55 @@ fn simplify(m: &mut Module, c: ComputationId, id: InstrId) -> Option<Rewrite> {
         Op::Convolution(conv) => fold_transpose_into_convolution(m, c, id, conv),
         _ => None,
     }
+}
+
+/// `reshape(concatenate(a, b, ...))` along dimension 0, to a shape `[d, rest...]` whose rows
+/// each lie in one operand (every operand's element count a multiple of `rest`'s), is
+/// `concatenate(reshape(a), reshape(b), ...)` along the rows. Row-major, a concatenate along
+/// dimension 0 lays its operands end to end, so the values are the same. The second form
+/// picks an operand once per row, where the first picked one per element, lane by lane in the
+/// JIT's vector loops: the dropout mask's `reshape(concatenate(x0, x1))` of the two Threefry
+/// words (tessel's `random_bits`, JAX's PRNG) was a scalar gather. Only when the concatenate
+/// has no other user, so that nothing is computed twice.
+fn reshape_of_leading_concat(m: &mut Module, c: ComputationId, id: InstrId) -> Option<Rewrite> {
+    let comp = m.computation(c);
+    let instr = comp.get(id);
+    let concat = comp.get(instr.operand(0));
+    if concat.op != (Op::Concatenate { dimension: 0 }) || comp.users(instr.operand(0)).len() != 1 {
+        return None;
+    }
+    let out = instr.shape.as_array()?.clone();
+    if out.rank() < 2 {
+        return None;
+    }
+    let row: i64 = out.dims[1..].iter().product();
+    if row == 0 {
+        return None;
+    }
+    let mut pieces = Vec::new();
+    for &o in concat.operands() {
+        let count = comp.get(o).shape.as_array()?.element_count();
+        if count % row != 0 {
+            return None;
+        }
+        let mut dims = out.dims.clone();
+        dims[0] = count / row;
+        pieces.push((o, ArrayShape::new(out.element_type, &dims)));
+    }
+    let metadata = instr.metadata.clone();
+    let reshaped: Vec<InstrId> = pieces
+        .into_iter()
+        .map(|(o, s)| add_instr(m, c, Op::Reshape, Shape::Array(s), &[o], metadata.clone()))
+        .collect();
+    let new = add_instr(
+        m,
+        c,
+        Op::Concatenate { dimension: 0 },
+        Shape::Array(out),
+        &reshaped,
+        metadata,
+    );
+    Some(Rewrite::ReplaceWith(new))
 }
 
 /// A reduce over dimensions of size 1 applies its reducer once per element:
