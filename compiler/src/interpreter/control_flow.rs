@@ -2,7 +2,8 @@
 
 use super::element::index_scalar;
 use super::{err, EvalError, EvalResult, Evaluator};
-use crate::ir::{ComputationId, Literal, Shape};
+use crate::ir::{Array, ArrayData, ComputationId, Literal, Shape};
+use crate::passes::threefry_rounds::{rounds, THREEFRY_ROUNDS_TARGET};
 
 pub(crate) fn get_tuple_element(t: &Literal, index: i64) -> EvalResult<Literal> {
     match t {
@@ -92,7 +93,8 @@ pub(crate) fn conditional(
 
 /// Custom calls. The shard_map markers `xla.sdy.GlobalToLocalShape` and
 /// `xla.sdy.LocalToGlobalShape` pass their operands through (a tuple when the result is one)
-/// when the shapes already agree, i.e. inside a per-replica program; anything else is an error.
+/// when the shapes already agree, i.e. inside a per-replica program; Threefry's rounds
+/// ([`THREEFRY_ROUNDS_TARGET`]) run element by element; anything else is an error.
 pub(crate) fn custom_call(
     target: &str,
     operands: &[&Literal],
@@ -122,8 +124,57 @@ pub(crate) fn custom_call(
             }
             Ok(value)
         }
+        THREEFRY_ROUNDS_TARGET => threefry_rounds(operands, shape),
         other => err(format!(
             "custom-call target \"{other}\" is not supported by the interpreter"
         )),
     }
+}
+
+/// [`THREEFRY_ROUNDS_TARGET`]: two u32 counter words (scalars or arrays of the result's
+/// dimensions) and twelve u32 scalars; a tuple of the two output words.
+fn threefry_rounds(operands: &[&Literal], shape: &Shape) -> EvalResult<Literal> {
+    let words = |l: &Literal| match l.as_array().map(|a| &a.data) {
+        Some(ArrayData::U32(w)) => Ok(w.clone()),
+        _ => err(format!("{THREEFRY_ROUNDS_TARGET} takes u32 arrays")),
+    };
+    let out = match shape {
+        Shape::Tuple(items) if items.len() == 2 && items[0] == items[1] => items[0].as_array(),
+        _ => None,
+    };
+    let Some(out) = out.filter(|_| operands.len() == 14) else {
+        return err(format!(
+            "{THREEFRY_ROUNDS_TARGET} takes 14 operands and gives two equal arrays"
+        ));
+    };
+    let n = out.element_count() as usize;
+    let (c0, c1) = (words(operands[0])?, words(operands[1])?);
+    let mut added = [0u32; 12];
+    for (a, l) in added.iter_mut().zip(&operands[2..]) {
+        match words(l)?.as_slice() {
+            [w] => *a = *w,
+            _ => {
+                return err(format!(
+                    "{THREEFRY_ROUNDS_TARGET}'s added words are scalars"
+                ))
+            }
+        }
+    }
+    let at = |w: &[u32], i: usize| -> EvalResult<u32> {
+        match w.len() {
+            1 => Ok(w[0]),
+            len if len == n => Ok(w[i]),
+            len => err(format!(
+                "{THREEFRY_ROUNDS_TARGET}: a counter of {len} words for {n}"
+            )),
+        }
+    };
+    let (mut x0, mut x1) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        let [a, b] = rounds(at(&c0, i)?, at(&c1, i)?, &added);
+        x0.push(a);
+        x1.push(b);
+    }
+    let word = |w: Vec<u32>| Literal::Array(Array::new(out.clone(), ArrayData::U32(w)));
+    Ok(Literal::Tuple(vec![word(x0), word(x1)]))
 }

@@ -5,8 +5,11 @@ use crate::ir::{Op, UnaryOp};
 
 /// Custom-call targets the compiler understands: the `xla.sdy` shard_map boundary markers
 /// (the shard_map body itself is an ordinary `call`).
-pub(crate) const KNOWN_CUSTOM_CALL_TARGETS: [&str; 2] =
-    ["xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape"];
+pub(crate) const KNOWN_CUSTOM_CALL_TARGETS: [&str; 3] = [
+    "xla.sdy.GlobalToLocalShape",
+    "xla.sdy.LocalToGlobalShape",
+    crate::passes::threefry_rounds::THREEFRY_ROUNDS_TARGET,
+];
 
 /// Why the device cannot run `op`, or `None` when it can.
 pub(crate) fn unsupported_reason(op: &Op) -> Option<String> {

@@ -18,6 +18,7 @@ pub mod pipeline;
 mod result_transpose;
 pub mod scheduling;
 pub mod stats;
+pub mod threefry_rounds;
 pub(crate) mod util;
 pub mod while_loop_simplifier;
 pub mod while_loop_unroller;
@@ -37,6 +38,7 @@ pub use dce::Dce;
 pub use fusion::Fusion;
 pub use pipeline::Pipeline;
 pub use scheduling::Scheduler;
+pub use threefry_rounds::ThreefryRounds;
 pub use while_loop_simplifier::WhileLoopSimplifier;
 pub use while_loop_unroller::WhileLoopUnroller;
 

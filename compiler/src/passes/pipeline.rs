@@ -3,7 +3,7 @@
 
 use super::{
     AlgebraicSimplifier, AllReduceCombiner, CallInliner, ConstantFolding, Cse, Dce, Fusion, Pass,
-    PassError, Scheduler, WhileLoopSimplifier, WhileLoopUnroller,
+    PassError, Scheduler, ThreefryRounds, WhileLoopSimplifier, WhileLoopUnroller,
 };
 use crate::ir::Module;
 use crate::verifier::VerifyError;
@@ -198,8 +198,9 @@ impl Pipeline {
 pub(crate) const SIMPLIFICATION_ITERATIONS: usize = 8;
 
 /// XLA:CPU's order: a simplification fixed point (small loops unrolled, call inlining,
-/// algebraic simplifier, DCE, while-loop simplification, constant folding, CSE), all-reduce
-/// combining, fusion, DCE, scheduling. Buffer assignment runs after the pipeline (see
+/// algebraic simplifier, DCE, while-loop simplification, constant folding, CSE), Threefry's
+/// rounds as one call ([`ThreefryRounds`], tessel's own), DCE, all-reduce combining, fusion,
+/// DCE, scheduling. Buffer assignment runs after the pipeline (see
 /// `crate::compile::optimize`).
 pub(crate) fn default_pipeline() -> Pipeline {
     let mut p = Pipeline::new("optimize");
@@ -217,6 +218,8 @@ pub(crate) fn default_pipeline() -> Pipeline {
         ],
         SIMPLIFICATION_ITERATIONS,
     );
+    p.add_pass(ThreefryRounds);
+    p.add_pass(Dce);
     p.add_pass(AllReduceCombiner::default());
     p.add_pass(Fusion::default());
     p.add_pass(Dce);

@@ -7,30 +7,21 @@
 //! and xors, which every backend runs bit-exactly. The host and device versions give the same
 //! bits (tested), and both match Random123's known-answer vectors.
 
+use tessel_compiler::passes::threefry_rounds::{rounds, THREEFRY_ROTATIONS as ROTATIONS};
 use tessel_compiler::trace::Tensor;
-
-const ROTATIONS: [[u32; 4]; 2] = [[13, 15, 26, 6], [17, 29, 16, 24]];
 /// Threefry's key-schedule parity constant.
 const PARITY: u32 = 0x1BD1_1BDA;
 
-/// One Threefry-2x32-20 block: the two output words for `counter` under `key`.
+/// One Threefry-2x32-20 block: the two output words for `counter` under `key` (the rounds are
+/// the compiler's, the reference the device's custom call is checked against).
 pub fn threefry2x32(key: [u32; 2], counter: [u32; 2]) -> [u32; 2] {
     let ks = [key[0], key[1], key[0] ^ key[1] ^ PARITY];
-    let mut x = [
-        counter[0].wrapping_add(ks[0]),
-        counter[1].wrapping_add(ks[1]),
-    ];
+    let mut added = [ks[0], ks[1], 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
     for i in 0..5 {
-        for &r in &ROTATIONS[i % 2] {
-            x[0] = x[0].wrapping_add(x[1]);
-            x[1] = x[1].rotate_left(r) ^ x[0];
-        }
-        x[0] = x[0].wrapping_add(ks[(i + 1) % 3]);
-        x[1] = x[1]
-            .wrapping_add(ks[(i + 2) % 3])
-            .wrapping_add(i as u32 + 1);
+        added[2 + 2 * i] = ks[(i + 1) % 3];
+        added[3 + 2 * i] = ks[(i + 2) % 3].wrapping_add(i as u32 + 1);
     }
-    x
+    rounds(counter[0], counter[1], &added)
 }
 
 /// `x` rotated left by `r` bits (u32 tensor).

@@ -14,6 +14,7 @@
 //! - [`winograd`]: Winograd F(2x2, r x r) convolution and its weight gradient.
 //! - [`winograd_1d`]: Winograd F(m, 5) along one dimension, for width-5 `Conv1D` layers.
 //! - [`pooling`]: NHWC max-pool forward and its fused gradient (ReLU gate, bias sum).
+//! - [`threefry`]: Threefry-2x32's 20 rounds over arrays of counters (random bits).
 //! - [`parallel`]: the fixed worker split the routines share.
 //! - [`fma_peak`]: this machine's measured FMA peak, for the benches.
 //!
@@ -36,6 +37,7 @@ pub mod scratch;
 pub mod strided_weight_grad;
 #[cfg(test)]
 mod test_support;
+pub mod threefry;
 pub mod winograd;
 pub mod winograd_1d;
 

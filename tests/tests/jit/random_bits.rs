@@ -1,13 +1,16 @@
 //! Random bits as device dropout draws them: Threefry-2x32's two words, concatenated. The
-//! fusion pass stores the concatenate's operands from one multi-output fusion
+//! `threefry-rounds` pass turns the rounds into one custom call that the JIT runs as a
+//! vectorized routine (`compiler/src/passes/threefry_rounds.rs`); a chain it does not match
+//! stays instructions, whose words the fusion pass stores from one multi-output fusion
 //! (`compiler/src/passes/fusion_concat.rs`), and the JIT shifts by constant amounts without
-//! a range test (`jit/clif/element_ops.rs`). Both must leave the bits as the interpreter
-//! computes them, on one thread and on two.
+//! a range test (`jit/clif/element_ops.rs`). Every path must give the bits the interpreter
+//! computes from the module as written, on one thread and on two.
 
 use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module;
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType, Literal, Module, Op};
+use tessel_compiler::passes::threefry_rounds::THREEFRY_ROUNDS_TARGET;
 use tessel_runtime::jit::{compile, JitOptions};
 use tessel_tests::numerics::pseudo_random_f32;
 
@@ -21,15 +24,17 @@ fn optimized(text: &str) -> Module {
     module
 }
 
-/// The optimized module on the JIT with 1 and 2 threads equals the interpreter, bit for bit.
-fn check_bitwise(module: &Module, args: &[Literal]) {
-    let want = evaluate(module, args).unwrap();
+/// The module as written, optimized and on the JIT with 1 and 2 threads, equals the
+/// interpreter on the module as written, bit for bit.
+fn check_bitwise(text: &str, args: &[Literal]) {
+    let want = evaluate(&parse_module(text, None).unwrap(), args).unwrap();
+    let module = optimized(text);
     for threads in [1, 2] {
         let options = JitOptions {
             gemm_threads: threads,
             ..Default::default()
         };
-        let got = compile(module, &options).unwrap().run(args).unwrap();
+        let got = compile(&module, &options).unwrap().run(args).unwrap();
         assert!(
             bits(&got) == bits(&want),
             "{threads} thread(s): the JIT's bits differ from the interpreter's"
@@ -37,10 +42,21 @@ fn check_bitwise(module: &Module, args: &[Literal]) {
     }
 }
 
+/// How a test's Threefry chain deviates from `estimator/src/model/random.rs`'s.
+#[derive(Clone, Copy, PartialEq)]
+enum Chain {
+    /// As tessel traces it.
+    Tessel,
+    /// JAX's key injection: `x1 + ks + i` as two adds.
+    TwoAdds,
+    /// One rotation amount changed: not Threefry, so not the custom call.
+    WrongRotation,
+}
+
 /// Threefry-2x32-20 on `half` counters (the key words are parameters), its two words
 /// concatenated into `[rows, cols]` (with `rows * cols == 2 * half`) and turned into uniform
-/// floats, as `estimator/src/model/random.rs` traces it.
-fn threefry_dropout_module(half: i64, rows: i64, cols: i64) -> String {
+/// floats, as `estimator/src/model/random.rs` traces it (or deviating as `chain` says).
+fn threefry_dropout_module(half: i64, rows: i64, cols: i64, chain: Chain) -> String {
     const ROTATIONS: [[u32; 4]; 2] = [[13, 15, 26, 6], [17, 29, 16, 24]];
     let mut s = String::from("HloModule threefry\nENTRY e {\n");
     s += "  key0 = u32[] parameter(0)\n  key1 = u32[] parameter(1)\n";
@@ -56,6 +72,11 @@ fn threefry_dropout_module(half: i64, rows: i64, cols: i64) -> String {
     for round in 0..5 {
         for &r in &ROTATIONS[round % 2] {
             n += 1;
+            let r = if chain == Chain::WrongRotation && n == 7 {
+                r + 1
+            } else {
+                r
+            };
             let v = |name: &str| format!("{name}_{n}");
             s += &format!("  {} = u32[] constant({r})\n", v("r"));
             s += &format!("  {} = u32[] constant({})\n", v("q"), 32 - r);
@@ -82,10 +103,16 @@ fn threefry_dropout_module(half: i64, rows: i64, cols: i64) -> String {
         }
         let (p, q) = ((round + 1) % 3, (round + 2) % 3);
         s += &format!("  inj_{round} = u32[] constant({})\n", round + 1);
-        s += &format!("  kq_{round} = u32[] add(key{q}, inj_{round})\n");
-        s += &format!("  kqb_{round} = u32[{half}] broadcast(kq_{round}), dimensions={{}}\n");
         s += &format!("  y0_{round} = u32[{half}] add({x0}, ks{p})\n");
-        s += &format!("  y1_{round} = u32[{half}] add({x1}, kqb_{round})\n");
+        if chain == Chain::TwoAdds {
+            s += &format!("  ib_{round} = u32[{half}] broadcast(inj_{round}), dimensions={{}}\n");
+            s += &format!("  z1_{round} = u32[{half}] add({x1}, ks{q})\n");
+            s += &format!("  y1_{round} = u32[{half}] add(z1_{round}, ib_{round})\n");
+        } else {
+            s += &format!("  kq_{round} = u32[] add(key{q}, inj_{round})\n");
+            s += &format!("  kqb_{round} = u32[{half}] broadcast(kq_{round}), dimensions={{}}\n");
+            s += &format!("  y1_{round} = u32[{half}] add({x1}, kqb_{round})\n");
+        }
         (x0, x1) = (format!("y0_{round}"), format!("y1_{round}"));
     }
     let n2 = 2 * half;
@@ -111,6 +138,27 @@ fn keys() -> [Literal; 2] {
         ))
     };
     [word(0x1319_8a2e), word(0x0370_7344)]
+}
+
+/// Custom calls to Threefry's rounds in the optimized module, and the most binary
+/// instructions any one computation holds.
+fn rounds_calls_and_binaries(module: &Module) -> (usize, usize) {
+    let mut calls = 0;
+    let mut most = 0;
+    for id in module.computation_ids() {
+        let c = module.computation(id);
+        let order = c.post_order();
+        calls += order
+            .iter()
+            .filter(|&&x| matches!(&c.get(x).op, Op::CustomCall { target, .. } if target == THREEFRY_ROUNDS_TARGET))
+            .count();
+        let binary = order
+            .iter()
+            .filter(|&&x| matches!(c.get(x).op, Op::Binary(_)))
+            .count();
+        most = most.max(binary);
+    }
+    (calls, most)
 }
 
 /// The chain is computed once per counter, by a two-output fusion whose outputs the
@@ -140,17 +188,42 @@ fn assert_words_are_stored(module: &Module) {
 
 #[test]
 fn threefry_words_concatenated_into_a_dropout_mask() {
-    let module = optimized(&threefry_dropout_module(131_072, 256, 1024));
-    assert_words_are_stored(&module);
-    check_bitwise(&module, &keys());
+    let text = threefry_dropout_module(131_072, 256, 1024, Chain::Tessel);
+    let (calls, most) = rounds_calls_and_binaries(&optimized(&text));
+    assert!(
+        calls == 1 && most < 20,
+        "{calls} calls, {most} binary instructions"
+    );
+    check_bitwise(&text, &keys());
 }
 
-/// An odd number of words per half: the vector loops end in scalar tails, and the
+/// An odd number of words per half: the routine ends in its scalar tail, and the
 /// concatenate's boundary falls inside a row of the mask.
 #[test]
 fn threefry_words_with_scalar_tails() {
-    let module = optimized(&threefry_dropout_module(10_001, 2, 10_001));
-    check_bitwise(&module, &keys());
+    let text = threefry_dropout_module(10_001, 2, 10_001, Chain::Tessel);
+    assert_eq!(rounds_calls_and_binaries(&optimized(&text)).0, 1);
+    check_bitwise(&text, &keys());
+}
+
+/// JAX adds the key word and the round number to the second word in two adds: one call
+/// still, with their sum as its added word.
+#[test]
+fn threefry_with_two_adds_per_injection() {
+    let text = threefry_dropout_module(4096, 8, 1024, Chain::TwoAdds);
+    assert_eq!(rounds_calls_and_binaries(&optimized(&text)).0, 1);
+    check_bitwise(&text, &keys());
+}
+
+/// A chain with one rotation amount off is not Threefry: it stays instructions, computed
+/// once per counter by a two-output fusion.
+#[test]
+fn a_chain_with_another_rotation_stays_instructions() {
+    let text = threefry_dropout_module(131_072, 256, 1024, Chain::WrongRotation);
+    let module = optimized(&text);
+    assert_eq!(rounds_calls_and_binaries(&module).0, 0);
+    assert_words_are_stored(&module);
+    check_bitwise(&text, &keys());
 }
 
 /// Shifts by constant amounts, in vector code and in the scalar tail, with XLA's results
@@ -184,6 +257,5 @@ fn shifts_by_constant_amounts_match_the_interpreter() {
         shapes.join(", "),
         names.join(", ")
     );
-    let module = optimized(&s);
-    check_bitwise(&module, &[pseudo_random_f32(&[1027], 21, 0)]);
+    check_bitwise(&s, &[pseudo_random_f32(&[1027], 21, 0)]);
 }

@@ -43,8 +43,8 @@ fn dump_directory_listing() {
             "module_0000.mlp.0002.after_call-inliner.hlo",
             "module_0000.mlp.0003.after_algebraic-simplifier.hlo",
             "module_0000.mlp.0004.after_dce.hlo",
-            "module_0000.mlp.0018.after_fusion.hlo",
-            "module_0000.mlp.0020.after_scheduling.hlo",
+            "module_0000.mlp.0020.after_fusion.hlo",
+            "module_0000.mlp.0022.after_scheduling.hlo",
             "module_0000.mlp.after_optimizations.dot",
             "module_0000.mlp.after_optimizations.hlo",
             "module_0000.mlp.before_optimizations.hlo",
@@ -84,7 +84,7 @@ fn dump_pass_re_selects_passes() {
         passes,
         [
             "module_0000.mlp.0004.after_dce.hlo",
-            "module_0000.mlp.0018.after_fusion.hlo"
+            "module_0000.mlp.0020.after_fusion.hlo"
         ]
     );
     std::fs::remove_dir_all(&dir).unwrap();

@@ -8,12 +8,14 @@ use crate::jit::buffer::{Buffer, Loc};
 use crate::jit::clif::value_at_index::Leaf;
 use crate::jit::fused_kernels::fusion_plan;
 use crate::jit::host::sort::{sort_routine, SortPlan};
+use crate::jit::host::threefry::{threefry_routine, ThreefryPlan};
 use crate::jit::host::topk::{topk_routine, TopKPlan};
 use crate::jit::JitError;
 use cranelift_codegen::ir::Value;
 use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
 use tessel_compiler::ir::{Computation, ComputationId, InstrId, Instruction, Op};
+use tessel_compiler::passes::threefry_rounds::THREEFRY_ROUNDS_TARGET;
 use tessel_compiler::passes::Instance;
 
 /// The state of one computation's walk.
@@ -253,6 +255,15 @@ impl ProgramCx<'_> {
                 Ok(out)
             }
             Op::Outfeed { .. } => self.emit_outfeed(fb, arena, walk, instr),
+            Op::CustomCall { target, .. } if target == THREEFRY_ROUNDS_TARGET => {
+                let operands = walk.arrays(instr)?;
+                let out = self.alloc_loc(&instr.shape)?;
+                let plan =
+                    ThreefryPlan::new(&instr.name, operands, &out, self.options.gemm_threads)
+                        .map_err(JitError::Invalid)?;
+                self.call_plan(fb, arena, threefry_routine as *const () as usize, plan);
+                Ok(out)
+            }
             Op::CustomCall { .. } => Err(JitError::Unsupported(format!(
                 "{} ({})",
                 instr.op.opcode_name(),
