@@ -209,3 +209,45 @@ ENTRY e {
     ));
     check(text, &[key, f32s(&[70001], 15)]);
 }
+
+/// A global max pool after a ReLU (`[N, T, C] -> [N, C]`, the text CNN's): the reduce keeps
+/// its first dimension, so each thread reduces whole rows of it, every output element in the
+/// same order as on one thread.
+#[test]
+fn reduce_that_keeps_its_first_dimension() {
+    let text = "HloModule m
+max {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT s = f32[] maximum(p, q)
+}
+ENTRY e {
+  x = f32[33,197,128] parameter(0)
+  zero = f32[] constant(0)
+  zeros = f32[33,197,128] broadcast(zero), dimensions={}
+  relu = f32[33,197,128] maximum(x, zeros)
+  lowest = f32[] constant(-inf)
+  ROOT r = f32[33,128] reduce(relu, lowest), dimensions={1}, to_apply=max
+}
+";
+    check(text, &[f32s(&[33, 197, 128], 16)]);
+}
+
+/// A sum over the inner dimensions (`[N, H, W] -> [N]`): the accumulators stay in registers
+/// across the innermost loop, each row of the first dimension on one thread.
+#[test]
+fn reduce_of_inner_dimensions_keeping_the_first() {
+    let text = "HloModule m
+add {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT s = f32[] add(p, q)
+}
+ENTRY e {
+  x = f32[17,301,21] parameter(0)
+  zero = f32[] constant(0)
+  ROOT r = f32[17] reduce(x, zero), dimensions={1,2}, to_apply=add
+}
+";
+    check(text, &[f32s(&[17, 301, 21], 17)]);
+}

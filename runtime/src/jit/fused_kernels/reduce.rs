@@ -13,12 +13,18 @@
 //! rows `[0, mid)` into the output, the rows `[mid, end)` into a scratch buffer, then the
 //! two are combined (`emit_reduce_combine`). The cut depends only on the shapes, never on
 //! the thread count, so one thread and two threads give bitwise the same result.
+//!
+//! A reduce that keeps its first dimension (a global pool, `[N, T, C] -> [N, C]`) runs in
+//! chunks of those rows claimed by the threads (`kept_first_dimension`): each output element
+//! is still reduced whole by one thread in the same order, so the bits do not change either.
 
 use crate::jit::buffer::Addr;
-use crate::jit::clif::loops::counted_loop;
+use crate::jit::clif::loops::{counted_loop, counted_loop_between};
 use crate::jit::clif::types::vectorizable_type;
 use crate::jit::clif::value_at_index::{Comp, Elemental, Index};
-use crate::jit::fused_kernels::elementwise::{can_vectorize, kernel_instructions, nest, nest_part};
+use crate::jit::fused_kernels::elementwise::{
+    can_vectorize, kernel_instructions, nest, nest_part, OuterPart,
+};
 use crate::jit::JitError;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use smallvec::SmallVec;
@@ -96,16 +102,33 @@ fn binary_reducer(region: &Computation) -> Option<BinaryOp> {
     (both && region.parameters().len() == 2).then_some(op)
 }
 
+/// The length of the operand's first dimension when a reduce keeps it (a global pool over
+/// `[N, T, C] -> [N, C]`): its kernel may then run in chunks of those rows on several threads,
+/// every output element still reduced whole, in the same order, by one thread.
+pub(crate) fn kept_first_dimension(comp: &Computation, red: InstrId) -> Option<i64> {
+    let instr = comp.get(red);
+    let Op::Reduce { dimensions, .. } = &instr.op else {
+        return None;
+    };
+    let shape = comp.get(*instr.operands().first()?).shape.as_array()?;
+    let rows = *shape.dims.first()?;
+    (shape.rank() >= 2 && rows >= 2 && !dimensions.contains(&0) && !dimensions.is_empty())
+        .then_some(rows)
+}
+
 /// Emits a reduce instruction `red` whose outputs go to `outputs` (one per reduced array),
-/// over the whole operand or, with `part = Some((lo, hi))`, over the rows `[lo, hi)` of its
-/// first dimension (which must be reduced: see [`reduce_split`]).
+/// over the whole operand; with `OuterPart::Fixed(lo, hi)`, over the rows `[lo, hi)` of its
+/// first dimension, which must be reduced (see [`reduce_split`]); with `OuterPart::Chunk`,
+/// over those rows of a first dimension it keeps (see [`kept_first_dimension`]), filling and
+/// writing only their outputs.
 pub(crate) fn emit_reduce_part(
     e: &mut Elemental,
     red: InstrId,
     outputs: &[Addr],
     allow_vector: bool,
-    part: Option<(i64, i64)>,
+    part: impl Into<OuterPart>,
 ) -> Result<(), JitError> {
+    let part: OuterPart = part.into();
     let comp = e.comp;
     let instr = comp.get(red);
     let Op::Reduce {
@@ -132,9 +155,23 @@ pub(crate) fn emit_reduce_part(
     let reduced: Vec<bool> = (0..rank)
         .map(|d| dimensions.contains(&(d as i64)))
         .collect();
-    if part.is_some() && (rank < 2 || !reduced[0]) {
+    let fixed = match part {
+        OuterPart::Fixed(lo, hi) => Some((lo, hi)),
+        _ => None,
+    };
+    if fixed.is_some() && (rank < 2 || !reduced[0]) {
         return Err(JitError::Invalid(format!(
             "{}: only a reduce of its first dimension can be split",
+            instr.name
+        )));
+    }
+    let chunk = match part {
+        OuterPart::Chunk(lo, hi) => Some((lo, hi)),
+        _ => None,
+    };
+    if chunk.is_some() && (rank < 2 || reduced[0]) {
+        return Err(JitError::Invalid(format!(
+            "{}: only a reduce that keeps its first dimension runs in chunks",
             instr.name
         )));
     }
@@ -164,10 +201,10 @@ pub(crate) fn emit_reduce_part(
             leading,
             vec_ok,
         };
-        return emit_columns(e, &columns, part);
+        return emit_columns(e, &columns, fixed);
     }
 
-    // 1. Fill with the init values.
+    // 1. Fill with the init values (a chunk: its rows only).
     let count = out_shape.element_count();
     let fill_vec_end = if vec_ok { count / 4 * 4 } else { 0 };
     let fill = |e: &mut Elemental, j: Value, lanes: u32| -> Result<(), JitError> {
@@ -177,8 +214,21 @@ pub(crate) fn emit_reduce_part(
         }
         Ok(())
     };
-    counted_loop(e, 0, fill_vec_end, 4, &mut |e, j| fill(e, j, 4))?;
-    counted_loop(e, fill_vec_end, count, 1, &mut |e, j| fill(e, j, 1))?;
+    if let Some((lo, hi)) = chunk {
+        let row = out_shape.strides()[0];
+        let (from, to) = (
+            e.fb.ins().imul_imm_s(lo, row),
+            e.fb.ins().imul_imm_s(hi, row),
+        );
+        if vec_ok && row % 4 == 0 {
+            counted_loop_between(e, from, to, 4, &mut |e, j| fill(e, j, 4))?;
+        } else {
+            counted_loop_between(e, from, to, 1, &mut |e, j| fill(e, j, 1))?;
+        }
+    } else {
+        counted_loop(e, 0, fill_vec_end, 4, &mut |e, j| fill(e, j, 4))?;
+        counted_loop(e, fill_vec_end, count, 1, &mut |e, j| fill(e, j, 1))?;
+    }
     if in_shape.element_count() == 0 {
         return Ok(());
     }

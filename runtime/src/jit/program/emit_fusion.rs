@@ -43,6 +43,23 @@ impl ProgramCx<'_> {
                     return self.split_reduce(fb, arena, name, comp, root, leaves, out, cut);
                 }
                 let outs = addrs.clone();
+                if let Some(rows) = reduce::kept_first_dimension(comp_ref, root) {
+                    // Each thread reduces whole rows of the kept first dimension.
+                    let operand = &comp_ref.get(instr.operands()[0]).shape;
+                    let elements = operand.as_array().map_or(0, |a| a.element_count());
+                    let ops = ops_per_element(comp_ref, &[root], &leaves);
+                    return self.split_kernel(
+                        fb,
+                        arena,
+                        name,
+                        comp,
+                        leaves,
+                        &addrs,
+                        elements.saturating_mul(ops),
+                        &|_| Some((rows, 1)),
+                        &mut |e, part| reduce::emit_reduce_part(e, root, &outs, vec, part),
+                    );
+                }
                 self.kernel(fb, arena, name, comp, leaves, &addrs, &mut |e| {
                     reduce::emit_reduce_part(e, root, &outs, vec, None)
                 })
