@@ -259,3 +259,52 @@ fn shifts_by_constant_amounts_match_the_interpreter() {
     );
     check_bitwise(&s, &[pseudo_random_f32(&[1027], 21, 0)]);
 }
+
+/// The custom call written by hand, with the key schedule of key (0x13198a2e, 0x03707344) as
+/// its added words: both backends give Random123's known answer for counter
+/// (0x243f6a88, 0x85a308d3) at every element, and a call with a wrong operand count is an
+/// error on both, not a panic.
+#[test]
+fn the_rounds_call_gives_random123s_known_answer() {
+    let key = [0x1319_8a2eu32, 0x0370_7344];
+    let ks = [key[0], key[1], key[0] ^ key[1] ^ 0x1BD1_1BDA];
+    let mut added = vec![ks[0], ks[1]];
+    for k in 0..5 {
+        added.push(ks[(k + 1) % 3]);
+        added.push(ks[(k + 2) % 3].wrapping_add(k as u32 + 1));
+    }
+    let mut s = String::from("HloModule rounds\nENTRY e {\n");
+    s += "  c0 = u32[] constant(608135816)\n  c1 = u32[] constant(2242054355)\n";
+    let mut names = vec!["c0".to_string(), "c1".to_string()];
+    for (k, a) in added.iter().enumerate() {
+        s += &format!("  a{k} = u32[] constant({a})\n");
+        names.push(format!("a{k}"));
+    }
+    let call = |operands: &[String]| {
+        format!(
+            "  ROOT r = (u32[1037], u32[1037]) custom-call({}), custom_call_target=\"{THREEFRY_ROUNDS_TARGET}\"\n}}\n",
+            operands.join(", ")
+        )
+    };
+    let text = s.clone() + &call(&names);
+    let want = [0xc492_3a9cu32, 0x483d_f7a0];
+    let module = parse_module(&text, None).unwrap();
+    let interpreted = evaluate(&module, &[]).unwrap();
+    let jitted = compile(&optimized(&text), &JitOptions::default())
+        .unwrap()
+        .run(&[])
+        .unwrap();
+    for out in [interpreted, jitted] {
+        for (word, leaf) in want.iter().zip(out.leaves()) {
+            let ArrayData::U32(w) = &leaf.data else {
+                panic!("u32 words expected");
+            };
+            assert!(w.len() == 1037 && w.iter().all(|x| x == word));
+        }
+    }
+    let short = s + &call(&names[..13]);
+    let module = parse_module(&short, None).unwrap();
+    assert!(evaluate(&module, &[]).is_err());
+    let jit = compile(&optimized(&short), &JitOptions::default());
+    assert!(jit.is_err() || jit.unwrap().run(&[]).is_err());
+}
