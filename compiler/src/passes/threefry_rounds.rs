@@ -23,8 +23,8 @@
 use super::util::{add_instr, pin_roots, uniform_constant};
 use super::{Pass, PassError};
 use crate::ir::{
-    ArrayShape, BinaryOp, Computation, ComputationId, ElementType, InstrId, Literal, Module, Op,
-    Shape,
+    Array, ArrayShape, BinaryOp, Computation, ComputationId, ElementType, InstrId, Literal, Module,
+    Op, Shape,
 };
 
 /// The custom call's target. Operands: the two counter words (u32 scalars, or u32 arrays of
@@ -37,6 +37,21 @@ pub const THREEFRY_ROTATIONS: [[u32; 4]; 2] = [[13, 15, 26, 6], [17, 29, 16, 24]
 
 /// Arrays smaller than this keep their rounds as instructions.
 pub const MIN_ELEMENTS: i64 = 1024;
+
+/// Threefry's key-schedule parity constant.
+pub const THREEFRY_PARITY: u32 = 0x1BD1_1BDA;
+
+/// The twelve added words of Threefry-2x32-20 under `key` (its key schedule), in the order
+/// [`rounds`] and the custom call take them.
+pub fn key_words(key: [u32; 2]) -> [u32; 12] {
+    let ks = [key[0], key[1], key[0] ^ key[1] ^ THREEFRY_PARITY];
+    let mut added = [ks[0], ks[1], 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    for k in 0..5 {
+        added[2 + 2 * k] = ks[(k + 1) % 3];
+        added[3 + 2 * k] = ks[(k + 2) % 3].wrapping_add(k as u32 + 1);
+    }
+    added
+}
 
 /// The rounds on one pair of words, as the custom call computes them: `x0 = c0 + added[0]`,
 /// `x1 = c1 + added[1]`, then five times four rounds each followed by adding
@@ -268,21 +283,14 @@ fn replace_chain(m: &mut Module, cid: ComputationId, chain: &Chain) {
     let (shape, metadata) = (b.shape.clone(), b.metadata.clone());
     let scalar = Shape::Array(ArrayShape::scalar(ElementType::U32));
     let mut operands = chain.counters.to_vec();
+    let mut zero = None;
     for list in &chain.added {
         let sum = match list.as_slice() {
-            [] => {
-                let zero = Literal::Array(crate::ir::Array::zeros(ArrayShape::scalar(
-                    ElementType::U32,
-                )));
-                add_instr(
-                    m,
-                    cid,
-                    Op::Constant(zero),
-                    scalar.clone(),
-                    &[],
-                    metadata.clone(),
-                )
-            }
+            [] => *zero.get_or_insert_with(|| {
+                let literal = Literal::Array(Array::zeros(ArrayShape::scalar(ElementType::U32)));
+                let op = Op::Constant(literal);
+                add_instr(m, cid, op, scalar.clone(), &[], metadata.clone())
+            }),
             [one] => *one,
             [first, rest @ ..] => rest.iter().fold(*first, |acc, &s| {
                 let op = Op::Binary(BinaryOp::Add);

@@ -7,21 +7,15 @@
 //! and xors, which every backend runs bit-exactly. The host and device versions give the same
 //! bits (tested), and both match Random123's known-answer vectors.
 
-use tessel_compiler::passes::threefry_rounds::{rounds, THREEFRY_ROTATIONS as ROTATIONS};
+use tessel_compiler::passes::threefry_rounds::{
+    key_words, rounds, THREEFRY_PARITY as PARITY, THREEFRY_ROTATIONS as ROTATIONS,
+};
 use tessel_compiler::trace::Tensor;
-/// Threefry's key-schedule parity constant.
-const PARITY: u32 = 0x1BD1_1BDA;
 
 /// One Threefry-2x32-20 block: the two output words for `counter` under `key` (the rounds are
 /// the compiler's, the reference the device's custom call is checked against).
 pub fn threefry2x32(key: [u32; 2], counter: [u32; 2]) -> [u32; 2] {
-    let ks = [key[0], key[1], key[0] ^ key[1] ^ PARITY];
-    let mut added = [ks[0], ks[1], 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-    for i in 0..5 {
-        added[2 + 2 * i] = ks[(i + 1) % 3];
-        added[3 + 2 * i] = ks[(i + 2) % 3].wrapping_add(i as u32 + 1);
-    }
-    rounds(counter[0], counter[1], &added)
+    rounds(counter[0], counter[1], &key_words(key))
 }
 
 /// `x` rotated left by `r` bits (u32 tensor).

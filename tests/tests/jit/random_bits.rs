@@ -10,7 +10,7 @@ use tessel_compiler::compile::{optimize, CompileOptions};
 use tessel_compiler::hlo_text::parse_module;
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Array, ArrayData, ArrayShape, ElementType, Literal, Module, Op};
-use tessel_compiler::passes::threefry_rounds::THREEFRY_ROUNDS_TARGET;
+use tessel_compiler::passes::threefry_rounds::{key_words, THREEFRY_ROUNDS_TARGET};
 use tessel_runtime::jit::{compile, JitOptions};
 use tessel_tests::numerics::pseudo_random_f32;
 
@@ -266,13 +266,7 @@ fn shifts_by_constant_amounts_match_the_interpreter() {
 /// error on both, not a panic.
 #[test]
 fn the_rounds_call_gives_random123s_known_answer() {
-    let key = [0x1319_8a2eu32, 0x0370_7344];
-    let ks = [key[0], key[1], key[0] ^ key[1] ^ 0x1BD1_1BDA];
-    let mut added = vec![ks[0], ks[1]];
-    for k in 0..5 {
-        added.push(ks[(k + 1) % 3]);
-        added.push(ks[(k + 2) % 3].wrapping_add(k as u32 + 1));
-    }
+    let added = key_words([0x1319_8a2e, 0x0370_7344]);
     let mut s = String::from("HloModule rounds\nENTRY e {\n");
     s += "  c0 = u32[] constant(608135816)\n  c1 = u32[] constant(2242054355)\n";
     let mut names = vec!["c0".to_string(), "c1".to_string()];
