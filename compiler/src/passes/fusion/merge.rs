@@ -195,14 +195,27 @@ pub(super) fn absorb_stored_producers(c: &Computation, groups: &mut Vec<Group>) 
     };
     let mut p = 0;
     while p < groups.len() {
-        let stored =
-            loop_kind(&groups[p]) && groups[p].roots.iter().all(|&r| c.users(r).contains(&root));
+        let stored = loop_kind(&groups[p])
+            && groups[p]
+                .roots
+                .iter()
+                .all(|&r| c.users_unordered(r).any(|u| u == root));
         let dims = c.get(groups[p].roots[0]).shape.dims().to_vec();
         let same_dims = |g: &Group| g.roots.iter().all(|&r| c.get(r).shape.dims() == dims);
         let consumer = stored.then(|| {
+            // A group can read a root only through a member or copy that uses it: a cheap
+            // test that spares most groups the exact one (their inputs, in order).
+            let readers: HashSet<InstrId> = groups[p]
+                .roots
+                .iter()
+                .flat_map(|&r| c.users_unordered(r))
+                .collect();
             (0..groups.len()).find(|&q| {
                 let (gp, gq) = (&groups[p], &groups[q]);
                 q != p
+                    && readers
+                        .iter()
+                        .any(|u| gq.members.contains(u) || gq.copies.contains(u))
                     && loop_kind(gq)
                     && same_dims(gp)
                     && same_dims(gq)
