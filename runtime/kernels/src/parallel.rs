@@ -260,12 +260,9 @@ impl Pool {
         queue.retain(|&j| j != JobRef(job));
         self.published.store(queue.len(), Ordering::SeqCst);
         drop(queue);
-        let since = Instant::now();
-        let (mut spin, mut contended) = (Spin::new(), false);
+        let mut spin = Spin::new(WAIT_SPIN);
         while job.active.load(Ordering::Acquire) > 0 {
-            if !contended && since.elapsed() < WAIT_SPIN {
-                contended = spin.once();
-            } else {
+            if !spin.step() {
                 // The helper that drops `active` to zero unparks this thread afterwards; an
                 // unpark that comes first makes this park return at once.
                 std::thread::park();
@@ -292,8 +289,7 @@ impl Pool {
     /// A helper thread's life: run shares; spin for `SPIN` when there are none, or until a
     /// yield shows that another thread wants the core; then sleep until a caller publishes.
     fn help(&self) {
-        let mut idle_since = Instant::now();
-        let (mut spin, mut contended) = (Spin::new(), false);
+        let mut spin = Spin::new(SPIN);
         loop {
             if self.published.load(Ordering::SeqCst) > 0 {
                 if let Some((job, slot)) = self.take() {
@@ -303,12 +299,11 @@ impl Pool {
                     if job.active.fetch_sub(1, Ordering::AcqRel) == 1 {
                         caller.unpark();
                     }
-                    (idle_since, spin, contended) = (Instant::now(), Spin::new(), false);
+                    spin = Spin::new(SPIN);
                     continue;
                 }
             }
-            if !contended && idle_since.elapsed() < SPIN {
-                contended = spin.once();
+            if spin.step() {
                 continue;
             }
             self.sleeping.fetch_add(1, Ordering::SeqCst);
@@ -316,7 +311,7 @@ impl Pool {
                 std::thread::park();
             }
             self.sleeping.fetch_sub(1, Ordering::SeqCst);
-            (idle_since, spin, contended) = (Instant::now(), Spin::new(), false);
+            spin = Spin::new(SPIN);
         }
     }
 }
@@ -331,36 +326,49 @@ impl Pool {
 /// helper that slept on each of them left two-thread routines running on one thread.
 const CONTENDED_YIELD: Duration = Duration::from_micros(50);
 
-/// A busy wait that gives the core away every `SPINS_PER_YIELD` steps, and tells when the core
-/// turns out to be shared: then the waiter should sleep rather than spin on.
+/// A busy wait of at most `limit` that gives the core away every `SPINS_PER_YIELD` steps, and
+/// ends early when the core turns out to be shared: then the waiter should sleep rather than
+/// spin on.
 struct Spin {
+    since: Instant,
+    limit: Duration,
     spins: u32,
     /// The thread's involuntary context switches before its first yield of this wait.
     switches_before: Option<u64>,
+    /// Whether a yield has shown that another thread runs on this core (see
+    /// [`CONTENDED_YIELD`]).
+    contended: bool,
 }
 
 impl Spin {
-    fn new() -> Spin {
+    fn new(limit: Duration) -> Spin {
         Spin {
+            since: Instant::now(),
+            limit,
             spins: 0,
             switches_before: None,
+            contended: false,
         }
     }
 
-    /// One step of the wait. Returns whether another thread has been running on this core
-    /// since the wait began (see [`CONTENDED_YIELD`]).
-    fn once(&mut self) -> bool {
+    /// One more step of the wait; `false`, without a step, once the wait should end: past its
+    /// limit, or on a shared core.
+    fn step(&mut self) -> bool {
+        if self.contended || self.since.elapsed() >= self.limit {
+            return false;
+        }
         self.spins = self.spins.wrapping_add(1);
         if !self.spins.is_multiple_of(SPINS_PER_YIELD) {
             std::hint::spin_loop();
-            return false;
+            return true;
         }
         if self.spins == SPINS_PER_YIELD {
             self.switches_before = involuntary_switches();
         }
         let before = Instant::now();
         std::thread::yield_now();
-        shared_core(before.elapsed(), self.switches_before, involuntary_switches)
+        self.contended = shared_core(before.elapsed(), self.switches_before, involuntary_switches);
+        true
     }
 }
 
@@ -621,14 +629,10 @@ mod tests {
                 }
             });
             pin_to(cpu);
-            let since = Instant::now();
-            let mut spin = Spin::new();
-            let mut contended = false;
-            while !contended && since.elapsed() < Duration::from_secs(10) {
-                contended = spin.once();
-            }
+            let mut spin = Spin::new(Duration::from_secs(10));
+            while spin.step() {}
             stop.store(true, Ordering::Relaxed);
-            contended
+            spin.contended
         });
         assert!(contended, "10 s of yields to a busy thread went unnoticed");
     }
