@@ -6,6 +6,8 @@
 //! Matrices are given by a pointer and two strides in elements (row, column), so a transposed
 //! or strided operand costs nothing.
 
+#[cfg(target_arch = "x86_64")]
+mod packed;
 pub mod small;
 mod transpose;
 pub mod transposed_rhs;
@@ -30,6 +32,15 @@ impl GemmBackend {
             _ => None,
         }
     }
+}
+
+/// Whether `sgemm` computes an `m x n x k` product with tessel's packed product (`packed`)
+/// rather than the `gemm` crate.
+pub(crate) fn packs_itself(m: usize, n: usize, k: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return packed::serves(m, n, k);
+    #[cfg(not(target_arch = "x86_64"))]
+    return false;
 }
 
 /// Products at least this large (`m * n * k`) use `threads` threads; smaller ones one.
@@ -71,6 +82,10 @@ pub unsafe fn sgemm(
         return;
     }
     match backend {
+        #[cfg(target_arch = "x86_64")]
+        GemmBackend::Gemm if packs_itself(m, n, k) => packed::sgemm(
+            threads, m, n, k, a, rsa, csa, b, rsb, csb, c, rsc, csc, accumulate,
+        ),
         GemmBackend::Gemm => {
             let (a, b, c) = (Shared(a as *mut f32), Shared(b as *mut f32), Shared(c));
             let one = |m0: usize, m1: usize, n0: usize, n1: usize| {

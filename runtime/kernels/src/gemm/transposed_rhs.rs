@@ -20,9 +20,13 @@ use super::transpose::{transpose_rows, TILE};
 use super::{sgemm, GemmBackend, PARALLEL_PRODUCT};
 use crate::parallel::{for_each_share_on_slots, Shared};
 
-/// Products at least this large (`m * n * k`) transpose a transposed `b` band by band; smaller
-/// ones read it in place (the transposition would cost more than the gathers it saves).
-pub const COPY_TRANSPOSED_RHS: usize = PARALLEL_PRODUCT;
+/// Whether [`sgemm_transposed_rhs`] transposes `b` band by band for an `m x n x k` product:
+/// for products at least [`PARALLEL_PRODUCT`] large (in smaller ones the transposition would
+/// cost more than the gathers it saves), except those tessel's packed product computes, whose
+/// packing reads a transposed `b` in order already (`super::packed`).
+pub fn copies_transposed_rhs(m: usize, n: usize, k: usize) -> bool {
+    m * n * k >= PARALLEL_PRODUCT && !super::packs_itself(m, n, k)
+}
 
 /// Columns of `c` in one band at most: two of the `gemm` crate's 64-row AVX-512 panels (a
 /// band that is not a multiple of 64 ends in a half-width kernel), and a `1024 x 128` buffer
@@ -66,7 +70,7 @@ pub unsafe fn sgemm_transposed_rhs(
     accumulate: bool,
     scratch: *mut f32,
 ) {
-    if m == 0 || n == 0 || k == 0 {
+    if m == 0 || n == 0 || k == 0 || super::packs_itself(m, n, k) {
         return sgemm(
             GemmBackend::Gemm,
             threads,
