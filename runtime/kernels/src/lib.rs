@@ -3,7 +3,8 @@
 //!
 //! - [`cpu`]: what this machine's CPU has, detected once for the whole project.
 //! - [`gemm`]: the choice between the `gemm` and `matrixmultiply` crates and their threading,
-//!   and the register-blocked small GEMM of the Winograd routines.
+//!   tessel's own packed product for AVX2 machines without AVX-512, and the register-blocked
+//!   small GEMM of the Winograd routines.
 //! - [`patch_gemm`]: convolution as patch matrix + GEMM, for any window (the general case).
 //! - [`phase_conv`]: convolution of a stride-dilated input (a strided convolution's data
 //!   gradient) split by output phase into stride-1 patch GEMMs that skip the holes.

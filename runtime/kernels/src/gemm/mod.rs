@@ -1,5 +1,7 @@
 //! Matrix products: the choice between the `gemm` and `matrixmultiply` crates and the
-//! threading ([`sgemm`], [`dgemm`]), the integer product ([`igemm_wrapping`]), and the
+//! threading ([`sgemm`], [`dgemm`]), tessel's own packed product where the `gemm` crate's
+//! AVX2 kernel falls short (`packed`: wide, shallow products on AVX2 machines without
+//! AVX-512), the integer product ([`igemm_wrapping`]), and the
 //! register-blocked small GEMM of the Winograd routines ([`small`]), and products whose right
 //! operand is stored transposed ([`transposed_rhs`]).
 //!
@@ -17,7 +19,8 @@ use crate::parallel::Shared;
 /// The GEMM library behind dot and convolution.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GemmBackend {
-    /// The `gemm` crate (runtime-dispatched AVX2/FMA/AVX-512 kernels).
+    /// The `gemm` crate (runtime-dispatched AVX2/FMA/AVX-512 kernels), or tessel's packed
+    /// product for the products it serves on AVX2 machines without AVX-512.
     #[default]
     Gemm,
     /// The `matrixmultiply` crate.
