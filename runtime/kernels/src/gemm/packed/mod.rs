@@ -182,11 +182,7 @@ pub(crate) unsafe fn sgemm(
         rs: csb,
         ds: rsb,
     };
-    let threads = if m * n * k >= PARALLEL_PRODUCT {
-        threads.max(1)
-    } else {
-        1
-    };
+    let threads = threads.max(1);
     // The longer dimension is cut (as `split_product` does); the other operand is shared.
     let cut_columns = n >= m;
     SHARED_PANELS.with_borrow_mut(|buffer| {

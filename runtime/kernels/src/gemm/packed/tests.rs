@@ -4,15 +4,7 @@
 use super::*;
 
 fn values(len: usize, seed: u32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(2654435761).max(1);
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s % 2000) as f32 / 1000.0 - 1.0
-        })
-        .collect()
+    crate::test_support::values_within(len, seed, 1.0)
 }
 
 fn has_avx2() -> bool {
