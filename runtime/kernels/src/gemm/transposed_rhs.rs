@@ -21,7 +21,7 @@ use super::{sgemm, GemmBackend, PARALLEL_PRODUCT};
 use crate::parallel::{for_each_share_on_slots, Shared};
 
 /// Whether [`sgemm_transposed_rhs`] transposes `b` band by band for an `m x n x k` product:
-/// for products at least [`PARALLEL_PRODUCT`] large (in smaller ones the transposition would
+/// for products at least `PARALLEL_PRODUCT` (2^18) large (in smaller ones the transposition would
 /// cost more than the gathers it saves), except those tessel's packed product computes, whose
 /// packing reads a transposed `b` in order already (`super::packed`).
 pub fn copies_transposed_rhs(m: usize, n: usize, k: usize) -> bool {

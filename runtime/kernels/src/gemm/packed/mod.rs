@@ -1,6 +1,7 @@
-//! tessel's own packed f32 product for machines with AVX2 and FMA but no AVX-512, where the
-//! `gemm` crate's 16 x 6 AVX2 kernel reached 54-77% of one core's FMA peak on the MLP's dense
-//! products (docs/performance.md, "The suite on an AVX2-only machine").
+//! tessel's own packed f32 product for machines with AVX2 and FMA but no AVX-512. On one
+//! thread the `gemm` crate's AVX2 kernel is as fast at its best; on two, the crate packs the
+//! operand every part reads once per part, and a transposed `b` went through a band
+//! transposition first (docs/performance.md, "tessel's packed AVX2 product").
 //!
 //! The classic blocked scheme: `k` is cut into blocks of at most [`KC`] steps; within one,
 //! rows of `a` are packed into panels of [`MR`] and columns of `b` into panels of [`NR`], each
@@ -19,8 +20,9 @@
 //! number of threads.
 //!
 //! Declines ([`serves`] is false) without AVX2 and FMA, or with AVX-512 (the `gemm` crate's
-//! AVX-512 kernels reach 86-93% of the peak), for products too small to split or narrower
-//! than a register block, and when the whole-packed operand would exceed [`MAX_SHARED`].
+//! AVX-512 kernels reach 86-93% of the peak), for products too small to split, narrower than
+//! [`MIN_SIDE`] or deeper than [`MAX_DEPTH`] (where the crate was measured faster), and when
+//! the whole-packed operand would exceed [`MAX_SHARED`].
 
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -154,7 +156,8 @@ enum Panels {
 /// `c = a * b` (or `c += a * b`) on up to `threads` threads. See the module's comment.
 ///
 /// # Safety
-/// As [`super::sgemm`]; [`serves`] must be true for `m`, `n`, `k`.
+/// As [`super::sgemm`], with `m`, `n` and `k` above zero; the CPU must have AVX2 and FMA (as
+/// [`serves`] checks).
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn sgemm(
     threads: usize,
@@ -186,13 +189,20 @@ pub(crate) unsafe fn sgemm(
     // The longer dimension is cut (as `split_product` does); the other operand is shared.
     let cut_columns = n >= m;
     SHARED_PANELS.with_borrow_mut(|buffer| {
-        let (whole, rows, width) = if cut_columns { (a, m, MR) } else { (b, n, NR) };
-        let padded = rows.next_multiple_of(width);
+        let padded = if cut_columns {
+            m.next_multiple_of(MR)
+        } else {
+            n.next_multiple_of(NR)
+        };
         if buffer.len() < padded * k {
             buffer.resize(padded * k, 0.0);
         }
         let packed = Shared(buffer.as_mut_ptr());
-        pack_whole(threads, whole, rows, width, k, packed);
+        if cut_columns {
+            pack_whole::<MR>(threads, a, m, k, packed);
+        } else {
+            pack_whole::<NR>(threads, b, n, k, packed);
+        }
         let whole = Panels::Whole { packed, padded };
         let (a_panels, b_panels) = if cut_columns {
             (whole, Panels::Own(b))
@@ -215,35 +225,30 @@ pub(crate) unsafe fn sgemm(
     });
 }
 
-/// Packs all of an operand (`rows` rows, `width`-row panels) block of `k` by block into
+/// Packs all of an operand (`rows` rows, `W`-row panels) block of `k` by block into
 /// `packed`, its panels shared among `threads`.
-unsafe fn pack_whole(
+unsafe fn pack_whole<const W: usize>(
     threads: usize,
     op: Operand,
     rows: usize,
-    width: usize,
     k: usize,
     packed: Shared<f32>,
 ) {
-    let padded = rows.next_multiple_of(width);
+    let padded = rows.next_multiple_of(W);
     let (blocks, step) = depth_blocks(k);
-    let panels = padded / width;
+    let panels = padded / W;
     let chunk = crate::parallel::chunk_len(panels, threads, 1);
     for_each_range(panels, chunk, threads, |q0, q1| {
-        let r0 = q0 * width;
-        let live = (q1 * width).min(rows) - r0;
+        let r0 = q0 * W;
+        let live = (q1 * W).min(rows) - r0;
         for block in 0..blocks {
             let (p0, kc) = (block * step, step.min(k - block * step));
             let src = op
                 .ptr
                 .get()
                 .offset(r0 as isize * op.rs + p0 as isize * op.ds);
-            let dst = packed.get().add(p0 * padded + q0 * width * kc);
-            if width == MR {
-                pack::<MR>(live, kc, src, op.rs, op.ds, dst);
-            } else {
-                pack::<NR>(live, kc, src, op.rs, op.ds, dst);
-            }
+            let dst = packed.get().add(p0 * padded + q0 * W * kc);
+            pack::<W>(live, kc, src, op.rs, op.ds, dst);
         }
     });
 }
