@@ -8,8 +8,10 @@
 # libclang-dev clang to build).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-cargo build --release -p tessel --features mpi
-cargo build --release -p tessel-estimator --features mpi --example mnist
+# One cargo invocation for both: two would resolve the shared crates' features differently and
+# build most of the workspace twice.
+cargo build --release -p tessel -p tessel-estimator --features tessel/mpi,tessel-estimator/mpi \
+  --bin tessel --example mnist
 bin=$PWD/target/release/tessel
 mnist=$PWD/target/release/examples/mnist
 here=tests/mpi
