@@ -59,6 +59,33 @@ fn the_verifier_names_the_pass_that_broke_the_module() {
     assert_eq!(err.pass, "breaker", "{err}");
 }
 
+/// The verifier runs after the passes that changed the module, not after the others: a pass
+/// that reports no change (its reports are checked below) left what the last check saw.
+#[test]
+fn the_verifier_runs_after_each_change_only() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let checks = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&checks);
+    let mut p = Pipeline::new("test");
+    // On a clean module DCE and CSE change nothing; each `Restless` run claims a change.
+    p.add_pass(Dce)
+        .add_pass(Restless(0))
+        .add_pass(Cse)
+        .add_pass(Restless(0));
+    p.set_verifier(Box::new(move |m: &Module| {
+        counted.fetch_add(1, Ordering::Relaxed);
+        verify(m)
+    }));
+    let mut m = small_module();
+    Dce.run(&mut m).unwrap();
+    Cse.run(&mut m).unwrap();
+    let records = p.run(&mut m, None).unwrap();
+    let changed = records.iter().filter(|r| r.changed).count();
+    assert_eq!(changed, 2, "{records:?}");
+    assert_eq!(checks.load(Ordering::Relaxed), changed);
+}
+
 /// A pass that always claims a change, to check the fixed-point cap.
 struct Restless(usize);
 

@@ -1,8 +1,10 @@
 //! The entry of the JIT: the state while lowering one module ([`ProgramCx`]) and
 //! [`compile_module`], which builds the program function `tessel_program(arena) -> status`,
-//! defines every function (dumping its CLIF when asked) and hands the code over to an
+//! hands every function to Cranelift's code generation (dumping its CLIF when asked; helper
+//! threads compile them meanwhile, `codegen_queue.rs`) and the code over to an
 //! [`Executable`].
 
+use super::codegen_queue::{CloseOnDrop, CodegenQueue};
 use super::executable::{Executable, ExecutableParts, ProgramStats};
 use crate::jit::arena_plan::plan_arena;
 use crate::jit::buffer::Addr;
@@ -34,6 +36,8 @@ pub(super) struct ProgramCx<'m> {
     pub isa: OwnedTargetIsa,
     pub features: CpuFeatures,
     pub jit: JITModule,
+    /// Where finished functions go for their machine code.
+    pub codegen: &'m CodegenQueue,
     pub call_conv: CallConv,
     /// The buffer assignment every arena offset comes from (`arena_plan.rs`).
     pub plan: BufferAssignment,
@@ -98,6 +102,27 @@ pub(crate) fn compile_module(
     let start = Instant::now();
     crate::jit::fused_kernels::window::check_window_sizes(module)?;
     let (isa, features) = host_isa(&options.opt_level)?;
+    let codegen = CodegenQueue::new(isa.clone());
+    // The thread budget of the routines is the compile's too.
+    let helpers = options.gemm_threads.saturating_sub(1);
+    std::thread::scope(|scope| {
+        let _close = CloseOnDrop(&codegen);
+        for _ in 0..helpers {
+            scope.spawn(|| codegen.work());
+        }
+        emit_program(module, options, isa, features, &codegen, start)
+    })
+}
+
+/// Emits the program and its functions, with `codegen` turning them into machine code.
+fn emit_program(
+    module: &Module,
+    options: &JitOptions,
+    isa: OwnedTargetIsa,
+    features: CpuFeatures,
+    codegen: &CodegenQueue,
+    start: Instant,
+) -> Result<Executable, JitError> {
     let symbols = Symbols::default();
     let mut builder = JITBuilder::with_isa(isa.clone(), default_libcall_names());
     builder.symbol_lookup_fn(symbols.lookup_fn());
@@ -113,6 +138,7 @@ pub(crate) fn compile_module(
         isa,
         features,
         jit,
+        codegen,
         call_conv,
         plan: plan_arena(module, options),
         next_instance: 0,
@@ -181,6 +207,7 @@ pub(crate) fn compile_module(
     }
     fb.finalize(cx.isa.frontend_config());
     cx.define(entry_id, func, "program")?;
+    codegen.finish(&mut cx.jit)?;
     cx.jit
         .finalize_definitions()
         .map_err(|e| JitError::Codegen(e.to_string()))?;
@@ -214,7 +241,8 @@ pub(crate) fn compile_module(
 }
 
 impl ProgramCx<'_> {
-    /// Compiles a function and adds it to the module, dumping its CLIF when asked.
+    /// Hands a function over for its machine code (defined in the module by
+    /// [`CodegenQueue::finish`]), dumping its CLIF when asked.
     pub(super) fn define(
         &mut self,
         id: FuncId,
@@ -223,22 +251,20 @@ impl ProgramCx<'_> {
     ) -> Result<(), JitError> {
         // The symbols this function refers to must be declared before it is defined.
         self.symbols.declare(&mut self.jit)?;
-        let mut ctx = Context::for_function(func);
         if let Some(dir) = &self.options.dump_to {
             let n = self.dump_index;
             self.dump_index += 1;
             let before = dir.join(format!("{n:04}.{what}.before_opt.clif"));
-            std::fs::write(&before, ctx.func.display().to_string())
+            std::fs::write(&before, func.display().to_string())
                 .map_err(|e| JitError::Io(format!("{}: {e}", before.display())))?;
-            let mut opt = Context::for_function(ctx.func.clone());
+            let mut opt = Context::for_function(func.clone());
             opt.optimize(&*self.isa, &mut Default::default())
                 .map_err(|e| JitError::Codegen(format!("{what}: {e:?}")))?;
             let after = dir.join(format!("{n:04}.{what}.after_opt.clif"));
             std::fs::write(&after, opt.func.display().to_string())
                 .map_err(|e| JitError::Io(format!("{}: {e}", after.display())))?;
         }
-        self.jit
-            .define_function(id, &mut ctx)
-            .map_err(|e| JitError::Codegen(format!("{what}: {e:?}")))
+        self.codegen.submit(id, func, what);
+        Ok(())
     }
 }

@@ -8,6 +8,8 @@
 //! buffer is placed in one arena.
 //!
 //! - `compile.rs`: the entry ([`compile_module`]) and the per-module state;
+//! - `codegen_queue.rs`: Cranelift's code generation of the finished functions, on helper
+//!   threads during emission;
 //! - `memory.rs`: buffers and scratch looked up in the buffer assignment (`../arena_plan.rs`),
 //!   constants and buffer copies;
 //! - `emit_instruction.rs`: the walk of a computation and the dispatch by op class;
@@ -20,6 +22,7 @@
 //! - `emit_pooling.rs`: max-pool fusions as calls of the pooling routines;
 //! - `executable.rs`: the compiled program, run once or on replicas.
 
+mod codegen_queue;
 mod compile;
 mod conv_bias;
 mod conv_pair;
