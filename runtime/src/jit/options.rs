@@ -18,7 +18,8 @@ pub struct JitOptions {
     pub vectorize: bool,
     /// Which GEMM library dot and convolution call.
     pub gemm: GemmBackend,
-    /// Threads the GEMM may use (this machine has 2 cores).
+    /// Threads the GEMM and the other routines may use (this machine has 2 cores); the JIT's
+    /// code generation uses as many while it compiles (`program/codegen_queue.rs`).
     pub gemm_threads: usize,
     /// Count the time of every kernel and routine call (see `host/profile.rs`).
     pub profile: bool,
