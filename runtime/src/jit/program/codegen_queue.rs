@@ -130,7 +130,21 @@ impl CodegenQueue {
     }
 
     /// Cranelift's code generation for one function, as `JITModule::define_function` does it.
+    /// A panic in Cranelift becomes an error: on a helper thread it would otherwise leave
+    /// [`CodegenQueue::finish`] waiting for a function that never comes.
     fn generate(&self, pending: Pending) -> Result<MachineCode, JitError> {
+        let what = pending.what.clone();
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.generate_unguarded(pending)
+        }))
+        .unwrap_or_else(|_| {
+            Err(JitError::Codegen(format!(
+                "{what}: Cranelift's code generation panicked"
+            )))
+        })
+    }
+
+    fn generate_unguarded(&self, pending: Pending) -> Result<MachineCode, JitError> {
         let Pending { id, func, what, .. } = pending;
         let mut ctx = Context::for_function(func);
         let alignment = match ctx.compile(&*self.isa, &mut ControlPlane::default()) {
