@@ -4,7 +4,7 @@
 //! A module's program is hundreds of small functions (ResNet-20's training loop: about 500).
 //! Emitting their CLIF is sequential: it walks the module and hands out arena offsets. Turning
 //! each function into machine code (optimizer, lowering, register allocation) depends on that
-//! function alone, so [`CodegenQueue`] takes the finished functions and `helpers` threads
+//! function alone, so [`CodegenQueue`] takes the finished functions and helper threads
 //! compile them as they come. When emission ends, the emitting thread compiles what is left
 //! beside them. The machine code is then defined in the order the functions were submitted, so
 //! the executable is the same, byte for byte, whatever the number of helpers.
@@ -30,6 +30,7 @@ struct Pending {
 /// A function's machine code, ready for `define_function_bytes`.
 struct MachineCode {
     id: FuncId,
+    what: String,
     alignment: u64,
     bytes: Vec<u8>,
     relocs: Vec<ModuleReloc>,
@@ -124,7 +125,7 @@ impl CodegenQueue {
         for (_, code) in done {
             let code = code?;
             jit.define_function_bytes(code.id, code.alignment, &code.bytes, &code.relocs)
-                .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+                .map_err(|e| JitError::Codegen(format!("{}: {e:?}", code.what)))?;
         }
         Ok(())
     }
@@ -162,6 +163,7 @@ impl CodegenQueue {
             .collect();
         Ok(MachineCode {
             id,
+            what,
             alignment,
             bytes: code.code_buffer().to_vec(),
             relocs,
