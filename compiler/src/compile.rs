@@ -70,7 +70,7 @@ pub struct CompileReport {
 impl CompileReport {
     /// `key: value` lines as `tessel compile` prints them.
     pub fn summary_lines(&self) -> Vec<String> {
-        vec![
+        let mut lines = vec![
             format!("compile_ms: {:.3}", self.compile_time.as_secs_f64() * 1e3),
             format!("instructions_before: {}", self.instructions_before),
             format!("instructions_after: {}", self.instructions_after),
@@ -88,7 +88,26 @@ impl CompileReport {
                 "passes_changed: {}",
                 self.passes.iter().filter(|p| p.changed).count()
             ),
-        ]
+        ];
+        lines.extend(
+            self.pass_times()
+                .into_iter()
+                .map(|(pass, time)| format!("pass_ms.{pass}: {:.3}", time.as_secs_f64() * 1e3)),
+        );
+        lines
+    }
+
+    /// Time spent in each pass, summed over its runs (a fixed point runs a pass several
+    /// times), in the order the passes first ran.
+    pub fn pass_times(&self) -> Vec<(String, Duration)> {
+        let mut times: Vec<(String, Duration)> = Vec::new();
+        for record in &self.passes {
+            match times.iter_mut().find(|(pass, _)| *pass == record.pass) {
+                Some((_, time)) => *time += record.duration,
+                None => times.push((record.pass.clone(), record.duration)),
+            }
+        }
+        times
     }
 }
 
@@ -136,4 +155,51 @@ pub fn optimize(m: &mut Module, opts: &CompileOptions) -> Result<CompileReport, 
         d.finish(m, &report.buffers)?;
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hlo_text::parse_module;
+
+    /// Each pass appears once, at its first run, with the time of all its runs.
+    #[test]
+    fn pass_times_sum_each_pass_over_its_runs() {
+        let text = "HloModule m\n\nENTRY e {\n  a = f32[4] parameter(0)\n  \
+             c = f32[] constant(2)\n  d = f32[] add(c, c)\n  \
+             b = f32[4] broadcast(d), dimensions={}\n  \
+             m = f32[4] multiply(a, b)\n  ROOT n = f32[4] negate(m)\n}\n";
+        let mut m = parse_module(text, None).unwrap();
+        let report = optimize(&mut m, &CompileOptions::default()).unwrap();
+        let times = report.pass_times();
+        let mut first_runs: Vec<&str> = Vec::new();
+        for record in &report.passes {
+            if !first_runs.contains(&record.pass.as_str()) {
+                first_runs.push(&record.pass);
+            }
+        }
+        let names: Vec<&str> = times.iter().map(|(pass, _)| pass.as_str()).collect();
+        assert_eq!(names, first_runs);
+        // Folding `d` makes the fixed point run the simplifier again.
+        let simplifier_runs = report
+            .passes
+            .iter()
+            .filter(|r| r.pass == "algebraic-simplifier")
+            .count();
+        assert!(simplifier_runs > 1, "{:?}", report.passes);
+        for (pass, time) in &times {
+            let runs: Duration = report
+                .passes
+                .iter()
+                .filter(|r| &r.pass == pass)
+                .map(|r| r.duration)
+                .sum();
+            assert_eq!(*time, runs, "{pass}");
+        }
+        let lines = report.summary_lines();
+        assert!(
+            lines.iter().any(|l| l.starts_with("pass_ms.fusion: ")),
+            "{lines:?}"
+        );
+    }
 }

@@ -29,6 +29,13 @@ fn compile_prints_jit_figures_and_dumps_clif_per_kernel() {
     assert!(kernels > 10, "{stdout}");
     assert!(value(&stdout, "jit_arena_bytes").parse::<usize>().unwrap() > 0);
     value(&stdout, "jit_compile_ms").parse::<f64>().unwrap();
+    // Each pass's time, summed over its runs: the fusion pass runs once, the simplifiers in
+    // a fixed point, and none of them takes longer than the whole optimization.
+    let compile_ms: f64 = value(&stdout, "compile_ms").parse().unwrap();
+    for pass in ["fusion", "algebraic-simplifier", "scheduling"] {
+        let ms: f64 = value(&stdout, &format!("pass_ms.{pass}")).parse().unwrap();
+        assert!((0.0..=compile_ms).contains(&ms), "{pass}\n{stdout}");
+    }
     // The b8 step's two conv layers: both pools folded, both gradients reading their
     // choices (with AVX-512), both activations left unstored.
     let choices = if tessel_runtime::jit::routines::pool_choices::choices_available() {
