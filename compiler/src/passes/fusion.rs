@@ -73,12 +73,17 @@ impl Pass for Fusion {
             // instruction copied into all its users' fusions) may share its id with one of
             // these: such ids are not the group's any more.
             let mut created: HashSet<InstrId> = HashSet::new();
+            // The post order before any group is replaced. It stays topological for every
+            // group's members and copies, which are instructions of this graph: a
+            // replacement rewires only the reads of its own roots.
+            let order = Positions::of(m.computation(cid));
             let mut groups = form_groups(m.computation(cid));
             if self.multi_output {
-                absorb_reduces(m.computation(cid), &mut groups);
-                absorb_reduce_groups(m.computation(cid), &mut groups);
-                merge_siblings(m.computation(cid), &mut groups);
-                absorb_stored_producers(m.computation(cid), &mut groups);
+                let c = m.computation(cid);
+                absorb_reduces(c, &mut groups);
+                absorb_reduce_groups(c, &mut groups, &order);
+                merge_siblings(c, &mut groups, &order);
+                absorb_stored_producers(c, &mut groups, &order);
             }
             for mut g in groups {
                 // A cheap instruction copied into all its users' fusions is gone by now: a
@@ -94,7 +99,6 @@ impl Pass for Fusion {
                 // A group whose inputs depend on its own members would read its own output:
                 // fusing it would make a cycle (sibling merges and copies can combine into
                 // one after earlier groups are replaced). It stays unfused instead.
-                let order = Positions::of(c);
                 if depends_on(c, &inputs(c, &g, &order), &g.members) {
                     continue;
                 }
@@ -407,10 +411,9 @@ fn form_groups(c: &Computation) -> Vec<Group> {
                 {
                     continue;
                 }
-                let users = c.users(p);
                 if p != root
-                    && users.iter().all(|u| g.members.contains(u))
-                    && !users.iter().any(|u| copied.contains(u))
+                    && c.users_unordered(p).all(|u| g.members.contains(&u))
+                    && !c.users_unordered(p).any(|u| copied.contains(&u))
                 {
                     g.members.insert(p);
                     work.push(p);
@@ -477,8 +480,8 @@ fn inputs(c: &Computation, g: &Group, order: &Positions) -> Vec<InstrId> {
 
 /// Each instruction's place in a computation's post order, so that a group's instructions
 /// are put in that order by sorting them, not by a walk over the whole order with two set
-/// lookups per instruction for every group. The post order itself is still computed once
-/// per group: see `docs/passes.md`.
+/// lookups per instruction for every group. Computed once per computation, before any group
+/// is replaced (see `docs/passes.md`).
 struct Positions {
     /// By `InstrId::index()`: the place in the post order, `usize::MAX` for none.
     place: Vec<usize>,
