@@ -40,8 +40,20 @@ pub use program::{Executable, ProgramStats};
 pub use tessel_kernels::gemm::GemmBackend;
 
 use tessel_compiler::ir::Module;
+use tessel_compiler::passes::BufferAssignment;
 
 /// Compiles `module` for this machine.
 pub fn compile(module: &Module, options: &JitOptions) -> Result<Executable, JitError> {
-    program::compile_module(module, options)
+    program::compile_module(module, options, None)
+}
+
+/// Compiles `module` with the arena laid out by `plan`, which must be the assignment
+/// [`arena_plan::plan_arena`] makes for `module` and `options`: the optimizer's report has
+/// computed it already when the pipeline ran with the JIT's buffer needs.
+pub(crate) fn compile_with_plan(
+    module: &Module,
+    options: &JitOptions,
+    plan: BufferAssignment,
+) -> Result<Executable, JitError> {
+    program::compile_module(module, options, Some(plan))
 }

@@ -137,8 +137,14 @@ pub(crate) fn build_engine(
             let mut optimized = module;
             let report = optimize(&mut optimized, &device.pipeline_options())
                 .map_err(SessionError::Optimize)?;
-            let exe = crate::jit::compile(&optimized, &device.jit_options())
-                .map_err(SessionError::Compile)?;
+            // The report's buffer assignment was made with the JIT's needs
+            // (`Device::pipeline_options`): it is the arena's plan, not computed again.
+            let exe = crate::jit::compile_with_plan(
+                &optimized,
+                &device.jit_options(),
+                report.buffers.clone(),
+            )
+            .map_err(SessionError::Compile)?;
             Ok((Engine::Jit(Box::new(exe)), Some(report)))
         }
     }

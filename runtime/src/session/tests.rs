@@ -298,3 +298,18 @@ fn an_invalid_module_and_a_bad_loop_spec_are_typed() {
         .unwrap();
     assert!(matches!(e, SessionError::Invalid(_)), "{e}");
 }
+
+/// The JIT lays its arena out with the assignment the optimizer's report made, without
+/// computing it again: that holds only while the report's needs are the JIT's. Checked on
+/// a training step (convolutions, scratch, a loop) and a `fori_loop`.
+#[test]
+fn the_reported_buffer_assignment_is_the_jits_arena_plan() {
+    let device = Device::jit();
+    for name in ["mnist_cnn_train_step_b8", "fori_loop_sin"] {
+        let mut optimized = load(name);
+        let report =
+            tessel_compiler::compile::optimize(&mut optimized, &device.pipeline_options()).unwrap();
+        let planned = crate::jit::arena_plan::plan_arena(&optimized, &device.jit_options());
+        assert_eq!(report.buffers.to_text(), planned.to_text(), "{name}");
+    }
+}

@@ -98,6 +98,7 @@ pub(super) struct ProgramCx<'m> {
 pub(crate) fn compile_module(
     module: &Module,
     options: &JitOptions,
+    plan: Option<BufferAssignment>,
 ) -> Result<Executable, JitError> {
     let start = Instant::now();
     crate::jit::fused_kernels::window::check_window_sizes(module)?;
@@ -110,7 +111,8 @@ pub(crate) fn compile_module(
         for _ in 0..helpers {
             scope.spawn(|| codegen.work());
         }
-        emit_program(module, options, isa, features, &codegen, start)
+        let plan = plan.unwrap_or_else(|| plan_arena(module, options));
+        emit_program(module, options, plan, isa, features, &codegen, start)
     })
 }
 
@@ -118,6 +120,7 @@ pub(crate) fn compile_module(
 fn emit_program(
     module: &Module,
     options: &JitOptions,
+    plan: BufferAssignment,
     isa: OwnedTargetIsa,
     features: CpuFeatures,
     codegen: &CodegenQueue,
@@ -140,7 +143,7 @@ fn emit_program(
         jit,
         codegen,
         call_conv,
-        plan: plan_arena(module, options),
+        plan,
         next_instance: 0,
         current: (0, InstrId::new(0)),
         scratch: Vec::new(),
