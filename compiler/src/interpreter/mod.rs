@@ -131,16 +131,18 @@ pub(crate) fn evaluate_computation(
 /// Evaluates computations of one module for one replica.
 pub(crate) struct Evaluator<'m> {
     pub(crate) module: &'m Module,
-    plans: Vec<Plan>,
+    plans: Vec<std::sync::OnceLock<Plan>>,
     /// The replica this evaluator runs as: collectives, `infeed` and `outfeed` go through it.
     pub(crate) link: &'m dyn ReplicaLink,
 }
 
 impl<'m> Evaluator<'m> {
     fn new(module: &'m Module, link: &'m dyn ReplicaLink) -> Evaluator<'m> {
+        // Planned when first run: constant folding evaluates one small computation of a
+        // module whose others (a training loop's body) it never runs.
         let plans = module
             .computation_ids()
-            .map(|c| Plan::new(module, c))
+            .map(|_| std::sync::OnceLock::new())
             .collect();
         Evaluator {
             module,
@@ -150,7 +152,7 @@ impl<'m> Evaluator<'m> {
     }
 
     pub(crate) fn plan(&self, comp: ComputationId) -> &Plan {
-        &self.plans[comp.0 as usize]
+        self.plans[comp.0 as usize].get_or_init(|| Plan::new(self.module, comp))
     }
 
     /// Checks that the arguments match the computation's parameters, naming both on a mismatch.
