@@ -111,6 +111,7 @@ impl Pass for Fusion {
 }
 
 /// One future fusion: its instructions and its outputs.
+#[derive(Default)]
 struct Group {
     /// Instructions moved into the fusion.
     members: HashSet<InstrId>,

@@ -246,14 +246,7 @@ pub(super) fn absorb_stored_producers(c: &Computation, groups: &mut Vec<Group>, 
             p += 1;
             continue;
         };
-        let g = std::mem::replace(
-            &mut groups[p],
-            Group {
-                members: HashSet::new(),
-                copies: HashSet::new(),
-                roots: Vec::new(),
-            },
-        );
+        let g = std::mem::take(&mut groups[p]);
         absorbed[p] = true;
         for &x in g.members.iter().chain(&g.copies) {
             let held = holders.entry(x).or_default();
@@ -268,11 +261,8 @@ pub(super) fn absorb_stored_producers(c: &Computation, groups: &mut Vec<Group>, 
         target.roots.extend(g.roots);
         p = 0;
     }
-    let mut place = 0;
-    groups.retain(|_| {
-        place += 1;
-        !absorbed[place - 1]
-    });
+    let mut absorbed = absorbed.into_iter();
+    groups.retain(|_| !absorbed.next().unwrap_or(false));
 }
 
 /// For one group `a`: which instructions depend on its members (the members included), and
