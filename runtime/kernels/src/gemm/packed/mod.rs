@@ -32,6 +32,9 @@ use crate::cpu::Isa;
 use crate::parallel::{for_each_range, Shared};
 
 mod avx2;
+mod pack;
+
+use pack::pack;
 
 /// Rows of `c` in the micro-kernel's register block.
 pub(crate) const MR: usize = 6;
@@ -86,54 +89,6 @@ thread_local! {
     static SHARED_PANELS: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
     /// Each thread's buffers for its part's slices of `a` and `b`.
     static PART_PANELS: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
-}
-
-/// Packs `rows` rows of a matrix, whose element `(r, p)` is at `src[r * rs + p * ds]`, over
-/// `kc` steps into panels of `W` rows: panel `q`, step `p`, lane `i` at `dst[(q * kc + p) * W
-/// + i]`. Lanes past `rows` in the last panel are zero.
-///
-/// # Safety
-/// `src` must address the rows and steps with these strides; `dst` must hold
-/// `rows.next_multiple_of(W) * kc` floats.
-unsafe fn pack<const W: usize>(
-    rows: usize,
-    kc: usize,
-    src: *const f32,
-    rs: isize,
-    ds: isize,
-    dst: *mut f32,
-) {
-    let full = rows / W;
-    if rs == 1 {
-        // The rows are adjacent: step by step, W contiguous floats into each full panel, so
-        // the source is read in its order.
-        for p in 0..kc {
-            let from = src.offset(p as isize * ds);
-            for q in 0..full {
-                std::ptr::copy_nonoverlapping(from.add(q * W), dst.add((q * kc + p) * W), W);
-            }
-        }
-    }
-    for q in 0..rows.div_ceil(W) {
-        let live = (rows - q * W).min(W);
-        if rs == 1 && live == W {
-            continue;
-        }
-        let (base, out) = (src.offset((q * W) as isize * rs), dst.add(q * kc * W));
-        // Row by row: each row's steps are read in order (contiguous when `ds == 1`).
-        for i in 0..W {
-            if i < live {
-                let row = base.offset(i as isize * rs);
-                for p in 0..kc {
-                    *out.add(p * W + i) = *row.offset(p as isize * ds);
-                }
-            } else {
-                for p in 0..kc {
-                    *out.add(p * W + i) = 0.0;
-                }
-            }
-        }
-    }
 }
 
 /// A matrix operand: element `(r, p)` at `ptr[r * rs + p * ds]`, `r` along `c`'s rows for `a`
