@@ -6,8 +6,9 @@
 //! The classic blocked scheme: `k` is cut into blocks of at most [`KC`] steps; within one,
 //! rows of `a` are packed into panels of [`MR`] and columns of `b` into panels of [`NR`], each
 //! laid out step by step so that the micro-kernel (`avx2.rs`, a 6 x 16 block of `c` in
-//! registers) reads both sequentially. Rows of `a` are taken [`MC`] at a time, so that their
-//! panels stay in L2 while one `b` panel, in L1, meets each of them in turn.
+//! registers) reads both sequentially (`pack.rs` packs them). Rows of `a` are taken [`MC`]
+//! at a time, so that their panels stay in L2 while one `b` panel, in L1, meets each of them
+//! in turn.
 //!
 //! **Threads.** The product is cut along the longer of `c`'s dimensions into parts claimed as
 //! threads become free (`super::split_product`). The other operand, which every part reads

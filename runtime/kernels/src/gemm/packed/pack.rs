@@ -2,8 +2,9 @@
 //! `dst[(q * kc + p) * W + i]`, from a matrix whose element `(r, p)` is at `src[r * rs + p *
 //! ds]`. Lanes past the last row are zero.
 //!
-//! Packing was a fifth of a one-thread MLP product on AVX2 before it was done this way
-//! (docs/performance.md, "Packing the packed product's operands"):
+//! Done one float at a time, or step-major over all panels, packing took a fifth of the time
+//! of the MLP's `256 x 1024 x 1024` products on one thread (docs/performance.md, "Packing the
+//! packed product's operands"). So:
 //! - **Adjacent rows** (`rs == 1`, a row-major `b` or a transposed `a`): each step's `W` floats
 //!   are contiguous. Step-major over *all* panels wrote 16 streams `kc * W` floats apart, which
 //!   share their L1 sets; here a few panels ([`GROUP_BYTES`] of a step) are packed step by step
@@ -103,14 +104,7 @@ unsafe fn pack_contiguous_steps<const W: usize>(
         let rows_here = live.saturating_sub(i0).min(lanes);
         let base = src.offset(i0 as isize * rs);
         for p0 in (0..whole_steps).step_by(8) {
-            transpose_block(
-                rows_here,
-                lanes,
-                base.add(p0),
-                rs,
-                out.add(p0 * W + i0),
-                W,
-            );
+            transpose_block(rows_here, lanes, base.add(p0), rs, out.add(p0 * W + i0), W);
         }
     }
     for p in whole_steps..kc {
@@ -216,7 +210,15 @@ mod tests {
     /// whole and cut panels, step counts below, at and past a multiple of eight: each lane
     /// holds its element, lanes past the rows zero, nothing past the panels written.
     fn check<const W: usize>() {
-        for (rows, kc) in [(1usize, 1usize), (5, 7), (6, 8), (16, 16), (17, 9), (40, 29), (70, 64)] {
+        for (rows, kc) in [
+            (1usize, 1usize),
+            (5, 7),
+            (6, 8),
+            (16, 16),
+            (17, 9),
+            (40, 29),
+            (70, 64),
+        ] {
             let (r, k) = (rows as isize, kc as isize);
             // (rs, ds): adjacent rows, contiguous steps (with a wider row stride), neither.
             for (rs, ds) in [(1, r + 3), (k + 5, 1), (2, 2 * r + 1)] {
@@ -235,11 +237,17 @@ mod tests {
                                 0.0
                             };
                             let got = dst[(q * kc + p) * W + i];
-                            assert_eq!(got, want, "W {W} {rows}x{kc} rs {rs} ds {ds} [{q},{p},{i}]");
+                            assert_eq!(
+                                got, want,
+                                "W {W} {rows}x{kc} rs {rs} ds {ds} [{q},{p},{i}]"
+                            );
                         }
                     }
                 }
-                assert!(dst[padded..].iter().all(|x| x.is_nan()), "written past the panels");
+                assert!(
+                    dst[padded..].iter().all(|x| x.is_nan()),
+                    "written past the panels"
+                );
             }
         }
     }
