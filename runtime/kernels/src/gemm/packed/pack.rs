@@ -36,22 +36,17 @@ pub(super) unsafe fn pack<const W: usize>(
     ds: isize,
     dst: *mut f32,
 ) {
-    let full = rows / W;
-    let mut done = 0;
-    if rs == 1 {
-        pack_adjacent_rows::<W>(full, kc, src, ds, dst);
-        done = full;
-    } else if ds == 1 && kc >= 8 {
-        for q in 0..full {
-            let from = src.offset((q * W) as isize * rs);
-            pack_contiguous_steps::<W>(W, kc, from, rs, dst.add(q * kc * W));
-        }
-        done = full;
-    }
+    // Adjacent rows: the whole panels in groups; the last, cut one below.
+    let done = if rs == 1 {
+        pack_adjacent_rows::<W>(rows / W, kc, src, ds, dst);
+        rows / W
+    } else {
+        0
+    };
     for q in done..rows.div_ceil(W) {
         let live = (rows - q * W).min(W);
         let (base, out) = (src.offset((q * W) as isize * rs), dst.add(q * kc * W));
-        if ds == 1 && kc >= 8 {
+        if ds == 1 {
             pack_contiguous_steps::<W>(live, kc, base, rs, out);
         } else {
             pack_one_by_one::<W>(live, kc, base, rs, ds, out);
@@ -88,8 +83,8 @@ unsafe fn pack_adjacent_rows<const W: usize>(
     }
 }
 
-/// One panel of `live <= W` rows whose steps are contiguous (`ds == 1`), `kc >= 8`: blocks of
-/// eight rows by eight steps transposed in registers, the last few steps one at a time.
+/// One panel of `live <= W` rows whose steps are contiguous (`ds == 1`): blocks of eight rows
+/// by eight steps transposed in registers, the last `kc % 8` steps one at a time.
 #[target_feature(enable = "avx2")]
 unsafe fn pack_contiguous_steps<const W: usize>(
     live: usize,
