@@ -16,6 +16,8 @@
 
 use std::arch::x86_64::*;
 
+use crate::prefetch::prefetch_part;
+
 /// Bytes of one step that the adjacent-rows path reads before moving to the next step: four
 /// 16-lane panels, so four write streams, well within an L1 set's eight ways.
 const GROUP_BYTES: usize = 256;
@@ -71,10 +73,9 @@ unsafe fn pack_adjacent_rows<const W: usize>(
             if p + AHEAD < kc {
                 // Each step is on a page of its own in a wide matrix, where the hardware
                 // prefetchers do not follow.
-                let next = from.offset(AHEAD as isize * ds).add(q0 * W) as *const i8;
-                for line in (0..(q1 - q0) * W * 4).step_by(64) {
-                    _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(line));
-                }
+                let next = from.offset(AHEAD as isize * ds).add(q0 * W) as *const u8;
+                let bytes = (q1 - q0) * W * 4;
+                prefetch_part(next, bytes, next.wrapping_add(bytes), 0, 1);
             }
             for q in q0..q1 {
                 std::ptr::copy_nonoverlapping(from.add(q * W), dst.add((q * kc + p) * W), W);
