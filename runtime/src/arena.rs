@@ -11,6 +11,9 @@ pub const BUFFER_ALIGN: usize = 64;
 pub struct Arena {
     storage: Vec<AlignedBlock>,
     len: usize,
+    /// The run (its tag) and replica whose results the arena still holds, if any: the next
+    /// run from those results need not write them again (`Executable`'s residency).
+    pub(crate) holds: Option<(u64, usize)>,
 }
 
 #[derive(Clone, Copy)]
@@ -31,7 +34,11 @@ impl Arena {
         // Before the zeroing below first touches the pages.
         advise_huge_pages(storage.as_mut_ptr() as *mut u8, blocks * BUFFER_ALIGN);
         storage.resize(blocks, AlignedBlock([0; BUFFER_ALIGN]));
-        Ok(Arena { storage, len })
+        Ok(Arena {
+            storage,
+            len,
+            holds: None,
+        })
     }
 
     pub fn len(&self) -> usize {

@@ -38,6 +38,7 @@ pub fn run_loop(
         queue_depth: args
             .infeed_depth
             .unwrap_or(LoopOptions::default().queue_depth),
+        ..LoopOptions::default()
     };
     let trace = super::trace_file::TraceRuns::new(args);
     trace.start(true, || lp.start_trace()).map_err(describe)?;

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use tessel_compiler::ir::{Array, Module};
 use tessel_runtime::feed::FeedSource;
 use tessel_runtime::session::{
-    compile_loop, Device, LoopOptions, LoopProgram, LoopSpec, Outfeed, SessionError, Trace,
-    TraceOptions,
+    compile_loop, CarriedOnDevice, Device, LoopOptions, LoopProgram, LoopSpec, Outfeed,
+    SessionError, Trace, TraceOptions,
 };
 
 pub struct LoopRunner {
@@ -69,14 +69,29 @@ impl LoopRunner {
         sources: Vec<FeedSource>,
         on_step: StepCallback<'_>,
     ) -> Result<Vec<Vec<Array>>, SessionError> {
+        Ok(self.run_kept(iterations, state, None, sources, on_step)?.0)
+    }
+
+    /// [`LoopRunner::run`] from a state the device may still hold: `on_device` is the token
+    /// of the run that returned `state` (unchanged since), and the returned token names the
+    /// state returned now (see `LoopOptions::carried_on_device`).
+    pub fn run_kept(
+        &mut self,
+        iterations: u64,
+        state: Vec<Vec<Array>>,
+        on_device: Option<CarriedOnDevice>,
+        sources: Vec<FeedSource>,
+        on_step: StepCallback<'_>,
+    ) -> Result<(Vec<Vec<Array>>, Option<CarriedOnDevice>), SessionError> {
         self.prepare(iterations)?;
         let program = &self.programs[&iterations];
         let options = LoopOptions {
             queue_depth: 2,
             nan_check: false,
+            carried_on_device: on_device,
         };
         let out = program.run_fed(state, sources, Outfeed::Callback(on_step), &options)?;
-        Ok(out.carried)
+        Ok((out.carried, out.on_device))
     }
 
     /// Compiles loops with trace buffers from now on (those compiled without are dropped, to

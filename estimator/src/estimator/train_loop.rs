@@ -62,6 +62,10 @@ impl TrainLoop<'_> {
     ) -> Result<LoopEnd, EstimatorError> {
         let start = ctx.global_step();
         let mut carried: Vec<Vec<Array>> = vec![ctx.state.carried()?; self.shards];
+        // The device keeps the variables a loop returned, and the next loop starts from them
+        // without writing them again: nothing changes `carried` or `ctx.state.values` between
+        // loops (hooks see them read-only).
+        let mut on_device = None;
         let mut end = LoopEnd {
             final_loss: None,
             run_time: Duration::ZERO,
@@ -106,14 +110,14 @@ impl TrainLoop<'_> {
             let run = if std::mem::take(&mut ctx.trace_next) {
                 self.runner
                     .run_traced(k, carried, sources, &mut on_step)
-                    .map(|(c, t)| (c, Some(t)))
+                    .map(|(c, t)| (c, None, Some(t)))
             } else {
                 self.runner
-                    .run(k, carried, sources, &mut on_step)
-                    .map(|c| (c, None))
+                    .run_kept(k, carried, on_device, sources, &mut on_step)
+                    .map(|(c, kept)| (c, kept, None))
             };
             let trace;
-            (carried, trace) = match run {
+            (carried, on_device, trace) = match run {
                 Ok(c) => c,
                 Err(e) => {
                     return Err(self

@@ -84,6 +84,13 @@ impl BufferNeeds for JitBufferNeeds {
         true
     }
 
+    /// Every run writes every argument into the arena first (`Executable::run_in`), so a
+    /// parameter read for the last time may be overwritten: a training loop's variables are
+    /// updated where they were written instead of being copied into the loop's state.
+    fn parameters_donated(&self) -> bool {
+        true
+    }
+
     fn written_at(&self, m: &Module, comp: ComputationId, id: InstrId) -> Option<InstrId> {
         pool_writer(m, comp, id, &self.options)
             .or_else(|| self.pairs.first_of(m, comp, id, &self.options))

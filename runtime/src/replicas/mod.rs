@@ -157,6 +157,29 @@ pub struct ReplicaOptions {
     /// This process's block of the run's devices when the run spans hosts (`None`: all
     /// devices run here).
     pub placement: Option<Placement>,
+    /// Results kept in the arenas from one run to the next.
+    pub residency: Residency,
+}
+
+/// A run's results kept where the program left them, as a TPU keeps a training loop's
+/// variables on the device: a program whose result leaf i lives in parameter i's buffer (a
+/// loop whose state took over its donated parameters) leaves each replica's arena holding
+/// those results, and a run started from exactly those values need not write them again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Residency {
+    /// The arguments are the results of the run tagged `from`, unchanged: where a replica's
+    /// arena still holds them, they are not written again.
+    pub from: Option<u64>,
+    /// The tag the arenas get after this run (`None`: they hold nothing afterwards).
+    pub tag: Option<u64>,
+}
+
+impl Residency {
+    /// A tag no other run in this process has.
+    pub fn new_tag() -> u64 {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// What a replica thread's routines see: its context and its injected fault, if any.

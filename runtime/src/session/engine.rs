@@ -7,7 +7,9 @@ use crate::feed::{HostFeed, HostQueues};
 use crate::jit::host::infeed_outfeed::with_host_feed;
 use crate::jit::program::executable::Executable;
 use crate::memory::{check_run, largest_value};
-use crate::replicas::{evaluate_placed, evaluate_with_feed, Numbering, Placement, ReplicaOptions};
+use crate::replicas::{
+    evaluate_placed, evaluate_with_feed, Numbering, Placement, ReplicaOptions, Residency,
+};
 use tessel_compiler::interpreter::evaluate;
 use tessel_compiler::ir::{Literal, Module};
 
@@ -109,13 +111,15 @@ impl Engine {
 
     /// Runs a module that reads and writes the host `feed` on `args.len()` devices numbered as
     /// `numbering` says; every device's result in order. With a `placement` (a run spanning
-    /// hosts), `args` and `feed` are this host's devices' and so are the results.
+    /// hosts), `args` and `feed` are this host's devices' and so are the results. The JIT
+    /// keeps results in its arenas as `residency` says (the interpreter keeps nothing).
     pub(crate) fn run_fed(
         &self,
         args: Vec<Vec<Literal>>,
         feed: &HostQueues,
         numbering: Numbering,
         placement: Option<Placement>,
+        residency: Residency,
     ) -> Result<Vec<Literal>, SessionError> {
         let n = args.len();
         match self {
@@ -130,13 +134,14 @@ impl Engine {
                 let options = ReplicaOptions {
                     numbering,
                     placement,
+                    residency,
                     ..ReplicaOptions::default()
                 };
                 Ok(exe.run_replicated_fed(args, feed, &options)?)
             }
             Engine::Jit(exe) => {
                 let args = args.into_iter().next().unwrap_or_default();
-                with_host_feed(feed, 0, || exe.run(&args))
+                with_host_feed(feed, 0, || exe.run_resident(&args, residency))
                     .map(|l| vec![l])
                     .map_err(|e| {
                         // Wake the host threads: nothing will read or send any more.

@@ -56,6 +56,8 @@ pub(crate) fn gather_loop_outputs(
     let mut out = LoopOutputs {
         carried: Vec::with_capacity(p.devices),
         per_iteration: Vec::with_capacity(p.devices),
+        // This host's devices keep their share.
+        on_device: local.on_device,
     };
     for v in gather(p, values).map_err(SessionError::run)? {
         let parts = v.as_tuple().unwrap_or_default();

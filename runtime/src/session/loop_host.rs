@@ -6,10 +6,10 @@
 use super::engine::Engine;
 use super::error::SessionError;
 use super::hosts::{gather_loop_outputs, local_share};
-use super::loop_program::{LoopOptions, LoopOutputs};
+use super::loop_program::{CarriedOnDevice, LoopOptions, LoopOutputs};
 use crate::feed::HostFeed;
 use crate::feed::{fill_infeed, stack, FeedSource, HostQueues};
-use crate::replicas::Numbering;
+use crate::replicas::{Numbering, Residency};
 use std::sync::mpsc::Receiver;
 use tessel_compiler::ir::{Array, ArrayData, Literal};
 use tessel_compiler::training_loop::LoopSignature;
@@ -48,6 +48,11 @@ pub(crate) fn run_host_loop(
         .map(|state| state.into_iter().map(Literal::Array).collect())
         .collect();
     let sources = super::trace::time_host_input(engine, sources);
+    // The JIT's arenas keep the final carried state for the next run (see `Residency`).
+    let residency = Residency {
+        from: options.carried_on_device.map(|c| c.0),
+        tag: engine.executable().map(|_| Residency::new_tag()),
+    };
     let (queues, rx) = HostQueues::new(n, options.queue_depth);
     let (result, outfed) = std::thread::scope(|s| {
         let queues = &queues;
@@ -59,7 +64,7 @@ pub(crate) fn run_host_loop(
             .name("outfeed".into())
             .spawn_scoped(s, move || drain(rx, n, first, outfeed))
             .map_err(|e| SessionError::run(format!("starting the outfeed thread: {e}")))?;
-        let result = engine.run_fed(carried, queues, numbering, placement);
+        let result = engine.run_fed(carried, queues, numbering, placement, residency);
         if let Err(e) = &result {
             // Already done by the evaluator; repeated so the host threads surely stop.
             let replica = match e {
@@ -83,6 +88,7 @@ pub(crate) fn run_host_loop(
     let mut out = LoopOutputs {
         carried: Vec::with_capacity(n),
         per_iteration: Vec::with_capacity(n),
+        on_device: residency.tag.map(CarriedOnDevice),
     };
     for (local, (state, values)) in finals.into_iter().zip(outfed).enumerate() {
         let r = first + local;

@@ -39,6 +39,12 @@ pub struct LoopOptions {
     pub queue_depth: usize,
     /// After the loop, fail if any carried float state (or per-iteration value) holds a NaN.
     pub nan_check: bool,
+    /// The carried values are exactly those the run that gave this token returned
+    /// ([`LoopOutputs::carried`], unchanged and in the same order): where the device still
+    /// holds them, as a TPU keeps a training loop's variables, they are not written again.
+    /// A token of another program or of an earlier run finds nothing held and costs nothing;
+    /// a token passed with other values gives a wrong result.
+    pub carried_on_device: Option<CarriedOnDevice>,
 }
 
 impl Default for LoopOptions {
@@ -46,9 +52,15 @@ impl Default for LoopOptions {
         LoopOptions {
             queue_depth: 2,
             nan_check: false,
+            carried_on_device: None,
         }
     }
 }
+
+/// Names the carried values a loop run left on its device (see
+/// [`LoopOptions::carried_on_device`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CarriedOnDevice(pub(crate) u64);
 
 /// What a loop leaves, per replica.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,6 +70,9 @@ pub struct LoopOutputs {
     /// `per_iteration[r]`: replica r's per-iteration outputs, each stacked K deep (empty
     /// when an [`Outfeed::Callback`] took them).
     pub per_iteration: Vec<Vec<Array>>,
+    /// What the next run may start from instead of writing `carried` again (`None` where
+    /// the device keeps nothing: the interpreter).
+    pub on_device: Option<CarriedOnDevice>,
 }
 
 impl LoopOutputs {

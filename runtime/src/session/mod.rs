@@ -47,7 +47,9 @@ pub use crate::replicas::Placement;
 pub use error::{BindError, ReplicaCountError, SessionError};
 pub use hosts::{from_chief, from_every_host};
 pub use loop_host::Outfeed;
-pub use loop_program::{LoopInputs, LoopOptions, LoopOutputs, LoopProgram, LoopSpec};
+pub use loop_program::{
+    CarriedOnDevice, LoopInputs, LoopOptions, LoopOutputs, LoopProgram, LoopSpec,
+};
 pub use program::{Inputs, Outputs, Program, ProgramForm};
 pub use tessel_compiler::compile::CompileError;
 pub use tessel_compiler::dump::DumpError;

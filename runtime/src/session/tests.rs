@@ -169,6 +169,65 @@ fn a_loop_runs_twice_with_its_state_carried() {
     }
 }
 
+/// The JIT keeps a loop's final state in its arenas: a run given the token of the run whose
+/// state it is passed starts from what the device holds (shown here by passing other values
+/// with the token, which the contract forbids), on one replica and on two; a token whose
+/// state another run has replaced finds nothing held and the values passed are written.
+#[test]
+fn a_loop_starts_from_the_state_its_device_kept() {
+    let step = parse_module(STEP, None).unwrap();
+    let w0 = Array::f32(&[3], vec![1.0, 2.0, -1.0]);
+    // Replica r starts from its own state, so an arena given to another replica would show.
+    let w = |r: usize| Array::f32(&[3], vec![1.0 + r as f32, 2.0, -1.0 - r as f32]);
+    let other = Array::f32(&[3], vec![7.0, 7.0, 7.0]);
+    let source = |from| vec![stacked_source(vec![xs(2, from)]).unwrap()];
+    let interpreted = compile_loop(&step, &spec(2), &Device::interpreter()).unwrap();
+    let out = interpreted
+        .run(vec![vec![w0.clone(), xs(2, 0)]], &LoopOptions::default())
+        .unwrap();
+    assert_eq!(out.on_device, None);
+    for replicas in [1, 2] {
+        let device = Device::jit().with_replicas(replicas);
+        let whole = compile_loop(&step, &spec(4), &device).unwrap();
+        let args = (0..replicas).map(|r| vec![w(r), xs(4, 0)]).collect();
+        let want = whole.run(args, &LoopOptions::default()).unwrap();
+        let half = compile_loop(&step, &spec(2), &device).unwrap();
+        let first = half
+            .run_fed(
+                (0..replicas).map(|r| vec![w(r)]).collect(),
+                (0..replicas).flat_map(|_| source(0)).collect(),
+                Outfeed::Collect,
+                &LoopOptions::default(),
+            )
+            .unwrap();
+        let kept = LoopOptions {
+            carried_on_device: first.on_device,
+            ..LoopOptions::default()
+        };
+        assert!(kept.carried_on_device.is_some());
+        let second = half
+            .run_fed(
+                vec![vec![other.clone()]; replicas],
+                (0..replicas).flat_map(|_| source(2)).collect(),
+                Outfeed::Collect,
+                &kept,
+            )
+            .unwrap();
+        assert_eq!(second.carried, want.carried, "{replicas} replicas");
+        assert_ne!(second.on_device, first.on_device);
+        // `second` replaced the state `first`'s token named: the values passed count.
+        let third = half
+            .run_fed(
+                (0..replicas).map(|r| vec![w(r)]).collect(),
+                (0..replicas).flat_map(|_| source(0)).collect(),
+                Outfeed::Collect,
+                &kept,
+            )
+            .unwrap();
+        assert_eq!(third.carried, first.carried, "{replicas} replicas");
+    }
+}
+
 #[test]
 fn bad_bindings_are_binding_errors() {
     let program = compile(&load("tanh_matmul_sum"), &Device::interpreter()).unwrap();

@@ -231,3 +231,71 @@ fn a_side_output_lives_from_its_writer_to_its_reader() {
         assert!(none.buffers.iter().all(|b| b.kind != BufferKind::Side));
     }
 }
+
+/// Needs whose entry parameters are the program's to overwrite (as the JIT's are).
+struct DonatedParameters;
+
+impl BufferNeeds for DonatedParameters {
+    fn parameters_donated(&self) -> bool {
+        true
+    }
+}
+
+/// A loop over the entry's parameters: `w` is read only by the loop, `v` also after it.
+const LOOP_OVER_PARAMETERS: &str = r#"
+HloModule loop_over_parameters
+
+body {
+  p_body = (s32[], f32[64], f32[64]) parameter(0)
+  i_body = s32[] get-tuple-element(p_body), index=0
+  one_body = s32[] constant(1)
+  i2_body = s32[] add(i_body, one_body)
+  w_body = f32[64] get-tuple-element(p_body), index=1
+  w2_body = f32[64] sine(w_body)
+  v_body = f32[64] get-tuple-element(p_body), index=2
+  v2_body = f32[64] cosine(v_body)
+  ROOT t_body = (s32[], f32[64], f32[64]) tuple(i2_body, w2_body, v2_body)
+}
+
+cond {
+  p_cond = (s32[], f32[64], f32[64]) parameter(0)
+  i_cond = s32[] get-tuple-element(p_cond), index=0
+  n_cond = s32[] constant(3)
+  ROOT lt_cond = pred[] compare(i_cond, n_cond), direction=LT
+}
+
+ENTRY main {
+  w = f32[64] parameter(0)
+  v = f32[64] parameter(1)
+  zero = s32[] constant(0)
+  init = (s32[], f32[64], f32[64]) tuple(zero, w, v)
+  loop = (s32[], f32[64], f32[64]) while(init), condition=cond, body=body
+  w_out = f32[64] get-tuple-element(loop), index=1
+  v_out = f32[64] get-tuple-element(loop), index=2
+  v_again = f32[64] add(v_out, v)
+  ROOT out = (f32[64], f32[64]) tuple(w_out, v_again)
+}
+"#;
+
+/// With donated parameters the loop's state takes over a parameter's buffer when nothing
+/// after the loop reads it, and the body writes over it there; one read after the loop keeps
+/// its own buffer. Without donation (the report's needs) no parameter is taken over.
+#[test]
+fn loop_state_takes_over_a_donated_parameter_read_by_nothing_after_it() {
+    let m = parse_module(LOOP_OVER_PARAMETERS, None).unwrap();
+    let a = assign_buffers_with(&m, &DonatedParameters);
+    let w = buffer(&a, "w");
+    assert_eq!(w.kind, BufferKind::Parameter);
+    for v in ["loop{1}", "w2_body"] {
+        assert!(w.values.iter().any(|x| x == v), "{:?}", w.values);
+    }
+    let v = buffer(&a, "v");
+    assert_eq!(v.values, ["v"]);
+    assert!(!overlap(&v, &buffer(&a, "loop{2}")));
+
+    let report = assign_buffers(&m);
+    for p in ["w", "v"] {
+        assert_eq!(buffer(&report, p).values, [p]);
+    }
+    assert!(a.peak_bytes < report.peak_bytes);
+}

@@ -56,7 +56,10 @@
 //! **Sharing.** Values then share *buffers*, by these rules in this order:
 //! - loop state stays in place: each while state element gets one buffer for the whole loop,
 //!   taken over from the initial value when that value dies at the loop (and no earlier
-//!   element took it);
+//!   element took it). An entry parameter counts as dying at the loop only when the needs
+//!   say the parameters are donated ([`BufferNeeds::parameters_donated`]) and nothing after
+//!   the loop reads it, the entry's result included: a training loop's variables then stay
+//!   in the buffers the caller wrote them to, and the loop's result is read from there;
 //! - the body writes its new value of a state element into the element's buffer when the new
 //!   value's whole life is inside the body and the old value is no longer read when it is
 //!   written (or is read only by the writing instruction, and `may_write_over` allows it);
@@ -116,6 +119,13 @@ pub trait BufferNeeds {
 
     /// Whether `copy` names its operand's buffers instead of defining a new value.
     fn copy_is_view(&self) -> bool {
+        false
+    }
+
+    /// Whether the entry's parameters are the program's to overwrite once read for the last
+    /// time (XLA's donated arguments): a loop's state then takes over a parameter's buffer
+    /// instead of copying it in (see the module doc, "Sharing").
+    fn parameters_donated(&self) -> bool {
         false
     }
 

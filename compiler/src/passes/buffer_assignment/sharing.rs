@@ -63,8 +63,10 @@ fn may_write_over(b: &Builder, p: usize, v: usize) -> bool {
         .may_write_over(b.m, b.instances[inst], id, &recomputed, &holds)
 }
 
-/// Loop state takes over the initial value's buffer when that value dies at the loop.
+/// Loop state takes over the initial value's buffer when that value dies at the loop (a
+/// donated parameter: when nothing after the loop reads it).
 pub(super) fn state_takes_initial_values(b: &Builder, sets: &mut Sets) {
+    let donated = b.needs.parameters_donated();
     for lp in &b.loops {
         let c = b.m.computation(b.instances[lp.inst]);
         let init = c.get(lp.instr).operand(0);
@@ -73,16 +75,31 @@ pub(super) fn state_takes_initial_values(b: &Builder, sets: &mut Sets) {
         for (j, &w) in lp.state.iter().enumerate() {
             let v = init_leaves[j];
             let r = sets.find(v);
-            if b.values[v].kind == BufferKind::Temporary
-                && sets.range(r).1 == lp.start
-                && b.values[v].size == b.values[w].size
-                && !taken.contains(&r)
-            {
+            let dies_here = match b.values[v].kind {
+                BufferKind::Temporary => sets.range(r).1 == lp.start,
+                BufferKind::Parameter => {
+                    donated && sets.find(v) == v && last_read(b, v) == lp.start
+                }
+                _ => false,
+            };
+            if dies_here && b.values[v].size == b.values[w].size && !taken.contains(&r) {
                 taken.push(r);
                 sets.union(r, w);
             }
         }
     }
+}
+
+/// The last position that reads value `v`, the end of the timeline for the entry's result
+/// (a parameter's range spans the whole timeline whatever reads it).
+fn last_read(b: &Builder, v: usize) -> usize {
+    if b.leaves_of(0, b.m.entry().root()).contains(&v) {
+        return b.timeline.len();
+    }
+    (0..b.reads.len())
+        .rev()
+        .find(|&p| b.reads[p].contains(&v))
+        .unwrap_or(0)
 }
 
 /// The body writes each new state element over the old one when the old one is dead

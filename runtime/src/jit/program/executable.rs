@@ -12,7 +12,7 @@ use crate::jit::host::take_last_error;
 use crate::jit::JitError;
 use crate::replicas::{
     self, first_failure, stopped_message, Fault, PoisonOnDrop, ReplicaBackend, ReplicaContext,
-    ReplicaError, ReplicaOptions,
+    ReplicaError, ReplicaOptions, Residency,
 };
 use cranelift_jit::JITModule;
 use std::any::Any;
@@ -76,6 +76,8 @@ pub struct Executable {
     arenas: Mutex<Vec<Arena>>,
     params: Vec<Loc>,
     result: Loc,
+    /// `[i]`: the result's leaf i lives in parameter i's buffer (see [`Residency`]).
+    result_in_param: Vec<bool>,
     // Compiled code refers to these by address: they live as long as the code.
     _consts: ConstPool,
     _plans: Vec<Box<dyn Any + Send + Sync>>,
@@ -100,6 +102,7 @@ impl Executable {
             arena_size: p.arena_size,
             // Arenas are made when a run needs one: compiling allocates no buffers.
             arenas: Mutex::new(Vec::new()),
+            result_in_param: result_in_param(&p.params, &p.result),
             params: p.params,
             result: p.result,
             _consts: p.consts,
@@ -120,8 +123,17 @@ impl Executable {
 
     /// Runs the program on `args` (one literal per entry parameter), as replica 0 of one.
     pub fn run(&self, args: &[Literal]) -> Result<Literal, JitError> {
-        let mut arena = self.take_arena()?;
-        let out = self.run_in(&mut arena, args);
+        self.run_resident(args, Residency::default())
+    }
+
+    /// [`Executable::run`] with results kept in the arena from one run to the next.
+    pub fn run_resident(
+        &self,
+        args: &[Literal],
+        residency: Residency,
+    ) -> Result<Literal, JitError> {
+        let mut arena = self.take_arena(0, residency.from)?;
+        let out = self.run_in(&mut arena, args, 0, residency);
         self.put_back(arena);
         out
     }
@@ -171,7 +183,7 @@ impl Executable {
         let (hub, first, devices) = replicas::placement::hub_for(options.placement, n)
             .map_err(|e| ReplicaError::new(None, e))?;
         let arenas: Vec<Arena> = (0..n)
-            .map(|_| self.take_arena())
+            .map(|local| self.take_arena(local, options.residency.from))
             .collect::<Result<_, _>>()
             .map_err(|e| ReplicaError::new(None, e.to_string()))?;
         let outcomes: Vec<(Result<Literal, ReplicaError>, Option<Arena>)> =
@@ -207,11 +219,14 @@ impl Executable {
                                         panic!("injected panic on replica {r}'s thread");
                                     }
                                 }
+                                let residency = options.residency;
                                 let out = match feed {
                                     Some(f) => with_host_feed(f, local, || {
-                                        self.run_in(&mut arena, &replica_args)
+                                        self.run_in(&mut arena, &replica_args, local, residency)
                                     }),
-                                    None => self.run_in(&mut arena, &replica_args),
+                                    None => {
+                                        self.run_in(&mut arena, &replica_args, local, residency)
+                                    }
                                 };
                                 match &out {
                                     Ok(_) => {
@@ -269,9 +284,16 @@ impl Executable {
             .collect())
     }
 
-    /// An arena from the pool, or a new one; an error when its memory cannot be allocated.
-    fn take_arena(&self) -> Result<Arena, JitError> {
-        let pooled = self.arenas.lock().unwrap_or_else(|p| p.into_inner()).pop();
+    /// An arena from the pool (the one holding the results of run `from` on replica `local`,
+    /// if there is one), or a new one; an error when its memory cannot be allocated.
+    fn take_arena(&self, local: usize, from: Option<u64>) -> Result<Arena, JitError> {
+        let mut pool = self.arenas.lock().unwrap_or_else(|p| p.into_inner());
+        let held = from.and_then(|tag| pool.iter().position(|a| a.holds == Some((tag, local))));
+        let pooled = match held {
+            Some(i) => Some(pool.swap_remove(i)),
+            None => pool.pop(),
+        };
+        drop(pool);
         match pooled {
             Some(a) => Ok(a),
             None => Ok(Arena::try_new(self.arena_size)?),
@@ -296,8 +318,16 @@ impl Executable {
             .push(arena);
     }
 
-    /// One run of the program in `arena`, as the current thread's replica.
-    fn run_in(&self, arena: &mut Arena, args: &[Literal]) -> Result<Literal, JitError> {
+    /// One run of the program in `arena`, as the current thread's replica (`local`: its index
+    /// among this run's replicas). Arguments the arena already holds as results of run
+    /// `residency.from` are not written again (only their shapes are checked).
+    fn run_in(
+        &self,
+        arena: &mut Arena,
+        args: &[Literal],
+        local: usize,
+        residency: Residency,
+    ) -> Result<Literal, JitError> {
         if args.len() != self.params.len() {
             return Err(JitError::Arguments(format!(
                 "expected {} arguments, got {}",
@@ -305,9 +335,19 @@ impl Executable {
                 args.len()
             )));
         }
+        let resident = residency
+            .from
+            .is_some_and(|tag| arena.holds == Some((tag, local)));
+        // From here on the arena holds this run's values, whatever happens.
+        arena.holds = None;
         for (i, (arg, loc)) in args.iter().zip(&self.params).enumerate() {
-            write_arg(arena, loc, arg)
-                .map_err(|m| JitError::Arguments(format!("argument {i}: {m}")))?;
+            let kept = resident && self.result_in_param[i];
+            let written = if kept {
+                check_arg(loc, arg)
+            } else {
+                write_arg(arena, loc, arg)
+            };
+            written.map_err(|m| JitError::Arguments(format!("argument {i}: {m}")))?;
         }
         let base = arena.base();
         let status = unsafe { (self.entry)(base) };
@@ -315,7 +355,9 @@ impl Executable {
             let msg = take_last_error().unwrap_or_else(|| format!("status {status}"));
             return Err(JitError::Runtime(msg));
         }
-        read_loc(arena, &self.result)
+        let out = read_loc(arena, &self.result)?;
+        arena.holds = residency.tag.map(|tag| (tag, local));
+        Ok(out)
     }
 }
 
@@ -330,6 +372,39 @@ fn panic_text(p: &Box<dyn Any + Send>) -> String {
         .cloned()
         .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_else(|| "panic".into())
+}
+
+/// Whether result leaf i of `result` lives in the buffer of parameter i (an array), for each
+/// parameter: a loop whose state took over its donated parameters returns its final state
+/// there.
+fn result_in_param(params: &[Loc], result: &Loc) -> Vec<bool> {
+    let leaves = result.leaves();
+    params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match (p, leaves.get(i)) {
+            (Loc::Array(p), Some(r)) => {
+                matches!(p.addr, Addr::Arena(_))
+                    && p.addr == r.addr
+                    && p.shape == r.shape
+                    && p.byte_size() > 0
+            }
+            _ => false,
+        })
+        .collect()
+}
+
+/// [`write_arg`]'s check of an argument's shape, for one whose bytes the arena already holds.
+fn check_arg(loc: &Loc, lit: &Literal) -> Result<(), String> {
+    match (loc, lit) {
+        (Loc::Array(b), Literal::Array(a)) => {
+            if a.shape.element_type != b.shape.element_type || a.shape.dims != b.shape.dims {
+                return Err(format!("expected {}, got {}", b.shape, a.shape));
+            }
+            Ok(())
+        }
+        _ => Err(format!("expected a value shaped like {:?}", loc_kind(loc))),
+    }
 }
 
 fn write_arg(arena: &mut Arena, loc: &Loc, lit: &Literal) -> Result<(), String> {
