@@ -62,8 +62,9 @@ impl Default for LoopOptions {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CarriedOnDevice(pub(crate) u64);
 
-/// What a loop leaves, per replica.
-#[derive(Clone, Debug, PartialEq)]
+/// What a loop leaves, per replica. Two are equal when their values are (the token names
+/// where a run's state is kept, not what it is).
+#[derive(Clone, Debug)]
 pub struct LoopOutputs {
     /// `carried[r]`: replica r's final carried parameters, in parameter order.
     pub carried: Vec<Vec<Array>>,
@@ -73,6 +74,12 @@ pub struct LoopOutputs {
     /// What the next run may start from instead of writing `carried` again (`None` where
     /// the device keeps nothing: the interpreter).
     pub on_device: Option<CarriedOnDevice>,
+}
+
+impl PartialEq for LoopOutputs {
+    fn eq(&self, other: &LoopOutputs) -> bool {
+        self.carried == other.carried && self.per_iteration == other.per_iteration
+    }
 }
 
 impl LoopOutputs {
