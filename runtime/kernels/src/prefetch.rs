@@ -19,13 +19,7 @@ const LINE: usize = 64;
 /// Prefetching is a hint; it never faults, so the addresses need not be valid, but they are
 /// kept within `[start, end)` so that no line past the stream is fetched for nothing.
 #[inline]
-pub(crate) fn prefetch_part(
-    start: *const u8,
-    bytes: usize,
-    end: *const u8,
-    part: usize,
-    parts: usize,
-) {
+pub fn prefetch_part(start: *const u8, bytes: usize, end: *const u8, part: usize, parts: usize) {
     prefetch_lines::<false>(start, bytes, end, part, parts)
 }
 

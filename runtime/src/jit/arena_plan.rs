@@ -138,6 +138,16 @@ impl BufferNeeds for JitBufferNeeds {
                 let materialized = |v: InstrId| v != id && !recomputed(v);
                 reads_only_aligned(c, id, &materialized, holds)
             }
+            // The scatter routines read every operand before they write the result
+            // (`host/gather_scatter.rs`), and the row scatter-add adds into its operand's rows
+            // where they are one buffer: an embedding's gradient is added into the zeros it
+            // starts from instead of into a copy of them.
+            Op::Scatter { .. } => match instr.operands() {
+                &[operand, indices, updates] => {
+                    holds(operand) && !holds(indices) && !holds(updates)
+                }
+                _ => false,
+            },
             _ => false,
         }
     }

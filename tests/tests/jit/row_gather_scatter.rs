@@ -402,3 +402,46 @@ fn large_row_gathers_and_scatter_adds_give_the_same_bits_on_any_thread_count() {
         }
     }
 }
+
+/// A scatter-add over a value the program computed (an embedding's gradient starts from a
+/// broadcast zero) writes in place: the JIT's buffer assignment gives the two one buffer, and
+/// the result is the interpreter's bits on 1, 2 and 3 threads, each thread adding only the
+/// updates whose rows fall in its ranges.
+#[test]
+fn a_scatter_add_over_a_computed_operand_adds_in_place() {
+    use tessel_compiler::passes::assign_buffers_with;
+    use tessel_runtime::jit::arena_plan::JitBufferNeeds;
+    let (v, d, n) = (1500, 96, 4000);
+    let m = module(&format!(
+        "  x = f32[{v},{d}] parameter(0)\n  i = s32[{n}] parameter(1)\n  u = f32[{n},{d}] parameter(2)\n  \
+         e = f32[{v},{d}] multiply(x, x)\n  \
+         ROOT s = f32[{v},{d}] scatter(e, i, u), update_window_dims={{1}}, \
+         inserted_window_dims={{0}}, scatter_dims_to_operand_dims={{0}}, index_vector_dim=1, \
+         to_apply=add"
+    ));
+    assert!(takes_row_path(&m));
+    let a = assign_buffers_with(&m, &JitBufferNeeds::new(JitOptions::default()));
+    assert!(
+        a.buffers
+            .iter()
+            .any(|b| b.values.iter().any(|x| x == "e") && b.values.iter().any(|x| x == "s")),
+        "the scatter does not write over its operand"
+    );
+    let args = [
+        random_f32(&[v, d], 91),
+        ids(&[n], -5, v + 5, 92),
+        random_f32(&[n, d], 93),
+    ];
+    let want = evaluate(&m, &args)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .data
+        .to_le_bytes();
+    for threads in 1..=3 {
+        assert!(
+            jit_bytes(&m, &args, threads) == want,
+            "{threads} threads differ from the interpreter"
+        );
+    }
+}

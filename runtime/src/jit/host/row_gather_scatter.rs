@@ -23,6 +23,7 @@ use tessel_compiler::ir::{
     ScatterDimensionNumbers,
 };
 use tessel_kernels::parallel::{chunk_len, for_each_range, Shared};
+use tessel_kernels::prefetch::prefetch_part;
 
 /// How the index vectors of a row gather or scatter pick rows of the operand.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -311,6 +312,11 @@ pub(crate) unsafe fn gather_rows(
     let chunk = chunk_len(rows.count, threads, 1);
     for_each_range(rows.count, chunk, threads, |lo, hi| {
         for i in lo..hi {
+            if i + AHEAD < hi {
+                let ahead = unsafe { rows.clamped_row(indices.get(), i + AHEAD) };
+                let row = src.get().wrapping_add(ahead * row_bytes);
+                prefetch_part(row, row_bytes, row.wrapping_add(row_bytes), 0, 1);
+            }
             let r = unsafe { rows.clamped_row(indices.get(), i) };
             unsafe {
                 std::ptr::copy_nonoverlapping(
@@ -325,6 +331,12 @@ pub(crate) unsafe fn gather_rows(
 
 /// Fewest bytes a row routine moves before it uses more than one thread.
 const PARALLEL_BYTES: usize = 1 << 18;
+
+/// Index vectors ahead of the one being worked on whose rows are prefetched. The rows an
+/// embedding's ids name are scattered over tens of megabytes, so each is a cache miss the
+/// hardware prefetchers cannot predict; asking for the rows a few vectors ahead overlaps
+/// those misses with the copies and adds of the rows before them.
+const AHEAD: usize = 8;
 
 /// The threads for a row routine moving `bytes`: one when that is too little to share.
 fn threads_for(bytes: usize, threads: usize) -> usize {
@@ -364,8 +376,26 @@ pub(crate) unsafe fn scatter_add_rows<T: Copy + Sync + std::ops::Add<Output = T>
     let (indices, out) = (Shared(indices.cast_mut()), Shared(out));
     let operand = operand.map(|p| Shared(p.cast_mut()));
     let threads = threads_for(out_rows * n * std::mem::size_of::<T>(), threads);
-    let chunk = chunk_len(out_rows, threads, 1);
-    for_each_range(out_rows, chunk, threads, |lo, hi| {
+    let row_bytes = n * std::mem::size_of::<T>();
+    let prefetch_row = |p: *const T| {
+        let p = p as *const u8;
+        prefetch_part(p, row_bytes, p.wrapping_add(row_bytes), 0, 1);
+    };
+    // Adds update row i into row r, prefetching the rows of the vector AHEAD places on.
+    let add = |i: usize, r: usize, ahead: Option<(usize, usize)>| {
+        if let Some((a, row)) = ahead {
+            prefetch_row(out.get().wrapping_add(row * n));
+            prefetch_row(updates.as_ptr().wrapping_add(a * n));
+        }
+        let u = &updates[i * n..(i + 1) * n];
+        let o = unsafe { std::slice::from_raw_parts_mut(out.get().add(r * n), n) };
+        if swapped {
+            o.iter_mut().zip(u).for_each(|(o, &u)| *o = u + *o);
+        } else {
+            o.iter_mut().zip(u).for_each(|(o, &u)| *o = *o + u);
+        }
+    };
+    let copy_operand = |lo: usize, hi: usize| {
         if let Some(src) = operand {
             unsafe {
                 std::ptr::copy_nonoverlapping(
@@ -375,19 +405,61 @@ pub(crate) unsafe fn scatter_add_rows<T: Copy + Sync + std::ops::Add<Output = T>
                 )
             };
         }
-        for (i, u) in updates.chunks_exact(n).enumerate().take(rows.count) {
-            let Some(r) = (unsafe { rows.row_inside(indices.get(), i) }) else {
-                continue;
-            };
-            if r < lo || r >= hi {
-                continue;
-            }
-            let o = unsafe { std::slice::from_raw_parts_mut(out.get().add(r * n), n) };
-            if swapped {
-                o.iter_mut().zip(u).for_each(|(o, &u)| *o = u + *o);
-            } else {
-                o.iter_mut().zip(u).for_each(|(o, &u)| *o = *o + u);
+    };
+    if threads == 1 {
+        copy_operand(0, out_rows);
+        let inside = |i: usize| Some((i, unsafe { rows.row_inside(indices.get(), i) }?));
+        for i in 0..rows.count {
+            if let Some((i, r)) = inside(i) {
+                add(
+                    i,
+                    r,
+                    (i + AHEAD < rows.count)
+                        .then(|| inside(i + AHEAD))
+                        .flatten(),
+                );
             }
         }
+        return;
+    }
+    let chunk = chunk_len(out_rows, threads, 1);
+    let (order, starts) = unsafe { vectors_by_range(rows, indices.get(), out_rows, chunk) };
+    for_each_range(out_rows, chunk, threads, |lo, hi| {
+        copy_operand(lo, hi);
+        let mine = &order[starts[lo / chunk]..starts[lo / chunk + 1]];
+        for (j, &(i, r)) in mine.iter().enumerate() {
+            add(i, r, mine.get(j + AHEAD).copied());
+        }
     });
+}
+/// The index vectors whose rows fall inside the operand, as `(vector, row)`, grouped by the
+/// range of `chunk` rows their row is in and in vector order within each group, and where
+/// each group starts (`starts[c]..starts[c + 1]` for range `c`). Each thread then reads only
+/// its ranges' vectors instead of every vector once per range.
+///
+/// # Safety
+/// `indices` must hold the `count` index vectors.
+unsafe fn vectors_by_range(
+    rows: &RowIndexing,
+    indices: *const u8,
+    out_rows: usize,
+    chunk: usize,
+) -> (Vec<(usize, usize)>, Vec<usize>) {
+    let ranges = out_rows.div_ceil(chunk.max(1));
+    let inside = |i: usize| unsafe { rows.row_inside(indices, i) };
+    let mut starts = vec![0usize; ranges + 1];
+    for r in (0..rows.count).filter_map(inside) {
+        starts[r / chunk + 1] += 1;
+    }
+    for c in 0..ranges {
+        starts[c + 1] += starts[c];
+    }
+    let mut fill = starts.clone();
+    let mut order = vec![(0, 0); starts[ranges]];
+    for (i, r) in (0..rows.count).filter_map(|i| Some((i, inside(i)?))) {
+        let slot = &mut fill[r / chunk];
+        order[*slot] = (i, r);
+        *slot += 1;
+    }
+    (order, starts)
 }
