@@ -15,8 +15,11 @@
 //!
 //! From 256 KB on, both share their work between the program's threads: a gather by ranges of
 //! the rows it writes, a scatter by ranges of the operand's rows, each thread copying its range
-//! from the operand and adding the updates that fall in it in the order of the index vectors
-//! (so the bits do not depend on the thread count).
+//! from the operand (unless the result is written over it) and adding the updates that fall
+//! in it in the order of the index vectors (so the bits do not depend on the thread count).
+//! The vectors are grouped by range in one pass first, so a thread reads only its ranges'
+//! vectors. Both prefetch the rows a few vectors ahead: an embedding's rows are scattered over
+//! megabytes, and each is a miss the hardware prefetchers cannot predict.
 
 use tessel_compiler::ir::{
     ArrayShape, BinaryOp, ComputationId, ElementType, GatherDimensionNumbers, Module, Op,
