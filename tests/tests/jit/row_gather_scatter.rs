@@ -388,18 +388,23 @@ fn large_row_gathers_and_scatter_adds_give_the_same_bits_on_any_thread_count() {
         random_f32(&[n, d], 85),
     ];
     for (m, args) in [(&gather, &gather_args[..]), (&scatter, &scatter_args[..])] {
-        let want = evaluate(m, args)
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .data
-            .to_le_bytes();
-        for threads in 1..=3 {
-            assert!(
-                jit_bytes(m, args, threads) == want,
-                "{threads} threads differ from the interpreter"
-            );
-        }
+        check_bitwise_on_1_to_3_threads(m, args);
+    }
+}
+
+/// The JIT's result of `m` on `args` is bitwise the interpreter's on 1, 2 and 3 threads.
+fn check_bitwise_on_1_to_3_threads(m: &Module, args: &[Literal]) {
+    let want = evaluate(m, args)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .data
+        .to_le_bytes();
+    for threads in 1..=3 {
+        assert!(
+            jit_bytes(m, args, threads) == want,
+            "{threads} threads differ from the interpreter"
+        );
     }
 }
 
@@ -432,16 +437,5 @@ fn a_scatter_add_over_a_computed_operand_adds_in_place() {
         ids(&[n], -5, v + 5, 92),
         random_f32(&[n, d], 93),
     ];
-    let want = evaluate(&m, &args)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .data
-        .to_le_bytes();
-    for threads in 1..=3 {
-        assert!(
-            jit_bytes(&m, &args, threads) == want,
-            "{threads} threads differ from the interpreter"
-        );
-    }
+    check_bitwise_on_1_to_3_threads(&m, &args);
 }

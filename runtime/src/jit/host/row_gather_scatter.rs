@@ -411,17 +411,10 @@ pub(crate) unsafe fn scatter_add_rows<T: Copy + Sync + std::ops::Add<Output = T>
     };
     if threads == 1 {
         copy_operand(0, out_rows);
-        let inside = |i: usize| Some((i, unsafe { rows.row_inside(indices.get(), i) }?));
-        for i in 0..rows.count {
-            if let Some((i, r)) = inside(i) {
-                add(
-                    i,
-                    r,
-                    (i + AHEAD < rows.count)
-                        .then(|| inside(i + AHEAD))
-                        .flatten(),
-                );
-            }
+        let inside = |i: usize| unsafe { rows.row_inside(indices.get(), i) }.map(|r| (i, r));
+        for (i, r) in (0..rows.count).filter_map(inside) {
+            let ahead = (i + AHEAD < rows.count).then(|| inside(i + AHEAD));
+            add(i, r, ahead.flatten());
         }
         return;
     }
@@ -435,6 +428,7 @@ pub(crate) unsafe fn scatter_add_rows<T: Copy + Sync + std::ops::Add<Output = T>
         }
     });
 }
+
 /// The index vectors whose rows fall inside the operand, as `(vector, row)`, grouped by the
 /// range of `chunk` rows their row is in and in vector order within each group, and where
 /// each group starts (`starts[c]..starts[c + 1]` for range `c`). Each thread then reads only
