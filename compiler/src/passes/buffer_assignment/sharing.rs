@@ -77,9 +77,7 @@ pub(super) fn state_takes_initial_values(b: &Builder, sets: &mut Sets) {
             let r = sets.find(v);
             let dies_here = match b.values[v].kind {
                 BufferKind::Temporary => sets.range(r).1 == lp.start,
-                BufferKind::Parameter => {
-                    donated && sets.find(v) == v && last_read(b, v) == lp.start
-                }
+                BufferKind::Parameter => donated && r == v && last_read(b, v) == lp.start,
                 _ => false,
             };
             if dies_here && b.values[v].size == b.values[w].size && !taken.contains(&r) {

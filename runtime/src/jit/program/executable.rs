@@ -410,9 +410,7 @@ fn check_arg(loc: &Loc, lit: &Literal) -> Result<(), String> {
 fn write_arg(arena: &mut Arena, loc: &Loc, lit: &Literal) -> Result<(), String> {
     match (loc, lit) {
         (Loc::Array(b), Literal::Array(a)) => {
-            if a.shape.element_type != b.shape.element_type || a.shape.dims != b.shape.dims {
-                return Err(format!("expected {}, got {}", b.shape, a.shape));
-            }
+            check_arg(loc, lit)?;
             let Addr::Arena(off) = b.addr else {
                 return Err("parameter buffer outside the arena".into());
             };
