@@ -3,17 +3,29 @@
 //! `V[p] = sum_j B^T[p][j] x_j` transforms the input tiles as the forward routine does and
 //! `Y[p] = sum_i A^T[i][p] dy_i` the output gradient's tiles (zero past the end).
 //!
-//! The work is cut by point: each point's `V[p]` and `Y[p]` over all tiles and its product
-//! `M[p]` (one matrix product summing over every tile) are one share's, and the points are
-//! combined in a fixed order, so the result is the same bits on any thread count.
+//! The tiles are cut into at most [`SHARES`] fixed shares. A share walks its tiles
+//! [`TILES_PER_BLOCK`] at a time, and for each point transforms the block's `V[p]` and `Y[p]`
+//! and adds `V[p]^T Y[p]` into its own partial `M[p]`; so the rows of `x` and `dy` a block
+//! reads stay in cache while the points go by. (Cut by point instead, every point read all
+//! of `x` and `dy` from memory again: at textcnn's shape, 13 MB per point.) The partials
+//! are then added in share order, so the result is the same bits on any thread count.
 
 use crate::cpu::Isa;
 use crate::gemm::{sgemm, GemmBackend};
-use crate::parallel::{for_each_share_on_slots, Shared};
+use crate::parallel::{chunk_len, for_each_range, for_each_share_on_slots, Shared};
 use crate::scratch::{floats, Scratch};
 use crate::KernelError;
 
 use super::forward::{transforms, WIDTH};
+use super::Terms;
+
+/// Shares the tiles are cut into at most, whatever the thread count (each needs its own
+/// partial `M`, `n x channels x out_features` floats).
+pub const SHARES: usize = 8;
+
+/// Tiles a share transforms and multiplies at a time: a block's `V[p]` and `Y[p]` (48 KB at
+/// 128 channels) and the rows of `x` and `dy` it reads stay in L2.
+pub const TILES_PER_BLOCK: usize = 48;
 
 /// A planned weight gradient: `x` as `[batch, in_len, channels]`, `dy` as `[batch, out_len,
 /// out_features]`, `dW` written at `(tap, channel, feature)` by `out_strides` (elements).
@@ -34,9 +46,13 @@ pub struct Winograd1dFilterGradient {
     backend: GemmBackend,
     /// The vector instructions the transforms are compiled for (`Isa::detect`).
     isa: Isa,
-    /// Scratch: the `n` products `M[p]`, then per thread slot (at most `n`; one thread per
-    /// point at most) the point's `V` and `Y`.
-    products_at: usize,
+    threads: usize,
+    /// Tiles in each share but maybe the last, and the number of shares.
+    tiles_per_share: usize,
+    shares: usize,
+    /// Scratch: each share's partial products `M[p]` (`n` of them), then per thread slot
+    /// one block's `V[p]` and `Y[p]`.
+    partials_at: usize,
     slots_at: Vec<usize>,
     scratch: Scratch,
 }
@@ -73,10 +89,12 @@ impl Winograd1dFilterGradient {
         let n = m + WIDTH - 1;
         let threads = threads.max(1);
         let tiles = batch * out_len.div_ceil(m);
+        let tiles_per_share = tiles.div_ceil(SHARES);
+        let shares = tiles.div_ceil(tiles_per_share);
         let mut scratch = Scratch::default();
-        let products_at = scratch.region(n * channels * out_features * 4);
-        let slots_at = (0..threads.min(n))
-            .map(|_| scratch.region(tiles * (channels + out_features) * 4))
+        let partials_at = scratch.region(shares * n * channels * out_features * 4);
+        let slots_at = (0..threads.min(shares))
+            .map(|_| scratch.region(TILES_PER_BLOCK * (channels + out_features) * 4))
             .collect();
         Ok(Winograd1dFilterGradient {
             batch,
@@ -93,7 +111,10 @@ impl Winograd1dFilterGradient {
             g,
             backend,
             isa: Isa::detect(),
-            products_at,
+            threads,
+            tiles_per_share,
+            shares,
+            partials_at,
             slots_at,
             scratch,
         })
@@ -120,17 +141,32 @@ impl Winograd1dFilterGradient {
         scratch: *mut u8,
     ) {
         let (c_n, o_n) = (self.channels, self.out_features);
-        let products = floats(scratch, self.products_at);
-        let (x, dy, prod, blk) = (
+        let point_floats = self.n * c_n * o_n;
+        let tiles = self.batch * self.out_len.div_ceil(self.m);
+        let partials = floats(scratch, self.partials_at);
+        let (x, dy, part, blk) = (
             Shared(input as *mut f32),
             Shared(grad as *mut f32),
-            Shared(products),
+            Shared(partials),
             Shared(scratch),
         );
-        let slots = self.slots_at.len();
-        for_each_share_on_slots(self.n, slots, |slot, p| unsafe {
+        for_each_share_on_slots(self.shares, self.threads, |slot, share| unsafe {
+            let first = share * self.tiles_per_share;
+            let last = (first + self.tiles_per_share).min(tiles);
             let v = floats(blk.get(), self.slots_at[slot]);
-            self.point_on_isa(p, x.get(), dy.get(), v, prod.get().add(p * c_n * o_n));
+            let partial = part.get().add(share * point_floats);
+            self.share_on_isa(first, last, x.get(), dy.get(), v, partial);
+        });
+        // The shares' partials, added into the first in share order.
+        let chunk = chunk_len(point_floats, self.threads, 16);
+        for_each_range(point_floats, chunk, self.threads, |lo, hi| unsafe {
+            let total = std::slice::from_raw_parts_mut(part.get().add(lo), hi - lo);
+            for s in 1..self.shares {
+                let other = part.get().add(s * point_floats + lo);
+                for (i, t) in total.iter_mut().enumerate() {
+                    *t += *other.add(i);
+                }
+            }
         });
         let [st, sc, so] = self.out_strides;
         for k in 0..WIDTH {
@@ -138,7 +174,7 @@ impl Winograd1dFilterGradient {
                 for o in 0..o_n {
                     let mut sum = 0.0f32;
                     for p in 0..self.n {
-                        sum += self.g[p * WIDTH + k] * *products.add((p * c_n + c) * o_n + o);
+                        sum += self.g[p * WIDTH + k] * *partials.add((p * c_n + c) * o_n + o);
                     }
                     *output.offset(k as isize * st + c as isize * sc + o as isize * so) = sum;
                 }
@@ -146,96 +182,94 @@ impl Winograd1dFilterGradient {
         }
     }
 
-    /// [`Winograd1dFilterGradient::point`] compiled for the best vector instructions this
+    /// [`Winograd1dFilterGradient::share`] compiled for the best vector instructions this
     /// machine has; multiplies and adds only, so the same bits on every instruction set.
-    unsafe fn point_on_isa(
+    unsafe fn share_on_isa(
         &self,
-        p: usize,
+        first: usize,
+        last: usize,
         x: *const f32,
         dy: *const f32,
         v: *mut f32,
-        out: *mut f32,
+        partial: *mut f32,
     ) {
         match self.isa {
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2Fma | Isa::Avx512 => self.point_avx2(p, x, dy, v, out),
-            _ => self.point(p, x, dy, v, out),
+            Isa::Avx2Fma | Isa::Avx512 => self.share_avx2(first, last, x, dy, v, partial),
+            _ => self.share(first, last, x, dy, v, partial),
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn point_avx2(
+    unsafe fn share_avx2(
         &self,
-        p: usize,
+        first: usize,
+        last: usize,
         x: *const f32,
         dy: *const f32,
         v: *mut f32,
-        out: *mut f32,
+        partial: *mut f32,
     ) {
-        self.point(p, x, dy, v, out)
+        self.share(first, last, x, dy, v, partial)
     }
 
-    /// Point `p`: `V[p]` and `Y[p]` of every tile into `v`, then `M[p] = V[p]^T Y[p]`.
+    /// Tiles `first..last`, a block at a time: for each point, the block's `V[p]` into `v`
+    /// and `Y[p]` after it, then `V[p]^T Y[p]` added into the share's `partial` `M[p]` (the
+    /// first block writes it).
     #[inline(always)]
-    unsafe fn point(&self, p: usize, x: *const f32, dy: *const f32, v: *mut f32, out: *mut f32) {
+    unsafe fn share(
+        &self,
+        first: usize,
+        last: usize,
+        x: *const f32,
+        dy: *const f32,
+        v: *mut f32,
+        partial: *mut f32,
+    ) {
         let (n, m, c_n, o_n) = (self.n, self.m, self.channels, self.out_features);
         let tiles_per_row = self.out_len.div_ceil(m);
-        let tiles = self.batch * tiles_per_row;
-        let y = v.add(tiles * c_n);
-        for b in 0..self.batch {
-            for tile in 0..tiles_per_row {
-                let t = b * tiles_per_row + tile;
-                let dst = std::slice::from_raw_parts_mut(v.add(t * c_n), c_n);
-                dst.fill(0.0);
-                let start = (tile * m) as isize - self.pad_low;
-                for j in 0..n {
-                    let pos = start + j as isize;
-                    let coef = self.bt[p * n + j];
-                    if coef == 0.0 || pos < 0 || pos >= self.in_len as isize {
-                        continue;
+        let y = v.add(TILES_PER_BLOCK * c_n);
+        for block in (first..last).step_by(TILES_PER_BLOCK) {
+            let count = TILES_PER_BLOCK.min(last - block);
+            for p in 0..n {
+                for t in 0..count {
+                    let (b, tile) = ((block + t) / tiles_per_row, (block + t) % tiles_per_row);
+                    let start = (tile * m) as isize - self.pad_low;
+                    let mut terms = Terms::new();
+                    for j in 0..n {
+                        let pos = start + j as isize;
+                        if pos >= 0 && pos < self.in_len as isize {
+                            let row = x.add((b * self.in_len + pos as usize) * c_n);
+                            terms.push(self.bt[p * n + j], row);
+                        }
                     }
-                    let src = std::slice::from_raw_parts(
-                        x.add((b * self.in_len + pos as usize) * c_n),
-                        c_n,
-                    );
-                    for (d, s) in dst.iter_mut().zip(src) {
-                        *d += coef * *s;
+                    terms.combine_into(std::slice::from_raw_parts_mut(v.add(t * c_n), c_n));
+                    let mut terms = Terms::new();
+                    for i in 0..m.min(self.out_len - tile * m) {
+                        let row = dy.add((b * self.out_len + tile * m + i) * o_n);
+                        terms.push(self.at[i * n + p], row);
                     }
+                    terms.combine_into(std::slice::from_raw_parts_mut(y.add(t * o_n), o_n));
                 }
-                let dst = std::slice::from_raw_parts_mut(y.add(t * o_n), o_n);
-                dst.fill(0.0);
-                for i in 0..m.min(self.out_len - tile * m) {
-                    let coef = self.at[i * n + p];
-                    if coef == 0.0 {
-                        continue;
-                    }
-                    let src = std::slice::from_raw_parts(
-                        dy.add((b * self.out_len + tile * m + i) * o_n),
-                        o_n,
-                    );
-                    for (d, s) in dst.iter_mut().zip(src) {
-                        *d += coef * *s;
-                    }
-                }
+                sgemm(
+                    self.backend,
+                    1,
+                    c_n,
+                    o_n,
+                    count,
+                    v,
+                    1,
+                    c_n as isize,
+                    y,
+                    o_n as isize,
+                    1,
+                    partial.add(p * c_n * o_n),
+                    o_n as isize,
+                    1,
+                    block != first,
+                );
             }
         }
-        sgemm(
-            self.backend,
-            1,
-            c_n,
-            o_n,
-            tiles,
-            v,
-            1,
-            c_n as isize,
-            y,
-            o_n as isize,
-            1,
-            out,
-            o_n as isize,
-            1,
-            false,
-        );
     }
 }

@@ -15,6 +15,8 @@ use crate::scratch::{floats, Scratch};
 use crate::winograd::matrices::Matrices;
 use crate::KernelError;
 
+use super::Terms;
+
 /// Output tiles per share: a share's transformed tiles and products (`2 x n x 48 x 128`
 /// floats for F(4, 5) at 128 channels, 384 KB) stay in L2.
 pub const TILES_PER_SHARE: usize = 48;
@@ -275,22 +277,18 @@ impl Winograd1d {
             let (b, tile) = ((first + t) / tiles_per_row, (first + t) % tiles_per_row);
             let start = (tile * m) as isize - self.pad_low;
             for p in 0..n {
-                let dst = std::slice::from_raw_parts_mut(v.add(p * v_point + t * c_n), c_n);
-                dst.fill(0.0);
+                let mut terms = Terms::new();
                 for j in 0..n {
                     let pos = start + j as isize;
-                    let coef = self.bt[p * n + j];
-                    if coef == 0.0 || pos < 0 || pos >= self.in_len as isize {
-                        continue;
-                    }
-                    let src = std::slice::from_raw_parts(
-                        x.add((b * self.in_len + pos as usize) * c_n),
-                        c_n,
-                    );
-                    for (d, s) in dst.iter_mut().zip(src) {
-                        *d += coef * *s;
+                    if pos >= 0 && pos < self.in_len as isize {
+                        let row = x.add((b * self.in_len + pos as usize) * c_n);
+                        terms.push(self.bt[p * n + j], row);
                     }
                 }
+                terms.combine_into(std::slice::from_raw_parts_mut(
+                    v.add(p * v_point + t * c_n),
+                    c_n,
+                ));
             }
         }
         for p in 0..n {
@@ -316,19 +314,14 @@ impl Winograd1d {
             let (b, tile) = ((first + t) / tiles_per_row, (first + t) % tiles_per_row);
             for i in 0..m.min(self.out_len - tile * m) {
                 let pos = tile * m + i;
-                let dst =
-                    std::slice::from_raw_parts_mut(y.add((b * self.out_len + pos) * o_n), o_n);
-                dst.fill(0.0);
+                let mut terms = Terms::new();
                 for p in 0..n {
-                    let coef = self.at[i * n + p];
-                    if coef == 0.0 {
-                        continue;
-                    }
-                    let src = std::slice::from_raw_parts(prod.add(p * m_point + t * o_n), o_n);
-                    for (d, s) in dst.iter_mut().zip(src) {
-                        *d += coef * *s;
-                    }
+                    terms.push(self.at[i * n + p], prod.add(p * m_point + t * o_n));
                 }
+                terms.combine_into(std::slice::from_raw_parts_mut(
+                    y.add((b * self.out_len + pos) * o_n),
+                    o_n,
+                ));
             }
         }
     }

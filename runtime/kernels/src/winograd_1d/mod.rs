@@ -16,3 +16,62 @@ pub use forward::{KernelStrides, Winograd1d};
 
 #[cfg(test)]
 mod tests;
+
+/// Rows a transform combines at most (the input tile of F(4, 5)).
+pub(crate) const MAX_TERMS: usize = 8;
+
+/// The nonzero terms of one transformed row: each a coefficient and the row it scales.
+pub(crate) struct Terms {
+    terms: [(f32, *const f32); MAX_TERMS],
+    len: usize,
+}
+
+impl Terms {
+    pub(crate) fn new() -> Terms {
+        Terms {
+            terms: [(0.0, std::ptr::null()); MAX_TERMS],
+            len: 0,
+        }
+    }
+
+    /// Adds `coef * row` unless `coef` is zero.
+    pub(crate) fn push(&mut self, coef: f32, row: *const f32) {
+        if coef != 0.0 {
+            self.terms[self.len] = (coef, row);
+            self.len += 1;
+        }
+    }
+
+    /// `dst = sum coef * row` over the terms in the order pushed, summed from zero with a
+    /// multiply and an add per term (no fused multiply-add, so the bits are the same on
+    /// every instruction set). A block of 16 columns stays in registers across the terms,
+    /// where a pass per term would load and store `dst` each time.
+    ///
+    /// # Safety
+    /// Every row must hold `dst.len()` floats.
+    #[inline(always)]
+    pub(crate) unsafe fn combine_into(&self, dst: &mut [f32]) {
+        const BLOCK: usize = 16;
+        let terms = &self.terms[..self.len];
+        let mut chunks = dst.chunks_exact_mut(BLOCK);
+        let mut c0 = 0;
+        for out in &mut chunks {
+            let mut acc = [0f32; BLOCK];
+            for &(coef, row) in terms {
+                let src = &*(row.add(c0) as *const [f32; BLOCK]);
+                for (a, s) in acc.iter_mut().zip(src) {
+                    *a += coef * *s;
+                }
+            }
+            out.copy_from_slice(&acc);
+            c0 += BLOCK;
+        }
+        for (i, out) in chunks.into_remainder().iter_mut().enumerate() {
+            let mut acc = 0f32;
+            for &(coef, row) in terms {
+                acc += coef * *row.add(c0 + i);
+            }
+            *out = acc;
+        }
+    }
+}

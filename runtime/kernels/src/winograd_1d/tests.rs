@@ -284,6 +284,17 @@ fn filter_gradient_matches_the_direct_sum_on_any_thread_count() {
             transposed: false,
             reversed: false,
         },
+        // 392 tiles: eight shares of 49, each of a full block and a block of one.
+        Case {
+            batch: 8,
+            len: 200,
+            c: 16,
+            o: 8,
+            pads: (0, 0),
+            m: 4,
+            transposed: false,
+            reversed: false,
+        },
         Case {
             batch: 3,
             len: 37,
