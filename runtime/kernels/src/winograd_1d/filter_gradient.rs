@@ -236,14 +236,9 @@ impl Winograd1dFilterGradient {
                 for t in 0..count {
                     let (b, tile) = ((block + t) / tiles_per_row, (block + t) % tiles_per_row);
                     let start = (tile * m) as isize - self.pad_low;
-                    let mut terms = Terms::new();
-                    for j in 0..n {
-                        let pos = start + j as isize;
-                        if pos >= 0 && pos < self.in_len as isize {
-                            let row = x.add((b * self.in_len + pos as usize) * c_n);
-                            terms.push(self.bt[p * n + j], row);
-                        }
-                    }
+                    let seq = x.add(b * self.in_len * c_n);
+                    let bt_row = &self.bt[p * n..(p + 1) * n];
+                    let terms = Terms::input_tile(bt_row, seq, self.in_len, c_n, start);
                     terms.combine_into(std::slice::from_raw_parts_mut(v.add(t * c_n), c_n));
                     let mut terms = Terms::new();
                     for i in 0..m.min(self.out_len - tile * m) {

@@ -276,15 +276,10 @@ impl Winograd1d {
         for t in 0..count {
             let (b, tile) = ((first + t) / tiles_per_row, (first + t) % tiles_per_row);
             let start = (tile * m) as isize - self.pad_low;
+            let seq = x.add(b * self.in_len * c_n);
             for p in 0..n {
-                let mut terms = Terms::new();
-                for j in 0..n {
-                    let pos = start + j as isize;
-                    if pos >= 0 && pos < self.in_len as isize {
-                        let row = x.add((b * self.in_len + pos as usize) * c_n);
-                        terms.push(self.bt[p * n + j], row);
-                    }
-                }
+                let bt_row = &self.bt[p * n..(p + 1) * n];
+                let terms = Terms::input_tile(bt_row, seq, self.in_len, c_n, start);
                 terms.combine_into(std::slice::from_raw_parts_mut(
                     v.add(p * v_point + t * c_n),
                     c_n,

@@ -34,6 +34,30 @@ impl Terms {
         }
     }
 
+    /// The terms of one point's input transform for the tile whose window starts at
+    /// position `start` of a sequence `seq` (`len` rows of `channels`): `bt_row[j]` times row
+    /// `start + j`, for the rows inside the sequence (the others are padding, zero).
+    ///
+    /// # Safety
+    /// `seq` must address `len * channels` floats.
+    #[inline(always)]
+    pub(crate) unsafe fn input_tile(
+        bt_row: &[f32],
+        seq: *const f32,
+        len: usize,
+        channels: usize,
+        start: isize,
+    ) -> Terms {
+        let mut terms = Terms::new();
+        for (j, &coef) in bt_row.iter().enumerate() {
+            let pos = start + j as isize;
+            if pos >= 0 && pos < len as isize {
+                terms.push(coef, seq.add(pos as usize * channels));
+            }
+        }
+        terms
+    }
+
     /// Adds `coef * row` unless `coef` is zero.
     pub(crate) fn push(&mut self, coef: f32, row: *const f32) {
         if coef != 0.0 {
