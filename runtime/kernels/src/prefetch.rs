@@ -19,8 +19,21 @@ const LINE: usize = 64;
 /// Prefetching is a hint; it never faults, so the addresses need not be valid, but they are
 /// kept within `[start, end)` so that no line past the stream is fetched for nothing.
 #[inline]
-pub fn prefetch_part(start: *const u8, bytes: usize, end: *const u8, part: usize, parts: usize) {
+pub(crate) fn prefetch_part(
+    start: *const u8,
+    bytes: usize,
+    end: *const u8,
+    part: usize,
+    parts: usize,
+) {
     prefetch_lines::<false>(start, bytes, end, part, parts)
+}
+
+/// Prefetches all of `[start, start + bytes)` into L1: a block read soon whose address the
+/// hardware prefetchers cannot guess (a row an index names, a step of a wide matrix).
+#[inline]
+pub fn prefetch(start: *const u8, bytes: usize) {
+    prefetch_part(start, bytes, start.wrapping_add(bytes), 0, 1)
 }
 
 /// As [`prefetch_part`], into L2 only: for a block that is worked on long after it is

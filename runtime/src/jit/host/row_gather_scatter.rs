@@ -26,7 +26,7 @@ use tessel_compiler::ir::{
     ScatterDimensionNumbers,
 };
 use tessel_kernels::parallel::{chunk_len, for_each_range, Shared};
-use tessel_kernels::prefetch::prefetch_part;
+use tessel_kernels::prefetch::prefetch;
 
 /// How the index vectors of a row gather or scatter pick rows of the operand.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -317,8 +317,7 @@ pub(crate) unsafe fn gather_rows(
         for i in lo..hi {
             if i + AHEAD < hi {
                 let ahead = unsafe { rows.clamped_row(indices.get(), i + AHEAD) };
-                let row = src.get().wrapping_add(ahead * row_bytes);
-                prefetch_part(row, row_bytes, row.wrapping_add(row_bytes), 0, 1);
+                prefetch(src.get().wrapping_add(ahead * row_bytes), row_bytes);
             }
             let r = unsafe { rows.clamped_row(indices.get(), i) };
             unsafe {
@@ -380,10 +379,7 @@ pub(crate) unsafe fn scatter_add_rows<T: Copy + Sync + std::ops::Add<Output = T>
     let operand = operand.map(|p| Shared(p.cast_mut()));
     let threads = threads_for(out_rows * n * std::mem::size_of::<T>(), threads);
     let row_bytes = n * std::mem::size_of::<T>();
-    let prefetch_row = |p: *const T| {
-        let p = p as *const u8;
-        prefetch_part(p, row_bytes, p.wrapping_add(row_bytes), 0, 1);
-    };
+    let prefetch_row = |p: *const T| prefetch(p as *const u8, row_bytes);
     // Adds update row i into row r, prefetching the rows of the vector AHEAD places on.
     let add = |i: usize, r: usize, ahead: Option<(usize, usize)>| {
         if let Some((a, row)) = ahead {

@@ -16,7 +16,7 @@
 
 use std::arch::x86_64::*;
 
-use crate::prefetch::prefetch_part;
+use crate::prefetch::prefetch;
 
 /// Bytes of one step that the adjacent-rows path reads before moving to the next step: four
 /// 16-lane panels, so four write streams, well within an L1 set's eight ways.
@@ -74,8 +74,7 @@ unsafe fn pack_adjacent_rows<const W: usize>(
                 // Each step is on a page of its own in a wide matrix, where the hardware
                 // prefetchers do not follow.
                 let next = from.offset(AHEAD as isize * ds).add(q0 * W) as *const u8;
-                let bytes = (q1 - q0) * W * 4;
-                prefetch_part(next, bytes, next.wrapping_add(bytes), 0, 1);
+                prefetch(next, (q1 - q0) * W * 4);
             }
             for q in q0..q1 {
                 std::ptr::copy_nonoverlapping(from.add(q * W), dst.add((q * kc + p) * W), W);
