@@ -11,21 +11,26 @@
 # TF_CMD (default: /tmp/tf/bin/python tests/benches/tf/models.py; it is run as
 # `$TF_CMD NAME --batch B --steps S --iterations I` and prints `ms_per_step=X setup_s=Y`).
 # Needs a release build: cargo build --release -p tessel-estimator --example models_bench
+#   -p tessel-kernels --example fma_peak
 #
 # Prints the CPU, every run on standard error, and per model one line on standard output:
-#   model NAME tessel_ms X tf_ms Y ratio R loaded_ratio L compile_ms C threads_ratio T
+#   model NAME tessel_ms X tf_ms Y ratio R loaded_ratio L compile_ms C threads_ratio T fma_threads_ratio F
 # X, Y: median steady-state ms per step on a quiet machine; R = X / Y; L = (tessel loaded /
 # tessel quiet) / (TF loaded / TF quiet), at most 1 when tessel slows no more than TF under
 # contention; C: median compile time of tessel's train loop; T: tessel's 1-thread step over
-# its step on all cores (TESSEL_THREADS unset).
+# its step on all cores (TESSEL_THREADS unset); F: the FMA peak on all cores over one core's,
+# measured in each quiet round (runtime/kernels/examples/fma_peak.rs). F is what a compute-bound
+# routine can gain from the threads at that minute: near 2 on two separate cores, near 1 when a
+# virtual machine's two vCPUs are hyperthreads of one physical core, as the host may place them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}
 MODELS=${MODELS:-"mnist fashion resnet20 mlp textcnn"}
 TESSEL=./target/release/examples/models_bench
+FMA_PEAK=./target/release/examples/fma_peak
 TF_CMD=${TF_CMD:-"/tmp/tf/bin/python tests/benches/tf/models.py"}
-[ -x "$TESSEL" ] || {
-    echo "build first: cargo build --release -p tessel-estimator --example models_bench" >&2
+[ -x "$TESSEL" ] && [ -x "$FMA_PEAK" ] || {
+    echo "build first: cargo build --release -p tessel-estimator --example models_bench -p tessel-kernels --example fma_peak" >&2
     exit 2
 }
 read -r -a tf_cmd <<<"$TF_CMD"
@@ -68,6 +73,11 @@ tf_run() {
         sed -n 's/.*ms_per_step=\([0-9.]*\).*/\1/p' | tail -1
 }
 
+# The FMA peak on all cores over one core's, now.
+fma_ratio() {
+    "$FMA_PEAK" | awk '$1 == "fma_peak_gflops" {print $NF}'
+}
+
 # A number, or stop with what failed.
 need() {
     [[ "$2" =~ ^[0-9.]+$ ]] || { echo "$1 printed no figure" >&2; exit 1; }
@@ -90,13 +100,14 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 
 for m in $MODELS; do
     shape "$m" >/dev/null
-    tq=(); fq=(); t1=(); cq=(); tl=(); fl=()
+    tq=(); fq=(); t1=(); cq=(); tl=(); fl=(); fr=()
     for r in $(seq "$ROUNDS"); do
         read -r t c <<<"$(tessel_run "$m" "")"
         t=$(need "tessel $m" "$t"); tq+=("$t"); cq+=("$c")
         f=$(need "TF $m" "$(tf_run "$m")"); fq+=("$f")
+        p=$(need "fma_peak" "$(fma_ratio)"); fr+=("$p")
         o=$(need "tessel $m (1 thread)" "$(tessel_run "$m" 1 | cut -d' ' -f1)"); t1+=("$o")
-        echo "$m quiet round $r: tessel $t ms (compile $c ms)  tf $f ms  tessel 1 thread $o ms  (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+        echo "$m quiet round $r: tessel $t ms (compile $c ms)  tf $f ms  tessel 1 thread $o ms  fma peak ratio $p  (load $(cut -d' ' -f1 /proc/loadavg))" >&2
     done
     sh -c 'while :; do :; done' &
     busy=$!
@@ -112,6 +123,7 @@ for m in $MODELS; do
     mc=$(printf '%s\n' "${cq[@]}" | median)
     ml=$(printf '%s\n' "${tl[@]}" | median)
     mfl=$(printf '%s\n' "${fl[@]}" | median)
+    mfr=$(printf '%s\n' "${fr[@]}" | median)
     loaded=$(awk -v a="$ml" -v b="$mq" -v c="$mfl" -v d="$mf" 'BEGIN {printf "%.3f", (a / b) / (c / d)}')
-    echo "model $m tessel_ms $mq tf_ms $mf ratio $(ratio "$mq" "$mf") loaded_ratio $loaded compile_ms $mc threads_ratio $(ratio "$m1" "$mq")"
+    echo "model $m tessel_ms $mq tf_ms $mf ratio $(ratio "$mq" "$mf") loaded_ratio $loaded compile_ms $mc threads_ratio $(ratio "$m1" "$mq") fma_threads_ratio $mfr"
 done
