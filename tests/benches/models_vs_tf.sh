@@ -18,8 +18,9 @@
 # X, Y: median steady-state ms per step on a quiet machine; R = X / Y; L = (tessel loaded /
 # tessel quiet) / (TF loaded / TF quiet), at most 1 when tessel slows no more than TF under
 # contention; C: median compile time of tessel's train loop; T: tessel's 1-thread step over
-# its step on all cores (TESSEL_THREADS unset); F: the FMA peak on all cores over one core's,
-# measured in each quiet round (runtime/kernels/examples/fma_peak.rs). F is what a compute-bound
+# its step on all cores (TESSEL_THREADS unset); F: the FMA peak on all cores over one core's
+# (runtime/kernels/examples/fma_peak.rs), read before tessel's runs on all cores and on one in
+# each quiet round, the median over the rounds of the lower reading. F is what a compute-bound
 # routine can gain from the threads at that minute: near 2 on two separate cores, near 1 when a
 # virtual machine's two vCPUs are hyperthreads of one physical core, as the host may place them.
 set -euo pipefail
@@ -102,12 +103,14 @@ for m in $MODELS; do
     shape "$m" >/dev/null
     tq=(); fq=(); t1=(); cq=(); tl=(); fl=(); fr=()
     for r in $(seq "$ROUNDS"); do
+        p0=$(need "fma_peak" "$(fma_ratio)")
         read -r t c <<<"$(tessel_run "$m" "")"
         t=$(need "tessel $m" "$t"); tq+=("$t"); cq+=("$c")
         f=$(need "TF $m" "$(tf_run "$m")"); fq+=("$f")
-        p=$(need "fma_peak" "$(fma_ratio)"); fr+=("$p")
+        p1=$(need "fma_peak" "$(fma_ratio)")
+        p=$(awk -v a="$p0" -v b="$p1" 'BEGIN {print (a < b) ? a : b}'); fr+=("$p")
         o=$(need "tessel $m (1 thread)" "$(tessel_run "$m" 1 | cut -d' ' -f1)"); t1+=("$o")
-        echo "$m quiet round $r: tessel $t ms (compile $c ms)  tf $f ms  tessel 1 thread $o ms  fma peak ratio $p  (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+        echo "$m quiet round $r: tessel $t ms (compile $c ms)  tf $f ms  tessel 1 thread $o ms  fma peak ratio $p0 and $p1  (load $(cut -d' ' -f1 /proc/loadavg))" >&2
     done
     sh -c 'while :; do :; done' &
     busy=$!
