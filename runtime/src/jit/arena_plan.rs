@@ -299,7 +299,8 @@ pub(crate) fn scratch_requests(
 }
 
 /// The partial results of reduce `red` when it is computed in two parts
-/// (`reduce::reduce_split`): one buffer per output array.
+/// (`reduce::reduce_split`): one buffer per output array, with its guards
+/// (`reduce::partial_scratch_bytes`).
 fn split_reduce_partials(m: &Module, comp: ComputationId, red: InstrId) -> Vec<usize> {
     let c = m.computation(comp);
     if reduce::reduce_split(m, c, red).is_none() {
@@ -309,6 +310,6 @@ fn split_reduce_partials(m: &Module, comp: ComputationId, red: InstrId) -> Vec<u
         .shape
         .leaves()
         .iter()
-        .map(|a| a.byte_size() as usize)
+        .map(|a| reduce::partial_scratch_bytes(a.byte_size() as usize))
         .collect()
 }

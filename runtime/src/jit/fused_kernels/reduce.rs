@@ -12,7 +12,8 @@
 //! A large reduce over its first dimension is computed in two parts (`reduce_split`): the
 //! rows `[0, mid)` into the output, the rows `[mid, end)` into a scratch buffer, then the
 //! two are combined (`emit_reduce_combine`). The cut depends only on the shapes, never on
-//! the thread count, so one thread and two threads give bitwise the same result.
+//! the thread count, so one thread and two threads give bitwise the same result. The scratch
+//! buffer keeps [`PARTIAL_GUARD`] bytes clear on each side of the partial result.
 //!
 //! A reduce that keeps its first dimension (a global pool, `[N, T, C] -> [N, C]`) runs in
 //! chunks of those rows claimed by the threads (`kept_first_dimension`): each output element
@@ -32,6 +33,30 @@ use tessel_compiler::ir::{ArrayShape, BinaryOp, Computation, ElementType, InstrI
 
 /// Operands at least this large are reduced in two parts (see [`reduce_split`]).
 pub(crate) const SPLIT_REDUCE_ELEMENTS: i64 = 1 << 16;
+
+/// Bytes left unused on each side of a split reduce's partial result in its scratch buffer.
+/// The two parts run on two threads, and the fused kernels fold every point into their
+/// accumulators in memory; with the second part's accumulators in the lines next to the
+/// first's (as the arena packs small buffers), the second thread gained nothing. Measured on
+/// `cpu family 6`, `model 207` (docs/performance.md, "The suite on Intel's AVX-512"): in a C
+/// loop of that kernel's shape, two threads took 0.88-0.94 ms with the two threads'
+/// accumulators adjacent, 0.74-0.77 with 64 bytes between them, 0.55-0.61 with 128 or more
+/// (one thread: 0.93-0.97).
+pub(crate) const PARTIAL_GUARD: usize = 128;
+
+/// The scratch bytes planned for a split reduce's partial result of `bytes` bytes: the
+/// result between two guards ([`PARTIAL_GUARD`]).
+pub(crate) fn partial_scratch_bytes(bytes: usize) -> usize {
+    bytes + 2 * PARTIAL_GUARD
+}
+
+/// Where the partial result starts in a scratch buffer of [`partial_scratch_bytes`].
+pub(crate) fn partial_in(scratch: Addr) -> Addr {
+    match scratch {
+        Addr::Arena(offset) => Addr::Arena(offset + PARTIAL_GUARD),
+        Addr::Absolute(address) => Addr::Absolute(address + PARTIAL_GUARD),
+    }
+}
 
 /// Most accumulators (4-lane vectors or scalars) held in registers by one chunk of
 /// [`emit_columns`]. x86-64 has 16 vector registers; 16 accumulators make one pass over a

@@ -291,7 +291,8 @@ impl ProgramCx<'_> {
         };
         let mut partials = Vec::with_capacity(reds.len());
         for (red, acc) in &reds {
-            partials.push((*red, self.take_scratch(acc.byte_size())?));
+            let scratch = self.take_scratch(reduce::partial_scratch_bytes(acc.byte_size()))?;
+            partials.push((*red, reduce::partial_in(scratch)));
         }
         let mut first_addrs = addrs.clone();
         first_addrs.extend(whole.iter().map(|w| w.1));

@@ -66,7 +66,8 @@ impl ProgramCx<'_> {
                 },
             ) => {
                 let bytes = out_bytes(out, *b);
-                let partial = self.take_scratch(bytes)?;
+                let scratch = self.take_scratch(reduce::partial_scratch_bytes(bytes))?;
+                let partial = reduce::partial_in(scratch);
                 PoolPlan::new(
                     name,
                     &m,
