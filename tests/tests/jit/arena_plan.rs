@@ -236,3 +236,58 @@ fn a_multi_output_fusion_updates_loop_state_in_place() {
         );
     }
 }
+
+/// Batch normalization's two backward sums over a `[64, 8, 8, 32]` batch: one fusion, computed
+/// in two parts on two threads, the second part's sums in scratch. Each partial result is
+/// planned with 128 bytes clear on each side (`reduce::PARTIAL_GUARD`: 128 + 2 x 128 bytes
+/// for 32 floats), so it does not sit in the lines next to the first part's sums; the program
+/// asks for what was planned, and the sums match the interpreter's.
+#[test]
+fn a_split_reduces_partial_sums_are_planned_apart_from_other_buffers() {
+    let text = r#"
+HloModule batch_norm_sums
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[64,8,8,32]{3,2,1,0} parameter(0)
+  dy = f32[64,8,8,32]{3,2,1,0} parameter(1)
+  mean = f32[32]{0} parameter(2)
+  mb = f32[64,8,8,32]{3,2,1,0} broadcast(mean), dimensions={3}
+  d = f32[64,8,8,32]{3,2,1,0} subtract(x, mb)
+  p = f32[64,8,8,32]{3,2,1,0} multiply(dy, d)
+  zero = f32[] constant(0)
+  sum_d = f32[32]{0} reduce(d, zero), dimensions={0,1,2}, to_apply=add
+  sum_p = f32[32]{0} reduce(p, zero), dimensions={0,1,2}, to_apply=add
+  ROOT t = (f32[32]{0}, f32[32]{0}) tuple(sum_d, sum_p)
+}
+"#;
+    let m = parse_module(text, None).unwrap();
+    check("batch-norm sums", m.clone());
+    let mut optimized = m.clone();
+    optimize(&mut optimized, &CompileOptions::default()).unwrap();
+    let options = JitOptions::default();
+    let plan = plan_arena(&optimized, &options);
+    let scratch: Vec<i64> = plan
+        .scratch_buffers
+        .values()
+        .flatten()
+        .map(|&b| plan.buffers[b].size)
+        .collect();
+    assert_eq!(scratch, vec![384, 384], "two guarded partial results");
+
+    let args = [
+        tessel_tests::numerics::pseudo_random_f32(&[64, 8, 8, 32], 1, 64),
+        tessel_tests::numerics::pseudo_random_f32(&[64, 8, 8, 32], 2, 64),
+        tessel_tests::numerics::pseudo_random_f32(&[32], 3, 64),
+    ];
+    let want = evaluate(&m, &args).unwrap();
+    let got = compile(&optimized, &options).unwrap().run(&args).unwrap();
+    let tolerance = tessel_tests::numerics::Tolerance {
+        atol: 1e-3,
+        rtol: 1e-5,
+    };
+    tessel_tests::numerics::compare_literals(&got, &want, tolerance).unwrap();
+}
