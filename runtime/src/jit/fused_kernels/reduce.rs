@@ -41,7 +41,8 @@ pub(crate) const SPLIT_REDUCE_ELEMENTS: i64 = 1 << 16;
 /// `cpu family 6`, `model 207` (docs/performance.md, "The suite on Intel's AVX-512"): in a C
 /// loop of that kernel's shape, two threads took 0.88-0.94 ms with the two threads'
 /// accumulators adjacent, 0.74-0.77 with 64 bytes between them, 0.55-0.61 with 128 or more
-/// (one thread: 0.93-0.97).
+/// (one thread: 0.93-0.97). A multiple of 64, so the partial result keeps the arena's 64-byte
+/// alignment.
 pub(crate) const PARTIAL_GUARD: usize = 128;
 
 /// The scratch bytes planned for a split reduce's partial result of `bytes` bytes: the
