@@ -291,8 +291,7 @@ impl ProgramCx<'_> {
         };
         let mut partials = Vec::with_capacity(reds.len());
         for (red, acc) in &reds {
-            let scratch = self.take_scratch(reduce::partial_scratch_bytes(acc.byte_size()))?;
-            partials.push((*red, reduce::partial_in(scratch)));
+            partials.push((*red, self.take_partial_scratch(acc.byte_size())?));
         }
         let mut first_addrs = addrs.clone();
         first_addrs.extend(whole.iter().map(|w| w.1));

@@ -234,10 +234,7 @@ impl ProgramCx<'_> {
         let addrs: Vec<Addr> = outputs.iter().map(|b| b.addr).collect();
         let partials: Vec<Addr> = outputs
             .iter()
-            .map(|b| {
-                let bytes = reduce::partial_scratch_bytes(b.byte_size());
-                self.take_scratch(bytes).map(reduce::partial_in)
-            })
+            .map(|b| self.take_partial_scratch(b.byte_size()))
             .collect::<Result<_, _>>()?;
         let (first, fname) = self.build_kernel(name, comp, leaves.clone(), &addrs, &mut |e| {
             reduce::emit_reduce_part(e, root, &addrs, vec, Some((0, mid)))

@@ -66,8 +66,7 @@ impl ProgramCx<'_> {
                 },
             ) => {
                 let bytes = out_bytes(out, *b);
-                let scratch = self.take_scratch(reduce::partial_scratch_bytes(bytes))?;
-                let partial = reduce::partial_in(scratch);
+                let partial = self.take_partial_scratch(bytes)?;
                 PoolPlan::new(
                     name,
                     &m,

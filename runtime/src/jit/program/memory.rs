@@ -7,6 +7,7 @@ use super::compile::ProgramCx;
 use crate::jit::buffer::{Addr, Buffer, Loc};
 use crate::jit::clif::lane_values::int_to_i64;
 use crate::jit::clif::types::scalar_type;
+use crate::jit::fused_kernels::reduce;
 use crate::jit::JitError;
 use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
 use cranelift_frontend::FunctionBuilder;
@@ -50,6 +51,14 @@ impl ProgramCx<'_> {
                 self.current_name
             ))
         })
+    }
+
+    /// The next scratch buffer when it was planned for a split reduce's partial result of
+    /// `bytes` bytes (`arena_plan::split_reduce_partials`): where the result goes, between its
+    /// guards (`reduce::partial_scratch_bytes`).
+    pub(super) fn take_partial_scratch(&mut self, bytes: usize) -> Result<Addr, JitError> {
+        let scratch = self.take_scratch(reduce::partial_scratch_bytes(bytes))?;
+        Ok(reduce::partial_in(scratch))
     }
 
     /// Builds a routine's plan with the scratch space the assignment planned for it.
